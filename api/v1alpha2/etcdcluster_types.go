@@ -1,0 +1,390 @@
+package v1alpha2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+//
+// Rules that couple several fields, or compare with the stored object, live here: a
+// transition rule on a pointer field does not fire when the field is added, and we want to
+// reject that direction too.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.replicas == 0 && self.storage.medium == 'Memory')",message="spec.replicas: 0 pauses the cluster, which would discard the data of spec.storage.medium Memory (tmpfs); delete the cluster instead, or use medium \"\" (PVC) to be able to pause"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || (has(self.tls) && has(self.tls.client))",message="spec.auth.enabled requires spec.tls.client: the root password must not cross a plaintext connection; configure client TLS or disable auth"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || has(self.auth.rootCredentialsSecretRef)",message="spec.auth.enabled requires spec.auth.rootCredentialsSecretRef: name a Secret holding the root user's password"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || self.storage.medium != 'Memory'",message="spec.bootstrap.restore needs persistent storage: with spec.storage.medium Memory a restarted member would restore the snapshot again and lose later writes; use medium \"\" (PVC)"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || self.tls == oldSelf.tls)",message="spec.tls cannot be added, removed or changed on an existing cluster yet: the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
+// +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
+// +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version",message="spec.version cannot change yet: this operator version does not upgrade running members; keep the version, or create a new cluster at the new version and restore it from a snapshot"
+type EtcdClusterSpec struct {
+	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
+	// cluster: every Pod stops, every member keeps its data and identity.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9
+	// +kubebuilder:default=3
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Version is the etcd version, X.Y.Z, 3.5.0 or newer (for example 3.6.16).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z without a 'v', for example 3.6.16"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && int(self.split('.')[1]) >= 5)",message="spec.version must be etcd 3.5.0 or newer in the 3.x line, for example 3.5.21 or 3.6.16"
+	Version string `json:"version"`
+
+	// Storage is each member's data directory.
+	// +kubebuilder:default={size: "1Gi", medium: ""}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// ProgressDeadlineSeconds is how long one change (a member added, promoted, removed) may
+	// take before the cluster reports Progressing=False with reason ProgressDeadlineExceeded.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=600
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// TLS for the client (2379) and peer (2380) ports; absent means plaintext.
+	// +optional
+	TLS *EtcdClusterTLS `json:"tls,omitempty"`
+
+	// Auth turns on etcd authentication with the single user root.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// Bootstrap is consulted once, at the first bootstrap of the cluster.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// Resources of the etcd container. Default: requests of 100m CPU and 256Mi memory.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// AdditionalMetadata is merged into every object the operator creates for this cluster;
+	// the operator's own keys win over these.
+	// +optional
+	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
+
+	// Affinity of the member Pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints of the member Pods. The operator fills an empty labelSelector
+	// with the cluster's member selector.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// Options is the typed set of etcd settings the operator passes as flags.
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+
+	// ImagePullSecrets of the member Pods.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// StorageMedium selects the backend of a member's data directory.
+// +kubebuilder:validation:Enum="";Memory
+type StorageMedium string
+
+const (
+	// StorageMediumDefault keeps each member's data on its own PersistentVolumeClaim.
+	StorageMediumDefault StorageMedium = ""
+	// StorageMediumMemory keeps each member's data on a tmpfs that dies with its Pod.
+	StorageMediumMemory StorageMedium = "Memory"
+)
+
+// StorageSpec is each member's data directory.
+type StorageSpec struct {
+	// Size of each member's volume (PVC request, or tmpfs size limit with medium Memory).
+	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be greater than 0: it is each member's PVC size, or its tmpfs size limit with medium Memory; for example 1Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.storage.size cannot shrink: a volume cannot give back space; keep the size or make it larger"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) <= 0",message="spec.storage.size cannot grow yet: this operator version does not expand member volumes; keep the size"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// Medium is "" (a PVC per member, the default) or Memory (tmpfs; data is lost with the
+	// Pod and the operator replaces the member). Immutable.
+	// +kubebuilder:default=""
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage.medium is immutable: members cannot move between PVC and tmpfs; create a new cluster with the other medium"
+	// +optional
+	Medium StorageMedium `json:"medium,omitempty"`
+
+	// StorageClassName of the member PVCs; absent means the default StorageClass. Immutable.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// EtcdClusterTLS configures TLS for each of etcd's two ports independently.
+type EtcdClusterTLS struct {
+	// Client is TLS on the client port 2379.
+	// +optional
+	Client *ClientTLS `json:"client,omitempty"`
+
+	// Peer is TLS on the peer port 2380; always mutual.
+	// +optional
+	Peer *PeerTLS `json:"peer,omitempty"`
+}
+
+// ClientTLS takes the server certificate from a Secret or from cert-manager. A client
+// certificate for the operator (operatorClientSecretRef or certManager.operatorClientIssuerRef)
+// turns on mutual TLS: etcd then requires a client certificate from everyone.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.serverSecretRef) != has(self.certManager)",message="spec.tls.client needs exactly one source: serverSecretRef (your own Secret) or certManager (issued for you), not both and not neither"
+// +kubebuilder:validation:XValidation:rule="!has(self.certManager) || !has(self.operatorClientSecretRef)",message="spec.tls.client.operatorClientSecretRef cannot be combined with certManager: use certManager.operatorClientIssuerRef instead"
+type ClientTLS struct {
+	// ServerSecretRef names a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt.
+	// +optional
+	ServerSecretRef *corev1.LocalObjectReference `json:"serverSecretRef,omitempty"`
+
+	// OperatorClientSecretRef names a Secret with the operator's client certificate (tls.crt,
+	// tls.key); setting it turns on mutual TLS.
+	// +optional
+	OperatorClientSecretRef *corev1.LocalObjectReference `json:"operatorClientSecretRef,omitempty"`
+
+	// CertManager issues the certificates through cert-manager.
+	// +optional
+	CertManager *ClientCertManager `json:"certManager,omitempty"`
+}
+
+// ClientCertManager names the issuers of the client-side certificates.
+type ClientCertManager struct {
+	// ServerIssuerRef signs the server certificate, stored in Secret <cluster>-server-tls.
+	ServerIssuerRef IssuerReference `json:"serverIssuerRef"`
+
+	// OperatorClientIssuerRef signs the operator's client certificate, stored in Secret
+	// <cluster>-operator-client-tls; setting it turns on mutual TLS.
+	// +optional
+	OperatorClientIssuerRef *IssuerReference `json:"operatorClientIssuerRef,omitempty"`
+}
+
+// PeerTLS takes the peer certificate from a Secret or from cert-manager.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.certManager)",message="spec.tls.peer needs exactly one source: secretRef (your own Secret) or certManager (issued for you), not both and not neither"
+type PeerTLS struct {
+	// SecretRef names a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt; the
+	// certificate must allow both server and client authentication.
+	// +optional
+	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// CertManager issues the peer certificate, stored in Secret <cluster>-peer-tls.
+	// +optional
+	CertManager *PeerCertManager `json:"certManager,omitempty"`
+}
+
+// PeerCertManager names the issuer of the peer certificate.
+type PeerCertManager struct {
+	// IssuerRef signs the peer certificate.
+	IssuerRef IssuerReference `json:"issuerRef"`
+}
+
+// AuthSpec turns on etcd authentication with the single user root.
+type AuthSpec struct {
+	// Enabled creates user root with the root role and enables authentication once the
+	// cluster is up. Requires spec.tls.client.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// RootCredentialsSecretRef names a Secret in the same namespace whose key "password" is
+	// root's password (a key "username", if present, must be "root").
+	// +optional
+	RootCredentialsSecretRef *corev1.LocalObjectReference `json:"rootCredentialsSecretRef,omitempty"`
+}
+
+// BootstrapSpec is consulted once, when the cluster is first created.
+type BootstrapSpec struct {
+	// Restore starts the new cluster from a snapshot instead of empty.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// RestoreSpec names the snapshot a new cluster starts from.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.source.s3) || (has(self.source.s3.key) && size(self.source.s3.key) > 0 && !self.source.s3.key.endsWith('/'))",message="spec.bootstrap.restore.source.s3.key must be the exact key of the snapshot object, not empty and not a prefix ending in '/'"
+// +kubebuilder:validation:XValidation:rule="!has(self.source.pvc) || (has(self.source.pvc.subPath) && size(self.source.pvc.subPath) > 0 && !self.source.pvc.subPath.endsWith('/'))",message="spec.bootstrap.restore.source.pvc.subPath must be the exact path of the snapshot file in the volume, not empty and not a directory ending in '/'"
+type RestoreSpec struct {
+	// Source is the snapshot to restore: an S3 object or a file on a PVC.
+	Source SnapshotLocation `json:"source"`
+}
+
+// AdditionalMetadata is merged into every object the operator creates.
+type AdditionalMetadata struct {
+	// Labels to add.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations to add.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// AutoCompactionMode is etcd's --auto-compaction-mode.
+// +kubebuilder:validation:Enum=periodic;revision
+type AutoCompactionMode string
+
+const (
+	// AutoCompactionPeriodic keeps the history of the retention period.
+	AutoCompactionPeriodic AutoCompactionMode = "periodic"
+	// AutoCompactionRevision keeps the last retention revisions.
+	AutoCompactionRevision AutoCompactionMode = "revision"
+)
+
+// EtcdOptions is the closed set of etcd settings the operator passes to every member. Flags
+// the operator owns (names, URLs, data directory, TLS files) are not settable.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionRetention) || has(self.autoCompactionMode)",message="spec.options.autoCompactionRetention needs spec.options.autoCompactionMode (periodic or revision)"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'revision' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^[0-9]+$')",message="spec.options.autoCompactionRetention must be a number of revisions, for example \"10000\", with autoCompactionMode revision"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'periodic' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^([0-9]+|([0-9]+h)?([0-9]+m)?([0-9]+s)?)$')",message="spec.options.autoCompactionRetention must be a duration such as \"24h\", \"30m\" or a number of hours with autoCompactionMode periodic"
+type EtcdOptions struct {
+	// QuotaBackendBytes is the backend size quota (--quota-backend-bytes), at most 8Gi is
+	// etcd's advice; above it etcd raises the NOSPACE alarm.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi (etcd advises 8Gi at most), for example 2Gi"
+	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
+
+	// AutoCompactionMode is periodic or revision (--auto-compaction-mode).
+	// +optional
+	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
+
+	// AutoCompactionRetention is a duration for periodic (for example 24h) or a revision count
+	// for revision (--auto-compaction-retention).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+
+	// SnapshotCount is the number of applied entries between raft snapshots (--snapshot-count).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+}
+
+// Condition types of an EtcdCluster.
+const (
+	// ConditionAvailable is True while a quorum of members serves requests.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the operator changes the cluster towards its spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True while some member is unhealthy or missing.
+	ConditionDegraded = "Degraded"
+)
+
+// MemberRole is a member's place in the raft group.
+// +kubebuilder:validation:Enum=Voter;Learner
+type MemberRole string
+
+const (
+	// RoleVoter is a full member that counts towards the quorum.
+	RoleVoter MemberRole = "Voter"
+	// RoleLearner receives the log but does not vote; it is promoted once caught up.
+	RoleLearner MemberRole = "Learner"
+)
+
+// MemberSummary is one member as the cluster's status shows it.
+type MemberSummary struct {
+	// Name of the EtcdMember.
+	Name string `json:"name"`
+	// ID is the etcd member ID in hex.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Role is Voter or Learner.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// Version is the etcd version the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Ready is true while the member answers its health check.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+}
+
+// EtcdClusterStatus is what the operator observed of the cluster.
+type EtcdClusterStatus struct {
+	// ObservedGeneration is the spec generation the status speaks of.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ReadyMembers counts members that are healthy and serving; the /scale subresource
+	// reports it as the current scale.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// Voters counts voting members in etcd's member list.
+	// +optional
+	Voters int32 `json:"voters,omitempty"`
+
+	// Learners counts learners in etcd's member list.
+	// +optional
+	Learners int32 `json:"learners,omitempty"`
+
+	// Selector is the label selector of the member Pods, for the /scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// ClusterID is the etcd cluster ID in hex, set once the cluster has bootstrapped.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// ClusterToken is the --initial-cluster-token used at bootstrap and for every later member.
+	// +optional
+	ClusterToken string `json:"clusterToken,omitempty"`
+
+	// AuthEnabled is true once the operator has enabled authentication in etcd.
+	// +optional
+	AuthEnabled bool `json:"authEnabled,omitempty"`
+
+	// Members lists each member's ID, role, version and readiness.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []MemberSummary `json:"members,omitempty"`
+
+	// Conditions: Available, Progressing and Degraded, with reasons.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster the operator runs: members, their Pods and volumes, Services,
+// a PodDisruptionBudget and, where configured, certificates.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcd,categories=etcd-operator
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyMembers,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+//
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

@@ -1,0 +1,154 @@
+package v1alpha2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InitialClusterState is etcd's --initial-cluster-state for a member's first start.
+// +kubebuilder:validation:Enum=new;existing
+type InitialClusterState string
+
+const (
+	// InitialClusterStateNew: the member is one of the cluster's founding members.
+	InitialClusterStateNew InitialClusterState = "new"
+	// InitialClusterStateExisting: the member joins a running cluster (as a learner).
+	InitialClusterStateExisting InitialClusterState = "existing"
+)
+
+// MemberBootstrap is what a member needs for its first start; a member that already has data
+// ignores it.
+type MemberBootstrap struct {
+	// InitialCluster is etcd's --initial-cluster: name=peerURL pairs of the members known when
+	// this member was added.
+	// +kubebuilder:validation:MinLength=1
+	InitialCluster string `json:"initialCluster"`
+
+	// InitialClusterState is new for founding members and existing for members added later.
+	InitialClusterState InitialClusterState `json:"initialClusterState"`
+
+	// ClusterToken is etcd's --initial-cluster-token.
+	// +kubebuilder:validation:MinLength=1
+	ClusterToken string `json:"clusterToken"`
+}
+
+// MemberTLS names the Secrets a member mounts; empty names mean plaintext on that port.
+type MemberTLS struct {
+	// ServerSecretName holds the client-port server certificate (tls.crt, tls.key, ca.crt).
+	// +optional
+	ServerSecretName string `json:"serverSecretName,omitempty"`
+
+	// ClientCertAuth makes etcd require client certificates on the client port.
+	// +optional
+	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
+
+	// PeerSecretName holds the peer certificate (tls.crt, tls.key, ca.crt).
+	// +optional
+	PeerSecretName string `json:"peerSecretName,omitempty"`
+}
+
+// EtcdMemberSpec is one member as the cluster controller decided it. The member controller
+// realizes it as a PVC (for medium "") and a Pod.
+//
+// +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName",message="spec.clusterName is immutable: a member belongs to one cluster for its whole life"
+// +kubebuilder:validation:XValidation:rule="self.storage.medium == oldSelf.storage.medium",message="spec.storage.medium is immutable: a member's data cannot move between PVC and tmpfs"
+type EtcdMemberSpec struct {
+	// ClusterName is the EtcdCluster this member belongs to.
+	// +kubebuilder:validation:MinLength=1
+	ClusterName string `json:"clusterName"`
+
+	// Version is the etcd version this member runs.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z, for example 3.6.16"
+	Version string `json:"version"`
+
+	// Storage of this member's data directory.
+	Storage StorageSpec `json:"storage"`
+
+	// Bootstrap is used at the member's first start.
+	Bootstrap MemberBootstrap `json:"bootstrap"`
+
+	// TLS names the Secrets the member mounts.
+	// +optional
+	TLS *MemberTLS `json:"tls,omitempty"`
+
+	// Dormant stops the member's Pod and keeps its data and identity (the cluster is paused).
+	// +optional
+	Dormant bool `json:"dormant,omitempty"`
+}
+
+// Condition types of an EtcdMember.
+const (
+	// MemberConditionReady is True while the member's etcd answers its health check.
+	MemberConditionReady = "Ready"
+	// MemberConditionJoined is True once the member appears started in etcd's member list.
+	MemberConditionJoined = "Joined"
+)
+
+// EtcdMemberStatus is what the operator observed of one member.
+type EtcdMemberStatus struct {
+	// ObservedGeneration is the spec generation the status speaks of.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// MemberID is the etcd member ID in hex, known once the member was added to etcd.
+	// +optional
+	MemberID string `json:"memberID,omitempty"`
+
+	// ClusterID is the etcd cluster ID in hex the member belongs to.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// PodName is the member's current Pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// Role is Voter or Learner.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+
+	// Version is the etcd version the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Conditions: Ready and Joined, with reasons.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdMember is one member of an EtcdCluster, created by the operator; it owns the member's
+// Pod and PVC. Deleting it by hand does not delete the member's data: the PVC is released only
+// after the member has been removed from etcd on purpose.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcdm,categories=etcd-operator
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Member-ID",type=string,JSONPath=`.status.memberID`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdMember struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EtcdMemberSpec   `json:"spec"`
+	Status EtcdMemberStatus `json:"status,omitempty"`
+}
+
+// EtcdMemberList is a list of EtcdMember.
+//
+// +kubebuilder:object:root=true
+type EtcdMemberList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdMember `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdMember{}, &EtcdMemberList{})
+}

@@ -1,0 +1,93 @@
+package v1alpha2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdSnapshotSpec asks for one snapshot of a cluster. A snapshot is immutable: to write
+// elsewhere, create another EtcdSnapshot.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec of an EtcdSnapshot is immutable: create a new EtcdSnapshot for another cluster or destination"
+type EtcdSnapshotSpec struct {
+	// ClusterRef names the EtcdCluster in the same namespace.
+	// +kubebuilder:validation:XValidation:rule="size(self.name) > 0",message="spec.clusterRef.name must name the EtcdCluster to snapshot"
+	ClusterRef corev1.LocalObjectReference `json:"clusterRef"`
+
+	// Destination is exactly one of s3 or pvc.
+	Destination SnapshotLocation `json:"destination"`
+}
+
+// SnapshotPhase is where an EtcdSnapshot is in its life.
+// +kubebuilder:validation:Enum=Pending;Started;Complete;Failed
+type SnapshotPhase string
+
+const (
+	// SnapshotPending: accepted, not started yet.
+	SnapshotPending SnapshotPhase = "Pending"
+	// SnapshotStarted: the snapshot is being taken or uploaded.
+	SnapshotStarted SnapshotPhase = "Started"
+	// SnapshotComplete: stored and verified; see status.artifact.
+	SnapshotComplete SnapshotPhase = "Complete"
+	// SnapshotFailed: gave up; see the Ready condition's message.
+	SnapshotFailed SnapshotPhase = "Failed"
+)
+
+// SnapshotArtifact is where a completed snapshot lies and how to check it.
+type SnapshotArtifact struct {
+	// URI, for example s3://bucket/key.db or pvc://claim/path.db.
+	URI string `json:"uri"`
+	// SizeBytes of the snapshot file.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// Checksum is "sha256:<hex>" of the snapshot file.
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
+}
+
+// EtcdSnapshotStatus is the progress and result of the snapshot.
+type EtcdSnapshotStatus struct {
+	// Phase is Pending, Started, Complete or Failed.
+	// +optional
+	Phase SnapshotPhase `json:"phase,omitempty"`
+	// Artifact is set once the snapshot is Complete.
+	// +optional
+	Artifact *SnapshotArtifact `json:"artifact,omitempty"`
+	// Conditions: Ready, with reasons.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdSnapshot is one snapshot of an EtcdCluster written to S3 or a PVC.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcdsnap,categories=etcd-operator
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.artifact.sizeBytes`
+// +kubebuilder:printcolumn:name="URI",type=string,JSONPath=`.status.artifact.uri`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EtcdSnapshotSpec   `json:"spec"`
+	Status EtcdSnapshotStatus `json:"status,omitempty"`
+}
+
+// EtcdSnapshotList is a list of EtcdSnapshot.
+//
+// +kubebuilder:object:root=true
+type EtcdSnapshotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdSnapshot `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdSnapshot{}, &EtcdSnapshotList{})
+}

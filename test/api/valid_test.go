@@ -1,0 +1,203 @@
+package api
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func TestMinimalClusterGetsItsDefaults(t *testing.T) {
+	c := newCluster("defaults")
+	requireCreate(t, c)
+
+	got := &etcdv1.EtcdCluster{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Replicas == nil || *got.Spec.Replicas != 3 {
+		t.Errorf("replicas = %v, want default 3", got.Spec.Replicas)
+	}
+	if got.Spec.Storage.Size == nil || got.Spec.Storage.Size.String() != "1Gi" {
+		t.Errorf("storage.size = %v, want default 1Gi", got.Spec.Storage.Size)
+	}
+	if got.Spec.Storage.Medium != etcdv1.StorageMediumDefault {
+		t.Errorf("storage.medium = %q, want default \"\"", got.Spec.Storage.Medium)
+	}
+	if got.Spec.ProgressDeadlineSeconds == nil || *got.Spec.ProgressDeadlineSeconds != 600 {
+		t.Errorf("progressDeadlineSeconds = %v, want default 600", got.Spec.ProgressDeadlineSeconds)
+	}
+}
+
+func TestIssuerKindDefaultsToIssuer(t *testing.T) {
+	c := newCluster("issuer-kind",
+		withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
+			ServerIssuerRef:         issuer("ca"),
+			OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "ca", Kind: "ClusterIssuer"},
+		}}),
+		withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("ca")}}))
+	requireCreate(t, c)
+
+	got := &etcdv1.EtcdCluster{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	cm := got.Spec.TLS.Client.CertManager
+	if cm.ServerIssuerRef.Kind != "Issuer" || got.Spec.TLS.Peer.CertManager.IssuerRef.Kind != "Issuer" {
+		t.Errorf("issuer kinds = %q, %q; want the default Issuer",
+			cm.ServerIssuerRef.Kind, got.Spec.TLS.Peer.CertManager.IssuerRef.Kind)
+	}
+	if cm.OperatorClientIssuerRef.Kind != "ClusterIssuer" {
+		t.Errorf("an explicit ClusterIssuer became %q", cm.OperatorClientIssuerRef.Kind)
+	}
+}
+
+func TestValidSpecsAreAccepted(t *testing.T) {
+	memory := etcdv1.StorageMediumMemory
+	valid := []client.Object{
+		newCluster("ok-single", withReplicas(1)),
+		newCluster("ok-paused", withReplicas(0)),
+		newCluster("ok-seven", withReplicas(7), withVersion("3.5.21")),
+		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
+		newCluster("ok-byo-mtls",
+			withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), OperatorClientSecretRef: ref("op")}),
+			withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}),
+			withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})),
+		newCluster("ok-auth-off", withAuth(etcdv1.AuthSpec{Enabled: false})),
+		newCluster("ok-restore-s3", withRestore(etcdv1.SnapshotLocation{S3: s3("example/nightly.db")})),
+		newCluster("ok-restore-pvc", withRestore(etcdv1.SnapshotLocation{PVC: pvc("snapshots/example.db")})),
+		newCluster("ok-options", withOptions(etcdv1.EtcdOptions{
+			QuotaBackendBytes:       qtyPtr("8Gi"),
+			AutoCompactionMode:      etcdv1.AutoCompactionPeriodic,
+			AutoCompactionRetention: "1h30m",
+			SnapshotCount:           ptr[int64](10000),
+		})),
+		newCluster("ok-revision", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionRevision, AutoCompactionRetention: "1000"})),
+		newCluster("ok-metadata", func(c *etcdv1.EtcdCluster) {
+			c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "storage"}}
+			c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+			c.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+			}}
+		}),
+		newSnapshot("ok-snap-s3"),
+		newSnapshot("ok-snap-pvc", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("")} }),
+		newDefrag("ok-defrag-all"),
+		newDefrag("ok-defrag-some", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("100Mi"), QuotaUsagePercent: ptr[int32](80)})),
+		newMember("ok-member"),
+	}
+	for _, obj := range valid {
+		t.Run(obj.GetName(), func(t *testing.T) {
+			if err := k8s.Create(t.Context(), obj); err != nil {
+				t.Fatalf("%s refused: %v", describe(obj), err)
+			}
+		})
+	}
+}
+
+func TestAllowedClusterEditsAreAccepted(t *testing.T) {
+	c := newCluster("edits", withStorage("1Gi", ""))
+	requireCreate(t, c)
+	edits := map[string]clusterEdit{
+		"scale out": withReplicas(5),
+		"pause":     withReplicas(0),
+		"resume":    withReplicas(3),
+		"options":   withOptions(etcdv1.EtcdOptions{SnapshotCount: ptr[int64](5000)}),
+		"metadata": func(c *etcdv1.EtcdCluster) {
+			c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Annotations: map[string]string{"owner": "team-a"}}
+		},
+		"resources": func(c *etcdv1.EtcdCluster) {
+			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: qty("500m")}
+		},
+		"same size written differently": withStorage("1024Mi", ""),
+	}
+	for name, edit := range edits {
+		t.Run(name, func(t *testing.T) {
+			edit(c)
+			if err := k8s.Update(t.Context(), c); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
+
+func TestScaleSubresource(t *testing.T) {
+	c := newCluster("scalable")
+	requireCreate(t, c)
+	c.Status.ReadyMembers = 2
+	c.Status.Selector = "app.kubernetes.io/instance=scalable"
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatalf("writing status: %v", err)
+	}
+
+	scale := &autoscalingv1.Scale{}
+	if err := k8s.SubResource("scale").Get(t.Context(), c, scale); err != nil {
+		t.Fatalf("reading /scale: %v", err)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 2 || scale.Status.Selector != c.Status.Selector {
+		t.Fatalf("/scale = spec %d, status %d, selector %q; want 3, 2, %q",
+			scale.Spec.Replicas, scale.Status.Replicas, scale.Status.Selector, c.Status.Selector)
+	}
+
+	scale.Spec.Replicas = 5
+	if err := k8s.SubResource("scale").Update(t.Context(), c, client.WithSubResourceBody(scale)); err != nil {
+		t.Fatalf("writing /scale: %v", err)
+	}
+	got := &etcdv1.EtcdCluster{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 5 {
+		t.Fatalf("spec.replicas = %d after scaling to 5", *got.Spec.Replicas)
+	}
+
+	scale.Spec.Replicas = -2
+	err := k8s.SubResource("scale").Update(t.Context(), c, client.WithSubResourceBody(scale))
+	requireInvalid(t, err, "spec.replicas")
+}
+
+// TestKubectlServerSideDryRun is what a user does first: apply the CRDs and the samples with
+// the kubectl built by the test bed, validated by the apiserver but not stored.
+func TestKubectlServerSideDryRun(t *testing.T) {
+	kubectl := filepath.Join(assetsDir, "kubectl")
+	for _, dir := range []string{"crd/bases", "samples"} {
+		path := filepath.Join(repoRoot, "config", dir)
+		out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kubeconfig, "apply",
+			"--dry-run=server", "-n", ns, "-f", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply --dry-run=server -f %s: %v\n%s", path, err, out)
+		}
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(out), "(server dry run)"); got != len(entries) {
+			t.Fatalf("kubectl dry-ran %d objects of %d files in %s:\n%s", got, len(entries), path, out)
+		}
+	}
+}
+
+func TestKubectlShowsPrinterColumns(t *testing.T) {
+	c := newCluster("columns", withReplicas(5))
+	requireCreate(t, c)
+	out, err := exec.CommandContext(t.Context(), filepath.Join(assetsDir, "kubectl"), "--kubeconfig", kubeconfig,
+		"get", "etcd", "columns", "-n", ns).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get etcd (short name): %v\n%s", err, out)
+	}
+	header := strings.Fields(strings.SplitN(string(out), "\n", 2)[0])
+	want := []string{"NAME", "REPLICAS", "READY", "VERSION", "AVAILABLE", "AGE"}
+	if strings.Join(header, " ") != strings.Join(want, " ") {
+		t.Fatalf("columns %v, want %v", header, want)
+	}
+	if !strings.Contains(string(out), "3.6.16") {
+		t.Fatalf("row does not show the version:\n%s", out)
+	}
+}

@@ -1,0 +1,212 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// invalidCreate is an object the apiserver must refuse, and the words its answer must hold.
+type invalidCreate struct {
+	name string
+	obj  client.Object
+	want string
+}
+
+func invalidCreates() []invalidCreate {
+	memory := etcdv1.StorageMediumMemory
+	return []invalidCreate{
+		// spec.version
+		{"version with v prefix", newCluster("v01", withVersion("v3.6.16")), "spec.version must be an etcd release X.Y.Z"},
+		{"version without patch", newCluster("v02", withVersion("3.6")), "spec.version must be an etcd release X.Y.Z"},
+		{"version empty", newCluster("v03", withVersion("")), "spec.version must be an etcd release X.Y.Z"},
+		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
+		// spec.replicas, spec.progressDeadlineSeconds
+		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
+		{"replicas above 9", newCluster("r02", withReplicas(11)), "should be less than or equal to 9"},
+		{"zero progress deadline", newCluster("r03", func(c *etcdv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr[int32](0) }), "spec.progressDeadlineSeconds in body should be greater than or equal to 1"},
+		// spec.storage
+		{"unknown medium", newCluster("s01", withStorage("1Gi", "Disk")), `spec.storage.medium: Unsupported value: "Disk"`},
+		{"memory paused", newCluster("s02", withStorage("1Gi", memory), withReplicas(0)), "spec.replicas: 0 pauses the cluster, which would discard the data of spec.storage.medium Memory"},
+		{"memory without size", newCluster("s03", withStorage("0", memory)), "spec.storage.size must be greater than 0: it is each member's PVC size, or its tmpfs size limit"},
+		{"zero size on PVC", newCluster("s04", withStorage("0", "")), "spec.storage.size must be greater than 0"},
+		// spec.tls
+		{"client TLS with two sources", newCluster("t01", withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer("ca")}})), "spec.tls.client needs exactly one source"},
+		{"client TLS with no source", newCluster("t02", withClientTLS(etcdv1.ClientTLS{})), "spec.tls.client needs exactly one source"},
+		{"client TLS operator secret with cert-manager", newCluster("t03", withClientTLS(etcdv1.ClientTLS{OperatorClientSecretRef: ref("op"), CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer("ca")}})), "operatorClientSecretRef cannot be combined with certManager: use certManager.operatorClientIssuerRef"},
+		{"peer TLS with two sources", newCluster("t04", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer"), CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("ca")}})), "spec.tls.peer needs exactly one source"},
+		{"peer TLS with no source", newCluster("t05", withPeerTLS(etcdv1.PeerTLS{})), "spec.tls.peer needs exactly one source"},
+		{"issuer of unknown kind", newCluster("t06", withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: etcdv1.IssuerReference{Name: "ca", Kind: "Vault"}}})), `spec.tls.client.certManager.serverIssuerRef.kind: Unsupported value: "Vault"`},
+		{"issuer without name", newCluster("t07", withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("")}})), "spec.tls.peer.certManager.issuerRef.name in body should be at least 1 chars long"},
+		// spec.auth
+		{"auth without client TLS", newCluster("a01", withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth.enabled requires spec.tls.client"},
+		{"auth with peer TLS only", newCluster("a02", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth.enabled requires spec.tls.client"},
+		{"auth without credentials", newCluster("a03", withIssuedClientTLS("ca"), withAuth(etcdv1.AuthSpec{Enabled: true})), "spec.auth.enabled requires spec.auth.rootCredentialsSecretRef"},
+		// spec.bootstrap.restore
+		{"restore from an S3 prefix", newCluster("b01", withRestore(etcdv1.SnapshotLocation{S3: s3("backups/")})), "spec.bootstrap.restore.source.s3.key must be the exact key of the snapshot object"},
+		{"restore from S3 without key", newCluster("b02", withRestore(etcdv1.SnapshotLocation{S3: s3("")})), "spec.bootstrap.restore.source.s3.key must be the exact key"},
+		{"restore from PVC without file", newCluster("b03", withRestore(etcdv1.SnapshotLocation{PVC: pvc("")})), "spec.bootstrap.restore.source.pvc.subPath must be the exact path of the snapshot file"},
+		{"restore from a PVC directory", newCluster("b04", withRestore(etcdv1.SnapshotLocation{PVC: pvc("snapshots/")})), "spec.bootstrap.restore.source.pvc.subPath must be the exact path"},
+		{"restore from two sources", newCluster("b05", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db"), PVC: pvc("a.db")})), "exactly one of s3 or pvc must be set"},
+		{"restore from no source", newCluster("b06", withRestore(etcdv1.SnapshotLocation{})), "exactly one of s3 or pvc must be set"},
+		{"restore onto tmpfs", newCluster("b07", withStorage("1Gi", memory), withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap.restore needs persistent storage"},
+		{"restore from a host without scheme", newCluster("b08", withRestore(etcdv1.SnapshotLocation{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Endpoint = "minio:9000"; return l }()})), "endpoint must be a URL starting with http:// or https://"},
+		{"restore from a bad bucket name", newCluster("b09", withRestore(etcdv1.SnapshotLocation{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Bucket = "My_Backups"; return l }()})), "bucket must be a valid S3 bucket name"},
+		{"restore from outside the volume", newCluster("b10", withRestore(etcdv1.SnapshotLocation{PVC: pvc("../other/a.db")})), "subPath must be a relative path inside the volume without '..'"},
+		// spec.options
+		{"unknown compaction mode", newCluster("o01", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: "hourly"})), `spec.options.autoCompactionMode: Unsupported value: "hourly"`},
+		{"retention without mode", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "24h"})), "spec.options.autoCompactionRetention needs spec.options.autoCompactionMode"},
+		{"revision retention as duration", newCluster("o03", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionRevision, AutoCompactionRetention: "24h"})), "must be a number of revisions"},
+		{"periodic retention as words", newCluster("o04", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "one day"})), "must be a duration such as \"24h\""},
+		{"zero quota", newCluster("o05", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("0")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
+		{"quota too large", newCluster("o06", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("200Gi")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
+		{"zero snapshot count", newCluster("o07", withOptions(etcdv1.EtcdOptions{SnapshotCount: ptr[int64](0)})), "spec.options.snapshotCount in body should be greater than or equal to 1"},
+		// EtcdSnapshot
+		{"snapshot to no destination", newSnapshot("sn01", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
+		{"snapshot to two destinations", newSnapshot("sn02", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.PVC = pvc("") }), "exactly one of s3 or pvc must be set"},
+		{"snapshot of no cluster", newSnapshot("sn03", func(s *etcdv1.EtcdSnapshot) { s.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to snapshot"},
+		{"snapshot to a claim without name", newSnapshot("sn04", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{}} }), "spec.destination.pvc.claimName in body should be at least 1 chars long"},
+		{"snapshot to an absolute path", newSnapshot("sn05", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("/var/backups")} }), "subPath must be a relative path inside the volume"},
+		{"snapshot to an empty bucket name", newSnapshot("sn06", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.Bucket = "" }), "spec.destination.s3.bucket in body should be at least 3 chars long"},
+		// EtcdDefrag
+		{"defrag with empty thresholds", newDefrag("d01", withThresholds(etcdv1.DefragThresholds{})), "spec.thresholds needs at least one of freeSpacePercent, freeSpaceBytes or quotaUsagePercent"},
+		{"defrag at 0% free", newDefrag("d02", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](0)})), "spec.thresholds.freeSpacePercent in body should be greater than or equal to 1"},
+		{"defrag at 100% free", newDefrag("d03", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](100)})), "spec.thresholds.freeSpacePercent in body should be less than or equal to 99"},
+		{"defrag above full quota", newDefrag("d04", withThresholds(etcdv1.DefragThresholds{QuotaUsagePercent: ptr[int32](101)})), "spec.thresholds.quotaUsagePercent in body should be less than or equal to 100"},
+		{"defrag at 0 bytes free", newDefrag("d05", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("0")})), "spec.thresholds.freeSpaceBytes must be greater than 0"},
+		{"defrag of no cluster", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to defragment"},
+		// EtcdMember
+		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
+		{"member with unknown cluster state", newMember("m02", func(m *etcdv1.EtcdMember) { m.Spec.Bootstrap.InitialClusterState = "join" }), `spec.bootstrap.initialClusterState: Unsupported value: "join"`},
+		{"member of no cluster", newMember("m03", func(m *etcdv1.EtcdMember) { m.Spec.ClusterName = "" }), "spec.clusterName in body should be at least 1 chars long"},
+	}
+}
+
+func TestInvalidCreatesAreRejectedWithTheirReason(t *testing.T) {
+	for _, tc := range invalidCreates() {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8s.Create(t.Context(), tc.obj)
+			requireInvalid(t, err, tc.want)
+			requireAbsent(t, tc.obj)
+		})
+	}
+}
+
+// invalidUpdate is a valid object and a change to it the apiserver must refuse.
+type invalidUpdate struct {
+	name   string
+	obj    client.Object
+	change func(client.Object)
+	want   string
+}
+
+func onCluster(edits ...clusterEdit) func(client.Object) {
+	return func(o client.Object) {
+		for _, edit := range edits {
+			edit(o.(*etcdv1.EtcdCluster))
+		}
+	}
+}
+
+func invalidUpdates() []invalidUpdate {
+	memory := etcdv1.StorageMediumMemory
+	return []invalidUpdate{
+		{"shrink storage", newCluster("u01", withStorage("2Gi", "")), onCluster(withStorage("1Gi", "")), "spec.storage.size cannot shrink"},
+		{"grow storage", newCluster("u02"), onCluster(withStorage("2Gi", "")), "spec.storage.size cannot grow yet"},
+		{"move to tmpfs", newCluster("u03"), onCluster(withStorage("1Gi", memory)), "spec.storage.medium is immutable"},
+		{"move off tmpfs", newCluster("u04", withStorage("1Gi", memory)), onCluster(withStorage("1Gi", "")), "spec.storage.medium is immutable"},
+		{"set a storage class", newCluster("u05"), onCluster(withStorageClass("fast")), "spec.storage.storageClassName is immutable"},
+		{"change the storage class", newCluster("u06", withStorageClass("fast")), onCluster(withStorageClass("slow")), "spec.storage.storageClassName is immutable"},
+		{"pause a tmpfs cluster", newCluster("u07", withStorage("1Gi", memory)), onCluster(withReplicas(0)), "spec.replicas: 0 pauses the cluster"},
+		{"add TLS", newCluster("u08"), onCluster(withIssuedClientTLS("ca")), "spec.tls cannot be added, removed or changed on an existing cluster yet"},
+		{"remove TLS", newCluster("u09", withIssuedClientTLS("ca")), onCluster(func(c *etcdv1.EtcdCluster) { c.Spec.TLS = nil }), "spec.tls cannot be added, removed or changed"},
+		{"change the TLS issuer", newCluster("u10", withIssuedClientTLS("ca")), onCluster(withIssuedClientTLS("other-ca")), "spec.tls cannot be added, removed or changed"},
+		{"add peer TLS", newCluster("u11", withIssuedClientTLS("ca")), onCluster(withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")})), "spec.tls cannot be added, removed or changed"},
+		{"turn on auth", newCluster("u12", withIssuedClientTLS("ca")), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth cannot be added, removed or changed on an existing cluster yet"},
+		{"point auth at another Secret", newCluster("u13", withIssuedClientTLS("ca"), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root2")})), "edit the Secret that spec.auth.rootCredentialsSecretRef names"},
+		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap is immutable"},
+		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
+		{"upgrade", newCluster("u16"), onCluster(withVersion("3.6.17")), "spec.version cannot change yet"},
+		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
+		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
+			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
+		}, "spec of an EtcdDefrag is immutable"},
+		{"move a member to another cluster", newMember("u19"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.ClusterName = "other" }, "spec.clusterName is immutable"},
+		{"move a member to tmpfs", newMember("u20"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.Storage.Medium = memory }, "spec.storage.medium is immutable"},
+	}
+}
+
+func TestInvalidUpdatesAreRejectedAndNothingIsApplied(t *testing.T) {
+	for _, tc := range invalidUpdates() {
+		t.Run(tc.name, func(t *testing.T) {
+			requireCreate(t, tc.obj)
+			stored := tc.obj.DeepCopyObject().(client.Object)
+			tc.change(tc.obj)
+			err := k8s.Update(t.Context(), tc.obj)
+			requireInvalid(t, err, tc.want)
+			requireUnchanged(t, stored)
+		})
+	}
+}
+
+func TestRejectionCaseCount(t *testing.T) {
+	// The issue asks for at least 40 invalid specs across creates and updates.
+	if n := len(invalidCreates()) + len(invalidUpdates()); n < 40 {
+		t.Fatalf("only %d invalid cases", n)
+	}
+}
+
+func requireCreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(t.Context(), obj); err != nil {
+		t.Fatalf("creating a valid %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func requireInvalid(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want rejection with %q", want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("rejected as %v, want Invalid (422): %v", apierrors.ReasonForError(err), err)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("rejection does not say %q:\n%v", want, err)
+	}
+}
+
+func requireAbsent(t *testing.T, obj client.Object) {
+	t.Helper()
+	probe := obj.DeepCopyObject().(client.Object)
+	err := k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), probe)
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("a rejected %T %s exists after all (get: %v)", obj, obj.GetName(), err)
+	}
+}
+
+// requireUnchanged checks that the stored object is still the one created before the refused
+// update: same resourceVersion, so not even metadata was written.
+func requireUnchanged(t *testing.T, created client.Object) {
+	t.Helper()
+	now := created.DeepCopyObject().(client.Object)
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(created), now); err != nil {
+		t.Fatalf("reading back %s: %v", created.GetName(), err)
+	}
+	if now.GetResourceVersion() != created.GetResourceVersion() {
+		t.Fatalf("%s was written by a refused update: resourceVersion %s -> %s",
+			created.GetName(), created.GetResourceVersion(), now.GetResourceVersion())
+	}
+}
+
+// describe is used in failure messages of the valid-spec tests.
+func describe(obj client.Object) string {
+	return fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+}
