@@ -1,0 +1,172 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/runtime"
+)
+
+// containerSpec turns a Pod's container into what the runtime starts.
+func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
+	r := c.pod
+	images, err := LoadImages(r.p.cfg.ImagesFile)
+	if err != nil {
+		return runtime.ContainerSpec{}, err
+	}
+	img, ok := images.Resolve(c.spec.Image)
+	if !ok {
+		return runtime.ContainerSpec{}, fmt.Errorf("image %q is not in the local cluster's image map %s", c.spec.Image, r.p.cfg.ImagesFile)
+	}
+	uid, gid, groups := identity(r.pod, c.spec)
+	if nonRootRequired(r.pod, c.spec) && uid == 0 {
+		return runtime.ContainerSpec{}, fmt.Errorf("container %s has runAsNonRoot and would run as root: set runAsUser", c.spec.Name)
+	}
+	env := c.environment(img)
+	mounts, err := c.mounts()
+	if err != nil {
+		return runtime.ContainerSpec{}, err
+	}
+	c.mu.Lock()
+	restarts := c.restarts
+	c.mu.Unlock()
+	if err := os.MkdirAll(c.stateDir(), 0o755); err != nil {
+		return runtime.ContainerSpec{}, err
+	}
+	return runtime.ContainerSpec{
+		ID:                 fmt.Sprintf("%s-%s", r.pod.UID, c.spec.Name),
+		StateDir:           filepath.Join(c.stateDir(), "runtime"),
+		NetNS:              r.nsPath,
+		Hostname:           r.hostname(),
+		RootFiles:          img.Files,
+		Args:               expandAll(img.command(c.spec.Command, c.spec.Args), env),
+		Env:                env,
+		WorkingDir:         c.spec.WorkingDir,
+		Mounts:             mounts,
+		HostsFile:          r.hostsFile(),
+		ResolvConf:         r.resolvFile(),
+		UID:                uid,
+		GID:                gid,
+		SupplementalGroups: groups,
+		ReadOnlyRoot:       c.spec.SecurityContext != nil && ptrTrue(c.spec.SecurityContext.ReadOnlyRootFilesystem),
+		LogPath:            c.logPath(restarts),
+		Marker:             r.p.cfg.Marker,
+	}, nil
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+// identity is the user, group and supplementary groups the container runs as: the container's
+// security context over the Pod's, root by default (as an image without USER would).
+func identity(pod *corev1.Pod, ctr *corev1.Container) (uid, gid int, groups []int) {
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			uid = int(*psc.RunAsUser)
+		}
+		if psc.RunAsGroup != nil {
+			gid = int(*psc.RunAsGroup)
+		}
+		for _, g := range psc.SupplementalGroups {
+			groups = append(groups, int(g))
+		}
+		if psc.FSGroup != nil {
+			groups = append(groups, int(*psc.FSGroup))
+		}
+	}
+	if csc := ctr.SecurityContext; csc != nil {
+		if csc.RunAsUser != nil {
+			uid = int(*csc.RunAsUser)
+		}
+		if csc.RunAsGroup != nil {
+			gid = int(*csc.RunAsGroup)
+		}
+	}
+	return uid, gid, groups
+}
+
+func nonRootRequired(pod *corev1.Pod, ctr *corev1.Container) bool {
+	if csc := ctr.SecurityContext; csc != nil && csc.RunAsNonRoot != nil {
+		return *csc.RunAsNonRoot
+	}
+	return pod.Spec.SecurityContext != nil && ptrTrue(pod.Spec.SecurityContext.RunAsNonRoot)
+}
+
+// environment is the image's env, then the container's (virtual-kubelet has already resolved
+// valueFrom and envFrom), then what a kubelet adds. The apiserver is announced at the bridge
+// address: a ClusterIP is never dialed in this local cluster.
+func (c *containerRun) environment(img Image) []string {
+	env := append([]string{}, img.Env...)
+	for _, e := range c.spec.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	cfg := c.pod.p.cfg
+	host, port := cfg.HostIP.String(), strconv.Itoa(cfg.APIPort)
+	env = append(env,
+		"HOSTNAME="+c.pod.hostname(),
+		"KUBERNETES_SERVICE_HOST="+host,
+		"KUBERNETES_SERVICE_PORT="+port,
+		"KUBERNETES_SERVICE_PORT_HTTPS="+port,
+		"KUBERNETES_PORT=tcp://"+host+":"+port,
+	)
+	return env
+}
+
+func (c *containerRun) mounts() ([]runtime.Mount, error) {
+	var mounts []runtime.Mount
+	for _, vm := range c.spec.VolumeMounts {
+		hostPath, ok := c.pod.vols.paths[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("volume mount %q names no volume of the pod", vm.Name)
+		}
+		if vm.SubPath != "" {
+			hostPath = filepath.Join(hostPath, vm.SubPath)
+			if err := os.MkdirAll(hostPath, 0o777); err != nil {
+				return nil, err
+			}
+		}
+		mounts = append(mounts, runtime.Mount{HostPath: hostPath, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly})
+	}
+	termPath := c.spec.TerminationMessagePath
+	if termPath == "" {
+		termPath = corev1.TerminationMessagePathDefault
+	}
+	if err := os.WriteFile(c.terminationLogPath(), nil, 0o666); err != nil {
+		return nil, err
+	}
+	// Writable by any user, as the kubelet's termination-log file is.
+	if err := os.Chmod(c.terminationLogPath(), 0o666); err != nil {
+		return nil, err
+	}
+	return append(mounts, runtime.Mount{HostPath: c.terminationLogPath(), ContainerPath: termPath}), nil
+}
+
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandAll expands $(VAR) in command and args from the container's environment, as the
+// kubelet does; unknown references stay as written.
+func expandAll(args, env []string) []string {
+	values := map[string]string{}
+	for _, kv := range env {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				values[kv[:i]] = kv[i+1:]
+				break
+			}
+		}
+	}
+	out := make([]string, len(args))
+	for i, arg := range args {
+		out[i] = envReference.ReplaceAllStringFunc(arg, func(ref string) string {
+			if v, ok := values[ref[2:len(ref)-1]]; ok {
+				return v
+			}
+			return ref
+		})
+	}
+	return out
+}

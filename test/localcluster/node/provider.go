@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+)
+
+// provider runs the Pods bound to one Node as local processes. It implements virtual-kubelet's
+// PodLifecycleHandler, PodNotifier and the streaming calls behind kubectl logs/exec/port-forward.
+type provider struct {
+	cfg     Config
+	sources volumeSources
+	ipam    *netsetup.IPAM
+
+	mu     sync.Mutex
+	pods   map[types.NamespacedName]*podRun
+	notify func(*corev1.Pod)
+}
+
+func newProvider(cfg Config, sources volumeSources) *provider {
+	return &provider{
+		cfg:     cfg,
+		sources: sources,
+		ipam:    netsetup.NewIPAM(cfg.PodCIDR),
+		pods:    map[types.NamespacedName]*podRun{},
+		notify:  func(*corev1.Pod) {},
+	}
+}
+
+func key(pod *corev1.Pod) types.NamespacedName {
+	return types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+}
+
+// CreatePod starts the Pod's sandbox and containers in the background; progress reaches the
+// API through NotifyPods.
+func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := key(pod)
+	if existing, ok := p.pods[k]; ok && existing.pod.UID == pod.UID {
+		return nil
+	}
+	ip, err := p.ipam.Allocate(string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("no address for pod %s: %w", k, err)
+	}
+	run := newPodRun(p, pod.DeepCopy(), ip)
+	p.pods[k] = run
+	go run.run()
+	return nil
+}
+
+// UpdatePod accepts the changes the API allows on a running Pod (labels, annotations, image
+// of a container); only the metadata is taken over here.
+func (p *provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
+	run := p.lookup(pod.Namespace, pod.Name)
+	if run == nil {
+		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
+	}
+	run.updateMetadata(pod)
+	return nil
+}
+
+// DeletePod stops the containers (SIGTERM, then SIGKILL after the grace period), removes the
+// sandbox and reports the terminal status.
+func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
+	run := p.lookup(pod.Namespace, pod.Name)
+	if run == nil {
+		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
+	}
+	run.terminate(ctx, gracePeriod(pod))
+	p.mu.Lock()
+	if p.pods[key(pod)] == run {
+		delete(p.pods, key(pod))
+	}
+	p.mu.Unlock()
+	p.ipam.Release(string(run.pod.UID))
+	return nil
+}
+
+func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	run := p.lookup(namespace, name)
+	if run == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
+	}
+	return run.snapshot(), nil
+}
+
+func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, run := range p.pods {
+		runs = append(runs, run)
+	}
+	p.mu.Unlock()
+	pods := make([]*corev1.Pod, 0, len(runs))
+	for _, run := range runs {
+		pods = append(pods, run.snapshot())
+	}
+	return pods, nil
+}
+
+// NotifyPods registers the callback through which status changes reach the API.
+func (p *provider) NotifyPods(_ context.Context, notify func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notify = notify
+	p.mu.Unlock()
+}
+
+func (p *provider) notifyChange(pod *corev1.Pod) {
+	p.mu.Lock()
+	notify := p.notify
+	p.mu.Unlock()
+	notify(pod)
+}
+
+func (p *provider) lookup(namespace, name string) *podRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[types.NamespacedName{Namespace: namespace, Name: name}]
+}
+
+// stopAll stops every Pod, for the agent's shutdown.
+func (p *provider) stopAll(ctx context.Context) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, run := range p.pods {
+		runs = append(runs, run)
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run.terminate(ctx, gracePeriod(run.pod))
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *provider) podDir(pod *corev1.Pod) string {
+	return filepath.Join(p.cfg.Dir, "pods", string(pod.UID))
+}
+
+func (p *provider) netnsName(pod *corev1.Pod) string {
+	// netsetup limits names to 11 characters so that interface names fit; a UID prefix is
+	// unique enough among the Pods of one machine.
+	return string(pod.UID)[:8]
+}
+
+func (p *provider) hostIP() netip.Addr { return p.cfg.HostIP }
