@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/quorumkeeper/etcd-operator/test/localcluster"
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/node"
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/provisioner"
+)
+
+const (
+	apiPort       = 6443
+	firstNodePort = 10250
+	serviceCIDR   = "10.214.0.0/24"
+)
+
+var zones = []string{"zone-a", "zone-b", "zone-c", "zone-d", "zone-e"}
+
+func kubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
+func readyFile(dir string) string      { return filepath.Join(dir, "ready") }
+func pidFile(dir string) string        { return filepath.Join(dir, "supervisor.pid") }
+func imagesFile(dir string) string     { return filepath.Join(dir, "images.yaml") }
+
+// supervise runs the whole local cluster in this process until SIGTERM or SIGINT, then stops
+// it in order: Pods, node agents, control plane, network.
+func supervise(o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pidFile(o.dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	if err := copyFile(o.images, imagesFile(o.dir)); err != nil {
+		return fmt.Errorf("image map: %w", err)
+	}
+	netCfg := netsetup.DefaultConfig()
+	if err := netsetup.SetUp(netCfg); err != nil {
+		return err
+	}
+	defer func() {
+		if err := netsetup.TearDown(netCfg); err != nil {
+			klog.ErrorS(err, "tearing down the network")
+		}
+	}()
+	hostIP := netCfg.BridgeCIDR.Addr()
+	dns := netsetup.NewDNS()
+	go func() {
+		if err := dns.Serve(ctx, netip.AddrPortFrom(hostIP, 53).String()); err != nil {
+			klog.ErrorS(err, "DNS server stopped")
+		}
+	}()
+
+	cp, err := localcluster.Start(ctx, localcluster.Config{
+		Dir: filepath.Join(o.dir, "control-plane"), KubeBinDir: o.kubeBinDir, EtcdBin: o.etcdBin,
+		APIAddress: hostIP, APIPort: apiPort, ServiceCIDR: serviceCIDR, Marker: marker(o.dir),
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	if err := os.Symlink(cp.KubeconfigPath(), kubeconfigPath(o.dir)); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	prov := provisioner.New(client, filepath.Join(o.dir, "volumes"))
+	if err := prov.EnsureStorageClass(ctx); err != nil {
+		return fmt.Errorf("default StorageClass: %w", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { prov.Run(ctx) })
+	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
+
+	agents, err := startAgents(ctx, &wg, o, cp, client, netCfg)
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		if err := a.WaitReady(ctx, 2*time.Minute); err != nil {
+			return fmt.Errorf("node agent not ready: %w", err)
+		}
+	}
+	if err := os.WriteFile(readyFile(o.dir), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
+		return err
+	}
+	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
+	<-ctx.Done()
+	klog.InfoS("stopping the local cluster")
+	return nil
+}
+
+func marker(dir string) string { return localcluster.MarkerFor(dir) }
+
+// startAgents starts one node agent per zone; each gets a /24 of the bridge network and its
+// own kubelet port on the bridge address.
+func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcluster.ControlPlane, client kubernetes.Interface, netCfg netsetup.Config) ([]*node.Agent, error) {
+	hostIP := netCfg.BridgeCIDR.Addr()
+	base := hostIP.As4()
+	var agents []*node.Agent
+	for i := range o.nodes {
+		name := fmt.Sprintf("node-%d", i+1)
+		serving, key, err := cp.IssueServingCert(name, []netip.Addr{hostIP}, []string{name})
+		if err != nil {
+			return nil, err
+		}
+		podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], byte(i + 1), 0}), 24)
+		agent, err := node.New(node.Config{
+			NodeName: name, Zone: zones[i%len(zones)], Client: client,
+			Dir:     filepath.Join(o.dir, "nodes", name),
+			Network: netCfg, PodCIDR: podCIDR, HostIP: hostIP, APIPort: apiPort,
+			ListenPort: firstNodePort + i, ServingCertFile: serving, ServingKeyFile: key, ClientCAFile: cp.CAFile(),
+			ImagesFile: imagesFile(o.dir), Marker: marker(o.dir),
+		})
+		if err != nil {
+			return nil, err
+		}
+		wg.Go(func() {
+			if err := agent.Run(ctx); err != nil {
+				klog.ErrorS(err, "node agent stopped", "node", name)
+			}
+		})
+		agents = append(agents, agent)
+	}
+	return agents, nil
+}
+
+func copyFile(from, to string) error {
+	if from == "" {
+		return fmt.Errorf("no --images given")
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
+}

@@ -1,0 +1,183 @@
+// Package provisioner gives the local cluster dynamic PersistentVolumes: a directory per claim
+// on the host, bound to the Node the scheduler picked (WaitForFirstConsumer), deleted with its
+// claim (reclaim policy Delete).
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// Name is the StorageClass provisioner this package serves.
+	Name = "local-cluster.etcd-operator.test/directory"
+	// ClassName is the default StorageClass of the local cluster.
+	ClassName = "local"
+
+	selectedNodeAnnotation  = "volume.kubernetes.io/selected-node"
+	provisionedByAnnotation = "pv.kubernetes.io/provisioned-by"
+)
+
+// Provisioner creates and deletes the volumes of the local StorageClass.
+type Provisioner struct {
+	client kubernetes.Interface
+	dir    string // volumes live in dir/<pv name>
+}
+
+// New returns a provisioner keeping volume directories under dir.
+func New(client kubernetes.Interface, dir string) *Provisioner {
+	return &Provisioner{client: client, dir: dir}
+}
+
+// EnsureStorageClass creates the default StorageClass if it is missing.
+func (p *Provisioner) EnsureStorageClass(ctx context.Context) error {
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	expand := true
+	class := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ClassName,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:          Name,
+		VolumeBindingMode:    &mode,
+		ReclaimPolicy:        &reclaim,
+		AllowVolumeExpansion: &expand,
+	}
+	_, err := p.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// Run provisions and deletes volumes until ctx ends. A periodic resync retries anything that
+// failed.
+func (p *Provisioner) Run(ctx context.Context) {
+	factory := informers.NewSharedInformerFactory(p.client, 10*time.Second)
+	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
+	volumes := factory.Core().V1().PersistentVolumes().Informer()
+	_, _ = claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.claimChanged(ctx, obj) },
+		UpdateFunc: func(_, obj any) { p.claimChanged(ctx, obj) },
+	})
+	_, _ = volumes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.volumeChanged(ctx, obj) },
+		UpdateFunc: func(_, obj any) { p.volumeChanged(ctx, obj) },
+	})
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+func (p *Provisioner) claimChanged(ctx context.Context, obj any) {
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok || !p.wants(ctx, claim) {
+		return
+	}
+	if err := p.provision(ctx, claim); err != nil {
+		klog.ErrorS(err, "provisioning failed; retrying on resync", "claim", klog.KObj(claim))
+	}
+}
+
+// wants is true for a pending claim of our class on which the scheduler has picked a node.
+func (p *Provisioner) wants(ctx context.Context, claim *corev1.PersistentVolumeClaim) bool {
+	if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil || claim.Annotations[selectedNodeAnnotation] == "" {
+		return false
+	}
+	className := ClassName
+	if claim.Spec.StorageClassName != nil {
+		className = *claim.Spec.StorageClassName
+	}
+	class, err := p.client.StorageV1().StorageClasses().Get(ctx, className, metav1.GetOptions{})
+	return err == nil && class.Provisioner == Name
+}
+
+func volumeName(claim *corev1.PersistentVolumeClaim) string {
+	return "pvc-" + string(claim.UID)
+}
+
+// provision makes the directory and a PersistentVolume pre-bound to the claim; the
+// controller-manager's binder completes the binding.
+func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	name := volumeName(claim)
+	path := filepath.Join(p.dir, name)
+	if err := os.MkdirAll(path, 0o777); err != nil {
+		return err
+	}
+	node := claim.Annotations[selectedNodeAnnotation]
+	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	className := ClassName
+	if claim.Spec.StorageClassName != nil {
+		className = *claim.Spec.StorageClassName
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{provisionedByAnnotation: Name}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   claim.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              className,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+				}}}},
+			}},
+		},
+	}
+	_, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err == nil {
+		klog.InfoS("provisioned", "volume", name, "claim", klog.KObj(claim), "node", node, "size", size.String())
+	}
+	return err
+}
+
+func (p *Provisioner) volumeChanged(ctx context.Context, obj any) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok || pv.Annotations[provisionedByAnnotation] != Name || pv.Status.Phase != corev1.VolumeReleased ||
+		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		return
+	}
+	if err := p.delete(ctx, pv); err != nil {
+		klog.ErrorS(err, "deleting a released volume failed; retrying on resync", "volume", pv.Name)
+	}
+}
+
+// delete removes a released volume's directory, then the PersistentVolume.
+func (p *Provisioner) delete(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if pv.Spec.Local == nil || filepath.Dir(pv.Spec.Local.Path) != p.dir {
+		return fmt.Errorf("volume %s is not a directory of this provisioner", pv.Name)
+	}
+	if err := os.RemoveAll(pv.Spec.Local.Path); err != nil {
+		return err
+	}
+	err := p.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		klog.InfoS("deleted released volume", "volume", pv.Name)
+	}
+	return err
+}
