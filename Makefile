@@ -47,6 +47,16 @@ build: ## Build the operator binary into bin/.
 envtest-assets: ## Build kube-apiserver, etcd and kubectl if missing; print their directory last.
 	@hack/testbed.sh envtest
 
+##@ Local cluster
+
+.PHONY: local-up
+local-up: ## Start the local cluster in the background; print the kubeconfig path last.
+	@hack/local-up.sh
+
+.PHONY: local-down
+local-down: ## Stop the local cluster and remove every trace of it.
+	@CGO_ENABLED=0 go build -o bin/localcluster ./cmd/localcluster && bin/localcluster down
+
 ##@ Tests
 
 .PHONY: test

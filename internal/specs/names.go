@@ -1,0 +1,142 @@
+// Package specs builds the Kubernetes objects of an etcd cluster from the EtcdCluster and
+// EtcdMember that describe it. Every function is pure: no client, no clock, no randomness.
+package specs
+
+import (
+	"fmt"
+	"strings"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// Label keys the operator owns; they win over spec.additionalMetadata.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelCluster   = "etcd-operator.cozystack.io/cluster"
+	LabelMember    = "etcd-operator.cozystack.io/member"
+	LabelRole      = "etcd-operator.cozystack.io/role"
+
+	// AnnotationMemberID and AnnotationClusterID record a member's etcd identity on its PVC,
+	// so that an EtcdMember deleted by accident can be recreated with the same identity.
+	AnnotationMemberID  = "etcd-operator.cozystack.io/member-id"
+	AnnotationClusterID = "etcd-operator.cozystack.io/cluster-id"
+
+	ManagerName = "etcd-operator"
+
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+
+	// DataDir is where a member keeps its data, on its PVC or tmpfs.
+	DataDir = "/var/lib/etcd"
+)
+
+// DefaultImageRepository is where etcd images come from unless the operator is told otherwise.
+const DefaultImageRepository = "quay.io/coreos/etcd"
+
+// Image is the etcd image of a version.
+func Image(repository, version string) string {
+	return fmt.Sprintf("%s:v%s", repository, version)
+}
+
+// MemberName is the name of a cluster's member with the given ordinal; it names the
+// EtcdMember, its Pod (and so its DNS name), its PVC and the member in etcd.
+func MemberName(cluster string, ordinal int) string {
+	return fmt.Sprintf("%s-%d", cluster, ordinal)
+}
+
+// HeadlessServiceName is the Service that gives members stable DNS names.
+func HeadlessServiceName(cluster string) string { return cluster }
+
+// ClientServiceName is the Service clients connect to.
+func ClientServiceName(cluster string) string { return cluster + "-client" }
+
+// PDBName is the cluster's PodDisruptionBudget.
+func PDBName(cluster string) string { return cluster }
+
+func scheme(secure bool) string {
+	if secure {
+		return "https"
+	}
+	return "http"
+}
+
+// MemberHost is a member's stable DNS name.
+func MemberHost(cluster, member, namespace string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", member, HeadlessServiceName(cluster), namespace)
+}
+
+// PeerURL is the URL other members reach a member at.
+func PeerURL(c *etcdv1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(PeerTLS(c)), MemberHost(c.Name, member, c.Namespace), PeerPort)
+}
+
+// ClientURL is the URL clients reach a member at.
+func ClientURL(c *etcdv1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c.Name, member, c.Namespace), ClientPort)
+}
+
+// ClientTLS is true when the client port serves TLS.
+func ClientTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Client != nil }
+
+// PeerTLS is true when the peer port serves TLS.
+func PeerTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Peer != nil }
+
+// InitialCluster is etcd's --initial-cluster for the given members.
+func InitialCluster(c *etcdv1.EtcdCluster, members []string) string {
+	parts := make([]string, 0, len(members))
+	for _, m := range members {
+		parts = append(parts, m+"="+PeerURL(c, m))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ClusterLabels select every object of a cluster.
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{
+		LabelName:      "etcd",
+		LabelInstance:  cluster,
+		LabelManagedBy: ManagerName,
+		LabelCluster:   cluster,
+	}
+}
+
+// MemberLabels select one member's objects.
+func MemberLabels(cluster, member string) map[string]string {
+	labels := ClusterLabels(cluster)
+	labels[LabelMember] = member
+	return labels
+}
+
+// Selector is the label selector of a cluster's Pods, as the /scale subresource reports it.
+func Selector(cluster string) string {
+	return fmt.Sprintf("%s=%s,%s=%s", LabelCluster, cluster, LabelName, "etcd")
+}
+
+// withMetadata merges spec.additionalMetadata under the operator's own keys.
+func withMetadata(own map[string]string, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(own)+len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out
+}
+
+func extraLabels(c *etcdv1.EtcdCluster) map[string]string {
+	if c.Spec.AdditionalMetadata == nil {
+		return nil
+	}
+	return c.Spec.AdditionalMetadata.Labels
+}
+
+func extraAnnotations(c *etcdv1.EtcdCluster) map[string]string {
+	if c.Spec.AdditionalMetadata == nil {
+		return nil
+	}
+	return c.Spec.AdditionalMetadata.Annotations
+}

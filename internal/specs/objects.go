@@ -1,0 +1,81 @@
+package specs
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func objectMeta(c *etcdv1.EtcdCluster, name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Namespace:   c.Namespace,
+		Labels:      withMetadata(labels, extraLabels(c)),
+		Annotations: withMetadata(nil, extraAnnotations(c)),
+	}
+}
+
+// PVC is the data volume of a member with medium "": its identity outlives every Pod.
+func PVC(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: objectMeta(c, m.Name, MemberLabels(c.Name, m.Name)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: m.Spec.Storage.StorageClassName,
+		},
+	}
+	if m.Spec.Storage.Size != nil {
+		pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: *m.Spec.Storage.Size}
+	}
+	return pvc
+}
+
+// HeadlessService gives each member the DNS name <member>.<cluster>.<ns>.svc, also before it
+// is ready: members must find each other to become ready at all.
+func HeadlessService(c *etcdv1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: objectMeta(c, HeadlessServiceName(c.Name), ClusterLabels(c.Name)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 ClusterLabels(c.Name),
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
+				{Name: "peer", Port: PeerPort, TargetPort: intstr.FromInt32(PeerPort)},
+				{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromInt32(MetricsPort)},
+			},
+		},
+	}
+}
+
+// ClientService is what applications connect to: ready members only.
+func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: objectMeta(c, ClientServiceName(c.Name), ClusterLabels(c.Name)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: ClusterLabels(c.Name),
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
+			},
+		},
+	}
+}
+
+// PDB keeps a quorum of the voters: a drain may evict only as many voters as the cluster can
+// lose. Learners are not counted: they carry the voter label only once promoted.
+func PDB(c *etcdv1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget {
+	selector := ClusterLabels(c.Name)
+	selector[LabelRole] = string(etcdv1.RoleVoter)
+	minAvailable := intstr.FromInt32(voters/2 + 1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: objectMeta(c, PDBName(c.Name), ClusterLabels(c.Name)),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &minAvailable,
+			Selector:     &metav1.LabelSelector{MatchLabels: selector},
+		},
+	}
+}

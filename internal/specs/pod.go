@@ -1,0 +1,253 @@
+package specs
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// Paths inside the etcd container.
+const (
+	serverTLSDir = "/etc/etcd/tls/server"
+	peerTLSDir   = "/etc/etcd/tls/peer"
+	etcdUser     = 65532 // the "nonroot" user of distroless images, which etcd's are
+)
+
+// PodOptions are the operator-wide settings a Pod depends on.
+type PodOptions struct {
+	ImageRepository string
+}
+
+// Pod is the Pod of a member.
+func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.Pod {
+	repo := opts.ImageRepository
+	if repo == "" {
+		repo = DefaultImageRepository
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        m.Name,
+			Namespace:   m.Namespace,
+			Labels:      withMetadata(MemberLabels(c.Name, m.Name), extraLabels(c)),
+			Annotations: withMetadata(nil, extraAnnotations(c)),
+		},
+		Spec: corev1.PodSpec{
+			Hostname:                      m.Name,
+			Subdomain:                     HeadlessServiceName(c.Name),
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr(int64(30)),
+			EnableServiceLinks:            ptr(false),
+			AutomountServiceAccountToken:  ptr(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr(true),
+				RunAsUser:      ptr(int64(etcdUser)),
+				RunAsGroup:     ptr(int64(etcdUser)),
+				FSGroup:        ptr(int64(etcdUser)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers:                []corev1.Container{etcdContainer(c, m, Image(repo, m.Spec.Version))},
+			Volumes:                   volumes(c, m),
+			Affinity:                  c.Spec.Affinity.DeepCopy(),
+			TopologySpreadConstraints: spreadConstraints(c),
+			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),
+		},
+	}
+	return pod
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) corev1.Container {
+	return corev1.Container{
+		Name:    "etcd",
+		Image:   image,
+		Command: []string{"/usr/local/bin/etcd"},
+		Args:    EtcdArgs(c, m),
+		Env:     etcdctlEnv(c, m),
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: ClientPort},
+			{Name: "peer", ContainerPort: PeerPort},
+			{Name: "metrics", ContainerPort: MetricsPort},
+		},
+		Resources:    resources(c),
+		VolumeMounts: volumeMounts(c),
+		// etcd's health endpoints live on the plaintext metrics port, so probes never need
+		// client certificates. /livez needs no quorum: a member waiting for its peers at
+		// bootstrap or after a pause is not killed; /readyz does.
+		StartupProbe:   httpProbe("/livez", 2, 150),
+		LivenessProbe:  httpProbe("/livez", 10, 3),
+		ReadinessProbe: httpProbe("/readyz", 2, 2),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func httpProbe(path string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(MetricsPort), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 2,
+	}
+}
+
+// EtcdArgs are the flags of a member's etcd. The operator owns names, URLs, data and TLS
+// files; spec.options adds the typed settings.
+func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
+	b := m.Spec.Bootstrap
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + DataDir + "/data",
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme(PeerTLS(c)), PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme(ClientTLS(c)), ClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
+		"--advertise-client-urls=" + ClientURL(c, m.Name),
+		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
+		"--initial-cluster=" + b.InitialCluster,
+		"--initial-cluster-state=" + string(b.InitialClusterState),
+		"--initial-cluster-token=" + b.ClusterToken,
+		"--strict-reconfig-check=true",
+	}
+	args = append(args, tlsArgs(c)...)
+	return append(args, OptionArgs(c.Spec.Options)...)
+}
+
+func tlsArgs(c *etcdv1.EtcdCluster) []string {
+	var args []string
+	if ClientTLS(c) {
+		args = append(args,
+			"--cert-file="+serverTLSDir+"/tls.crt",
+			"--key-file="+serverTLSDir+"/tls.key",
+			"--trusted-ca-file="+serverTLSDir+"/ca.crt")
+		if ClientCertAuth(c) {
+			args = append(args, "--client-cert-auth=true")
+		}
+	}
+	if PeerTLS(c) {
+		args = append(args,
+			"--peer-cert-file="+peerTLSDir+"/tls.crt",
+			"--peer-key-file="+peerTLSDir+"/tls.key",
+			"--peer-trusted-ca-file="+peerTLSDir+"/ca.crt",
+			"--peer-client-cert-auth=true")
+	}
+	return args
+}
+
+// ClientCertAuth is true when etcd requires client certificates (mutual TLS on 2379).
+func ClientCertAuth(c *etcdv1.EtcdCluster) bool {
+	if !ClientTLS(c) {
+		return false
+	}
+	t := c.Spec.TLS.Client
+	return t.OperatorClientSecretRef != nil || (t.CertManager != nil && t.CertManager.OperatorClientIssuerRef != nil)
+}
+
+// OptionArgs maps spec.options onto etcd flags.
+func OptionArgs(o *etcdv1.EtcdOptions) []string {
+	if o == nil {
+		return nil
+	}
+	var args []string
+	if o.QuotaBackendBytes != nil {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
+	}
+	if o.AutoCompactionMode != "" {
+		args = append(args, "--auto-compaction-mode="+string(o.AutoCompactionMode))
+	}
+	if o.AutoCompactionRetention != "" {
+		args = append(args, "--auto-compaction-retention="+o.AutoCompactionRetention)
+	}
+	if o.SnapshotCount != nil {
+		args = append(args, "--snapshot-count="+strconv.FormatInt(*o.SnapshotCount, 10))
+	}
+	return args
+}
+
+// etcdctlEnv lets `kubectl exec <member> -- etcdctl ...` talk to the member without flags.
+func etcdctlEnv(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: "ETCDCTL_ENDPOINTS", Value: ClientURL(c, m.Name)}}
+	if ClientTLS(c) {
+		env = append(env,
+			corev1.EnvVar{Name: "ETCDCTL_CACERT", Value: serverTLSDir + "/ca.crt"},
+			corev1.EnvVar{Name: "ETCDCTL_CERT", Value: serverTLSDir + "/tls.crt"},
+			corev1.EnvVar{Name: "ETCDCTL_KEY", Value: serverTLSDir + "/tls.key"})
+	}
+	return env
+}
+
+// DefaultResources are the etcd container's requests when spec.resources is empty.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}
+}
+
+func resources(c *etcdv1.EtcdCluster) corev1.ResourceRequirements {
+	r := c.Spec.Resources
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return DefaultResources()
+	}
+	return *r.DeepCopy()
+}
+
+func volumeMounts(c *etcdv1.EtcdCluster) []corev1.VolumeMount {
+	mounts := []corev1.VolumeMount{{Name: "data", MountPath: DataDir}}
+	if ClientTLS(c) {
+		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
+	}
+	if PeerTLS(c) {
+		mounts = append(mounts, corev1.VolumeMount{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true})
+	}
+	return mounts
+}
+
+func volumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
+	data := corev1.Volume{Name: "data"}
+	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		data.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: m.Spec.Storage.Size}
+	} else {
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.Name}
+	}
+	vols := []corev1.Volume{data}
+	if t := m.Spec.TLS; t != nil && t.ServerSecretName != "" {
+		vols = append(vols, secretVolume("server-tls", t.ServerSecretName))
+	}
+	if t := m.Spec.TLS; t != nil && t.PeerSecretName != "" {
+		vols = append(vols, secretVolume("peer-tls", t.PeerSecretName))
+	}
+	return vols
+}
+
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr(int32(0o440)),
+	}}}
+}
+
+// spreadConstraints passes the user's constraints through, selecting the cluster's Pods
+// where the user left the selector empty.
+func spreadConstraints(c *etcdv1.EtcdCluster) []corev1.TopologySpreadConstraint {
+	out := make([]corev1.TopologySpreadConstraint, 0, len(c.Spec.TopologySpreadConstraints))
+	for _, tsc := range c.Spec.TopologySpreadConstraints {
+		tsc = *tsc.DeepCopy()
+		if tsc.LabelSelector == nil {
+			tsc.LabelSelector = &metav1.LabelSelector{MatchLabels: ClusterLabels(c.Name)}
+		}
+		out = append(out, tsc)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
