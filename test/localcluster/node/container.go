@@ -46,8 +46,19 @@ const maxBackoff = 20 * time.Second
 func (c *containerRun) supervise(ctx context.Context) {
 	backoff := time.Second
 	for {
-		code, ran := c.runOnce(ctx)
-		if ctx.Err() != nil || !c.shouldRestart(code) {
+		code, ran, startErr := c.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if startErr != nil {
+			// Not started at all (image, config): retry without counting a restart, keeping
+			// the reason in the status as a kubelet does.
+			if !sleep(ctx, 2*time.Second) {
+				return
+			}
+			continue
+		}
+		if !c.shouldRestart(code) {
 			return
 		}
 		if ran > time.Minute {
@@ -71,9 +82,15 @@ func (c *containerRun) supervise(ctx context.Context) {
 func (c *containerRun) runToCompletion(ctx context.Context) bool {
 	backoff := time.Second
 	for {
-		code, _ := c.runOnce(ctx)
+		code, _, startErr := c.runOnce(ctx)
 		if ctx.Err() != nil {
 			return false
+		}
+		if startErr != nil {
+			if !sleep(ctx, 2*time.Second) {
+				return false
+			}
+			continue
 		}
 		if code == 0 {
 			return true
@@ -109,17 +126,17 @@ func (c *containerRun) shouldRestart(code int) bool {
 }
 
 // runOnce starts the container, runs its probes and waits for it to exit. It returns the exit
-// code (-1 when it could not start) and how long it ran.
-func (c *containerRun) runOnce(ctx context.Context) (int, time.Duration) {
+// code and how long it ran, or why it could not be started.
+func (c *containerRun) runOnce(ctx context.Context) (int, time.Duration, error) {
 	spec, err := c.containerSpec()
 	if err != nil {
 		c.setState(waiting(startFailureReason(err), err.Error()))
-		return -1, 0
+		return 0, 0, err
 	}
 	proc, err := runtime.Start(spec)
 	if err != nil {
-		c.terminated(-1, "StartError", err.Error(), time.Now())
-		return 128, 0
+		c.terminated(128, "StartError", err.Error(), time.Now())
+		return 128, 0, nil
 	}
 	began := time.Now()
 	c.mu.Lock()
@@ -139,7 +156,7 @@ func (c *containerRun) runOnce(ctx context.Context) (int, time.Duration) {
 	code, _ := proc.Wait()
 	stopProbes()
 	c.terminated(code, exitReason(code), c.terminationMessage(code), began)
-	return code, time.Since(began)
+	return code, time.Since(began), nil
 }
 
 func exitReason(code int) string {

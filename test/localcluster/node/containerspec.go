@@ -27,6 +27,9 @@ func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
 	if nonRootRequired(r.pod, c.spec) && uid == 0 {
 		return runtime.ContainerSpec{}, fmt.Errorf("container %s has runAsNonRoot and would run as root: set runAsUser", c.spec.Name)
 	}
+	if err := os.MkdirAll(c.stateDir(), 0o755); err != nil {
+		return runtime.ContainerSpec{}, err
+	}
 	env := c.environment(img)
 	mounts, err := c.mounts()
 	if err != nil {
@@ -35,9 +38,6 @@ func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
 	c.mu.Lock()
 	restarts := c.restarts
 	c.mu.Unlock()
-	if err := os.MkdirAll(c.stateDir(), 0o755); err != nil {
-		return runtime.ContainerSpec{}, err
-	}
 	return runtime.ContainerSpec{
 		ID:                 fmt.Sprintf("%s-%s", r.pod.UID, c.spec.Name),
 		StateDir:           filepath.Join(c.stateDir(), "runtime"),
