@@ -15,6 +15,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 type options struct {
@@ -22,6 +24,7 @@ type options struct {
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
+	imageRepository    string
 	zap                zap.Options
 	showVersionAndExit bool
 }
@@ -35,6 +38,7 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
+	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -78,6 +82,9 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	if err := setUpControllers(mgr, o); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -86,4 +93,25 @@ func run(o options) error {
 	}
 	ctrl.Log.Info("starting", "version", version)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func setUpControllers(mgr ctrl.Manager, o options) error {
+	clusters := &controller.ClusterReconciler{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("etcd-operator"),
+		NewClient: controller.PlainClientFactory,
+	}
+	if err := clusters.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdCluster controller: %w", err)
+	}
+	members := &controller.MemberReconciler{
+		Client:     mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder("etcd-operator"),
+		NewClient:  controller.PlainClientFactory,
+		PodOptions: specs.PodOptions{ImageRepository: o.imageRepository},
+	}
+	if err := members.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdMember controller: %w", err)
+	}
+	return nil
 }

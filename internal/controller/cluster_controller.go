@@ -1,0 +1,102 @@
+// Package controller holds the operator's reconcilers: EtcdCluster decides membership, one
+// change at a time; EtcdMember realizes one member (PVC, Pod) and removes it from etcd before
+// its data goes.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+)
+
+// ClientFactory opens an etcd client for a cluster; tests replace it with a fake.
+type ClientFactory func(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (etcd.Client, error)
+
+// ClusterReconciler reconciles EtcdCluster objects.
+type ClusterReconciler struct {
+	client.Client
+	Recorder  events.EventRecorder
+	NewClient ClientFactory
+}
+
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one cluster one step closer to its spec.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // garbage collection removes what it owns; member finalizers let go
+	}
+	if err := r.ensureIdentity(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureServices(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	members, err := r.listMembers(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	view, err := r.observe(ctx, cluster, members)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer view.close()
+	result, stepErr := r.step(ctx, cluster, view)
+	if err := r.ensurePDB(ctx, cluster, view); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, cluster, view, stepErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if stepErr != nil {
+		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return result, nil
+}
+
+// SetupWithManager watches clusters and what they own.
+func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1.EtcdCluster{}).
+		Owns(&etcdv1.EtcdMember{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Named("etcdcluster").
+		Complete(r)
+}
+
+func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, nil, eventType, reason, action, format, args...)
+	}
+	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "cluster", c.Namespace+"/"+c.Name, "reason", reason)
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

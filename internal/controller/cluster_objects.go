@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// ensureIdentity records, once, the token every member of this cluster is started with.
+func (r *ClusterReconciler) ensureIdentity(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if c.Status.ClusterToken != "" {
+		return nil
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Status.ClusterToken = c.Name + "-" + string(c.UID)[:8]
+	c.Status.Selector = specs.Selector(c.Name)
+	return r.Status().Patch(ctx, c, patch)
+}
+
+func (r *ClusterReconciler) ensureServices(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	for _, want := range []*corev1.Service{specs.HeadlessService(c), specs.ClientService(c)} {
+		if err := r.ensureService(ctx, c, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureService creates a Service or brings its labels, selector and ports back to what the
+// builder says, writing only when something differs.
+func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdCluster, want *corev1.Service) error {
+	have := &corev1.Service{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
+	if apierrors.IsNotFound(err) {
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+			return err
+		}
+		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+	}
+	if err != nil {
+		return err
+	}
+	if reflect.DeepEqual(have.Labels, want.Labels) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
+		reflect.DeepEqual(have.Spec.Ports, want.Spec.Ports) && have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Labels, have.Spec.Selector, have.Spec.Ports = want.Labels, want.Spec.Selector, want.Spec.Ports
+	have.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+	return r.Patch(ctx, have, patch)
+}
+
+// ensurePDB keeps a PodDisruptionBudget over the voters; a paused cluster has none.
+func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	voters, _ := v.voters()
+	have := &policyv1.PodDisruptionBudget{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.PDBName(c.Name)}, have)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	exists := err == nil
+	if ptrOr(c.Spec.Replicas, 3) == 0 || voters == 0 {
+		if exists && ptrOr(c.Spec.Replicas, 3) == 0 {
+			return client.IgnoreNotFound(r.Delete(ctx, have))
+		}
+		return nil
+	}
+	want := specs.PDB(c, int32(voters))
+	if !exists {
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+			return err
+		}
+		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+	}
+	if reflect.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
+	return r.Patch(ctx, have, patch)
+}

@@ -1,0 +1,178 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// clusterView is what one reconcile knows: the EtcdMembers and, when etcd answers, its member
+// list and each member's health. Decisions are taken on this view only, and at most one
+// membership change is made per reconcile.
+type clusterView struct {
+	members     []*etcdv1.EtcdMember // sorted by ordinal
+	etcd        etcd.Client          // nil when there is nothing to talk to
+	reachable   bool
+	clusterID   uint64
+	etcdMembers []etcd.Member
+	healthy     map[uint64]bool
+	leader      uint64
+	versions    map[uint64]string
+}
+
+func (v *clusterView) close() {
+	if v.etcd != nil {
+		_ = v.etcd.Close()
+	}
+}
+
+func (r *ClusterReconciler) listMembers(ctx context.Context, c *etcdv1.EtcdCluster) ([]*etcdv1.EtcdMember, error) {
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	members := make([]*etcdv1.EtcdMember, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterName == c.Name {
+			members = append(members, &list.Items[i])
+		}
+	}
+	sort.Slice(members, func(i, j int) bool { return ordinal(members[i].Name) < ordinal(members[j].Name) })
+	return members, nil
+}
+
+// ordinal is the number at the end of a member's name; names the operator did not make sort
+// last.
+func ordinal(name string) int {
+	i := strings.LastIndex(name, "-")
+	n, err := strconv.Atoi(name[i+1:])
+	if i < 0 || err != nil {
+		return 1 << 30
+	}
+	return n
+}
+
+// observe asks etcd, through every member that should be running, for the member list and
+// each member's health. An unreachable etcd is a fact of the view, not an error.
+func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
+	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}}
+	endpoints := runningEndpoints(c, members)
+	if len(endpoints) == 0 {
+		return view, nil
+	}
+	cli, err := r.NewClient(ctx, c, endpoints)
+	if err != nil {
+		return view, nil
+	}
+	view.etcd = cli
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	clusterID, list, err := cli.MemberList(listCtx)
+	if err != nil {
+		return view, nil
+	}
+	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
+	for _, m := range list {
+		r.observeMember(ctx, view, m)
+	}
+	return view, nil
+}
+
+func (r *ClusterReconciler) observeMember(ctx context.Context, view *clusterView, m etcd.Member) {
+	if !m.IsStarted() || len(m.ClientURLs) == 0 {
+		return
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	status, err := view.etcd.Status(checkCtx, m.ClientURLs[0])
+	if err != nil {
+		return
+	}
+	view.versions[m.ID] = status.Version
+	if status.Leader != 0 {
+		view.leader = status.Leader
+	}
+	if m.IsLearner {
+		// A learner serves no quorum reads; answering Status is its health.
+		view.healthy[m.ID] = true
+		return
+	}
+	view.healthy[m.ID] = view.etcd.Healthy(checkCtx, m.ClientURLs[0]) == nil
+}
+
+// runningEndpoints are the client URLs of members that should have a Pod.
+func runningEndpoints(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) []string {
+	var endpoints []string
+	for _, m := range members {
+		if !m.Spec.Dormant && m.DeletionTimestamp.IsZero() {
+			endpoints = append(endpoints, specs.ClientURL(c, m.Name))
+		}
+	}
+	return endpoints
+}
+
+// etcdMemberFor finds the etcd member behind an EtcdMember: by recorded ID, by name, or by
+// peer URL (a learner added but not started yet has no name).
+func (v *clusterView) etcdMemberFor(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Member, bool) {
+	peerURL := specs.PeerURL(c, m.Name)
+	for _, em := range v.etcdMembers {
+		if em.IDHex() == m.Status.MemberID || em.Name == m.Name || contains(em.PeerURLs, peerURL) {
+			return em, true
+		}
+	}
+	return etcd.Member{}, false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// voters counts voting members and how many of them are healthy.
+func (v *clusterView) voters() (total, healthy int) {
+	for _, m := range v.etcdMembers {
+		if m.IsLearner {
+			continue
+		}
+		total++
+		if v.healthy[m.ID] {
+			healthy++
+		}
+	}
+	return total, healthy
+}
+
+func (v *clusterView) learners() []etcd.Member {
+	var out []etcd.Member
+	for _, m := range v.etcdMembers {
+		if m.IsLearner {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func quorum(voters int) int { return voters/2 + 1 }
+
+// active are the members that are not being removed.
+func (v *clusterView) active() []*etcdv1.EtcdMember {
+	var out []*etcdv1.EtcdMember
+	for _, m := range v.members {
+		if m.DeletionTimestamp.IsZero() {
+			out = append(out, m)
+		}
+	}
+	return out
+}

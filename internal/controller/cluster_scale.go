@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// adoptOrphanVoters recreates the EtcdMember of a voter whose EtcdMember was deleted by hand:
+// its PVC was kept by the member's finalizer, so the member comes back with its data and ID.
+func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, em := range v.etcdMembers {
+		if em.IsLearner || !em.IsStarted() || v.ownerOf(c, em) != nil || !strings.HasPrefix(em.Name, c.Name+"-") {
+			continue
+		}
+		if memberNamed(v.members, em.Name) != nil {
+			return true, waitFor("Scaling", "member %s is going away", em.Name)
+		}
+		m := r.newMember(c, em.Name, etcdv1.MemberBootstrap{
+			InitialCluster:      specs.InitialCluster(c, []string{em.Name}),
+			InitialClusterState: etcdv1.InitialClusterStateExisting,
+			ClusterToken:        c.Status.ClusterToken,
+		})
+		if err := r.createMember(ctx, c, m); err != nil {
+			return true, err
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role = em.IDHex(), etcdv1.RoleVoter
+		if err := r.Status().Patch(ctx, m, patch); err != nil {
+			return true, err
+		}
+		r.event(c, corev1.EventTypeWarning, "MemberRecreated", "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
+		return true, nil
+	}
+	return false, nil
+}
+
+// scale adds or removes one member when every voter is healthy.
+func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (ctrl.Result, error) {
+	active := v.active()
+	if len(active) != len(v.members) {
+		return ctrl.Result{}, waitFor("Scaling", "a member is being removed")
+	}
+	if len(v.learners()) > 0 {
+		return ctrl.Result{}, waitFor("Scaling", "a learner is catching up")
+	}
+	total, healthy := v.voters()
+	if len(active) == replicas {
+		return ctrl.Result{}, nil
+	}
+	if healthy < total {
+		return ctrl.Result{}, waitFor("MembersUnhealthy", "not scaling: %d of %d voters healthy", healthy, total)
+	}
+	if len(active) < replicas {
+		return ctrl.Result{}, r.scaleOut(ctx, c, v)
+	}
+	return ctrl.Result{}, r.scaleIn(ctx, c, v)
+}
+
+// scaleOut creates the next member; addPending then adds it to etcd as a learner.
+func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	name, err := r.freeName(ctx, c, v)
+	if err != nil {
+		return err
+	}
+	var known []string
+	for _, em := range v.etcdMembers {
+		if em.IsStarted() && len(em.PeerURLs) > 0 {
+			known = append(known, em.Name+"="+em.PeerURLs[0])
+		}
+	}
+	known = append(known, name+"="+specs.PeerURL(c, name))
+	m := r.newMember(c, name, etcdv1.MemberBootstrap{
+		InitialCluster: strings.Join(known, ","), InitialClusterState: etcdv1.InitialClusterStateExisting,
+		ClusterToken: c.Status.ClusterToken,
+	})
+	if err := r.createMember(ctx, c, m); err != nil {
+		return err
+	}
+	r.event(c, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
+	return nil
+}
+
+// freeName is the lowest ordinal whose name no EtcdMember, etcd member or PVC still uses, so
+// a name is never reused while an old member's data exists.
+func (r *ClusterReconciler) freeName(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, error) {
+	for i := 1; ; i++ {
+		name := specs.MemberName(c.Name, i)
+		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) {
+			continue
+		}
+		err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
+		if apierrors.IsNotFound(err) {
+			return name, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+func (v *clusterView) etcdMemberNamed(name string) bool {
+	for _, em := range v.etcdMembers {
+		if em.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleIn marks the member to remove and deletes its EtcdMember; the member's finalizer
+// moves leadership away if needed and removes it from etcd before its data goes. The quorum
+// of the smaller voter set must be healthy.
+func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	victim := v.removalCandidate(c)
+	if victim == nil {
+		return waitFor("Scaling", "no member can be removed safely")
+	}
+	total, healthy := v.voters()
+	if em, ok := v.etcdMemberFor(c, victim); ok && !em.IsLearner {
+		afterHealthy := healthy
+		if v.healthy[em.ID] {
+			afterHealthy--
+		}
+		if afterHealthy < quorum(total-1) {
+			return waitFor("MembersUnhealthy", "removing %s would leave %d healthy of %d voters", victim.Name, afterHealthy, total-1)
+		}
+	}
+	patch := client.MergeFrom(victim.DeepCopy())
+	if victim.Annotations == nil {
+		victim.Annotations = map[string]string{}
+	}
+	victim.Annotations[AnnotationRemove] = "true"
+	if err := r.Patch(ctx, victim, patch); err != nil {
+		return err
+	}
+	if err := r.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.event(c, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
+	return nil
+}
+
+// removalCandidate prefers a member etcd does not know, then an unhealthy one, then the
+// newest follower; the leader goes last.
+func (v *clusterView) removalCandidate(c *etcdv1.EtcdCluster) *etcdv1.EtcdMember {
+	var follower, leader *etcdv1.EtcdMember
+	for i := len(v.members) - 1; i >= 0; i-- {
+		m := v.members[i]
+		em, ok := v.etcdMemberFor(c, m)
+		switch {
+		case !ok:
+			return m
+		case !v.healthy[em.ID]:
+			return m
+		case em.ID == v.leader:
+			leader = m
+		case follower == nil:
+			follower = m
+		}
+	}
+	if follower != nil {
+		return follower
+	}
+	return leader
+}
+
+// leaderTarget is a healthy voter other than the given member, to hand leadership to.
+func (v *clusterView) leaderTarget(except uint64) (etcd.Member, bool) {
+	for _, em := range v.etcdMembers {
+		if em.ID != except && !em.IsLearner && v.healthy[em.ID] {
+			return em, true
+		}
+	}
+	return etcd.Member{}, false
+}

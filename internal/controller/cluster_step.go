@@ -1,0 +1,300 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// AnnotationRemove marks an EtcdMember the operator is taking out of the cluster on purpose.
+// Only with it does the member's finalizer remove the member from etcd and delete its PVC;
+// an EtcdMember deleted by hand keeps its data and is recreated.
+const AnnotationRemove = "etcd-operator.cozystack.io/remove"
+
+// errWaiting says the cluster is not ready for the next change; the reconcile comes back soon.
+type errWaiting struct{ reason, message string }
+
+func (e errWaiting) Error() string { return e.message }
+
+func waitFor(reason, format string, args ...any) error {
+	return errWaiting{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// step makes at most one change, the first that applies, in this order: bootstrap, pause,
+// resume, bookkeeping of IDs, finishing an interrupted add, promotion, adoption, scaling.
+func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (ctrl.Result, error) {
+	replicas := int(ptrOr(c.Spec.Replicas, 3))
+	if done, err := r.bootstrap(ctx, c, v, replicas); done || err != nil {
+		return ctrl.Result{}, err
+	}
+	if done, err := r.pauseOrResume(ctx, c, v, replicas); done || err != nil {
+		return ctrl.Result{}, err
+	}
+	if replicas == 0 {
+		return ctrl.Result{}, nil
+	}
+	if !v.reachable {
+		return ctrl.Result{}, waitFor("Unreachable", "etcd does not answer through any member")
+	}
+	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
+		r.recordIdentities, r.removeOrphanLearners, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+	} {
+		if done, err := act(ctx, c, v); done || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.scale(ctx, c, v, replicas)
+}
+
+func ptrOr[T any](p *T, fallback T) T {
+	if p == nil {
+		return fallback
+	}
+	return *p
+}
+
+// bootstrap creates the founding members all at once with a static initial cluster. A crash
+// in the middle is finished from the initial cluster the first members recorded.
+func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	if c.Status.ClusterID != "" || v.reachable {
+		return false, nil
+	}
+	names := foundingNames(c, v.members, replicas)
+	if len(names) == 0 {
+		return false, nil
+	}
+	initial := specs.InitialCluster(c, names)
+	created := 0
+	for _, name := range names {
+		if memberNamed(v.members, name) != nil {
+			continue
+		}
+		m := r.newMember(c, name, etcdv1.MemberBootstrap{
+			InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken,
+		})
+		if err := r.createMember(ctx, c, m); err != nil {
+			return true, err
+		}
+		created++
+	}
+	if created > 0 {
+		r.event(c, corev1.EventTypeNormal, "Bootstrapping", "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+		return true, nil
+	}
+	return true, waitFor("Bootstrapping", "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
+}
+
+// foundingNames are the members of the first bootstrap: from an existing founding member's
+// initial cluster, or chosen now.
+func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int) []string {
+	for _, m := range members {
+		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
+			var names []string
+			for _, part := range strings.Split(m.Spec.Bootstrap.InitialCluster, ",") {
+				names = append(names, strings.SplitN(part, "=", 2)[0])
+			}
+			return names
+		}
+	}
+	if len(members) > 0 {
+		return nil // members exist that joined an existing cluster: this is no first bootstrap
+	}
+	names := make([]string, 0, replicas)
+	for i := 1; i <= replicas; i++ {
+		names = append(names, specs.MemberName(c.Name, i))
+	}
+	return names
+}
+
+func memberNamed(members []*etcdv1.EtcdMember, name string) *etcdv1.EtcdMember {
+	for _, m := range members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func (r *ClusterReconciler) newMember(c *etcdv1.EtcdCluster, name string, b etcdv1.MemberBootstrap) *etcdv1.EtcdMember {
+	m := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.MemberLabels(c.Name, name)},
+		Spec: etcdv1.EtcdMemberSpec{
+			ClusterName: c.Name, Version: c.Spec.Version, Storage: *c.Spec.Storage.DeepCopy(), Bootstrap: b,
+			TLS: memberTLS(c),
+		},
+	}
+	return m
+}
+
+// memberTLS names the Secrets a member mounts.
+func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
+	if c.Spec.TLS == nil {
+		return nil
+	}
+	t := &etcdv1.MemberTLS{ClientCertAuth: specs.ClientCertAuth(c)}
+	if cl := c.Spec.TLS.Client; cl != nil {
+		t.ServerSecretName = c.Name + "-server-tls"
+		if cl.ServerSecretRef != nil {
+			t.ServerSecretName = cl.ServerSecretRef.Name
+		}
+	}
+	if p := c.Spec.TLS.Peer; p != nil {
+		t.PeerSecretName = c.Name + "-peer-tls"
+		if p.SecretRef != nil {
+			t.PeerSecretName = p.SecretRef.Name
+		}
+	}
+	return t
+}
+
+func (r *ClusterReconciler) createMember(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	if err := controllerutil.SetControllerReference(c, m, r.Scheme()); err != nil {
+		return err
+	}
+	err := r.Create(ctx, m)
+	if err == nil || isAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// pauseOrResume flips every member's dormant flag; no membership changes, so a paused
+// cluster resumes with the same cluster and member IDs.
+func (r *ClusterReconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	dormant := replicas == 0
+	changed := 0
+	for _, m := range v.active() {
+		if m.Spec.Dormant == dormant {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.Dormant = dormant
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return true, err
+		}
+		changed++
+	}
+	if changed == 0 {
+		return false, nil
+	}
+	if dormant {
+		r.event(c, corev1.EventTypeNormal, "Paused", "Pause", "paused: stopped %d members, data and identities kept", changed)
+	} else {
+		r.event(c, corev1.EventTypeNormal, "Resuming", "Resume", "resuming %d members with their data", changed)
+	}
+	return true, nil
+}
+
+// recordIdentities writes each member's etcd ID and role into its status.
+func (r *ClusterReconciler) recordIdentities(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, m := range v.members {
+		em, ok := v.etcdMemberFor(c, m)
+		if !ok {
+			continue
+		}
+		role := etcdv1.RoleVoter
+		if em.IsLearner {
+			role = etcdv1.RoleLearner
+		}
+		cid := etcd.FormatID(v.clusterID)
+		if m.Status.MemberID == em.IDHex() && m.Status.Role == role && m.Status.ClusterID == cid && m.Status.Version == v.versions[em.ID] {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role, m.Status.ClusterID = em.IDHex(), role, cid
+		if ver := v.versions[em.ID]; ver != "" {
+			m.Status.Version = ver
+		}
+		if err := r.Status().Patch(ctx, m, patch); err != nil {
+			return true, ignoreConflict(err)
+		}
+	}
+	return false, nil
+}
+
+// removeOrphanLearners removes learners that were added for a member that no longer exists
+// (the operator died between deciding and recording). A learner holds no data others need.
+func (r *ClusterReconciler) removeOrphanLearners(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, em := range v.learners() {
+		if v.ownerOf(c, em) != nil {
+			continue
+		}
+		if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
+			return true, err
+		}
+		r.event(c, corev1.EventTypeWarning, "OrphanLearnerRemoved", "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
+		return true, nil
+	}
+	return false, nil
+}
+
+// ownerOf is the EtcdMember behind an etcd member, if any.
+func (v *clusterView) ownerOf(c *etcdv1.EtcdCluster, em etcd.Member) *etcdv1.EtcdMember {
+	for _, m := range v.members {
+		if found, ok := v.etcdMemberFor(c, m); ok && found.ID == em.ID {
+			return m
+		}
+	}
+	return nil
+}
+
+// addPending adds, as a learner, a member created to join the cluster but not yet in etcd.
+// Looking the peer URL up first (etcdMemberFor) makes a retried add a no-op.
+func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, m := range v.active() {
+		if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateExisting {
+			continue
+		}
+		if _, ok := v.etcdMemberFor(c, m); ok {
+			continue
+		}
+		if m.Status.MemberID != "" {
+			continue // it was in etcd and is gone: the member controller replaces it
+		}
+		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
+		if err != nil {
+			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
+		return true, r.Status().Patch(ctx, m, patch)
+	}
+	return false, nil
+}
+
+// promoteLearners promotes a started learner once etcd says it has caught up, if the quorum
+// of the larger voter set is healthy.
+func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, em := range v.learners() {
+		owner := v.ownerOf(c, em)
+		if owner == nil || !em.IsStarted() || !owner.DeletionTimestamp.IsZero() {
+			continue
+		}
+		total, healthy := v.voters()
+		if healthy+1 < quorum(total+1) {
+			return true, waitFor("MembersUnhealthy", "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
+		}
+		err := v.etcd.Promote(ctx, em.ID)
+		if errors.Is(err, etcd.ErrLearnerNotReady) {
+			return true, waitFor("Scaling", "learner %s is catching up", owner.Name)
+		}
+		if err != nil {
+			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// memberFinalizer holds an EtcdMember until its removal from etcd (deliberate removal) or the
+// rescue of its PVC (deletion by hand) is done.
+const memberFinalizer = "etcd-operator.cozystack.io/member"
+
+// MemberReconciler realizes EtcdMembers: the PVC, the Pod, and the removal from etcd.
+type MemberReconciler struct {
+	client.Client
+	Recorder   events.EventRecorder
+	NewClient  ClientFactory
+	PodOptions specs.PodOptions
+}
+
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile realizes one member.
+func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	m := &etcdv1.EtcdMember{}
+	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cluster, err := r.cluster(ctx, m)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, cluster, m)
+	}
+	if cluster == nil {
+		return ctrl.Result{}, nil // the cluster is gone; garbage collection takes the member
+	}
+	if controllerutil.AddFinalizer(m, memberFinalizer) {
+		if err := r.Update(ctx, m); err != nil {
+			return ctrl.Result{}, ignoreConflict(err)
+		}
+	}
+	if m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
+		if err := r.ensurePVC(ctx, cluster, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.ensurePod(ctx, cluster, m)
+}
+
+// SetupWithManager watches members and the Pods and PVCs they own.
+func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1.EtcdMember{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Named("etcdmember").
+		Complete(r)
+}
+
+// cluster is the member's EtcdCluster, nil when it is gone or going.
+func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*etcdv1.EtcdCluster, error) {
+	c := &etcdv1.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	return c, nil
+}
+
+func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
+	}
+	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "member", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason)
+}
+
+// finalize lets a member go. Deliberate removal: out of etcd first (leadership handed over if
+// it leads), then the PVC. Cluster deletion: nothing to ask etcd, everything goes. Deletion by
+// hand: the PVC is handed to the cluster so the data survives, and the cluster recreates the
+// member.
+func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(m, memberFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	switch {
+	case cluster == nil:
+		// The cluster is being deleted: garbage collection removes the Pod and PVC.
+	case m.Annotations[AnnotationRemove] == "true":
+		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
+			r.event(m, corev1.EventTypeWarning, "RemoveFailed", "RemoveMember", "removing %s from etcd: %v", m.Name, err)
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		}
+		if err := r.deletePVC(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	default:
+		if err := r.rescuePVC(ctx, cluster, m); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.event(m, corev1.EventTypeWarning, "MemberDeletedByHand", "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
+	}
+	controllerutil.RemoveFinalizer(m, memberFinalizer)
+	return ctrl.Result{}, ignoreConflict(r.Update(ctx, m))
+}
+
+// removeFromEtcd takes the member out of the quorum, once: a member etcd no longer knows is
+// already removed.
+func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	if m.Status.MemberID == "" {
+		return nil // never added to etcd
+	}
+	id, err := etcd.ParseID(m.Status.MemberID)
+	if err != nil {
+		return err
+	}
+	var others []string
+	members := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return err
+	}
+	for _, o := range members.Items {
+		if o.Name != m.Name && !o.Spec.Dormant {
+			others = append(others, specs.ClientURL(c, o.Name))
+		}
+	}
+	if len(others) == 0 {
+		return errors.New("no other member to ask")
+	}
+	cli, err := r.NewClient(ctx, c, others)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	opCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
+		return err
+	}
+	err = cli.Remove(opCtx, id)
+	if errors.Is(err, etcd.ErrMemberNotFound) {
+		return nil
+	}
+	if err == nil {
+		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+	}
+	return err
+}
+
+func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {
+	_, list, err := cli.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, em := range list {
+		if em.ID == id || em.IsLearner || len(em.ClientURLs) == 0 {
+			continue
+		}
+		st, err := cli.Status(ctx, em.ClientURLs[0])
+		if err != nil || st.Leader != id {
+			continue
+		}
+		if err := cli.MoveLeader(ctx, em.ID); err != nil {
+			return fmt.Errorf("moving leadership away from %s: %w", m.Name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
+		return nil
+	}
+	return nil
+}
+
+func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) error {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+	err := r.Delete(ctx, pvc)
+	if err == nil {
+		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", m.Name, m.Name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// rescuePVC makes the cluster the PVC's owner, so garbage collection of the member does not
+// take the data with it.
+func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pvc)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(pvc.DeepCopy())
+	pvc.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
+		return err
+	}
+	return r.Patch(ctx, pvc, patch)
+}
+
+func readyCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: etcdv1.MemberConditionReady, Status: status, Reason: reason, Message: message}
+}
+
+// setStatus patches podName and the Ready condition when they changed.
+func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podName string, ready metav1.Condition) error {
+	before := m.DeepCopy()
+	m.Status.PodName = podName
+	m.Status.ObservedGeneration = m.Generation
+	ready.ObservedGeneration = m.Generation
+	meta.SetStatusCondition(&m.Status.Conditions, ready)
+	if ready.Status == metav1.ConditionTrue && m.Status.MemberID != "" {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
+			Type: etcdv1.MemberConditionJoined, Status: metav1.ConditionTrue, Reason: "Serving",
+			Message: "the member has served as part of the cluster", ObservedGeneration: m.Generation,
+		})
+	}
+	if equalStatus(before, m) {
+		return nil
+	}
+	return ignoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
+}

@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func equalStatus(a, b *etcdv1.EtcdMember) bool {
+	return equality.Semantic.DeepEqual(a.Status, b.Status)
+}
+
+// ensurePVC creates the member's PVC, or takes back one kept from an EtcdMember deleted by
+// hand, and records the member's etcd identity on it.
+func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	have := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, have)
+	if apierrors.IsNotFound(err) {
+		want := specs.PVC(c, m)
+		if err := controllerutil.SetControllerReference(m, want, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		r.event(m, corev1.EventTypeNormal, "PVCCreated", "CreatePVC", "created PVC %s", want.Name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	changed := false
+	if !metav1.IsControlledBy(have, m) {
+		have.OwnerReferences = nil
+		if err := controllerutil.SetControllerReference(m, have, r.Scheme()); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if m.Status.MemberID != "" && have.Annotations[specs.AnnotationMemberID] != m.Status.MemberID {
+		if have.Annotations == nil {
+			have.Annotations = map[string]string{}
+		}
+		have.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
+		have.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return r.Patch(ctx, have, patch)
+}
+
+// ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and
+// mirrors the Pod's state into the member's status.
+func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	exists := err == nil
+	switch {
+	case m.Spec.Dormant:
+		if exists && pod.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, "Paused", "the cluster is paused; data and identity are kept"))
+	case m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateExisting && m.Status.MemberID == "":
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, "WaitingForMemberAdd", "waiting to be added to etcd as a learner"))
+	case !exists:
+		return r.createPod(ctx, c, m)
+	case !pod.DeletionTimestamp.IsZero():
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, podReadiness(pod))
+}
+
+// createPod starts the member. A tmpfs member whose Pod is gone after it had served lost its
+// data: it is replaced (removed from etcd and created anew) rather than restarted empty.
+func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory && meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1.MemberConditionJoined) {
+		return ctrl.Result{}, r.replace(ctx, m, "its tmpfs data went with its Pod")
+	}
+	pod := specs.Pod(c, m, r.PodOptions)
+	pod.Labels[specs.LabelRole] = string(m.Status.Role)
+	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, err
+	}
+	r.event(m, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created Pod %s", pod.Name)
+	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, "PodStarting", "the Pod was created"))
+}
+
+// replace marks the member for removal and deletes it; the cluster controller adds a new one.
+func (r *MemberReconciler) replace(ctx context.Context, m *etcdv1.EtcdMember, why string) error {
+	patch := client.MergeFrom(m.DeepCopy())
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[AnnotationRemove] = "true"
+	if err := r.Patch(ctx, m, patch); err != nil {
+		return err
+	}
+	r.event(m, corev1.EventTypeWarning, "MemberReplaced", "ReplaceMember", "replacing member %s: %s", m.Name, why)
+	return client.IgnoreNotFound(r.Delete(ctx, m))
+}
+
+// syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
+func (r *MemberReconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) error {
+	if m.Status.Role == "" || pod.Labels[specs.LabelRole] == string(m.Status.Role) {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels[specs.LabelRole] = string(m.Status.Role)
+	return r.Patch(ctx, pod, patch)
+}
+
+// podReadiness says why a member is not ready, in the words a person acts on.
+func podReadiness(pod *corev1.Pod) metav1.Condition {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message)
+		}
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+			return readyCondition(metav1.ConditionFalse, "Unschedulable", cond.Message)
+		}
+		if cond.Type == corev1.PodReady {
+			if cond.Status == corev1.ConditionTrue {
+				return readyCondition(metav1.ConditionTrue, "PodReady", "etcd answers its readiness check")
+			}
+		}
+	}
+	if pod.Status.Phase == corev1.PodPending {
+		return readyCondition(metav1.ConditionFalse, "PodPending", fmt.Sprintf("Pod %s is pending", pod.Name))
+	}
+	return readyCondition(metav1.ConditionFalse, "PodNotReady", "etcd does not answer its readiness check yet")
+}
