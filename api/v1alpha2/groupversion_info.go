@@ -7,8 +7,9 @@
 package v1alpha2
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,24 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "etcd-operator.cozystack.io", Version: "v1alpha2"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &schemeBuilder{}
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// schemeBuilder collects the kinds each file registers in its init, keeping this package's
+// imports to apimachinery alone.
+type schemeBuilder struct{ objects []runtime.Object }
+
+// Register adds kinds to the builder.
+func (b *schemeBuilder) Register(objects ...runtime.Object) {
+	b.objects = append(b.objects, objects...)
+}
+
+// AddToScheme adds the registered kinds to a scheme.
+func (b *schemeBuilder) AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, b.objects...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

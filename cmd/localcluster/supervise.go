@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -67,15 +66,15 @@ func supervise(o options) error {
 	}()
 
 	cp, err := localcluster.Start(ctx, localcluster.Config{
-		Dir: filepath.Join(o.dir, "control-plane"), KubeBinDir: o.kubeBinDir, EtcdBin: o.etcdBin,
+		Dir: o.dir, KubeBinDir: o.kubeBinDir, EtcdBin: o.etcdBin,
 		APIAddress: hostIP, APIPort: apiPort, ServiceCIDR: serviceCIDR, Marker: marker(o.dir),
 	})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	if err := os.Symlink(cp.KubeconfigPath(), kubeconfigPath(o.dir)); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	if cp.KubeconfigPath() != kubeconfigPath(o.dir) {
+		return fmt.Errorf("the control plane wrote its kubeconfig to %s, not %s", cp.KubeconfigPath(), kubeconfigPath(o.dir))
 	}
 	client, err := kubernetes.NewForConfig(cp.RESTConfig())
 	if err != nil {

@@ -63,7 +63,7 @@ func waitReady(dir, logPath string, exited <-chan error) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the supervisor exited (%v) before the cluster was ready:\n%s", err, tail(logPath, 30))
+			return fmt.Errorf("the supervisor exited (%w) before the cluster was ready:\n%s", err, tail(logPath, 30))
 		case <-deadline:
 			return fmt.Errorf("not ready after 5 minutes:\n%s", tail(logPath, 30))
 		case <-tick.C:

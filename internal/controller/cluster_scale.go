@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -174,14 +173,4 @@ func (v *clusterView) removalCandidate(c *etcdv1.EtcdCluster) *etcdv1.EtcdMember
 		return follower
 	}
 	return leader
-}
-
-// leaderTarget is a healthy voter other than the given member, to hand leadership to.
-func (v *clusterView) leaderTarget(except uint64) (etcd.Member, bool) {
-	for _, em := range v.etcdMembers {
-		if em.ID != except && !em.IsLearner && v.healthy[em.ID] {
-			return em, true
-		}
-	}
-	return etcd.Member{}, false
 }

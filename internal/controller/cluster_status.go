@@ -90,7 +90,7 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, stepErr error) {
 	}
 
 	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Idle", Message: "the cluster matches its spec"}
-	if inMotion(c, v, replicas) || isWaiting {
+	if inMotion(v, replicas) || isWaiting {
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, "Scaling"
 		progressing.Message = fmt.Sprintf("%d members, %d wanted", len(v.active()), replicas)
 		if isWaiting {
@@ -112,7 +112,7 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, stepErr error) {
 	}
 }
 
-func inMotion(c *etcdv1.EtcdCluster, v *clusterView, replicas int) bool {
+func inMotion(v *clusterView, replicas int) bool {
 	if len(v.active()) != replicas || len(v.active()) != len(v.members) || len(v.learners()) > 0 {
 		return true
 	}

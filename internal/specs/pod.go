@@ -52,7 +52,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers:                []corev1.Container{etcdContainer(c, m, Image(repo, m.Spec.Version))},
-			Volumes:                   volumes(c, m),
+			Volumes:                   volumes(m),
 			Affinity:                  c.Spec.Affinity.DeepCopy(),
 			TopologySpreadConstraints: spreadConstraints(c),
 			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),
@@ -212,7 +212,7 @@ func volumeMounts(c *etcdv1.EtcdCluster) []corev1.VolumeMount {
 	return mounts
 }
 
-func volumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
+func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 	data := corev1.Volume{Name: "data"}
 	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: m.Spec.Storage.Size}

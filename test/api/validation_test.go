@@ -72,7 +72,9 @@ func invalidCreates() []invalidCreate {
 		{"snapshot to no destination", newSnapshot("sn01", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
 		{"snapshot to two destinations", newSnapshot("sn02", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.PVC = pvc("") }), "exactly one of s3 or pvc must be set"},
 		{"snapshot of no cluster", newSnapshot("sn03", func(s *etcdv1.EtcdSnapshot) { s.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to snapshot"},
-		{"snapshot to a claim without name", newSnapshot("sn04", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{}} }), "spec.destination.pvc.claimName in body should be at least 1 chars long"},
+		{"snapshot to a claim without name", newSnapshot("sn04", func(s *etcdv1.EtcdSnapshot) {
+			s.Spec.Destination = etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{}}
+		}), "spec.destination.pvc.claimName in body should be at least 1 chars long"},
 		{"snapshot to an absolute path", newSnapshot("sn05", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("/var/backups")} }), "subPath must be a relative path inside the volume"},
 		{"snapshot to an empty bucket name", newSnapshot("sn06", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.Bucket = "" }), "spec.destination.s3.bucket in body should be at least 3 chars long"},
 		// EtcdDefrag

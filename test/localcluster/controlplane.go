@@ -383,7 +383,7 @@ func (cp *ControlPlane) waitUntil(ctx context.Context, blame *child, what string
 	var lastErr error
 	for {
 		if dead := cp.exitedChild(); dead != nil {
-			return fmt.Errorf("localcluster: %s exited (%v) while waiting until %s; %s:\n%s",
+			return fmt.Errorf("localcluster: %s exited (%w) while waiting until %s; %s:\n%s",
 				dead.name, dead.waitErr, what, dead.logPath, logTail(dead.logPath))
 		}
 		if lastErr = check(ctx); lastErr == nil {
@@ -391,7 +391,7 @@ func (cp *ControlPlane) waitUntil(ctx context.Context, blame *child, what string
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("localcluster: waiting until %s: %w (last error: %v); %s:\n%s",
+			return fmt.Errorf("localcluster: waiting until %s: %w (last error: %w); %s:\n%s",
 				what, ctx.Err(), lastErr, blame.logPath, logTail(blame.logPath))
 		case <-ticker.C:
 		}
@@ -479,7 +479,7 @@ func (cp *ControlPlane) startChild(name, bin string, args []string) (*child, err
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	fmt.Fprintf(logFile, "=== %s: starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logFile, "=== %s: starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = cp.cfg.Dir

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
-	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
 // provider runs the Pods bound to one Node as local processes. It implements virtual-kubelet's

@@ -19,23 +19,23 @@ import (
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/runtime"
 )
 
-func (p *provider) container(namespace, podName, name string) (*podRun, *containerRun, error) {
+func (p *provider) container(namespace, podName, name string) (*containerRun, error) {
 	run := p.lookup(namespace, podName)
 	if run == nil {
-		return nil, nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
 	}
 	for _, c := range append(append([]*containerRun{}, run.containers...), run.inits...) {
 		if c.spec.Name == name || (name == "" && len(run.containers) == 1) {
-			return run, c, nil
+			return c, nil
 		}
 	}
-	return nil, nil, errdefs.NotFoundf("pod %s/%s has no container %q", namespace, podName, name)
+	return nil, errdefs.NotFoundf("pod %s/%s has no container %q", namespace, podName, name)
 }
 
 // GetContainerLogs serves kubectl logs: the current run's log or, with --previous, the one
 // before; --tail and --follow are honoured.
 func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, containerName string, opts api.ContainerLogOpts) (io.ReadCloser, error) {
-	_, c, err := p.container(namespace, podName, containerName)
+	c, err := p.container(namespace, podName, containerName)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (w closingWriter) Write(b []byte) (int, error) {
 
 // RunInContainer serves kubectl exec.
 func (p *provider) RunInContainer(ctx context.Context, namespace, podName, containerName string, cmd []string, attach api.AttachIO) error {
-	_, c, err := p.container(namespace, podName, containerName)
+	c, err := p.container(namespace, podName, containerName)
 	if err != nil {
 		return err
 	}

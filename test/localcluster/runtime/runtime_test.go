@@ -104,13 +104,13 @@ func (e *testEnv) run(spec ContainerSpec) (int, string) {
 	return code, readFile(e.t, spec.LogPath)
 }
 
-func (e *testEnv) writeFile(name, content string, mode os.FileMode) string {
+func (e *testEnv) writeFile(name, content string) string {
 	e.t.Helper()
 	p := filepath.Join(e.dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
 	return p
@@ -212,8 +212,8 @@ func assertLines(t *testing.T, output string, want ...string) {
 
 func TestContainerSeesItsRootUserEnvironmentAndVolumes(t *testing.T) {
 	env := newTestEnv(t)
-	config := env.writeFile("config/app.conf", "config-content", 0o644)
-	hosts := env.writeFile("hosts", "10.213.1.2 pod-a", 0o644)
+	config := env.writeFile("config/app.conf", "config-content")
+	hosts := env.writeFile("hosts", "10.213.1.2 pod-a")
 	data := env.mkdir("data", 0o777)
 	spec := env.spec("identity", "id", "cwd", "env", "read=/config/app.conf", "read=/etc/hosts",
 		"read=/etc/resolv.conf", "write=/data/out", "write=/newfile", "write=/tmp/x",
@@ -284,7 +284,7 @@ func TestContainerServesTCPOnHostNetwork(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	env := newTestEnv(t)
-	notExecutable := env.writeFile("data.txt", "just data", 0o644)
+	notExecutable := env.writeFile("data.txt", "just data")
 	cases := []struct {
 		name    string
 		args    []string
@@ -364,7 +364,7 @@ func TestLeftoverProcessesAreKilledWhenTheMainProcessExits(t *testing.T) {
 func TestExec(t *testing.T) {
 	env := newTestEnv(t)
 	data := env.mkdir("data", 0o755)
-	env.writeFile("data/x", "volume-content", 0o644)
+	env.writeFile("data/x", "volume-content")
 	spec := env.spec("exec-target", "sleep=60s")
 	spec.Env = append(spec.Env, "FOO=bar")
 	spec.Mounts = []Mount{{HostPath: data, ContainerPath: "/data", ReadOnly: true}}
@@ -421,7 +421,7 @@ func TestExec(t *testing.T) {
 func TestContainersDoNotSeeEachOthersVolumes(t *testing.T) {
 	env := newTestEnv(t)
 	for _, name := range []string{"a", "b"} {
-		env.writeFile("vol-"+name+"/only-"+name, "content-"+name, 0o644)
+		env.writeFile("vol-"+name+"/only-"+name, "content-"+name)
 	}
 	var specs []ContainerSpec
 	for _, name := range []string{"a", "b"} {

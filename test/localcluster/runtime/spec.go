@@ -75,6 +75,19 @@ func (s *ContainerSpec) validate() error {
 	if s.Marker != "" && !strings.Contains(s.Marker, "=") {
 		return fmt.Errorf("container %s: marker %q is not KEY=VALUE", s.ID, s.Marker)
 	}
+	if err := s.validatePaths(); err != nil {
+		return err
+	}
+	if s.NetNS != "" {
+		if _, err := os.Stat(s.NetNS); err != nil {
+			return fmt.Errorf("container %s: network namespace: %w", s.ID, err)
+		}
+	}
+	return nil
+}
+
+// validatePaths checks that every path the root is built from is absolute.
+func (s *ContainerSpec) validatePaths() error {
 	for containerPath := range s.RootFiles {
 		if !path.IsAbs(containerPath) {
 			return fmt.Errorf("container %s: root file %q is not absolute", s.ID, containerPath)
@@ -83,11 +96,6 @@ func (s *ContainerSpec) validate() error {
 	for _, m := range s.Mounts {
 		if !path.IsAbs(m.ContainerPath) || !path.IsAbs(m.HostPath) {
 			return fmt.Errorf("container %s: mount %s -> %s: paths must be absolute", s.ID, m.HostPath, m.ContainerPath)
-		}
-	}
-	if s.NetNS != "" {
-		if _, err := os.Stat(s.NetNS); err != nil {
-			return fmt.Errorf("container %s: network namespace: %w", s.ID, err)
 		}
 	}
 	if s.WorkingDir != "" && !path.IsAbs(s.WorkingDir) {
