@@ -49,6 +49,10 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl if missing; print thei
 
 ##@ Local cluster
 
+.PHONY: demo
+demo: ## Local cluster, operator, a sample 3-member EtcdCluster and its status.
+	@hack/demo.sh
+
 .PHONY: local-up
 local-up: ## Start the local cluster in the background; print the kubeconfig path last.
 	@hack/local-up.sh
@@ -60,11 +64,19 @@ local-down: ## Stop the local cluster and remove every trace of it.
 ##@ Tests
 
 .PHONY: test
-test: verify-generated lint test-unit test-api ## Everything CI runs.
+test: verify-generated lint test-unit test-api test-localcluster ## Everything CI runs.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no processes started).
+test-unit: ## Unit tests, and the etcd layer against real etcd processes.
+	hack/testbed.sh etcd >/dev/null
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
+
+.PHONY: test-localcluster
+test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.
+	hack/testbed.sh kube >/dev/null
+	go test $(GO_TEST_FLAGS) ./test/localcluster/ ./test/localcluster/netsetup/ ./test/localcluster/runtime/ \
+		./test/localcluster/node/ ./test/localcluster/provisioner/
+	go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: test-api
 test-api: ## CRD validation and defaults against a real kube-apiserver.

@@ -62,7 +62,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	defer view.close()
-	result, stepErr := r.step(ctx, cluster, view)
+	// etcd drops a membership change that overlaps another; a deadline turns that silence
+	// into an error the next reconcile retries, after looking again.
+	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	result, stepErr := r.step(stepCtx, cluster, view)
 	if err := r.ensurePDB(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -5,11 +5,17 @@
 //	toolbox cat FILE...      print files
 //	toolbox write FILE TEXT  write TEXT to FILE
 //	toolbox sleep SECONDS    sleep, exiting 0 on SIGTERM
-//	toolbox exit CODE        exit with CODE
+//	toolbox exit CODE [TEXT] print TEXT (if given), then exit with CODE
+//	toolbox resolve NAME     print NAME's addresses (net.LookupHost: /etc/hosts, then DNS), one a line
+//	toolbox get URL          print the body of an HTTP GET; fails unless the status is 200
+//	toolbox routes           print /proc/net/route (the routes of the Pod's network namespace)
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: toolbox serve|cat|write|sleep|exit ...")
+		fail("usage: toolbox serve|cat|write|sleep|exit|resolve|get|routes ...")
 	}
 	args := os.Args[2:]
 	switch os.Args[1] {
@@ -46,7 +52,22 @@ func main() {
 	case "exit":
 		need(args, 1)
 		code, _ := strconv.Atoi(args[0])
+		if len(args) > 1 {
+			fmt.Println(args[1])
+		}
 		os.Exit(code)
+	case "resolve":
+		need(args, 1)
+		resolve(args[0])
+	case "get":
+		need(args, 1)
+		get(args[0])
+	case "routes":
+		data, err := os.ReadFile("/proc/net/route")
+		if err != nil {
+			fail(err.Error())
+		}
+		_, _ = os.Stdout.Write(data)
 	default:
 		fail("unknown tool " + os.Args[1])
 	}
@@ -66,6 +87,33 @@ func serve(addr, dir string) {
 	}()
 	if err := server.ListenAndServe(); err != nil && err != http.ErrServerClosed {
 		fail(err.Error())
+	}
+}
+
+func resolve(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+	if err != nil {
+		fail(err.Error())
+	}
+	for _, a := range addrs {
+		fmt.Println(a)
+	}
+}
+
+func get(url string) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		fail(err.Error())
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(os.Stdout, resp.Body); err != nil {
+		fail(err.Error())
+	}
+	if resp.StatusCode != http.StatusOK {
+		fail(fmt.Sprintf("GET %s: %s", url, resp.Status))
 	}
 }
 

@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// harness is a cluster reconciler over a fake API and a fake etcd.
+type harness struct {
+	t       *testing.T
+	api     client.Client
+	etcd    *etcdfake.Cluster
+	r       *ClusterReconciler
+	cluster *etcdv1.EtcdCluster
+}
+
+func newHarness(t *testing.T, replicas int32) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = etcdv1.AddToScheme(scheme)
+	size := resource.MustParse("1Gi")
+	c := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "0123456789abcdef"},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.16", Storage: etcdv1.StorageSpec{Size: &size}},
+	}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).
+		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
+	h := &harness{t: t, api: api, etcd: etcdfake.New(), cluster: c}
+	h.r = &ClusterReconciler{Client: api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+		return unclosable{h.etcd}, nil
+	}}
+	return h
+}
+
+// unclosable lets every reconcile "close" its client while the test keeps the fake.
+type unclosable struct{ *etcdfake.Cluster }
+
+func (unclosable) Close() error { return nil }
+
+func (h *harness) reconcile() {
+	h.t.Helper()
+	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}); err != nil {
+		h.t.Fatalf("reconcile: %v", err)
+	}
+}
+
+func (h *harness) members() []*etcdv1.EtcdMember {
+	h.t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
+		h.t.Fatal(err)
+	}
+	list, err := h.r.listMembers(context.Background(), c)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return list
+}
+
+func (h *harness) clusterObj() *etcdv1.EtcdCluster {
+	c := &etcdv1.EtcdCluster{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+// running seeds etcd with the founding members as if their Pods had started, and records
+// their IDs through a reconcile.
+func (h *harness) running() {
+	h.t.Helper()
+	c := h.clusterObj()
+	for _, m := range h.members() {
+		h.etcd.SeedMember(m.Name, specs.PeerURL(c, m.Name), specs.ClientURL(c, m.Name))
+	}
+	h.reconcile()
+	h.etcd.ResetCalls()
+}
+
+func names(members []*etcdv1.EtcdMember) []string {
+	out := make([]string, 0, len(members))
+	for _, m := range members {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func TestBootstrapCreatesAllFoundingMembersWithOneInitialCluster(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	members := h.members()
+	if got := names(members); !slices.Equal(got, []string{"db-1", "db-2", "db-3"}) {
+		t.Fatalf("members %v", got)
+	}
+	for _, m := range members {
+		if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateNew ||
+			m.Spec.Bootstrap.InitialCluster != members[0].Spec.Bootstrap.InitialCluster {
+			t.Fatalf("%s bootstrap %+v", m.Name, m.Spec.Bootstrap)
+		}
+	}
+	h.reconcile() // etcd not formed yet: nothing more to do
+	if len(h.members()) != 3 {
+		t.Fatalf("a second reconcile changed the founding set: %v", names(h.members()))
+	}
+}
+
+func TestBootstrapInterruptedIsFinishedWithTheSameNames(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	// The operator died after creating only db-1: the others go, and the spec changes.
+	for _, m := range h.members()[1:] {
+		if err := h.api.Delete(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(5))
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if got := names(h.members()); !slices.Equal(got, []string{"db-1", "db-2", "db-3"}) {
+		t.Fatalf("finished bootstrap with %v, want the recorded founding set", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(4))
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile() // creates db-4
+	h.reconcile() // adds it as a learner
+	h.reconcile() // the learner has not started: nothing to do
+	adds := h.etcd.CallsTo("AddLearner")
+	if len(adds) != 1 || !strings.Contains(adds[0], "db-4.db.ns.svc:2380") {
+		t.Fatalf("AddLearner calls %v, want exactly one for db-4", adds)
+	}
+	m4 := h.members()[3]
+	id, err := etcd.ParseID(m4.Status.MemberID)
+	if err != nil || m4.Status.Role != etcdv1.RoleLearner {
+		t.Fatalf("db-4 status %+v", m4.Status)
+	}
+	h.etcd.StartMember(id, "db-4", specs.ClientURL(c, "db-4"))
+	h.etcd.SetCaughtUp(id, false)
+	h.reconcile()
+	if len(h.etcd.CallsTo("Promote")) != 1 {
+		t.Fatalf("promote not tried: %v", h.etcd.Calls())
+	}
+	h.etcd.SetCaughtUp(id, true)
+	h.reconcile()
+	for _, m := range h.etcd.Members() {
+		if m.IsLearner {
+			t.Fatalf("%s still a learner", m.Name)
+		}
+	}
+	h.reconcile()
+	if n := len(h.members()); n != 4 {
+		t.Fatalf("%d members after scaling to 4", n)
+	}
+}
+
+func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(4))
+	_ = h.api.Update(context.Background(), c)
+	h.reconcile() // creates db-4
+	// The learner was added, but the operator died before writing db-4's status.
+	if _, _, err := h.etcd.AddLearner(context.Background(), []string{specs.PeerURL(c, "db-4")}); err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.ResetCalls()
+	h.reconcile()
+	if adds := h.etcd.CallsTo("AddLearner"); len(adds) != 0 {
+		t.Fatalf("added again: %v", adds)
+	}
+	if m4 := h.members()[3]; m4.Status.MemberID == "" {
+		t.Fatal("db-4's member ID was not recorded from etcd's member list")
+	}
+}
+
+func TestOrphanLearnerIsRemoved(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	orphan, _, err := h.etcd.AddLearner(context.Background(), []string{"http://gone.db.ns.svc:2380"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if removes := h.etcd.CallsTo("Remove"); len(removes) != 1 || !strings.Contains(removes[0], orphan.IDHex()) {
+		t.Fatalf("Remove calls %v, want the orphan %s", removes, orphan.IDHex())
+	}
+}
+
+func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	for _, m := range h.etcd.Members() {
+		if m.Name == "db-3" {
+			h.etcd.SetLeader(m.ID)
+		}
+	}
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(2))
+	_ = h.api.Update(context.Background(), c)
+	h.reconcile()
+	members := h.members()
+	if got := names(members); !slices.Equal(got, []string{"db-1", "db-3"}) {
+		t.Fatalf("members after scale-in %v, want db-2 (newest follower) gone and leader db-3 kept", got)
+	}
+	if len(h.etcd.CallsTo("Remove")) != 0 {
+		t.Fatal("the cluster controller must leave the etcd removal to the member's finalizer")
+	}
+}
+
+func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	list := h.etcd.Members()
+	h.etcd.SetDown(list[1].ID, true)
+	h.etcd.SetDown(list[2].ID, true) // 1 of 3 healthy: no quorum, no change
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(1))
+	_ = h.api.Update(context.Background(), c)
+	h.reconcile()
+	if n := len(h.members()); n != 3 {
+		t.Fatalf("a member was removed without quorum: %v", names(h.members()))
+	}
+}
+
+func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	c := h.clusterObj()
+	c.Spec.Replicas = ptr(int32(0))
+	_ = h.api.Update(context.Background(), c)
+	h.reconcile()
+	for _, m := range h.members() {
+		if !m.Spec.Dormant {
+			t.Fatalf("%s not dormant", m.Name)
+		}
+	}
+	for _, call := range h.etcd.Calls() {
+		if strings.HasPrefix(call, "Remove") || strings.HasPrefix(call, "AddLearner") {
+			t.Fatalf("pausing changed membership: %s", call)
+		}
+	}
+	c = h.clusterObj()
+	c.Spec.Replicas = ptr(int32(3))
+	_ = h.api.Update(context.Background(), c)
+	h.reconcile()
+	for _, m := range h.members() {
+		if m.Spec.Dormant {
+			t.Fatalf("%s still dormant after resume", m.Name)
+		}
+	}
+}
+
+func TestStatusAtRestCausesNoWrites(t *testing.T) {
+	h := newHarness(t, 3)
+	h.reconcile()
+	h.running()
+	h.reconcile()
+	before := h.clusterObj().ResourceVersion
+	h.reconcile()
+	h.reconcile()
+	if after := h.clusterObj().ResourceVersion; after != before {
+		t.Fatalf("a cluster at rest was written: resourceVersion %s -> %s", before, after)
+	}
+	c := h.clusterObj()
+	if c.Status.Voters != 3 || c.Status.ClusterID == "" {
+		t.Fatalf("status %+v", c.Status)
+	}
+}

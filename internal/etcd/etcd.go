@@ -1,0 +1,138 @@
+// Package etcd is the narrow view of etcd's cluster and maintenance APIs that the
+// operator's controllers use to manage membership directly: members join as
+// learners, are promoted once caught up, and are removed from the quorum before
+// their Pod is deleted.
+//
+// The interface exists so controllers can be unit-tested against the recording
+// fake in package etcdfake, while the real implementation (New) wraps clientv3.
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Member is one entry of the cluster's membership list.
+type Member struct {
+	ID         uint64
+	Name       string // empty until the member's process has started and published itself
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// IDHex renders the ID the way etcd logs and etcdctl print it (lowercase hex,
+// no padding), so it can be matched against their output and used in labels.
+func (m Member) IDHex() string { return FormatID(m.ID) }
+
+// IsStarted reports whether the member's process has joined and published its
+// name; etcdctl shows the others as "unstarted".
+func (m Member) IsStarted() bool { return m.Name != "" }
+
+// FormatID renders a member ID as etcd does.
+func FormatID(id uint64) string { return fmt.Sprintf("%x", id) }
+
+// ParseID is the inverse of FormatID.
+func ParseID(hex string) (uint64, error) {
+	if hex == "" {
+		return 0, fmt.Errorf("parse etcd member ID: empty string")
+	}
+	id, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse etcd member ID %q: %w", hex, err)
+	}
+	return id, nil
+}
+
+// Status is what one endpoint reports about itself.
+type Status struct {
+	MemberID         uint64
+	ClusterID        uint64
+	Leader           uint64 // 0 while the member knows no leader
+	Version          string // server version, e.g. "3.6.16"
+	DBSize           int64  // bytes allocated by the backend file
+	DBSizeInUse      int64  // bytes actually used; DBSize-DBSizeInUse is what defragmentation frees
+	DBSizeQuota      int64  // 0 on servers older than 3.6
+	RaftIndex        uint64
+	RaftAppliedIndex uint64
+	RaftTerm         uint64
+	IsLearner        bool
+	Errors           []string
+}
+
+// Alarm types etcd raises.
+const (
+	AlarmNoSpace = "NOSPACE"
+	AlarmCorrupt = "CORRUPT"
+)
+
+// Alarm is an alarm raised by one member.
+type Alarm struct {
+	MemberID uint64
+	Type     string // AlarmNoSpace or AlarmCorrupt
+}
+
+// Config says how to reach a cluster.
+type Config struct {
+	Endpoints []string
+	TLS       *tls.Config // nil = plaintext
+	Username  string      // "" = no auth
+	Password  string
+	// DialTimeout bounds establishing connections and authenticating; default 5s.
+	DialTimeout time.Duration
+	// HealthTimeout bounds one Healthy probe (and each per-endpoint Status call
+	// MoveLeader makes to find the leader); default 3s.
+	HealthTimeout time.Duration
+	// Logger receives clientv3's own logs; nil discards them, because its retry
+	// warnings would otherwise flood the operator's stderr while a member is down.
+	Logger *zap.Logger
+}
+
+const (
+	defaultDialTimeout   = 5 * time.Second
+	defaultHealthTimeout = 3 * time.Second
+)
+
+// Client is what controllers need from etcd. Implementations must be safe for
+// concurrent use. Errors that callers act on are errors.Is-comparable with the
+// sentinels in this package.
+//
+// Membership changes (AddLearner, Promote, Remove) need a context deadline:
+// raft silently drops a change proposed while the previous one is still being
+// applied (also right after a leader change), and etcd then waits for an apply
+// that never comes. The call ends with context.DeadlineExceeded; retry it, and
+// expect ErrMemberExists / ErrMemberNotFound if the first attempt did land.
+type Client interface {
+	// MemberList is linearizable, so a member added a moment ago is included.
+	MemberList(ctx context.Context) (clusterID uint64, members []Member, err error)
+	// AddLearner adds a non-voting member; its process must then be started with
+	// --initial-cluster-state=existing. Fails with ErrTooManyLearners,
+	// ErrUnhealthyCluster (retry), or ErrMemberExists (e.g. a retry after a
+	// lost response: look the member up in MemberList).
+	AddLearner(ctx context.Context, peerURLs []string) (added Member, members []Member, err error)
+	// Promote makes a learner a voter. ErrLearnerNotReady means "not caught up
+	// yet, retry"; ErrMemberNotLearner means it already is a voter.
+	Promote(ctx context.Context, id uint64) error
+	// Remove takes a member out of the cluster. ErrMemberNotFound means it is
+	// already gone, which callers may treat as success.
+	Remove(ctx context.Context, id uint64) error
+	// Status asks one endpoint about itself.
+	Status(ctx context.Context, endpoint string) (Status, error)
+	// Healthy does a quorum read through one endpoint, like
+	// `etcdctl endpoint health`; bounded by Config.HealthTimeout.
+	Healthy(ctx context.Context, endpoint string) error
+	// MoveLeader transfers leadership to the voter `to`. It is a no-op when `to`
+	// already leads.
+	MoveLeader(ctx context.Context, to uint64) error
+	// Defragment compacts one endpoint's backend file; it blocks that member
+	// while it runs, so callers do one member at a time.
+	Defragment(ctx context.Context, endpoint string) error
+	Alarms(ctx context.Context) ([]Alarm, error)
+	DisarmAlarm(ctx context.Context, a Alarm) error
+	Close() error
+}

@@ -1,0 +1,284 @@
+package etcd
+
+// Helpers that run real etcd processes on 127.0.0.1 for the integration tests.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	etcdTestVersion = "3.6.16"
+	// Short raft timings make elections and leader transfers quick on a
+	// loaded 2-core machine without making the cluster flap.
+	heartbeatMillis = "50"
+	electionMillis  = "500"
+	stopGrace       = 5 * time.Second
+	startupTimeout  = 20 * time.Second
+)
+
+var (
+	etcdBinOnce sync.Once
+	etcdBinPath string
+	etcdBinErr  error
+)
+
+// etcdBinary builds (or reuses the cached build of) etcd through the repo's
+// testbed script, once per test binary.
+func etcdBinary(t *testing.T) string {
+	t.Helper()
+	etcdBinOnce.Do(func() { etcdBinPath, etcdBinErr = buildEtcd() })
+	if etcdBinErr != nil {
+		t.Fatalf("getting etcd %s: %v", etcdTestVersion, etcdBinErr)
+	}
+	return etcdBinPath
+}
+
+func buildEtcd() (string, error) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "testbed.sh"))
+	if err != nil {
+		return "", err
+	}
+	// A cold build takes about two minutes; a warm one returns at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", script, "etcd", etcdTestVersion)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", script, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	bin := filepath.Join(strings.TrimSpace(lines[len(lines)-1]), "etcd")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("testbed printed no etcd binary: %w", err)
+	}
+	return bin, nil
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// freePort asks the kernel for an unused port. Ports already handed out in
+// this test binary are skipped, so parallel tests cannot collide with each
+// other even before their etcd has bound the port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
+	}
+	t.Fatal("free port: kernel kept returning ports already in use")
+	return 0
+}
+
+// etcdMember is one etcd process (running or about to be).
+type etcdMember struct {
+	name      string
+	peerURL   string
+	clientURL string
+	dataDir   string
+	logPath   string
+	extraArgs []string
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has been reaped
+}
+
+// newMemberSpec allocates ports and a data dir; nothing runs yet.
+func newMemberSpec(t *testing.T, name, clientScheme string, extraArgs ...string) *etcdMember {
+	t.Helper()
+	dir := t.TempDir()
+	return &etcdMember{
+		name:      name,
+		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		clientURL: fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, freePort(t)),
+		dataDir:   filepath.Join(dir, "data"),
+		logPath:   filepath.Join(dir, "etcd.log"),
+		extraArgs: extraArgs,
+	}
+}
+
+func initialCluster(members []*etcdMember) string {
+	parts := make([]string, 0, len(members))
+	for _, m := range members {
+		parts = append(parts, m.name+"="+m.peerURL)
+	}
+	return strings.Join(parts, ",")
+}
+
+func endpointsOf(members []*etcdMember) []string {
+	eps := make([]string, 0, len(members))
+	for _, m := range members {
+		eps = append(eps, m.clientURL)
+	}
+	return eps
+}
+
+// start launches the process and registers its shutdown with t.Cleanup.
+func (m *etcdMember) start(t *testing.T, cluster, state, token string) {
+	t.Helper()
+	logFile, err := os.Create(m.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }() // the child keeps its own descriptor
+	args := append([]string{
+		"--name", m.name,
+		"--data-dir", m.dataDir,
+		"--listen-client-urls", m.clientURL,
+		"--advertise-client-urls", m.clientURL,
+		"--listen-peer-urls", m.peerURL,
+		"--initial-advertise-peer-urls", m.peerURL,
+		"--initial-cluster", cluster,
+		"--initial-cluster-state", state,
+		"--initial-cluster-token", token,
+		"--heartbeat-interval", heartbeatMillis,
+		"--election-timeout", electionMillis,
+		"--log-level", "warn",
+	}, m.extraArgs...)
+	m.cmd = exec.Command(etcdBinary(t), args...)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("start etcd %s: %v", m.name, err)
+	}
+	m.exited = make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(m.exited) }()
+	t.Cleanup(func() {
+		m.stop(t)
+		if t.Failed() {
+			t.Logf("etcd %s log tail:\n%s", m.name, tailFile(m.logPath, 15))
+		}
+	})
+}
+
+// stop sends SIGTERM, then SIGKILL after a grace period; safe to call twice.
+func (m *etcdMember) stop(t *testing.T) {
+	t.Helper()
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return
+	case <-time.After(stopGrace):
+	}
+	_ = m.cmd.Process.Kill()
+	select {
+	case <-m.exited:
+	case <-time.After(stopGrace):
+		t.Errorf("etcd %s (pid %d) did not exit after SIGKILL", m.name, m.cmd.Process.Pid)
+	}
+}
+
+func tailFile(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// startStaticCluster starts n members bootstrapped together with
+// --initial-cluster and waits until every one of them sees a leader.
+func startStaticCluster(t *testing.T, n int) []*etcdMember {
+	t.Helper()
+	members := make([]*etcdMember, n)
+	for i := range members {
+		members[i] = newMemberSpec(t, fmt.Sprintf("m%d", i), "http")
+	}
+	cluster, token := initialCluster(members), "token-"+t.Name()
+	for _, m := range members {
+		m.start(t, cluster, "new", token)
+	}
+	c := newTestClient(t, Config{Endpoints: endpointsOf(members)})
+	for _, m := range members {
+		waitForLeader(t, c, m.clientURL)
+	}
+	return members
+}
+
+// startJoiningMember starts a member that was already added (AddLearner) to
+// the cluster formed by existing, with --initial-cluster-state=existing.
+func startJoiningMember(t *testing.T, joiner *etcdMember, existing []*etcdMember) {
+	t.Helper()
+	all := append(append([]*etcdMember(nil), existing...), joiner)
+	joiner.start(t, initialCluster(all), "existing", "token-ignored-when-joining")
+}
+
+func newTestClient(t *testing.T, cfg Config) Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%v): %v", cfg.Endpoints, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitForLeader polls Status of one endpoint until it reports a leader.
+func waitForLeader(t *testing.T, c Client, endpoint string) Status {
+	t.Helper()
+	var st Status
+	err := eventually(startupTimeout, func() error {
+		var err error
+		st, err = c.Status(shortContext(t), endpoint)
+		if err == nil && st.Leader == 0 {
+			err = errors.New("no leader yet")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s never reported a leader: %v", endpoint, err)
+	}
+	return st
+}
+
+// eventually retries fn every 100ms until it succeeds or the timeout passes,
+// returning the last error.
+func eventually(timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shortContext bounds one request so a wedged call fails the test quickly.
+func shortContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+const etcdVersion = "3.6.16"
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+func createCluster(t *testing.T, ns, name string, replicas int32) *etcdv1.EtcdCluster {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion},
+	}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func getCluster(t *testing.T, ns, name string) *etcdv1.EtcdCluster {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func setReplicas(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	c := getCluster(t, ns, name)
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Replicas = &replicas
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSettled waits until the cluster has n healthy voters, no learners and nothing in motion.
+func waitSettled(t *testing.T, ns, name string, n int32, timeout time.Duration) *etcdv1.EtcdCluster {
+	t.Helper()
+	var c *etcdv1.EtcdCluster
+	eventually(t, timeout, fmt.Sprintf("%s/%s settled at %d members", ns, name, n), func() error {
+		c = getCluster(t, ns, name)
+		s := c.Status
+		switch {
+		case !meta.IsStatusConditionTrue(s.Conditions, etcdv1.ConditionAvailable):
+			return fmt.Errorf("not Available: %+v", s.Conditions)
+		case s.ReadyMembers != n || s.Voters != n || s.Learners != 0:
+			return fmt.Errorf("ready %d, voters %d, learners %d", s.ReadyMembers, s.Voters, s.Learners)
+		case meta.IsStatusConditionTrue(s.Conditions, etcdv1.ConditionProgressing):
+			return fmt.Errorf("still progressing: %+v", meta.FindStatusCondition(s.Conditions, etcdv1.ConditionProgressing))
+		}
+		return nil
+	})
+	return c
+}
+
+// memberIDs maps member names to etcd member IDs as the status shows them.
+func memberIDs(c *etcdv1.EtcdCluster) map[string]string {
+	ids := map[string]string{}
+	for _, m := range c.Status.Members {
+		ids[m.Name] = m.ID
+	}
+	return ids
+}
+
+func TestBootstrapAndScaleThroughLearners(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "scale", 1)
+	waitSettled(t, ns, "scale", 1, 3*time.Minute)
+	w := startWriter(t, ns, "scale", "scale")
+	for _, n := range []int32{3, 5, 3, 1} {
+		setReplicas(t, ns, "scale", n)
+		c := waitSettled(t, ns, "scale", n, 5*time.Minute)
+		t.Logf("settled at %d: members %v", n, memberIDs(c))
+	}
+	w.stopAndVerify(t, 50)
+}
+
+func TestBootstrapThree(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "three", 3)
+	w := startWriter(t, ns, "three", "three")
+	c := waitSettled(t, ns, "three", 3, 4*time.Minute)
+	if c.Status.ClusterID == "" || len(c.Status.Members) != 3 {
+		t.Fatalf("status lacks the cluster ID or members: %+v", c.Status)
+	}
+	w.stopAndVerify(t, 20)
+}
+
+func TestPauseAndResumeKeepIdentity(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "pause", 3)
+	before := waitSettled(t, ns, "pause", 3, 4*time.Minute)
+	w := startWriter(t, ns, "pause", "pause")
+	time.Sleep(3 * time.Second)
+	w.stopAndVerify(t, 10)
+
+	setReplicas(t, ns, "pause", 0)
+	eventually(t, 2*time.Minute, "every Pod stopped, every PVC kept", func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d Pods still there", len(pods.Items))
+		}
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pvcs.Items) != 3 {
+			return fmt.Errorf("%d PVCs, want 3", len(pvcs.Items))
+		}
+		c := getCluster(t, ns, "pause")
+		if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond == nil || cond.Reason != "Paused" {
+			return fmt.Errorf("Available condition %+v, want reason Paused", cond)
+		}
+		return nil
+	})
+
+	setReplicas(t, ns, "pause", 3)
+	after := waitSettled(t, ns, "pause", 3, 4*time.Minute)
+	if after.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("cluster ID changed across the pause: %s -> %s", before.Status.ClusterID, after.Status.ClusterID)
+	}
+	if b, a := fmt.Sprint(sorted(memberIDs(before))), fmt.Sprint(sorted(memberIDs(after))); a != b {
+		t.Fatalf("member IDs changed across the pause:\n before %s\n after  %s", b, a)
+	}
+	w.stopAndVerify(t, 10) // the keys written before the pause are all still there
+
+	setReplicas(t, ns, "pause", 5)
+	waitSettled(t, ns, "pause", 5, 5*time.Minute)
+}
+
+func sorted(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestDeletedPodOfPVCMemberComesBackWithItsIdentity(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "heal", 3)
+	before := waitSettled(t, ns, "heal", 3, 4*time.Minute)
+	w := startWriter(t, ns, "heal", "heal")
+	victim := before.Status.Members[1].Name
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, pod); err != nil {
+		t.Fatal(err)
+	}
+	oldUID := pod.UID
+	if err := k8s.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "a new Pod for "+victim, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), p); err != nil {
+			return err
+		}
+		if p.UID == oldUID {
+			return fmt.Errorf("still the old Pod")
+		}
+		return nil
+	})
+	after := waitSettled(t, ns, "heal", 3, 3*time.Minute)
+	if memberIDs(after)[victim] != memberIDs(before)[victim] {
+		t.Fatalf("member %s came back as %s, was %s", victim, memberIDs(after)[victim], memberIDs(before)[victim])
+	}
+	w.stopAndVerify(t, 20)
+}
