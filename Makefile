@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 GO_TEST_FLAGS ?= -count=1
+LOCAL_KUBECONFIG = /var/lib/etcd-operator-localcluster/kubeconfig
 
 .PHONY: all
 all: build
@@ -64,7 +65,7 @@ local-down: ## Stop the local cluster and remove every trace of it.
 ##@ Tests
 
 .PHONY: test
-test: verify-generated lint test-unit test-api test-localcluster ## Everything CI runs.
+test: verify-generated lint test-unit test-api test-localcluster test-e2e ## Everything CI runs.
 
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer against real etcd processes.
@@ -82,6 +83,11 @@ test-localcluster: ## The local cluster: its parts (as root), then the whole of 
 test-api: ## CRD validation and defaults against a real kube-apiserver.
 	KUBEBUILDER_ASSETS="$$(hack/testbed.sh envtest | tail -n1)" go test $(GO_TEST_FLAGS) -v ./test/api/... 2>&1 | \
 		grep -vE '^=== (RUN|PAUSE|CONT)' 
+
+.PHONY: test-e2e
+test-e2e: ## The operator, deployed from config/, on the local cluster (left running; make local-down stops it).
+	KUBECONFIG="$$(hack/local-up.sh | tail -n1)" hack/deploy-operator.sh
+	KUBECONFIG=$(LOCAL_KUBECONFIG) go test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: help
 help:

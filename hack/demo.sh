@@ -17,7 +17,8 @@ step "deploying the operator (config/default)"
 
 step "applying config/samples/etcdcluster.yaml"
 "$kubectl" apply -n default -f config/samples/etcdcluster.yaml
-if ! "$kubectl" wait -n default etcdcluster/example --for=condition=Available --timeout=300s; then
+if ! "$kubectl" wait -n default etcdcluster/example --for=condition=Available --timeout=300s ||
+  ! "$kubectl" wait -n default etcdcluster/example --for=jsonpath='{.status.readyMembers}'=3 --timeout=120s; then
   echo "the cluster is not Available yet; its status:" >&2
   "$kubectl" describe -n default etcdcluster/example >&2
   exit 1

@@ -37,6 +37,7 @@ localcluster/toolbox:v1:
   files:
     /toolbox: $bin/toolbox
   entrypoint: [/toolbox]
+  env: [PATH=/]
 YAML
 } >"$out.tmp"
 mv "$out.tmp" "$out"

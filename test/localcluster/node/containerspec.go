@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -112,8 +113,29 @@ func (c *containerRun) environment(img Image) []string {
 		"KUBERNETES_SERVICE_PORT="+port,
 		"KUBERNETES_SERVICE_PORT_HTTPS="+port,
 		"KUBERNETES_PORT=tcp://"+host+":"+port,
+		"KUBERNETES_PORT_443_TCP=tcp://"+host+":"+port,
+		"KUBERNETES_PORT_443_TCP_ADDR="+host,
+		"KUBERNETES_PORT_443_TCP_PORT="+port,
 	)
-	return env
+	return lastWins(env)
+}
+
+// lastWins keeps one entry per name, the last one, in first-seen order: a process reading its
+// environment takes the first entry of a name, so duplicates would hide the overrides above
+// (virtual-kubelet adds service variables with the ClusterIP, which is never dialed here).
+func lastWins(env []string) []string {
+	index := map[string]int{}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[name]; ok {
+			out[i] = kv
+			continue
+		}
+		index[name] = len(out)
+		out = append(out, kv)
+	}
+	return out
 }
 
 func (c *containerRun) mounts() ([]runtime.Mount, error) {
