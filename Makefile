@@ -6,7 +6,6 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 GO_TEST_FLAGS ?= -count=1
-LOCAL_KUBECONFIG = /var/lib/etcd-operator-localcluster/kubeconfig
 
 .PHONY: all
 all: build
@@ -85,9 +84,8 @@ test-api: ## CRD validation and defaults against a real kube-apiserver.
 		grep -vE '^=== (RUN|PAUSE|CONT)' 
 
 .PHONY: test-e2e
-test-e2e: ## The operator, deployed from config/, on the local cluster (left running; make local-down stops it).
-	KUBECONFIG="$$(hack/local-up.sh | tail -n1)" hack/deploy-operator.sh
-	KUBECONFIG=$(LOCAL_KUBECONFIG) go test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+test-e2e: ## The operator, deployed from config/, on the local cluster; stops the cluster after.
+	hack/e2e.sh
 
 .PHONY: help
 help:

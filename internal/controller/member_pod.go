@@ -107,6 +107,9 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		return ctrl.Result{}, err
 	}
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return ctrl.Result{}, nil // the namespace is going, and the member with it
+		}
 		return ctrl.Result{}, err
 	}
 	r.event(m, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created Pod %s", pod.Name)

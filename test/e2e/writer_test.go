@@ -9,14 +9,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // writer puts numbered keys through the client Service until stopped and remembers which
 // puts etcd acknowledged. Failed puts are allowed during an operation; lost acked ones are not.
 type writer struct {
-	cli    *clientv3.Client
-	prefix string
+	cli         *clientv3.Client
+	ns, cluster string
+	prefix      string
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -25,46 +25,42 @@ type writer struct {
 	failed int
 }
 
+// clientServiceEndpoints resolves the client Service through the cluster's DNS server: the
+// addresses of the ready members, as an application in the cluster would reach them.
+func clientServiceEndpoints(ctx context.Context, ns, cluster string) ([]string, error) {
+	ips, err := resolver.LookupHost(ctx, fmt.Sprintf("%s-client.%s.svc.cluster.local", cluster, ns))
+	if err != nil {
+		return nil, err
+	}
+	endpoints := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		endpoints = append(endpoints, "http://"+net.JoinHostPort(ip, "2379"))
+	}
+	return endpoints, nil
+}
+
+// dialCluster connects through the client Service. The etcd client resolves host names with
+// the machine's resolver, which does not know cluster names, so it is given addresses.
 func dialCluster(t *testing.T, ns, cluster string) *clientv3.Client {
 	t.Helper()
-	endpoint := fmt.Sprintf("http://%s-client.%s.svc.cluster.local:2379", cluster, ns)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{endpoint},
-		DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(dialThroughClusterDNS)},
+	var endpoints []string
+	eventually(t, time.Minute, "resolving the client Service", func() error {
+		var err error
+		endpoints, err = clientServiceEndpoints(context.Background(), ns, cluster)
+		return err
 	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
-		t.Fatalf("etcd client for %s: %v", endpoint, err)
+		t.Fatalf("etcd client for %v: %v", endpoints, err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
 }
 
-func dialThroughClusterDNS(ctx context.Context, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	ips, err := resolver.LookupHost(ctx, host)
-	if err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	var lastErr error
-	for _, ip := range ips {
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, port))
-		if err == nil {
-			return conn, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
 func startWriter(t *testing.T, ns, cluster, prefix string) *writer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{cli: dialCluster(t, ns, cluster), prefix: prefix, cancel: cancel, done: make(chan struct{})}
+	w := &writer{cli: dialCluster(t, ns, cluster), ns: ns, cluster: cluster, prefix: prefix, cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
 }
@@ -85,7 +81,20 @@ func (w *writer) run(ctx context.Context) {
 			w.failed++
 		}
 		w.mu.Unlock()
+		if err != nil {
+			w.followService(ctx)
+		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// followService points the client at the Service's current members, as a Service would
+// route new connections.
+func (w *writer) followService(ctx context.Context) {
+	lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if endpoints, err := clientServiceEndpoints(lookupCtx, w.ns, w.cluster); err == nil && len(endpoints) > 0 {
+		w.cli.SetEndpoints(endpoints...)
 	}
 }
 
@@ -106,6 +115,7 @@ func (w *writer) stopAndVerify(t *testing.T, minAcked int) {
 	eventually(t, time.Minute, "reading the written keys back", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		w.followService(ctx) // members may have new addresses since the last write (pause/resume)
 		var err error
 		resp, err = w.cli.Get(ctx, w.prefix+"/", clientv3.WithPrefix())
 		return err

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# make test-e2e: the local cluster, the operator deployed from config/, the end-to-end suite,
+# and the local cluster stopped again whatever the outcome (KEEP_CLUSTER=1 keeps it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${KEEP_CLUSTER:-}" != 1 ]; then
+  trap 'make --no-print-directory local-down' EXIT
+fi
+KUBECONFIG=$(hack/local-up.sh | tail -n1)
+export KUBECONFIG
+hack/deploy-operator.sh
+go test -count=1 -timeout 40m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
