@@ -17,12 +17,14 @@ import (
 const defaultDir = "/var/lib/etcd-operator-localcluster"
 
 type options struct {
-	dir        string
-	nodes      int
-	kubeBinDir string
-	etcdBin    string
-	images     string
-	foreground bool
+	dir         string
+	nodes       int
+	kubeBinDir  string
+	etcdBin     string
+	images      string
+	certManager string // directory of the cert-manager controller; "" = not started
+	minio       string // MinIO binary; "" = not started
+	foreground  bool
 }
 
 func main() {
@@ -40,6 +42,8 @@ func main() {
 	fs.StringVar(&o.kubeBinDir, "kube-bin", "", "directory with kube-apiserver, kube-controller-manager, kube-scheduler (hack/testbed.sh kube)")
 	fs.StringVar(&o.etcdBin, "etcd", "", "etcd binary for the apiserver's own storage (hack/testbed.sh etcd)")
 	fs.StringVar(&o.images, "images", "", "image map: image reference -> host files (hack/testbed.sh images)")
+	fs.StringVar(&o.certManager, "cert-manager", "", "start cert-manager: directory of its controller (hack/testbed.sh cert-manager)")
+	fs.StringVar(&o.minio, "minio", "", "start MinIO on the bridge address: its binary (hack/testbed.sh minio)")
 	fs.BoolVar(&o.foreground, "foreground", false, "run the supervisor in this process")
 	_ = fs.Parse(os.Args[2:])
 

@@ -39,14 +39,8 @@ func imagesFile(dir string) string     { return filepath.Join(dir, "images.yaml"
 func supervise(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+	if err := prepareStateDir(o); err != nil {
 		return err
-	}
-	if err := os.WriteFile(pidFile(o.dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return err
-	}
-	if err := copyFile(o.images, imagesFile(o.dir)); err != nil {
-		return fmt.Errorf("image map: %w", err)
 	}
 	netCfg := netsetup.DefaultConfig()
 	if err := netsetup.SetUp(netCfg); err != nil {
@@ -80,6 +74,9 @@ func supervise(o options) error {
 	if err != nil {
 		return err
 	}
+	if err := startAddons(ctx, o, cp, client, hostIP); err != nil {
+		return err
+	}
 	prov := provisioner.New(client, filepath.Join(o.dir, "volumes"))
 	if err := prov.EnsureStorageClass(ctx); err != nil {
 		return fmt.Errorf("default StorageClass: %w", err)
@@ -104,6 +101,20 @@ func supervise(o options) error {
 	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
 	<-ctx.Done()
 	klog.InfoS("stopping the local cluster")
+	return nil
+}
+
+// prepareStateDir records this supervisor's pid and takes a copy of the image map.
+func prepareStateDir(o options) error {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pidFile(o.dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	if err := copyFile(o.images, imagesFile(o.dir)); err != nil {
+		return fmt.Errorf("image map: %w", err)
+	}
 	return nil
 }
 

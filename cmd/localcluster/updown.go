@@ -42,7 +42,8 @@ func up(o options) error {
 		return err
 	}
 	args := []string{"up", "--foreground", "--dir", o.dir, "--nodes", strconv.Itoa(o.nodes),
-		"--kube-bin", o.kubeBinDir, "--etcd", o.etcdBin, "--images", o.images}
+		"--kube-bin", o.kubeBinDir, "--etcd", o.etcdBin, "--images", o.images,
+		"--cert-manager", o.certManager, "--minio", o.minio}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), marker(o.dir))

@@ -30,7 +30,8 @@ type harness struct {
 	cluster *etcdv1.EtcdCluster
 }
 
-func newHarness(t *testing.T, replicas int32) *harness {
+func newHarness(t *testing.T) *harness {
+	replicas := int32(3)
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -103,7 +104,7 @@ func names(members []*etcdv1.EtcdMember) []string {
 }
 
 func TestBootstrapCreatesAllFoundingMembersWithOneInitialCluster(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	members := h.members()
 	if got := names(members); !slices.Equal(got, []string{"db-1", "db-2", "db-3"}) {
@@ -122,7 +123,7 @@ func TestBootstrapCreatesAllFoundingMembersWithOneInitialCluster(t *testing.T) {
 }
 
 func TestBootstrapInterruptedIsFinishedWithTheSameNames(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	// The operator died after creating only db-1: the others go, and the spec changes.
 	for _, m := range h.members()[1:] {
@@ -144,7 +145,7 @@ func TestBootstrapInterruptedIsFinishedWithTheSameNames(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	c := h.clusterObj()
@@ -184,7 +185,7 @@ func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 }
 
 func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	c := h.clusterObj()
@@ -206,7 +207,7 @@ func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
 }
 
 func TestOrphanLearnerIsRemoved(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	orphan, _, err := h.etcd.AddLearner(context.Background(), []string{"http://gone.db.ns.svc:2380"})
@@ -220,7 +221,7 @@ func TestOrphanLearnerIsRemoved(t *testing.T) {
 }
 
 func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	for _, m := range h.etcd.Members() {
@@ -242,7 +243,7 @@ func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
 }
 
 func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	list := h.etcd.Members()
@@ -258,7 +259,7 @@ func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
 }
 
 func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	c := h.clusterObj()
@@ -287,7 +288,7 @@ func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
 }
 
 func TestStatusAtRestCausesNoWrites(t *testing.T) {
-	h := newHarness(t, 3)
+	h := newHarness(t)
 	h.reconcile()
 	h.running()
 	h.reconcile()

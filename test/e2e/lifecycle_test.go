@@ -27,7 +27,7 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-func createCluster(t *testing.T, ns, name string, replicas int32) *etcdv1.EtcdCluster {
+func createCluster(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	c := &etcdv1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -36,7 +36,6 @@ func createCluster(t *testing.T, ns, name string, replicas int32) *etcdv1.EtcdCl
 	if err := k8s.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	return c
 }
 
 func getCluster(t *testing.T, ns, name string) *etcdv1.EtcdCluster {

@@ -17,8 +17,8 @@ type writer struct {
 	cli         *clientv3.Client
 	ns, cluster string
 	prefix      string
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel      context.CancelFunc
+	done        chan struct{}
 
 	mu     sync.Mutex
 	acked  []string

@@ -230,54 +230,59 @@ func TestKubectlLogsExecPortForward(t *testing.T) {
 	createPod(t, ns, toolboxPod("crasher", "exit", "1", "crasher was here"))
 	web := waitRunningReady(t, ns, "web")
 
-	t.Run("logs", func(t *testing.T) {
-		if got := kubectl(t, ns, "logs", "web"); !strings.Contains(got, "serving /www on :8080") {
-			t.Errorf("kubectl logs web = %q, want the serving line", got)
-		}
-	})
+	t.Run("logs", func(t *testing.T) { checkLogs(t, ns) })
+	t.Run("exec", func(t *testing.T) { checkExec(t, ns, web) })
+	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns) })
+	t.Run("previous logs", func(t *testing.T) { checkPreviousLogs(t, ns) })
+}
 
-	t.Run("exec", func(t *testing.T) {
-		if got := execIn(t, ns, "web", toolbox, "cat", "/etc/hosts"); !strings.Contains(got, web.Status.PodIP) {
-			t.Errorf("/etc/hosts of web does not hold its IP %s:\n%s", web.Status.PodIP, got)
-		}
-		res := kubectlRun(ns, "exec", "web", "--", toolbox, "exit", "3", "three")
-		if res.code != 3 || res.stdout != "three\n" {
-			t.Errorf("kubectl exec web -- toolbox exit 3 three: want exit 3 and output three, got %s", res)
-		}
-		res = kubectlRun(ns, "exec", "web", "--", toolbox, "cat", "/nonexistent")
-		if res.code != 1 || !strings.Contains(res.stderr, "no such file") {
-			t.Errorf("kubectl exec web -- toolbox cat /nonexistent: want exit 1 and the error on stderr, got %s", res)
-		}
-	})
+func checkLogs(t *testing.T, ns string) {
+	if got := kubectl(t, ns, "logs", "web"); !strings.Contains(got, "serving /www on :8080") {
+		t.Errorf("kubectl logs web = %q, want the serving line", got)
+	}
+}
 
-	t.Run("port-forward", func(t *testing.T) {
-		portForward(t, ns, "web", 8080, func(local string) {
-			body := httpGet(t, "http://"+local+"/healthz")
-			if body != "ok" {
-				t.Errorf("GET /healthz through port-forward = %q, want ok", body)
-			}
-			if body := httpGet(t, "http://"+local+"/index.txt"); body != "hello" {
-				t.Errorf("GET /index.txt through port-forward = %q, want hello", body)
-			}
-		})
-	})
+func checkExec(t *testing.T, ns string, web *corev1.Pod) {
+	if got := execIn(t, ns, "web", toolbox, "cat", "/etc/hosts"); !strings.Contains(got, web.Status.PodIP) {
+		t.Errorf("/etc/hosts of web does not hold its IP %s:\n%s", web.Status.PodIP, got)
+	}
+	res := kubectlRun(ns, "exec", "web", "--", toolbox, "exit", "3", "three")
+	if res.code != 3 || res.stdout != "three\n" {
+		t.Errorf("kubectl exec web -- toolbox exit 3 three: want exit 3 and output three, got %s", res)
+	}
+	res = kubectlRun(ns, "exec", "web", "--", toolbox, "cat", "/nonexistent")
+	if res.code != 1 || !strings.Contains(res.stderr, "no such file") {
+		t.Errorf("kubectl exec web -- toolbox cat /nonexistent: want exit 1 and the error on stderr, got %s", res)
+	}
+}
 
-	t.Run("previous logs", func(t *testing.T) {
-		pod := waitPod(t, ns, "crasher", podStartTimeout, "restartCount >= 1", func(p *corev1.Pod) bool {
-			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
-		})
-		status := pod.Status.ContainerStatuses[0]
-		last := status.LastTerminationState.Terminated
-		if last == nil && status.State.Terminated != nil {
-			last = status.State.Terminated
+func checkPortForward(t *testing.T, ns string) {
+	portForward(t, ns, "web", 8080, func(local string) {
+		body := httpGet(t, "http://"+local+"/healthz")
+		if body != "ok" {
+			t.Errorf("GET /healthz through port-forward = %q, want ok", body)
 		}
-		if last == nil || last.ExitCode != 1 {
-			t.Errorf("crasher's last termination %+v, want exit code 1", status)
-		}
-		if got := kubectl(t, ns, "logs", "crasher", "--previous"); got != "crasher was here\n" {
-			t.Errorf("kubectl logs --previous crasher = %q, want %q", got, "crasher was here\n")
+		if body := httpGet(t, "http://"+local+"/index.txt"); body != "hello" {
+			t.Errorf("GET /index.txt through port-forward = %q, want hello", body)
 		}
 	})
+}
+
+func checkPreviousLogs(t *testing.T, ns string) {
+	pod := waitPod(t, ns, "crasher", podStartTimeout, "restartCount >= 1", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+	})
+	status := pod.Status.ContainerStatuses[0]
+	last := status.LastTerminationState.Terminated
+	if last == nil && status.State.Terminated != nil {
+		last = status.State.Terminated
+	}
+	if last == nil || last.ExitCode != 1 {
+		t.Errorf("crasher's last termination %+v, want exit code 1", status)
+	}
+	if got := kubectl(t, ns, "logs", "crasher", "--previous"); got != "crasher was here\n" {
+		t.Errorf("kubectl logs --previous crasher = %q, want %q", got, "crasher was here\n")
+	}
 }
 
 // portForward runs kubectl port-forward to the Pod's port on a free local port of 127.0.0.1

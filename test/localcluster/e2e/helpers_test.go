@@ -115,22 +115,6 @@ func waitRunningReady(t *testing.T, ns, name string) *corev1.Pod {
 	})
 }
 
-// waitRunning waits until every container of the Pod runs (readiness aside).
-func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
-	t.Helper()
-	return waitPod(t, ns, name, podStartTimeout, "all containers running", func(p *corev1.Pod) bool {
-		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
-			return false
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.State.Running == nil {
-				return false
-			}
-		}
-		return true
-	})
-}
-
 // waitPodGone waits until the Pod is no longer in the API.
 func waitPodGone(t *testing.T, ns, name string) {
 	t.Helper()

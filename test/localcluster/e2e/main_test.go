@@ -142,7 +142,7 @@ func leftovers() error {
 		errs = append(errs, fmt.Errorf("process %d (%s) is left", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
 	}
 	if _, err := os.Lstat(stateDir); !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("%s is left (%v)", stateDir, err))
+		errs = append(errs, fmt.Errorf("%s is left (%w)", stateDir, err))
 	}
 	return errors.Join(errs...)
 }

@@ -44,69 +44,52 @@ const maxBackoff = 20 * time.Second
 
 // supervise keeps a regular container running according to the Pod's restart policy.
 func (c *containerRun) supervise(ctx context.Context) {
-	backoff := time.Second
-	for {
-		code, ran, startErr := c.runOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if startErr != nil {
-			// Not started at all (image, config): retry without counting a restart, keeping
-			// the reason in the status as a kubelet does.
-			if !sleep(ctx, 2*time.Second) {
-				return
-			}
-			continue
-		}
-		if !c.shouldRestart(code) {
-			return
-		}
-		if ran > time.Minute {
-			backoff = time.Second
-		}
-		c.setState(waiting("CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container %s", backoff, c.spec.Name)))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-		c.mu.Lock()
-		c.restarts++
-		c.mu.Unlock()
-	}
+	c.runWithRestarts(ctx, c.shouldRestart)
 }
 
 // runToCompletion runs an init container until it succeeds; false when it failed for good or
 // the Pod went.
 func (c *containerRun) runToCompletion(ctx context.Context) bool {
+	code, ok := c.runWithRestarts(ctx, func(code int) bool {
+		return code != 0 && c.pod.pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+	})
+	if !ok || code == 0 {
+		return ok && code == 0
+	}
+	c.pod.mu.Lock()
+	c.pod.failed = true
+	c.pod.mu.Unlock()
+	c.pod.changed()
+	return false
+}
+
+// runWithRestarts runs the container until again(exit code) says no, with a back-off between
+// runs that doubles up to maxBackoff and starts over after a run of a minute. It returns the
+// last exit code, or false when the Pod went first.
+func (c *containerRun) runWithRestarts(ctx context.Context, again func(code int) bool) (int, bool) {
 	backoff := time.Second
 	for {
-		code, _, startErr := c.runOnce(ctx)
+		code, ran, startErr := c.runOnce(ctx)
 		if ctx.Err() != nil {
-			return false
+			return code, false
 		}
 		if startErr != nil {
+			// Not started at all (image, config): retry without counting a restart, keeping
+			// the reason in the status as a kubelet does.
 			if !sleep(ctx, 2*time.Second) {
-				return false
+				return code, false
 			}
 			continue
 		}
-		if code == 0 {
-			return true
+		if !again(code) {
+			return code, true
 		}
-		if c.pod.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			c.pod.mu.Lock()
-			c.pod.failed = true
-			c.pod.mu.Unlock()
-			c.pod.changed()
-			return false
+		if ran > time.Minute {
+			backoff = time.Second
 		}
-		c.setState(waiting("CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed init container %s", backoff, c.spec.Name)))
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
+		c.setState(waiting("CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container %s", backoff, c.spec.Name)))
+		if !sleep(ctx, backoff) {
+			return code, false
 		}
 		backoff = min(2*backoff, maxBackoff)
 		c.mu.Lock()
