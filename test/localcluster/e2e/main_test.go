@@ -75,7 +75,7 @@ func run(m *testing.M) (code int) {
 
 func setUp() error {
 	began := time.Now()
-	stdout, out, err := runSplit(repoRoot, upTimeout, "make", "local-up")
+	stdout, out, err := runSplit(repoRoot, upTimeout, "make", "--no-print-directory", "local-up")
 	if err != nil {
 		return fmt.Errorf("make local-up: %w\n%s", err, out)
 	}
@@ -101,7 +101,7 @@ func setUp() error {
 // tearDown runs make local-down, then checks that nothing of the cluster is left.
 func tearDown() error {
 	began := time.Now()
-	out, err := runIn(repoRoot, downTimeout, "make", "local-down")
+	out, err := runIn(repoRoot, downTimeout, "make", "--no-print-directory", "local-down")
 	if err != nil {
 		return fmt.Errorf("make local-down: %w\n%s", err, out)
 	}
