@@ -38,8 +38,10 @@ func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
 	eventually(t, 4*time.Minute, "the lost member replaced by a new one", func() error {
 		after = getCluster(t, ns, "mem")
 		ids := memberIDs(after)
-		if _, still := ids[victim.Name]; still {
-			return fmt.Errorf("%s is still a member", victim.Name)
+		for name, id := range ids {
+			if id == victim.ID {
+				return fmt.Errorf("member %s (%s) is still in the cluster", victim.ID, name)
+			}
 		}
 		if len(after.Status.Members) != 3 || after.Status.Voters != 3 || after.Status.ReadyMembers != 3 {
 			return fmt.Errorf("members %v, voters %d, ready %d", ids, after.Status.Voters, after.Status.ReadyMembers)
@@ -60,18 +62,28 @@ func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, pvc); err != nil {
 		t.Fatal(err)
 	}
-	m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}}
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, m); err != nil {
+		t.Fatal(err)
+	}
+	oldUID := m.UID
 	if err := k8s.Delete(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	after := waitSettled(t, ns, "oops", 3, 4*time.Minute)
-	eventually(t, 2*time.Minute, "the member recreated with its ID", func() error {
-		after = getCluster(t, ns, "oops")
-		if got := memberIDs(after)[victim.Name]; got != victim.ID {
-			return fmt.Errorf("%s has ID %q, had %q", victim.Name, got, victim.ID)
+	eventually(t, 3*time.Minute, "the EtcdMember recreated with its member ID", func() error {
+		again := &etcdv1.EtcdMember{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, again); err != nil {
+			return err
+		}
+		if again.UID == oldUID {
+			return fmt.Errorf("still the deleted EtcdMember")
+		}
+		if again.Status.MemberID != victim.ID {
+			return fmt.Errorf("recreated as member %q, was %q", again.Status.MemberID, victim.ID)
 		}
 		return nil
 	})
+	waitSettled(t, ns, "oops", 3, 3*time.Minute)
 	kept := &corev1.PersistentVolumeClaim{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pvc), kept); err != nil || kept.UID != pvc.UID {
 		t.Fatalf("the member's PVC was not kept: %v (uid %s, was %s)", err, kept.UID, pvc.UID)
