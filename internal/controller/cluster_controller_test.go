@@ -75,6 +75,15 @@ func (h *harness) members() []*etcdv1.EtcdMember {
 	return list
 }
 
+func (h *harness) setReplicas(n int32) {
+	h.t.Helper()
+	c := h.clusterObj()
+	c.Spec.Replicas = &n
+	if err := h.api.Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) clusterObj() *etcdv1.EtcdCluster {
 	c := &etcdv1.EtcdCluster{}
 	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
@@ -131,28 +140,18 @@ func TestBootstrapInterruptedIsFinishedWithTheSameNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(5))
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.setReplicas(5)
 	h.reconcile()
 	if got := names(h.members()); !slices.Equal(got, []string{"db-1", "db-2", "db-3"}) {
 		t.Fatalf("finished bootstrap with %v, want the recorded founding set", got)
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 	h := newHarness(t)
 	h.reconcile()
 	h.running()
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(4))
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.setReplicas(4)
 	h.reconcile() // creates db-4
 	h.reconcile() // adds it as a learner
 	h.reconcile() // the learner has not started: nothing to do
@@ -165,7 +164,7 @@ func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 	if err != nil || m4.Status.Role != etcdv1.RoleLearner {
 		t.Fatalf("db-4 status %+v", m4.Status)
 	}
-	h.etcd.StartMember(id, "db-4", specs.ClientURL(c, "db-4"))
+	h.etcd.StartMember(id, "db-4", specs.ClientURL(h.clusterObj(), "db-4"))
 	h.etcd.SetCaughtUp(id, false)
 	h.reconcile()
 	if len(h.etcd.CallsTo("Promote")) != 1 {
@@ -188,12 +187,10 @@ func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
 	h := newHarness(t)
 	h.reconcile()
 	h.running()
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(4))
-	_ = h.api.Update(context.Background(), c)
+	h.setReplicas(4)
 	h.reconcile() // creates db-4
 	// The learner was added, but the operator died before writing db-4's status.
-	if _, _, err := h.etcd.AddLearner(context.Background(), []string{specs.PeerURL(c, "db-4")}); err != nil {
+	if _, _, err := h.etcd.AddLearner(context.Background(), []string{specs.PeerURL(h.clusterObj(), "db-4")}); err != nil {
 		t.Fatal(err)
 	}
 	h.etcd.ResetCalls()
@@ -229,9 +226,7 @@ func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
 			h.etcd.SetLeader(m.ID)
 		}
 	}
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(2))
-	_ = h.api.Update(context.Background(), c)
+	h.setReplicas(2)
 	h.reconcile()
 	members := h.members()
 	if got := names(members); !slices.Equal(got, []string{"db-1", "db-3"}) {
@@ -249,9 +244,7 @@ func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
 	list := h.etcd.Members()
 	h.etcd.SetDown(list[1].ID, true)
 	h.etcd.SetDown(list[2].ID, true) // 1 of 3 healthy: no quorum, no change
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(1))
-	_ = h.api.Update(context.Background(), c)
+	h.setReplicas(1)
 	h.reconcile()
 	if n := len(h.members()); n != 3 {
 		t.Fatalf("a member was removed without quorum: %v", names(h.members()))
@@ -262,9 +255,7 @@ func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
 	h := newHarness(t)
 	h.reconcile()
 	h.running()
-	c := h.clusterObj()
-	c.Spec.Replicas = ptr(int32(0))
-	_ = h.api.Update(context.Background(), c)
+	h.setReplicas(0)
 	h.reconcile()
 	for _, m := range h.members() {
 		if !m.Spec.Dormant {
@@ -276,9 +267,7 @@ func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
 			t.Fatalf("pausing changed membership: %s", call)
 		}
 	}
-	c = h.clusterObj()
-	c.Spec.Replicas = ptr(int32(3))
-	_ = h.api.Update(context.Background(), c)
+	h.setReplicas(3)
 	h.reconcile()
 	for _, m := range h.members() {
 		if m.Spec.Dormant {
