@@ -74,6 +74,8 @@ test-unit: ## Unit tests, and the etcd layer against real etcd processes.
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.
 	hack/testbed.sh kube >/dev/null
+	hack/testbed.sh cert-manager >/dev/null
+	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./test/localcluster/ ./test/localcluster/netsetup/ ./test/localcluster/runtime/ \
 		./test/localcluster/node/ ./test/localcluster/provisioner/
 	go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'

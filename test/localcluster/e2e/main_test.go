@@ -75,6 +75,10 @@ func run(m *testing.M) (code int) {
 
 func setUp() error {
 	began := time.Now()
+	// With both add-ons, so that their tests below run against the real thing.
+	if err := os.Setenv("LOCALCLUSTER_ADDONS", "cert-manager minio"); err != nil {
+		return err
+	}
 	stdout, out, err := runSplit(repoRoot, upTimeout, "make", "--no-print-directory", "local-up")
 	if err != nil {
 		return fmt.Errorf("make local-up: %w\n%s", err, out)
