@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+const operatorNamespace = "etcd-operator-system"
+
+// killOperator deletes the operator's Pods at once (no grace), as a crash would.
+func killOperator(t *testing.T) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if err := k8s.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("killed %d operator Pods", len(pods.Items))
+}
+
+// The operator dies in the middle of a scale-out; its successor converges with no orphan or
+// duplicate member, and no acknowledged write is lost.
+func TestOperatorKilledDuringScaleOutConverges(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "crash", 3)
+	waitSettled(t, ns, "crash", 3, 4*time.Minute)
+	w := startWriter(t, ns, "crash", "crash")
+	setReplicas(t, ns, "crash", 5)
+	eventually(t, 2*time.Minute, "the scale-out under way", func() error {
+		c := getCluster(t, ns, "crash")
+		if len(c.Status.Members) < 4 && c.Status.Learners == 0 {
+			return fmt.Errorf("members %d, learners %d", len(c.Status.Members), c.Status.Learners)
+		}
+		return nil
+	})
+	killOperator(t)
+	c := waitSettled(t, ns, "crash", 5, 6*time.Minute)
+	members := &etcdv1.EtcdMemberList{}
+	if err := k8s.List(context.Background(), members, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(members.Items) != 5 || len(c.Status.Members) != 5 {
+		t.Fatalf("%d EtcdMembers and %d members in status, want 5 of each", len(members.Items), len(c.Status.Members))
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Status.Members {
+		if m.ID == "" || seen[m.ID] {
+			t.Fatalf("member %s has a missing or duplicate ID %q: %v", m.Name, m.ID, memberIDs(c))
+		}
+		seen[m.ID] = true
+	}
+	w.stopAndVerify(t, 20)
+}
+
+func TestBootstrapFive(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "five", 5)
+	w := startWriter(t, ns, "five", "five")
+	waitSettled(t, ns, "five", 5, 5*time.Minute)
+	time.Sleep(2 * time.Second)
+	w.stopAndVerify(t, 10)
+}
+
+// setOperatorReplicas scales the operator's Deployment and waits until that many are ready.
+func setOperatorReplicas(t *testing.T, n int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: operatorNamespace, Name: "etcd-operator"}
+	if err := k8s.Get(context.Background(), key, d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = &n
+	if err := k8s.Patch(context.Background(), d, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d operator replicas ready", n), func() error {
+		if err := k8s.Get(context.Background(), key, d); err != nil {
+			return err
+		}
+		if d.Status.ReadyReplicas != n || d.Status.Replicas != n {
+			return fmt.Errorf("%d of %d ready", d.Status.ReadyReplicas, d.Status.Replicas)
+		}
+		return nil
+	})
+}
+
+// Two operator replicas: one leads, and killing the leader mid-scale hands over safely.
+func TestTwoOperatorReplicasHandOverLeadership(t *testing.T) {
+	setOperatorReplicas(t, 2)
+	t.Cleanup(func() { setOperatorReplicas(t, 1) })
+	ns := namespace(t)
+	createCluster(t, ns, "ha", 3)
+	waitSettled(t, ns, "ha", 3, 4*time.Minute)
+	lease := &coordinationv1.Lease{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: operatorNamespace, Name: "etcd-operator.cozystack.io"}, lease); err != nil {
+		t.Fatalf("no leader lease: %v", err)
+	}
+	leader := *lease.Spec.HolderIdentity
+	w := startWriter(t, ns, "ha", "ha")
+	setReplicas(t, ns, "ha", 5)
+	pod := &corev1.Pod{}
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(operatorNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		// The holder identity is "<hostname>_<uuid>", and a Pod's hostname is its name.
+		if strings.HasPrefix(leader, pods.Items[i].Name+"_") {
+			pod = &pods.Items[i]
+		}
+	}
+	if pod.Name == "" {
+		t.Fatalf("the lease holder %q is none of the operator Pods", leader)
+	}
+	if err := k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, ns, "ha", 5, 6*time.Minute)
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(lease), lease); err != nil {
+		t.Fatal(err)
+	}
+	if *lease.Spec.HolderIdentity == leader {
+		t.Fatalf("leadership did not move from the killed %s", leader)
+	}
+	w.stopAndVerify(t, 20)
+}
