@@ -104,6 +104,15 @@ func (h *harness) running() {
 	h.etcd.ResetCalls()
 }
 
+// runningHarness is a bootstrapped cluster of 3 whose members run in the fake etcd.
+func runningHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.reconcile()
+	h.running()
+	return h
+}
+
 func names(members []*etcdv1.EtcdMember) []string {
 	out := make([]string, 0, len(members))
 	for _, m := range members {
@@ -148,9 +157,7 @@ func TestBootstrapInterruptedIsFinishedWithTheSameNames(t *testing.T) {
 }
 
 func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	h.setReplicas(4)
 	h.reconcile() // creates db-4
 	h.reconcile() // adds it as a learner
@@ -184,9 +191,7 @@ func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 }
 
 func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	h.setReplicas(4)
 	h.reconcile() // creates db-4
 	// The learner was added, but the operator died before writing db-4's status.
@@ -204,9 +209,7 @@ func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
 }
 
 func TestOrphanLearnerIsRemoved(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	orphan, _, err := h.etcd.AddLearner(context.Background(), []string{"http://gone.db.ns.svc:2380"})
 	if err != nil {
 		t.Fatal(err)
@@ -218,9 +221,7 @@ func TestOrphanLearnerIsRemoved(t *testing.T) {
 }
 
 func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	for _, m := range h.etcd.Members() {
 		if m.Name == "db-3" {
 			h.etcd.SetLeader(m.ID)
@@ -238,9 +239,7 @@ func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
 }
 
 func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	list := h.etcd.Members()
 	h.etcd.SetDown(list[1].ID, true)
 	h.etcd.SetDown(list[2].ID, true) // 1 of 3 healthy: no quorum, no change
@@ -252,9 +251,7 @@ func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
 }
 
 func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	h.setReplicas(0)
 	h.reconcile()
 	for _, m := range h.members() {
@@ -277,9 +274,7 @@ func TestPauseMarksEveryMemberDormantWithoutTouchingEtcd(t *testing.T) {
 }
 
 func TestStatusAtRestCausesNoWrites(t *testing.T) {
-	h := newHarness(t)
-	h.reconcile()
-	h.running()
+	h := runningHarness(t)
 	h.reconcile()
 	before := h.clusterObj().ResourceVersion
 	h.reconcile()
@@ -290,5 +285,43 @@ func TestStatusAtRestCausesNoWrites(t *testing.T) {
 	c := h.clusterObj()
 	if c.Status.Voters != 3 || c.Status.ClusterID == "" {
 		t.Fatalf("status %+v", c.Status)
+	}
+}
+
+// markForRemoval is what a scale-in does before it deletes: the operator dies in between.
+func (h *harness) markForRemoval(name string) {
+	h.t.Helper()
+	for _, m := range h.members() {
+		if m.Name != name {
+			continue
+		}
+		m.Annotations = map[string]string{AnnotationRemove: "true"}
+		if err := h.api.Update(context.Background(), m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+func TestScaleInInterruptedAfterMarkingRemovesTheMarkedMember(t *testing.T) {
+	h := runningHarness(t)
+	h.markForRemoval("db-1") // not the member a fresh choice would take (db-3)
+	h.setReplicas(2)
+	h.reconcile()
+	if got := names(h.members()); !slices.Equal(got, []string{"db-2", "db-3"}) {
+		t.Fatalf("members %v, want the marked db-1 removed", got)
+	}
+}
+
+func TestRemovalMarkIsDroppedWhenTheClusterNeedsTheMember(t *testing.T) {
+	h := runningHarness(t)
+	h.markForRemoval("db-2") // the operator died; meanwhile replicas went back to 3
+	h.reconcile()
+	for _, m := range h.members() {
+		if m.Annotations[AnnotationRemove] != "" {
+			t.Fatalf("%s keeps its removal mark: deleting it by hand would delete its data", m.Name)
+		}
+	}
+	if n := len(h.members()); n != 3 {
+		t.Fatalf("%d members, want 3", n)
 	}
 }

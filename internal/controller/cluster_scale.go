@@ -47,6 +47,9 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 
 // scale adds or removes one member when every voter is healthy.
 func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (ctrl.Result, error) {
+	if done, err := r.settleRemovalMark(ctx, c, v, replicas); done || err != nil {
+		return ctrl.Result{}, err
+	}
 	active := v.active()
 	if len(active) != len(v.members) {
 		return ctrl.Result{}, waitFor("Scaling", "a member is being removed")
@@ -149,6 +152,28 @@ func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, 
 	}
 	r.event(c, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
 	return nil
+}
+
+// settleRemovalMark finishes a scale-in the operator died in the middle of: a member marked
+// for removal but not deleted is deleted if the cluster is still too large, and unmarked
+// otherwise, so that a later deletion by hand cannot be taken for a removal and cost its data.
+func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	for _, m := range v.active() {
+		if m.Annotations[AnnotationRemove] != "true" {
+			continue
+		}
+		if len(v.active()) > replicas {
+			if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+				return true, err
+			}
+			r.event(c, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
+			return true, nil
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		delete(m.Annotations, AnnotationRemove)
+		return true, r.Patch(ctx, m, patch)
+	}
+	return false, nil
 }
 
 // removalCandidate prefers a member etcd does not know, then an unhealthy one, then the
