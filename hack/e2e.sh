@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # make test-e2e: the local cluster, the operator deployed from config/, the end-to-end suite,
-# and the local cluster stopped again whatever the outcome (KEEP_CLUSTER=1 keeps it).
+# and the local cluster stopped again whatever the outcome (KEEP_CLUSTER=1 keeps it;
+# E2E_RUN=regexp picks tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# One local cluster per machine: wait for whoever else (another checkout, make bench) has it.
+exec 9>/tmp/etcd-operator-localcluster.lock
+flock 9
 
 if [ "${KEEP_CLUSTER:-}" != 1 ]; then
   trap 'make --no-print-directory local-down' EXIT
@@ -10,4 +15,4 @@ fi
 KUBECONFIG=$(hack/local-up.sh | tail -n1)
 export KUBECONFIG
 hack/deploy-operator.sh
-go test -count=1 -timeout 40m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
