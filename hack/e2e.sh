@@ -15,4 +15,4 @@ fi
 KUBECONFIG=$(hack/local-up.sh 9>&- | tail -n1) # the cluster outlives this script: no lock for it
 export KUBECONFIG
 hack/deploy-operator.sh
-go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

@@ -120,27 +120,7 @@ func TestPauseAndResumeKeepIdentity(t *testing.T) {
 	w.stopAndVerify(t, 10)
 
 	setReplicas(t, ns, "pause", 0)
-	eventually(t, 2*time.Minute, "every Pod stopped, every PVC kept", func() error {
-		pods := &corev1.PodList{}
-		if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(pods.Items) > 0 {
-			return fmt.Errorf("%d Pods still there", len(pods.Items))
-		}
-		pvcs := &corev1.PersistentVolumeClaimList{}
-		if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(pvcs.Items) != 3 {
-			return fmt.Errorf("%d PVCs, want 3", len(pvcs.Items))
-		}
-		c := getCluster(t, ns, "pause")
-		if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond == nil || cond.Reason != "Paused" {
-			return fmt.Errorf("Available condition %+v, want reason Paused", cond)
-		}
-		return nil
-	})
+	waitPaused(t, ns, "pause", 3)
 
 	setReplicas(t, ns, "pause", 3)
 	after := waitSettled(t, ns, "pause", 3, 4*time.Minute)
@@ -154,6 +134,33 @@ func TestPauseAndResumeKeepIdentity(t *testing.T) {
 
 	setReplicas(t, ns, "pause", 5)
 	waitSettled(t, ns, "pause", 5, 5*time.Minute)
+}
+
+// waitPaused waits until every Pod of the cluster is gone, its n PVCs kept, and its status
+// says Paused.
+func waitPaused(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "every Pod stopped, every PVC kept", func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d Pods still there", len(pods.Items))
+		}
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pvcs.Items) != n {
+			return fmt.Errorf("%d PVCs, want %d", len(pvcs.Items), n)
+		}
+		c := getCluster(t, ns, name)
+		if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond == nil || cond.Reason != "Paused" {
+			return fmt.Errorf("Available condition %+v, want reason Paused", cond)
+		}
+		return nil
+	})
 }
 
 func sorted(m map[string]string) []string {

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
+)
+
+// setOperatorFailpoints turns the operator's failpoints on or off and waits for the rollout.
+func setOperatorFailpoints(t *testing.T, on bool) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: operatorNamespace, Name: "etcd-operator"}
+	if err := k8s.Get(context.Background(), key, d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	container := &d.Spec.Template.Spec.Containers[0]
+	var env []corev1.EnvVar
+	for _, e := range container.Env {
+		if e.Name != failpoint.EnvVar {
+			env = append(env, e)
+		}
+	}
+	if on {
+		env = append(env, corev1.EnvVar{Name: failpoint.EnvVar, Value: "enabled"})
+	}
+	container.Env = env
+	if err := k8s.Patch(context.Background(), d, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, fmt.Sprintf("operator rolled out with failpoints=%v", on), func() error {
+		if err := k8s.Get(context.Background(), key, d); err != nil {
+			return err
+		}
+		s, want := d.Status, *d.Spec.Replicas
+		if s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.ReadyReplicas != want || s.Replicas != want {
+			return fmt.Errorf("rollout: %+v", s)
+		}
+		return nil
+	})
+}
+
+// operatorCrashes counts the restarts of the operator's containers, and fails the test if
+// one of them exited for another reason than a failpoint.
+func operatorCrashes(t *testing.T) int32 {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			n += cs.RestartCount
+			if last := cs.LastTerminationState.Terminated; last != nil && last.ExitCode != failpoint.ExitCode {
+				t.Fatalf("operator container of %s exited with %d (%s), not at a failpoint", p.Name, last.ExitCode, last.Reason)
+			}
+		}
+	}
+	return n
+}
+
+// armFailpoint makes the operator crash after step for this cluster (or stops it, with "").
+func armFailpoint(t *testing.T, ns, name, step string) {
+	t.Helper()
+	c := getCluster(t, ns, name)
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[failpoint.Annotation] = step
+	if step == "" {
+		delete(c.Annotations, failpoint.Annotation)
+	}
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashAfter arms the failpoint, does what reaches it, waits for the operator to die there
+// and disarms it, so that the restarted operator finishes from the state the crash left.
+func crashAfter(t *testing.T, ns, name, step string, action func()) {
+	t.Helper()
+	before := operatorCrashes(t)
+	armFailpoint(t, ns, name, step)
+	action()
+	waitForCrash(t, ns, name, step, before)
+}
+
+// waitForCrash waits until the operator has crashed more often than before, then disarms.
+func waitForCrash(t *testing.T, ns, name, step string, before int32) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "the operator crashing after "+step, func() error {
+		if n := operatorCrashes(t); n == before {
+			return fmt.Errorf("%d crashes so far", n)
+		}
+		return nil
+	})
+	armFailpoint(t, ns, name, "")
+	t.Logf("the operator crashed after %s", step)
+}
+
+// checkMembership fails unless EtcdMembers, etcd's members and the status agree on n
+// members with distinct IDs: no orphan, no duplicate.
+func checkMembership(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	c := getCluster(t, ns, name)
+	members := &etcdv1.EtcdMemberList{}
+	if err := k8s.List(context.Background(), members, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	cli := dialCluster(t, ns, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members.Items) != n || len(list.Members) != n || len(c.Status.Members) != n {
+		t.Fatalf("%d EtcdMembers, %d etcd members, %d in status; want %d of each", len(members.Items), len(list.Members), len(c.Status.Members), n)
+	}
+	inEtcd := map[string]bool{}
+	for _, m := range list.Members {
+		if m.IsLearner || m.Name == "" {
+			t.Fatalf("etcd member %x (%q) is a learner or never started", m.ID, m.Name)
+		}
+		inEtcd[fmt.Sprintf("%x", m.ID)] = true
+	}
+	for _, m := range c.Status.Members {
+		if !inEtcd[m.ID] {
+			t.Fatalf("member %s has ID %q, which etcd does not know: %v", m.Name, m.ID, memberIDs(c))
+		}
+		delete(inEtcd, m.ID)
+	}
+}
+
+// The operator crashes right after each step of bootstrap, scale-out, scale-in, pause and
+// resume; each time its restart converges with no orphan or duplicate member, and no write
+// acknowledged through the client Service is lost.
+func TestCrashAfterEachStepConverges(t *testing.T) {
+	setOperatorFailpoints(t, true)
+	t.Cleanup(func() { setOperatorFailpoints(t, false) })
+	ns := namespace(t)
+	const name = "fp"
+	c := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Replicas: ptr(int32(3)), Version: etcdVersion}}
+	c.Name, c.Namespace = name, ns
+	c.Annotations = map[string]string{failpoint.Annotation: failpoint.AfterBootstrapMember}
+	before := operatorCrashes(t)
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitForCrash(t, ns, name, failpoint.AfterBootstrapMember, before)
+	waitSettled(t, ns, name, 3, 4*time.Minute)
+	checkMembership(t, ns, name, 3)
+	w := startWriter(t, ns, name, name)
+
+	for _, s := range []struct {
+		step     string
+		replicas int32
+	}{
+		{failpoint.AfterCreateMember, 4},
+		{failpoint.AfterAddLearner, 5},
+		{failpoint.AfterRemovalMark, 4},
+		{failpoint.AfterMemberRemove, 3},
+		{failpoint.AfterPromote, 4},
+	} {
+		crashAfter(t, ns, name, s.step, func() { setReplicas(t, ns, name, s.replicas) })
+		waitSettled(t, ns, name, s.replicas, 5*time.Minute)
+		checkMembership(t, ns, name, int(s.replicas))
+	}
+	w.stopAndVerify(t, 20)
+
+	ids := memberIDs(getCluster(t, ns, name))
+	crashAfter(t, ns, name, failpoint.AfterDormantFlip, func() { setReplicas(t, ns, name, 0) })
+	waitPaused(t, ns, name, 4)
+	crashAfter(t, ns, name, failpoint.AfterDormantFlip, func() { setReplicas(t, ns, name, 4) })
+	resumed := waitSettled(t, ns, name, 4, 5*time.Minute)
+	checkMembership(t, ns, name, 4)
+	if got := memberIDs(resumed); fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(ids)) {
+		t.Fatalf("member IDs changed across a crashed pause and resume: %v, then %v", ids, got)
+	}
+	w.stopAndVerify(t, 20) // every write from before the pause is still there
+}
+
+func ptr[T any](v T) *T { return &v }
