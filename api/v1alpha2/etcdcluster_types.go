@@ -340,6 +340,11 @@ type EtcdClusterStatus struct {
 	// +optional
 	AuthEnabled bool `json:"authEnabled,omitempty"`
 
+	// LastProgressTime is when the operator last made a change toward the spec (or began to);
+	// progressDeadlineSeconds counts from it.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
 	// Members lists each member's ID, role, version and readiness.
 	// +optional
 	// +listType=map

@@ -28,6 +28,15 @@ type ClusterReconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
 	NewClient ClientFactory
+	// Now is the clock of the progress deadline; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *ClusterReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch;update;patch
@@ -66,19 +75,25 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	result, stepErr := r.step(stepCtx, cluster, view)
+	progressed, stepErr := r.step(stepCtx, cluster, view)
 	if err := r.ensurePDB(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, cluster, view, stepErr); err != nil {
+	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if stepErr != nil {
 		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	return result, nil
+	// Nothing in Kubernetes changes when a member is removed from etcd by hand or stops
+	// answering while its Pod stays up; a slow look again notices. It writes nothing unless
+	// the status changed.
+	return ctrl.Result{RequeueAfter: resyncPeriod}, nil
 }
+
+// resyncPeriod is how often a cluster at rest is looked at again.
+const resyncPeriod = time.Minute
 
 // SetupWithManager watches clusters and what they own.
 func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {

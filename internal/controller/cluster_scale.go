@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -45,29 +45,29 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 	return false, nil
 }
 
-// scale adds or removes one member when every voter is healthy.
-func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (ctrl.Result, error) {
+// scale adds or removes one member when every voter is healthy; true when it did.
+func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
 	if done, err := r.settleRemovalMark(ctx, c, v, replicas); done || err != nil {
-		return ctrl.Result{}, err
+		return done && err == nil, err
 	}
 	active := v.active()
 	if len(active) != len(v.members) {
-		return ctrl.Result{}, waitFor("Scaling", "a member is being removed")
+		return false, waitFor("Scaling", "a member is being removed")
 	}
 	if len(v.learners()) > 0 {
-		return ctrl.Result{}, waitFor("Scaling", "a learner is catching up")
+		return false, waitFor("Scaling", "a learner is catching up")
 	}
 	total, healthy := v.voters()
 	if len(active) == replicas {
-		return ctrl.Result{}, nil
+		return false, nil
 	}
 	if healthy < total {
-		return ctrl.Result{}, waitFor("MembersUnhealthy", "not scaling: %d of %d voters healthy", healthy, total)
+		return false, waitFor("MembersUnhealthy", "not scaling: %d of %d voters healthy", healthy, total)
 	}
 	if len(active) < replicas {
-		return ctrl.Result{}, r.scaleOut(ctx, c, v)
+		return true, r.scaleOut(ctx, c, v)
 	}
-	return ctrl.Result{}, r.scaleIn(ctx, c, v)
+	return true, r.scaleIn(ctx, c, v)
 }
 
 // scaleOut creates the next member; addPending then adds it to etcd as a learner.
@@ -90,6 +90,7 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err := r.createMember(ctx, c, m); err != nil {
 		return err
 	}
+	failpoint.Crash(c, failpoint.AfterCreateMember)
 	r.event(c, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
 	return nil
 }
@@ -147,6 +148,7 @@ func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err := r.Patch(ctx, victim, patch); err != nil {
 		return err
 	}
+	failpoint.Crash(c, failpoint.AfterRemovalMark)
 	if err := r.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,7 @@ import (
 
 // updateStatus writes what the view shows, and only when it differs from what is stored, so
 // that a cluster at rest costs no API writes.
-func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, stepErr error) error {
+func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, step stepResult) error {
 	before := c.DeepCopy()
 	s := &c.Status
 	s.ObservedGeneration = c.Generation
@@ -39,9 +41,13 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 			s.Learners++
 		}
 	}
-	setConditions(c, v, stepErr)
+	setConditions(c, v, step, r.now())
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
+	}
+	if deadlineExceeded(c) && !deadlineExceeded(before) {
+		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+		r.event(c, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
 	}
 	return ignoreConflict(r.Status().Patch(ctx, c, client.MergeFrom(before)))
 }
@@ -66,11 +72,18 @@ func memberSummaries(c *etcdv1.EtcdCluster, v *clusterView) []etcdv1.MemberSumma
 	return out
 }
 
+// stepResult is what the reconcile's one step did: a change, or why it waited or failed.
+type stepResult struct {
+	progressed bool
+	err        error
+}
+
 // setConditions turns the view into Available, Progressing and Degraded with reasons a
 // person can act on.
-func setConditions(c *etcdv1.EtcdCluster, v *clusterView, stepErr error) {
+func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	total, healthy := v.voters()
+	stepErr := step.err
 	var waiting errWaiting
 	isWaiting := errors.As(stepErr, &waiting)
 
@@ -101,6 +114,8 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, stepErr error) {
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "StepFailed", stepErr.Error()
 	}
 
+	progressing = applyDeadline(c, progressing, step.progressed, now)
+
 	degraded := metav1.Condition{Type: etcdv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AllMembersHealthy", Message: "every member is healthy"}
 	if sick := unhealthyMembers(c, v); replicas > 0 && len(sick) > 0 {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, "MembersUnhealthy"
@@ -110,6 +125,41 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, stepErr error) {
 		cond.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}
+}
+
+// ReasonProgressDeadlineExceeded is Progressing's reason once no change toward the spec was
+// possible for progressDeadlineSeconds.
+const ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+
+// applyDeadline starts the progress clock when work begins, a change is made or the spec
+// changes, and turns Progressing to False with ProgressDeadlineExceeded when the clock runs
+// past spec.progressDeadlineSeconds. The operator keeps trying; the condition tells a person
+// to look. Its message names the time of the last progress, not the time since, so a stuck
+// cluster's status is not rewritten on every retry.
+func applyDeadline(c *etcdv1.EtcdCluster, progressing metav1.Condition, progressed bool, now time.Time) metav1.Condition {
+	if progressing.Status != metav1.ConditionTrue {
+		return progressing
+	}
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	working := prev != nil && prev.ObservedGeneration == c.Generation &&
+		(prev.Status == metav1.ConditionTrue || prev.Reason == ReasonProgressDeadlineExceeded)
+	if progressed || !working || c.Status.LastProgressTime == nil {
+		c.Status.LastProgressTime = &metav1.Time{Time: now.Truncate(time.Second)}
+		return progressing
+	}
+	deadline := time.Duration(ptrOr(c.Spec.ProgressDeadlineSeconds, 600)) * time.Second
+	if now.Sub(c.Status.LastProgressTime.Time) <= deadline {
+		return progressing
+	}
+	progressing.Status, progressing.Reason = metav1.ConditionFalse, ReasonProgressDeadlineExceeded
+	progressing.Message = fmt.Sprintf("no change toward the spec was possible since %s (spec.progressDeadlineSeconds %d); still trying: %s",
+		c.Status.LastProgressTime.UTC().Format(time.RFC3339), int(deadline/time.Second), progressing.Message)
+	return progressing
+}
+
+func deadlineExceeded(c *etcdv1.EtcdCluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	return cond != nil && cond.Reason == ReasonProgressDeadlineExceeded
 }
 
 func inMotion(v *clusterView, replicas int) bool {

@@ -8,12 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -32,26 +32,27 @@ func waitFor(reason, format string, args ...any) error {
 }
 
 // step makes at most one change, the first that applies, in this order: bootstrap, pause,
-// resume, bookkeeping of IDs, finishing an interrupted add, promotion, adoption, scaling.
-func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (ctrl.Result, error) {
+// resume, bookkeeping of IDs, finishing an interrupted add, promotion, adoption, scaling. It
+// reports whether it changed something.
+func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	if done, err := r.bootstrap(ctx, c, v, replicas); done || err != nil {
-		return ctrl.Result{}, err
+		return done && err == nil, err
 	}
 	if done, err := r.pauseOrResume(ctx, c, v, replicas); done || err != nil {
-		return ctrl.Result{}, err
+		return done && err == nil, err
 	}
 	if replicas == 0 {
-		return ctrl.Result{}, nil
+		return false, nil
 	}
 	if !v.reachable {
-		return ctrl.Result{}, waitFor("Unreachable", "etcd does not answer through any member")
+		return false, waitFor("Unreachable", "etcd does not answer through any member")
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
 		r.recordIdentities, r.removeOrphanLearners, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
-			return ctrl.Result{}, err
+			return done && err == nil, err
 		}
 	}
 	return r.scale(ctx, c, v, replicas)
@@ -86,6 +87,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}
+		failpoint.Crash(c, failpoint.AfterBootstrapMember)
 		created++
 	}
 	if created > 0 {
@@ -183,6 +185,7 @@ func (r *ClusterReconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdClu
 		if err := r.Patch(ctx, m, patch); err != nil {
 			return true, err
 		}
+		failpoint.Crash(c, failpoint.AfterDormantFlip)
 		changed++
 	}
 	if changed == 0 {
@@ -266,6 +269,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 		if err != nil {
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
+		failpoint.Crash(c, failpoint.AfterAddLearner)
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "added %s as learner %s", m.Name, added.IDHex())
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
@@ -293,6 +297,7 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 		if err != nil {
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
 		}
+		failpoint.Crash(c, failpoint.AfterPromote)
 		r.event(c, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
 		return true, nil
 	}
