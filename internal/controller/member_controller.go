@@ -19,6 +19,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -38,6 +39,7 @@ type MemberReconciler struct {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Reconcile realizes one member.
 func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -168,6 +170,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 		return nil
 	}
 	if err == nil {
+		failpoint.Crash(c, failpoint.AfterMemberRemove)
 		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
@@ -223,6 +226,13 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	return r.Patch(ctx, pvc, patch)
 }
 
+// needsAttention are the Ready reasons that will not pass without a person: each gets a
+// Warning event when it first appears.
+var needsAttention = map[string]bool{
+	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true,
+	"CreateContainerConfigError": true, "CrashLoopBackOff": true,
+}
+
 func readyCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	return metav1.Condition{Type: etcdv1.MemberConditionReady, Status: status, Reason: reason, Message: message}
 }
@@ -242,6 +252,9 @@ func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, 
 	}
 	if equalStatus(before, m) {
 		return nil
+	}
+	if prev := meta.FindStatusCondition(before.Status.Conditions, etcdv1.MemberConditionReady); needsAttention[ready.Reason] && (prev == nil || prev.Reason != ready.Reason) {
+		r.event(m, corev1.EventTypeWarning, ready.Reason, "StartMember", "member %s cannot start: %s", m.Name, ready.Message)
 	}
 	return ignoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
 }

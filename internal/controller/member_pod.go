@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,7 +93,46 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, podReadiness(pod))
+	return r.mirrorPodState(ctx, m, pod)
+}
+
+// mirrorPodState puts the Pod's readiness, or why it cannot start, into the member's status.
+func (r *MemberReconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+	ready := podReadiness(pod)
+	if ready.Status != metav1.ConditionTrue && m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
+		why, err := r.volumeProblem(ctx, m)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if why != nil {
+			// Nothing the operator watches changes when the StorageClass appears.
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, pod.Name, *why)
+		}
+	}
+	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, ready)
+}
+
+// volumeProblem explains a member whose PVC cannot be bound because its StorageClass does not
+// exist, which the Pod itself only shows as "unschedulable".
+func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*metav1.Condition, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pvc); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimPending {
+		return nil, nil
+	}
+	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
+		return nil, nil // the default class, or none: the PVC's own events say which
+	}
+	name := *pvc.Spec.StorageClassName
+	err := r.Get(ctx, types.NamespacedName{Name: name}, &storagev1.StorageClass{})
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	cond := readyCondition(metav1.ConditionFalse, "StorageClassNotFound", fmt.Sprintf(
+		"PVC %s is pending: StorageClass %q does not exist; create it (spec.storage.storageClassName cannot change)", pvc.Name, name))
+	return &cond, nil
 }
 
 // createPod starts the member. A tmpfs member whose Pod is gone after it had served lost its
@@ -140,10 +180,23 @@ func (r *MemberReconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m
 	return r.Patch(ctx, pod, patch)
 }
 
+// ReasonImagePullFailed is a member's Ready reason while its etcd image cannot be pulled.
+const ReasonImagePullFailed = "ImagePullFailed"
+
+// imagePullReasons are the kubelet's reasons for an image it cannot get.
+var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
 // podReadiness says why a member is not ready, in the words a person acts on.
 func podReadiness(pod *corev1.Pod) metav1.Condition {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+		w := cs.State.Waiting
+		switch {
+		case w == nil || w.Reason == "" || w.Reason == "ContainerCreating":
+		case imagePullReasons[w.Reason]:
+			return readyCondition(metav1.ConditionFalse, ReasonImagePullFailed, fmt.Sprintf(
+				"image %s cannot be pulled (%s: %s): check spec.version, the operator's --etcd-image-repository and spec.imagePullSecrets",
+				cs.Image, w.Reason, w.Message))
+		default:
 			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message)
 		}
 	}
