@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
@@ -112,15 +113,22 @@ func TestDeletingAClusterRemovesEverything(t *testing.T) {
 	ns := namespace(t)
 	createCluster(t, ns, "bye", 3)
 	waitSettled(t, ns, "bye", 3, 4*time.Minute)
-	if err := k8s.Delete(context.Background(), getCluster(t, ns, "bye")); err != nil {
+	deleteAndWaitGone(t, ns, "bye")
+}
+
+// deleteAndWaitGone deletes the cluster and waits until nothing labelled as its own is left:
+// no stuck finalizer, whatever state its etcd is in.
+func deleteAndWaitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), getCluster(t, ns, name)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 3*time.Minute, "nothing left of the cluster", func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bye"}, &etcdv1.EtcdCluster{}); !apierrors.IsNotFound(err) {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &etcdv1.EtcdCluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the EtcdCluster is still there (%w)", err)
 		}
 		for _, list := range []client.ObjectList{&etcdv1.EtcdMemberList{}, &corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &corev1.ServiceList{}} {
-			if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
 				return err
 			}
 			items, err := meta.ExtractList(list)
