@@ -91,9 +91,24 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 	return nil
 }
 
+// tlsProblem is the first thing missing for TLS. Every Certificate is asked for before any
+// Secret is checked, so that cert-manager issues them all at once.
 func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (*problem, error) {
-	for _, ic := range specs.Certificates(c) {
-		if p, err := r.ensureCertificate(ctx, c, ic); p != nil || err != nil {
+	issued := specs.Certificates(c)
+	certs := make([]*unstructured.Unstructured, len(issued))
+	for i, ic := range issued {
+		if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
+			return p, err
+		}
+		have, p, err := r.applyCertificate(ctx, c, ic)
+		if p != nil || err != nil {
+			return p, err
+		}
+		certs[i] = have
+	}
+	for i, ic := range issued {
+		s := tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)}
+		if p, err := r.checkTLSSecret(ctx, c, s, certs[i]); p != nil || err != nil {
 			return p, err
 		}
 	}
@@ -125,19 +140,6 @@ func userTLSSecrets(c *etcdv1.EtcdCluster) []tlsSecret {
 		out = append(out, tlsSecret{p.SecretRef.Name, "spec.tls.peer.secretRef", true})
 	}
 	return out
-}
-
-// ensureCertificate checks the issuer, creates or corrects the Certificate, and checks the
-// Secret it fills.
-func (r *ClusterReconciler) ensureCertificate(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*problem, error) {
-	if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
-		return p, err
-	}
-	have, p, err := r.applyCertificate(ctx, c, ic)
-	if p != nil || err != nil {
-		return p, err
-	}
-	return r.checkTLSSecret(ctx, c, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)}, have)
 }
 
 func certManagerMissing(field string) *problem {
