@@ -98,10 +98,6 @@ func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err != nil {
 		return err
 	}
-	if p == nil && errors.Is(v.clientErr, etcd.ErrAuthFailed) {
-		p = problemf(ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
-			c.Spec.Auth.RootCredentialsSecretRef.Name)
-	}
 	if p != nil || !v.reachable {
 		return r.setAuthCondition(ctx, c, p)
 	}
@@ -116,6 +112,16 @@ func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluste
 		return err
 	}
 	return r.markAuthEnabled(ctx, c)
+}
+
+// reportRefusedLogin says so when etcd refused every password the operator knows: the
+// cluster then looks unreachable, and this is why.
+func (r *ClusterReconciler) reportRefusedLogin(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	if !authWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
+		return nil
+	}
+	return r.setAuthCondition(ctx, c, problemf(ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
+		c.Spec.Auth.RootCredentialsSecretRef.Name))
 }
 
 // setAuthCondition reports p on AuthReady; a nil p leaves the condition as it is (nothing

@@ -59,6 +59,9 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.authGate(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.reportRefusedLogin(ctx, c, v); err != nil {
+		return ctrl.Result{}, err
+	}
 	result, err := r.step(ctx, c, v)
 	if err != nil || !result.IsZero() {
 		return result, err
