@@ -9,7 +9,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
-func TestAuthFollowsEtcdsContract(t *testing.T) {
+func TestAuthEnableNeedsRootWithTheRootRole(t *testing.T) {
 	f := threeVoters(t)
 	ctx := t.Context()
 	if err := f.AuthEnable(ctx); !errors.Is(err, etcd.ErrRootUserNotExist) {
@@ -39,7 +39,26 @@ func TestAuthFollowsEtcdsContract(t *testing.T) {
 	if on, err := f.AuthStatus(ctx); !on || err != nil {
 		t.Fatalf("AuthStatus = %v, %v", on, err)
 	}
+}
 
+// withRootAuth is a cluster with root (password s3cret-1) and auth enabled.
+func withRootAuth(t *testing.T) *Cluster {
+	t.Helper()
+	f := threeVoters(t)
+	for _, err := range []error{
+		f.UserAdd(t.Context(), "root", "s3cret-1"), f.UserGrantRole(t.Context(), "root", "root"), f.AuthEnable(t.Context()),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ResetCalls()
+	return f
+}
+
+func TestAuthEnabledNeedsRootLogin(t *testing.T) {
+	f := withRootAuth(t)
+	ctx := t.Context()
 	// Without credentials the user API is closed now; a wrong password logs nobody in.
 	if err := f.UserChangePassword(ctx, "root", "x"); !errors.Is(err, etcd.ErrUserEmpty) {
 		t.Fatalf("anonymous UserChangePassword: %v", err)
@@ -81,7 +100,7 @@ func TestAuthFollowsEtcdsContract(t *testing.T) {
 			t.Fatalf("a password was recorded: %q", call)
 		}
 	}
-	if got := f.CallsTo("UserChangePassword"); !slices.Equal(got, []string{"UserChangePassword(root)", "UserChangePassword(root)"}) {
+	if got := f.CallsTo("UserChangePassword"); !slices.Equal(got, []string{"UserChangePassword(root)", "UserChangePassword(root)"}) { // the refused one and the change
 		t.Fatalf("UserChangePassword calls %q", got)
 	}
 }
