@@ -274,6 +274,12 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some member is unhealthy or missing.
 	ConditionDegraded = "Degraded"
+	// ConditionTLSReady is True while every certificate Secret that spec.tls needs exists
+	// with valid keys; set only on clusters with spec.tls.
+	ConditionTLSReady = "TLSReady"
+	// ConditionAuthReady is True once authentication is enabled in etcd with the password of
+	// spec.auth.rootCredentialsSecretRef; set only on clusters with spec.auth.enabled.
+	ConditionAuthReady = "AuthReady"
 )
 
 // MemberRole is a member's place in the raft group.

@@ -96,10 +96,13 @@ func run(o options) error {
 }
 
 func setUpControllers(mgr ctrl.Manager, o options) error {
+	// One factory for both reconcilers: the member controller removes members through etcd
+	// too, with the same certificates and credentials.
+	newClient := controller.NewSecretClientFactory(mgr.GetClient())
 	clusters := &controller.ClusterReconciler{
 		Client:    mgr.GetClient(),
 		Recorder:  mgr.GetEventRecorder("etcd-operator"),
-		NewClient: controller.PlainClientFactory,
+		NewClient: newClient,
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)
@@ -107,7 +110,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	members := &controller.MemberReconciler{
 		Client:     mgr.GetClient(),
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
-		NewClient:  controller.PlainClientFactory,
+		NewClient:  newClient,
 		PodOptions: specs.PodOptions{ImageRepository: o.imageRepository},
 	}
 	if err := members.SetupWithManager(mgr); err != nil {

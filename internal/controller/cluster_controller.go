@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -75,7 +76,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	progressed, stepErr := r.step(stepCtx, cluster, view)
+	progressed, stepErr := r.secureStep(stepCtx, cluster, view)
 	if err := r.ensurePDB(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -102,6 +103,7 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		Complete(r)
 }

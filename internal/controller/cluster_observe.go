@@ -26,6 +26,7 @@ type clusterView struct {
 	healthy     map[uint64]bool
 	leader      uint64
 	versions    map[uint64]string
+	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
 }
 
 func (v *clusterView) close() {
@@ -70,6 +71,7 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 	}
 	cli, err := r.NewClient(ctx, c, endpoints)
 	if err != nil {
+		view.clientErr = err
 		return view, nil
 	}
 	view.etcd = cli

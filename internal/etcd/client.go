@@ -28,7 +28,9 @@ func New(cfg Config) (Client, error) {
 	}
 	cli, err := clientv3.New(clientConfig(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, err)
+		// translateError lets callers tell a rejected password (ErrAuthFailed) from an
+		// unreachable cluster; clientv3 logs in here when credentials are given.
+		return nil, fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, translateError(err))
 	}
 	healthTimeout := cfg.HealthTimeout
 	if healthTimeout <= 0 {
@@ -221,4 +223,47 @@ func statusFromPB(resp *clientv3.StatusResponse) Status {
 		IsLearner:        resp.IsLearner,
 		Errors:           append([]string(nil), resp.Errors...),
 	}
+}
+
+func (c *client) AuthStatus(ctx context.Context) (bool, error) {
+	resp, err := c.cli.AuthStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("etcd auth status: %w", translateError(err))
+	}
+	return resp.Enabled, nil
+}
+
+func (c *client) Authenticate(ctx context.Context, user, password string) error {
+	if _, err := c.cli.Authenticate(ctx, user, password); err != nil {
+		return fmt.Errorf("etcd authenticate %s: %w", user, translateError(err))
+	}
+	return nil
+}
+
+func (c *client) UserAdd(ctx context.Context, user, password string) error {
+	if _, err := c.cli.UserAdd(ctx, user, password); err != nil {
+		return fmt.Errorf("etcd add user %s: %w", user, translateError(err))
+	}
+	return nil
+}
+
+func (c *client) UserGrantRole(ctx context.Context, user, role string) error {
+	if _, err := c.cli.UserGrantRole(ctx, user, role); err != nil {
+		return fmt.Errorf("etcd grant role %s to %s: %w", role, user, translateError(err))
+	}
+	return nil
+}
+
+func (c *client) UserChangePassword(ctx context.Context, user, password string) error {
+	if _, err := c.cli.UserChangePassword(ctx, user, password); err != nil {
+		return fmt.Errorf("etcd change password of %s: %w", user, translateError(err))
+	}
+	return nil
+}
+
+func (c *client) AuthEnable(ctx context.Context) error {
+	if _, err := c.cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("etcd enable auth: %w", translateError(err))
+	}
+	return nil
 }

@@ -34,6 +34,28 @@ var (
 	// ErrNotLeader: a leader-only request reached a follower, e.g. because
 	// leadership changed meanwhile; retry.
 	ErrNotLeader = errors.New("not leader")
+
+	// ErrAuthFailed: wrong password or unknown user (etcd does not say which).
+	ErrAuthFailed = errors.New("authentication failed")
+	// ErrAuthNotEnabled: Authenticate while authentication is off.
+	ErrAuthNotEnabled = errors.New("authentication is not enabled")
+	// ErrUserEmpty: a request without credentials while authentication is on.
+	ErrUserEmpty = errors.New("user name is empty")
+	// ErrPermissionDenied: the logged-in user may not do this.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrUserExists: UserAdd of a user that exists.
+	ErrUserExists = errors.New("user already exists")
+	// ErrUserNotFound: a user operation on an unknown user.
+	ErrUserNotFound = errors.New("user not found")
+	// ErrRoleNotFound: a grant of an unknown role.
+	ErrRoleNotFound = errors.New("role not found")
+	// ErrRootUserNotExist and ErrRootRoleNotExist: AuthEnable before user root exists with
+	// the root role.
+	ErrRootUserNotExist = errors.New("root user does not exist")
+	ErrRootRoleNotExist = errors.New("root user does not have root role")
+	// ErrInvalidAuthToken: the client's token expired or was revoked (a password change
+	// revokes every token of the user); a new client logs in again.
+	ErrInvalidAuthToken = errors.New("invalid auth token")
 )
 
 // etcdErrorSentinels pairs etcd's gRPC errors with our sentinels. Matching is by
@@ -52,6 +74,16 @@ var etcdErrorSentinels = []struct {
 	{rpctypes.ErrGRPCUnhealthy, ErrUnhealthyCluster},
 	{rpctypes.ErrGRPCBadLeaderTransferee, ErrBadLeaderTransferee},
 	{rpctypes.ErrGRPCNotLeader, ErrNotLeader},
+	{rpctypes.ErrGRPCAuthFailed, ErrAuthFailed},
+	{rpctypes.ErrGRPCAuthNotEnabled, ErrAuthNotEnabled},
+	{rpctypes.ErrGRPCUserEmpty, ErrUserEmpty},
+	{rpctypes.ErrGRPCPermissionDenied, ErrPermissionDenied},
+	{rpctypes.ErrGRPCUserAlreadyExist, ErrUserExists},
+	{rpctypes.ErrGRPCUserNotFound, ErrUserNotFound},
+	{rpctypes.ErrGRPCRoleNotFound, ErrRoleNotFound},
+	{rpctypes.ErrGRPCRootUserNotExist, ErrRootUserNotExist},
+	{rpctypes.ErrGRPCRootRoleNotExist, ErrRootRoleNotExist},
+	{rpctypes.ErrGRPCInvalidAuthToken, ErrInvalidAuthToken},
 }
 
 // etcdError keeps etcd's error (and its message) while also matching a sentinel.

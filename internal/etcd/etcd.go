@@ -134,5 +134,34 @@ type Client interface {
 	Defragment(ctx context.Context, endpoint string) error
 	Alarms(ctx context.Context) ([]Alarm, error)
 	DisarmAlarm(ctx context.Context, a Alarm) error
+	Auth
 	Close() error
 }
+
+// Auth is the part of etcd's auth API the operator uses to run the single user root. Once
+// authentication is enabled, every call except AuthStatus and Authenticate needs a client
+// logged in as root (Config.Username and Password); without one they fail with ErrUserEmpty
+// or ErrPermissionDenied. Passwords never appear in returned errors.
+type Auth interface {
+	// AuthStatus reports whether authentication is enabled.
+	AuthStatus(ctx context.Context) (enabled bool, err error)
+	// Authenticate checks a user's password without changing the client's own login:
+	// ErrAuthFailed for a wrong password or an unknown user, ErrAuthNotEnabled while
+	// authentication is off (etcd checks nothing then).
+	Authenticate(ctx context.Context, user, password string) error
+	// UserAdd creates a user; ErrUserExists if it exists already.
+	UserAdd(ctx context.Context, user, password string) error
+	// UserGrantRole grants a role; granting one the user has is a no-op.
+	UserGrantRole(ctx context.Context, user, role string) error
+	// UserChangePassword sets a user's password; ErrUserNotFound for an unknown user.
+	UserChangePassword(ctx context.Context, user, password string) error
+	// AuthEnable turns authentication on; a no-op when it is on. It needs user root with
+	// the root role: ErrRootUserNotExist or ErrRootRoleNotExist otherwise.
+	AuthEnable(ctx context.Context) error
+}
+
+// RootUser and RootRole are etcd's built-in superuser and its role.
+const (
+	RootUser = "root"
+	RootRole = "root"
+)

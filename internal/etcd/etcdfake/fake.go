@@ -41,6 +41,7 @@ const (
 var methods = []string{
 	"MemberList", "AddLearner", "Promote", "Remove", "Status", "Healthy",
 	"MoveLeader", "Defragment", "Alarms", "DisarmAlarm", "Close",
+	"AuthStatus", "Authenticate", "UserAdd", "UserGrantRole", "UserChangePassword", "AuthEnable",
 }
 
 // injected is an error queued for a method; applied says whether the call
@@ -71,6 +72,8 @@ type Cluster struct {
 	failures    map[string][]injected
 	calls       []string
 	closed      bool
+	authEnabled bool
+	users       map[string]*user
 }
 
 var _ etcd.Client = (*Cluster)(nil)
@@ -83,6 +86,7 @@ func New() *Cluster {
 		maxLearners: defaultMaxLearners,
 		nextID:      1,
 		failures:    map[string][]injected{},
+		users:       map[string]*user{},
 	}
 }
 

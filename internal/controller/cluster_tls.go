@@ -1,0 +1,352 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
+
+// Reasons of the TLSReady condition (and of Progressing while the cluster waits for them).
+const (
+	ReasonCertificatesReady   = "CertificatesReady"
+	ReasonCertManagerMissing  = "CertManagerMissing"
+	ReasonIssuerNotFound      = "IssuerNotFound"
+	ReasonIssuerNotReady      = "IssuerNotReady"
+	ReasonCertificateNotReady = "CertificateNotReady"
+	ReasonCertificateConflict = "CertificateConflict"
+	ReasonSecretMissing       = "SecretMissing"
+	ReasonSecretKeyMissing    = "SecretKeyMissing"
+	ReasonSecretInvalid       = "SecretInvalid"
+)
+
+// problem is why something the cluster needs is not in place: a condition reason and a
+// message that names the object, the spec field and the fix.
+type problem struct{ reason, message string }
+
+func problemf(reason, format string, args ...any) *problem {
+	return &problem{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// secureStep is step behind the gates of TLS and auth: no member is created before its
+// certificates and the root password are readable (a Pod without its Secrets cannot start,
+// and a cluster meant to have auth must not serve without it), and auth is enabled or its
+// password rotated once the cluster is at rest.
+func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if err := r.ensureTLS(ctx, c); err != nil {
+		return false, err
+	}
+	if err := r.authGate(ctx, c); err != nil {
+		return false, err
+	}
+	if err := r.reportRefusedLogin(ctx, c, v); err != nil {
+		return false, err
+	}
+	progressed, err := r.step(ctx, c, v)
+	if err != nil || progressed {
+		return progressed, err
+	}
+	return false, r.ensureAuth(ctx, c, v)
+}
+
+// ensureTLS creates the cert-manager Certificates spec.tls asks for and checks that every
+// certificate Secret exists with valid keys. It records TLSReady, and until it is True it
+// returns an errWaiting, which keeps members from being created and requeues.
+func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if c.Spec.TLS == nil {
+		return nil
+	}
+	p, err := r.tlsProblem(ctx, c)
+	if err != nil {
+		return err
+	}
+	cond := metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: ReasonCertificatesReady,
+		Message: "every certificate Secret exists with tls.crt, tls.key and ca.crt"}
+	if p != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.message
+	}
+	if err := r.setCondition(ctx, c, cond); err != nil {
+		return err
+	}
+	if p != nil {
+		return waitFor(p.reason, "%s", p.message)
+	}
+	return nil
+}
+
+// tlsProblem is the first thing missing for TLS. Every Certificate is asked for before any
+// Secret is checked, so that cert-manager issues them all at once.
+func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (*problem, error) {
+	issued := specs.Certificates(c)
+	certs := make([]*unstructured.Unstructured, len(issued))
+	for i, ic := range issued {
+		if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
+			return p, err
+		}
+		have, p, err := r.applyCertificate(ctx, c, ic)
+		if p != nil || err != nil {
+			return p, err
+		}
+		certs[i] = have
+	}
+	for i, ic := range issued {
+		s := tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)}
+		if p, err := r.checkTLSSecret(ctx, c, s, certs[i]); p != nil || err != nil {
+			return p, err
+		}
+	}
+	for _, s := range userTLSSecrets(c) {
+		if p, err := r.checkTLSSecret(ctx, c, s, nil); p != nil || err != nil {
+			return p, err
+		}
+	}
+	return nil, nil
+}
+
+// tlsSecret is a certificate Secret the cluster needs, the keys it must have, and where it
+// comes from (a spec field or a Certificate) for messages.
+type tlsSecret struct {
+	name, source string
+	needCA       bool
+}
+
+// userTLSSecrets are the Secrets spec.tls names directly.
+func userTLSSecrets(c *etcdv1.EtcdCluster) []tlsSecret {
+	var out []tlsSecret
+	if t := c.Spec.TLS.Client; t != nil && t.ServerSecretRef != nil {
+		out = append(out, tlsSecret{t.ServerSecretRef.Name, "spec.tls.client.serverSecretRef", true})
+	}
+	if t := c.Spec.TLS.Client; t != nil && t.OperatorClientSecretRef != nil {
+		out = append(out, tlsSecret{t.OperatorClientSecretRef.Name, "spec.tls.client.operatorClientSecretRef", false})
+	}
+	if p := c.Spec.TLS.Peer; p != nil && p.SecretRef != nil {
+		out = append(out, tlsSecret{p.SecretRef.Name, "spec.tls.peer.secretRef", true})
+	}
+	return out
+}
+
+func certManagerMissing(field string) *problem {
+	return problemf(ReasonCertManagerMissing, "cert-manager is not installed (the API has no cert-manager.io/v1 kinds), but %s asks for it: install cert-manager, or name your own Secrets in spec.tls instead of certManager", field)
+}
+
+// checkIssuer requires the issuer to exist and be Ready: cert-manager would leave the
+// Certificate pending otherwise, and the user needs to know which object to fix.
+func (r *ClusterReconciler) checkIssuer(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*problem, error) {
+	gvk := specs.IssuerGVKFor(ic.Issuer)
+	key := types.NamespacedName{Name: ic.Issuer.Name}
+	where := "ClusterIssuer " + ic.Issuer.Name
+	if gvk == specs.IssuerGVK {
+		key.Namespace = c.Namespace
+		where = fmt.Sprintf("Issuer %s in namespace %s", ic.Issuer.Name, c.Namespace)
+	}
+	issuer := &unstructured.Unstructured{}
+	issuer.SetGroupVersionKind(gvk)
+	err := r.Get(ctx, key, issuer)
+	switch {
+	case meta.IsNoMatchError(err):
+		return certManagerMissing(ic.IssuerField), nil
+	case apierrors.IsNotFound(err):
+		return problemf(ReasonIssuerNotFound, "%s, named by %s, does not exist: create it, or name an existing issuer there", where, ic.IssuerField), nil
+	case err != nil:
+		return nil, err
+	}
+	if ok, why := certManagerReady(issuer); !ok {
+		return problemf(ReasonIssuerNotReady, "%s, named by %s, is not ready: %s; see kubectl describe %s", where, ic.IssuerField, why, strings.ToLower(gvk.Kind)), nil
+	}
+	return nil, nil
+}
+
+// certManagerReady reads a cert-manager object's Ready condition.
+func certManagerReady(u *unstructured.Unstructured) (bool, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, raw := range conds {
+		cond, ok := raw.(map[string]any)
+		if !ok || cond["type"] != "Ready" {
+			continue
+		}
+		if cond["status"] == "True" {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%v: %v", cond["reason"], cond["message"])
+	}
+	return false, "it has no Ready condition yet"
+}
+
+// applyCertificate creates the Certificate, or brings the fields the operator sets back to
+// what the builder says (an operator upgrade may add a name), leaving cert-manager's own.
+func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*unstructured.Unstructured, *problem, error) {
+	want := ic.Object
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(specs.CertificateGVK)
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, certManagerMissing(ic.IssuerField), nil
+	case apierrors.IsNotFound(err):
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+			return nil, nil, err
+		}
+		if err := r.Create(ctx, want); err != nil {
+			return nil, nil, client.IgnoreAlreadyExists(err)
+		}
+		r.event(c, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
+		return want, nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	if !metav1.IsControlledBy(have, c) {
+		return nil, problemf(ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
+	}
+	return have, nil, r.correctCertificate(ctx, have, want)
+}
+
+func (r *ClusterReconciler) correctCertificate(ctx context.Context, have, want *unstructured.Unstructured) error {
+	spec, _, _ := unstructured.NestedMap(have.Object, "spec")
+	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	changed := false
+	for k, v := range wantSpec {
+		if !equality.Semantic.DeepEqual(spec[k], v) {
+			spec[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := unstructured.SetNestedMap(have.Object, spec, "spec"); err != nil {
+		return err
+	}
+	return ignoreConflict(r.Update(ctx, have))
+}
+
+// checkTLSSecret requires the Secret with parseable keys. For an issued Secret, cert (the
+// Certificate) explains a missing Secret: cert-manager has not issued it yet, or why not.
+func (r *ClusterReconciler) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s tlsSecret, cert *unstructured.Unstructured) (*problem, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.name}, secret)
+	if apierrors.IsNotFound(err) {
+		if cert != nil {
+			if ok, why := certManagerReady(cert); !ok {
+				return problemf(ReasonCertificateNotReady, "Certificate %s has not been issued yet (%s); see kubectl describe certificate %s", cert.GetName(), why, cert.GetName()), nil
+			}
+		}
+		return problemf(ReasonSecretMissing, "Secret %s (%s) does not exist: create a kubernetes.io/tls Secret with %s", s.name, s.source, keyList(s.needCA)), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return secretKeysProblem(secret, s), nil
+}
+
+func keyList(needCA bool) string {
+	if needCA {
+		return "tls.crt, tls.key and ca.crt"
+	}
+	return "tls.crt and tls.key"
+}
+
+// secretKeysProblem checks what etcd and the operator will do with the keys, so that a bad
+// Secret is reported here instead of as a member that crashes at start.
+func secretKeysProblem(secret *corev1.Secret, s tlsSecret) *problem {
+	keys := []string{specs.SecretKeyCert, specs.SecretKeyKey}
+	if s.needCA {
+		keys = append(keys, specs.SecretKeyCA)
+	}
+	var missing []string
+	for _, k := range keys {
+		if len(secret.Data[k]) == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return problemf(ReasonSecretKeyMissing, "Secret %s (%s) lacks %s: it needs %s", s.name, s.source, strings.Join(missing, ", "), keyList(s.needCA))
+	}
+	if _, err := tls.X509KeyPair(secret.Data[specs.SecretKeyCert], secret.Data[specs.SecretKeyKey]); err != nil {
+		return problemf(ReasonSecretInvalid, "Secret %s (%s): tls.crt and tls.key are not a matching PEM certificate and key: %v", s.name, s.source, err)
+	}
+	if s.needCA && !x509.NewCertPool().AppendCertsFromPEM(secret.Data[specs.SecretKeyCA]) {
+		return problemf(ReasonSecretInvalid, "Secret %s (%s): ca.crt holds no PEM certificate", s.name, s.source)
+	}
+	return nil
+}
+
+// setCondition records one of the cluster's TLSReady or AuthReady conditions at once, with an
+// event when it changes, so the user sees why the cluster waits. Nothing is written while the
+// condition stays the same.
+func (r *ClusterReconciler) setCondition(ctx context.Context, c *etcdv1.EtcdCluster, cond metav1.Condition) error {
+	cond.ObservedGeneration = c.Generation
+	old := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
+	news := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
+	if !news && old.ObservedGeneration == cond.ObservedGeneration {
+		return nil
+	}
+	before := c.DeepCopy()
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		return ignoreConflict(err)
+	}
+	if news {
+		eventType := corev1.EventTypeNormal
+		if cond.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.event(c, eventType, cond.Reason, cond.Type, "%s", cond.Message)
+	}
+	return nil
+}
+
+// clustersForSecret maps a Secret to the clusters that use it, so that a Secret created or
+// renewed (by the user or cert-manager) lets a waiting cluster proceed at once.
+func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if usesSecret(&list.Items[i], obj.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
+	var names []string
+	if specs.ClientTLS(c) {
+		names = append(names, specs.ServerSecretName(c), specs.OperatorClientSecretName(c))
+	}
+	if specs.PeerTLS(c) {
+		names = append(names, specs.PeerSecretName(c))
+	}
+	if authWanted(c) {
+		names = append(names, c.Spec.Auth.RootCredentialsSecretRef.Name, specs.RootAppliedSecretName(c.Name))
+	}
+	for _, n := range names {
+		if n != "" && n == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,222 @@
+package controller
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func certManagerSpec(c *etcdv1.EtcdCluster) {
+	c.Spec.TLS = &etcdv1.EtcdClusterTLS{
+		Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
+			ServerIssuerRef: etcdv1.IssuerReference{Name: "ca"}, OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "ca"},
+		}},
+		Peer: &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: etcdv1.IssuerReference{Name: "ca"}}},
+	}
+}
+
+func userSecretsSpec(c *etcdv1.EtcdCluster) {
+	c.Spec.TLS = &etcdv1.EtcdClusterTLS{
+		Client: &etcdv1.ClientTLS{
+			ServerSecretRef:         &corev1.LocalObjectReference{Name: "server"},
+			OperatorClientSecretRef: &corev1.LocalObjectReference{Name: "operator"},
+		},
+		Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "peer"}},
+	}
+}
+
+func TestTLSWaitsWithoutCertManager(t *testing.T) {
+	h := newSecureHarness(t, false, certManagerSpec)
+	h.reconcile()
+	if n := len(h.members()); n != 0 {
+		t.Fatalf("%d members created without certificates", n)
+	}
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertManagerMissing, "install cert-manager")
+	h.expectCondition(etcdv1.ConditionProgressing, metav1.ConditionTrue, ReasonCertManagerMissing, "spec.tls.client.certManager.serverIssuerRef")
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning CertManagerMissing") {
+		t.Fatalf("events %q, want one warning", ev)
+	}
+	h.reconcile()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("the same problem was announced again: %q", ev)
+	}
+}
+
+func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
+	h := newSecureHarness(t, true, certManagerSpec)
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotFound, "Issuer ca in namespace ns, named by spec.tls.client.certManager.serverIssuerRef, does not exist")
+
+	ca := issuer("ca", false)
+	h.create(ca)
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "test says False")
+
+	setReady(ca, true, "KeyPairVerified")
+	if err := h.api.Update(context.Background(), ca); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateNotReady, "Certificate db-server-tls has not been issued yet")
+	certs := gvkList(specs.CertificateGVK)
+	if err := h.api.List(context.Background(), certs, client.InNamespace("ns")); err != nil {
+		t.Fatal(err)
+	}
+	if len(certs.Items) != 3 {
+		t.Fatalf("%d Certificates, want server, operator client and peer", len(certs.Items))
+	}
+	for _, cert := range certs.Items {
+		if !metav1.IsControlledBy(&cert, h.clusterObj()) {
+			t.Errorf("Certificate %s is not owned by the cluster: %v", cert.GetName(), cert.GetOwnerReferences())
+		}
+	}
+	if n := len(h.members()); n != 0 {
+		t.Fatalf("%d members created before the Secrets", n)
+	}
+
+	// cert-manager issues: the Secrets appear, members follow, with the issued Secrets mounted.
+	testCA := newTestCA(t)
+	for _, name := range []string{"db-server-tls", "db-operator-client-tls", "db-peer-tls"} {
+		h.create(secret(name, testCA.tlsData(t, name)))
+	}
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+	members := h.members()
+	if len(members) != 3 {
+		t.Fatalf("%d members once the Secrets exist", len(members))
+	}
+	if tls := members[0].Spec.TLS; tls == nil || tls.ServerSecretName != "db-server-tls" || tls.PeerSecretName != "db-peer-tls" || !tls.ClientCertAuth {
+		t.Fatalf("member TLS %+v", members[0].Spec.TLS)
+	}
+}
+
+func TestCertificateDriftIsCorrected(t *testing.T) {
+	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true))
+	h.reconcile()
+	cert := &unstructured.Unstructured{}
+	cert.SetGroupVersionKind(specs.CertificateGVK)
+	key := types.NamespacedName{Namespace: "ns", Name: "db-peer-tls"}
+	if err := h.api.Get(context.Background(), key, cert); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedStringSlice(cert.Object, []string{"only.example"}, "spec", "dnsNames")
+	if err := h.api.Update(context.Background(), cert); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if err := h.api.Get(context.Background(), key, cert); err != nil {
+		t.Fatal(err)
+	}
+	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if len(names) == 0 || names[0] != "*.db.ns.svc" {
+		t.Fatalf("dnsNames %v, want the builder's", names)
+	}
+}
+
+func TestForeignCertificateIsNotTaken(t *testing.T) {
+	foreign := specs.ServerCertificate(func() *etcdv1.EtcdCluster {
+		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+		certManagerSpec(c)
+		return c
+	}())
+	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true), foreign)
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateConflict, "does not belong to this cluster")
+}
+
+func TestUserSecretProblemsAreNamed(t *testing.T) {
+	ca := newTestCA(t)
+	h := newSecureHarness(t, false, userSecretsSpec)
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret server (spec.tls.client.serverSecretRef) does not exist")
+
+	data := ca.tlsData(t, "server")
+	delete(data, "ca.crt")
+	h.create(secret("server", data))
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretKeyMissing, "lacks ca.crt")
+
+	h.setSecretData("server", map[string][]byte{"tls.crt": []byte("garbage"), "tls.key": []byte("garbage"), "ca.crt": ca.pem})
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretInvalid, "not a matching PEM certificate and key")
+
+	h.setSecretData("server", ca.tlsData(t, "server"))
+	operator := ca.tlsData(t, "operator")
+	delete(operator, "ca.crt") // the operator's client Secret needs no CA
+	h.create(secret("operator", operator))
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret peer (spec.tls.peer.secretRef)")
+	if n := len(h.members()); n != 0 {
+		t.Fatalf("%d members created without the peer Secret", n)
+	}
+	h.create(secret("peer", ca.tlsData(t, "peer")))
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+	if n := len(h.members()); n != 3 {
+		t.Fatalf("%d members once every Secret is fine", n)
+	}
+}
+
+// TestClientFactoryUsesTheCurrentCertificate is renewal from the operator's side: a Secret
+// renewed between two clients gives the second one the new certificate.
+func TestClientFactoryUsesTheCurrentCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	h := newSecureHarness(t, false, userSecretsSpec,
+		secret("server", ca.tlsData(t, "server")), secret("operator", ca.tlsData(t, "operator")), secret("peer", ca.tlsData(t, "peer")))
+	c := h.clusterObj()
+	first := openedLeaf(t, h, c)
+	if first.Subject.CommonName != "operator" {
+		t.Fatalf("client certificate %s", first.Subject.CommonName)
+	}
+	h.setSecretData("operator", ca.tlsData(t, "operator-renewed"))
+	if second := openedLeaf(t, h, c); second.Subject.CommonName != "operator-renewed" {
+		t.Fatalf("after renewal the client presents %s", second.Subject.CommonName)
+	}
+	cfg := h.lastOpened()
+	if cfg.TLS.RootCAs == nil || cfg.Username != "" {
+		t.Fatalf("config %+v: want the server CA trusted and no login without spec.auth", cfg)
+	}
+}
+
+func openedLeaf(t *testing.T, h *secureHarness, c *etcdv1.EtcdCluster) *x509.Certificate {
+	t.Helper()
+	cli, err := h.r.NewClient(context.Background(), c, []string{"https://db-1.db.ns.svc:2379"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cli.Close()
+	certs := h.lastOpened().TLS.Certificates
+	if len(certs) != 1 {
+		t.Fatalf("%d client certificates, want the operator's", len(certs))
+	}
+	block, _ := pem.Decode(h.secret("operator").Data["tls.crt"])
+	leaf, err := x509.ParseCertificate(certs[0].Certificate[0])
+	if err != nil || block == nil {
+		t.Fatal(err)
+	}
+	return leaf
+}
+
+func TestSecretEventsReachTheClustersThatUseThem(t *testing.T) {
+	h := newSecureHarness(t, false, func(c *etcdv1.EtcdCluster) {
+		userSecretsSpec(c)
+		c.Spec.Auth = &etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: "root"}}
+	})
+	for name, want := range map[string]int{"server": 1, "operator": 1, "peer": 1, "root": 1, "db-root-applied": 1, "unrelated": 0} {
+		got := h.r.clustersForSecret(context.Background(), secret(name, nil))
+		if len(got) != want {
+			t.Errorf("Secret %s maps to %v, want %d cluster(s)", name, got, want)
+		}
+	}
+}

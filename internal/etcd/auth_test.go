@@ -1,0 +1,136 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAuthOverMutualTLS runs the operator's auth flow against a real etcd that requires
+// client certificates: root is created and granted, auth enabled, wrong passwords are
+// refused, and a password change takes effect for new logins.
+func TestAuthOverMutualTLS(t *testing.T) {
+	t.Parallel()
+	pki := newTestPKI(t)
+	proc := newMemberSpec(t, "auth0", "https",
+		"--cert-file", pki.serverCert, "--key-file", pki.serverKey,
+		"--trusted-ca-file", pki.caCert, "--client-cert-auth")
+	proc.start(t, initialCluster([]*etcdMember{proc}), "new", "token-"+t.Name())
+	ctx := t.Context()
+
+	cfg := Config{Endpoints: []string{proc.clientURL}, TLS: pki.clientTLS(t, true)}
+	anon := newTestClient(t, cfg)
+	waitForLeader(t, anon, proc.clientURL)
+	enableRootAuth(t, anon, "first-password")
+
+	// Without a password login, etcd takes the client certificate's common name ("client")
+	// for the user name, and there is no such user: the user API is closed. Status, which
+	// needs no auth, still answers.
+	if err := anon.UserChangePassword(shortContext(t), RootUser, "x"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("UserChangePassword without login: %v, want ErrUserNotFound (common name is no user)", err)
+	}
+	if _, err := anon.AuthStatus(shortContext(t)); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("AuthStatus without login: %v, want ErrUserNotFound", err)
+	}
+	if _, err := anon.Status(shortContext(t), proc.clientURL); err != nil {
+		t.Fatalf("Status without login: %v", err)
+	}
+
+	expectLoginRefused(t, cfg, "wrong-password")
+	root := login(t, cfg, "first-password")
+	if on, err := root.AuthStatus(shortContext(t)); err != nil || !on {
+		t.Fatalf("AuthStatus after enabling = %v, %v", on, err)
+	}
+	if _, members, err := root.MemberList(shortContext(t)); err != nil || len(members) != 1 {
+		t.Fatalf("MemberList as root: %v %v", members, err)
+	}
+	if err := root.Healthy(ctx, proc.clientURL); err != nil {
+		t.Fatalf("Healthy as root: %v", err)
+	}
+	if err := root.Authenticate(shortContext(t), RootUser, "wrong-password"); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("Authenticate with a wrong password: %v", err)
+	}
+	if err := root.Authenticate(shortContext(t), RootUser, "first-password"); err != nil {
+		t.Fatalf("Authenticate with the right password: %v", err)
+	}
+
+	if err := root.UserChangePassword(shortContext(t), RootUser, "second-password"); err != nil {
+		t.Fatal(err)
+	}
+	expectLoginRefused(t, cfg, "first-password")
+	again := login(t, cfg, "second-password")
+	if err := again.AuthEnable(shortContext(t)); err != nil {
+		t.Fatalf("AuthEnable when enabled must be a no-op: %v", err)
+	}
+}
+
+// enableRootAuth is the operator's sequence: root with its role, then the switch.
+func enableRootAuth(t *testing.T, c Client, password string) {
+	t.Helper()
+	if on, err := c.AuthStatus(shortContext(t)); err != nil || on {
+		t.Fatalf("AuthStatus of a new cluster = %v, %v", on, err)
+	}
+	if err := c.AuthEnable(shortContext(t)); !errors.Is(err, ErrRootUserNotExist) {
+		t.Fatalf("AuthEnable without root: %v, want ErrRootUserNotExist", err)
+	}
+	if err := c.UserAdd(shortContext(t), RootUser, password); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UserAdd(shortContext(t), RootUser, password); !errors.Is(err, ErrUserExists) {
+		t.Fatalf("second UserAdd: %v, want ErrUserExists", err)
+	}
+	if err := c.AuthEnable(shortContext(t)); !errors.Is(err, ErrRootRoleNotExist) {
+		t.Fatalf("AuthEnable before the grant: %v, want ErrRootRoleNotExist", err)
+	}
+	if err := c.UserChangePassword(shortContext(t), "nobody", "x"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("UserChangePassword of an unknown user: %v", err)
+	}
+	if err := c.Authenticate(shortContext(t), RootUser, password); !errors.Is(err, ErrAuthNotEnabled) {
+		t.Fatalf("Authenticate while auth is off: %v, want ErrAuthNotEnabled", err)
+	}
+	for range 2 { // the second grant is a no-op
+		if err := c.UserGrantRole(shortContext(t), RootUser, RootRole); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AuthEnable(shortContext(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func login(t *testing.T, cfg Config, password string) Client {
+	t.Helper()
+	cfg.Username, cfg.Password = RootUser, password
+	return newTestClient(t, cfg)
+}
+
+func expectLoginRefused(t *testing.T, cfg Config, password string) {
+	t.Helper()
+	cfg.Username, cfg.Password, cfg.DialTimeout = RootUser, password, 3*time.Second
+	c, err := New(cfg)
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("New with a wrong password succeeded")
+	}
+	if !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("New with a wrong password: %v, want ErrAuthFailed", err)
+	}
+	if strings.Contains(err.Error(), password) {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+}
+
+// TestCredentialsAreIgnoredWhileAuthIsOff is what lets the operator pass root's credentials
+// before it has enabled authentication.
+func TestCredentialsAreIgnoredWhileAuthIsOff(t *testing.T) {
+	t.Parallel()
+	cluster := startStaticCluster(t, 1)
+	c := login(t, Config{Endpoints: endpointsOf(cluster)}, "not-set-yet")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, _, err := c.MemberList(ctx); err != nil {
+		t.Fatalf("MemberList with credentials while auth is off: %v", err)
+	}
+}

@@ -1,0 +1,187 @@
+package specs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"math/big"
+	"net"
+	"net/url"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func certManagerTLS(c *etcdv1.EtcdCluster) {
+	c.Spec.TLS = &etcdv1.EtcdClusterTLS{
+		Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
+			ServerIssuerRef:         etcdv1.IssuerReference{Name: "ca"},
+			OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "clients", Kind: "ClusterIssuer"},
+		}},
+		Peer: &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: etcdv1.IssuerReference{Name: "peers", Kind: "Issuer"}}},
+	}
+}
+
+func strs(t *testing.T, u *unstructured.Unstructured, path ...string) []string {
+	t.Helper()
+	out, _, err := unstructured.NestedStringSlice(u.Object, path...)
+	if err != nil {
+		t.Fatalf("%v: %v", path, err)
+	}
+	return out
+}
+
+func str(t *testing.T, u *unstructured.Unstructured, path ...string) string {
+	t.Helper()
+	out, _, err := unstructured.NestedString(u.Object, path...)
+	if err != nil {
+		t.Fatalf("%v: %v", path, err)
+	}
+	return out
+}
+
+func TestCertificatesForCertManagerTLS(t *testing.T) {
+	c := cluster(certManagerTLS)
+	certs := Certificates(c)
+	var got []string
+	for _, ic := range certs {
+		if ic.Object.GroupVersionKind() != CertificateGVK || ic.Object.GetNamespace() != "prod" {
+			t.Errorf("%s: kind %v in %s", ic.Object.GetName(), ic.Object.GroupVersionKind(), ic.Object.GetNamespace())
+		}
+		if ic.Object.GetName() != ic.SecretName || str(t, ic.Object, "spec", "secretName") != ic.SecretName {
+			t.Errorf("Certificate %s fills Secret %s, want the same name", ic.Object.GetName(), str(t, ic.Object, "spec", "secretName"))
+		}
+		if ic.Object.GetLabels()[LabelCluster] != "db" {
+			t.Errorf("%s labels %v", ic.SecretName, ic.Object.GetLabels())
+		}
+		if str(t, ic.Object, "spec", "duration") != "2160h" || str(t, ic.Object, "spec", "renewBefore") != "720h" {
+			t.Errorf("%s lifetime %s / %s", ic.SecretName, str(t, ic.Object, "spec", "duration"), str(t, ic.Object, "spec", "renewBefore"))
+		}
+		got = append(got, ic.SecretName+" by "+str(t, ic.Object, "spec", "issuerRef", "kind")+"/"+str(t, ic.Object, "spec", "issuerRef", "name")+" ("+ic.IssuerField+")")
+	}
+	want := []string{
+		"db-server-tls by Issuer/ca (spec.tls.client.certManager.serverIssuerRef)",
+		"db-operator-client-tls by ClusterIssuer/clients (spec.tls.client.certManager.operatorClientIssuerRef)",
+		"db-peer-tls by Issuer/peers (spec.tls.peer.certManager.issuerRef)",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("certificates\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestCertificateUsages(t *testing.T) {
+	c := cluster(certManagerTLS)
+	for _, tc := range []struct {
+		cert *unstructured.Unstructured
+		want []string
+	}{
+		{ServerCertificate(c), []string{"digital signature", "server auth", "client auth"}},
+		{PeerCertificate(c), []string{"digital signature", "server auth", "client auth"}},
+		{OperatorClientCertificate(c), []string{"digital signature", "client auth"}},
+	} {
+		if got := strs(t, tc.cert, "spec", "usages"); !slices.Equal(got, tc.want) {
+			t.Errorf("%s usages %v, want %v", tc.cert.GetName(), got, tc.want)
+		}
+	}
+	op := OperatorClientCertificate(c)
+	if str(t, op, "spec", "commonName") != OperatorClientCommonName || len(strs(t, op, "spec", "dnsNames")) != 0 || len(strs(t, op, "spec", "ipAddresses")) != 0 {
+		t.Errorf("operator client certificate must be CN %s without SANs: %v", OperatorClientCommonName, op.Object["spec"])
+	}
+}
+
+// TestServerCertificateCoversEveryName signs a certificate with exactly the builder's SANs and
+// lets crypto/x509 decide, as a client would, whether each name clients use matches.
+func TestServerCertificateCoversEveryName(t *testing.T) {
+	c := cluster(certManagerTLS)
+	server := signedWithSANs(t, strs(t, ServerCertificate(c), "spec", "dnsNames"), strs(t, ServerCertificate(c), "spec", "ipAddresses"))
+	hosts := []string{"localhost", "127.0.0.1", "::1", "db-client", "db-client.prod", "db-client.prod.svc", "db-client.prod.svc.cluster.local",
+		"db", "db.prod", "db.prod.svc", "db.prod.svc.cluster.local", "db-1.db.prod.svc", "db-7.db.prod.svc.cluster.local"}
+	hosts = append(hosts, urlHost(t, ClientURL(c, "db-12")))
+	for _, h := range hosts {
+		if err := server.VerifyHostname(h); err != nil {
+			t.Errorf("server certificate does not cover %s: %v", h, err)
+		}
+	}
+	if err := server.VerifyHostname("db-1.other.prod.svc"); err == nil {
+		t.Error("server certificate covers another cluster's member")
+	}
+	peer := signedWithSANs(t, strs(t, PeerCertificate(c), "spec", "dnsNames"), strs(t, PeerCertificate(c), "spec", "ipAddresses"))
+	for _, h := range []string{urlHost(t, PeerURL(c, "db-3")), "db-3.db.prod.svc.cluster.local", "db.prod.svc", "127.0.0.1"} {
+		if err := peer.VerifyHostname(h); err != nil {
+			t.Errorf("peer certificate does not cover %s: %v", h, err)
+		}
+	}
+}
+
+func urlHost(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Hostname()
+}
+
+func signedWithSANs(t *testing.T, dnsNames, ips []string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: dnsNames}
+	for _, ip := range ips {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func TestSecretNamesFollowUserSecretsOrDefaults(t *testing.T) {
+	c := cluster(func(c *etcdv1.EtcdCluster) {
+		c.Spec.TLS = &etcdv1.EtcdClusterTLS{
+			Client: &etcdv1.ClientTLS{
+				ServerSecretRef:         &corev1.LocalObjectReference{Name: "my-server"},
+				OperatorClientSecretRef: &corev1.LocalObjectReference{Name: "my-op"},
+			},
+			Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "my-peer"}},
+		}
+	})
+	if ServerSecretName(c) != "my-server" || PeerSecretName(c) != "my-peer" || OperatorClientSecretName(c) != "my-op" {
+		t.Errorf("user Secrets: %s %s %s", ServerSecretName(c), PeerSecretName(c), OperatorClientSecretName(c))
+	}
+	if n := len(Certificates(c)); n != 0 {
+		t.Errorf("%d Certificates for user Secrets, want none", n)
+	}
+	c.Spec.TLS.Client.OperatorClientSecretRef = nil
+	if OperatorClientSecretName(c) != "" || ClientCertAuth(c) {
+		t.Error("without an operator client certificate there is no mutual TLS and no client Secret")
+	}
+	if RootAppliedSecretName("db") != "db-root-applied" {
+		t.Error(RootAppliedSecretName("db"))
+	}
+}
+
+func TestIssuerKindDefaultsToIssuer(t *testing.T) {
+	if IssuerGVKFor(etcdv1.IssuerReference{Name: "x"}) != IssuerGVK || IssuerGVKFor(etcdv1.IssuerReference{Name: "x", Kind: "ClusterIssuer"}) != ClusterIssuerGVK {
+		t.Fatal("issuer kinds")
+	}
+	c := cluster(certManagerTLS)
+	c.Spec.TLS.Client.CertManager.OperatorClientIssuerRef = nil
+	c.Spec.TLS.Peer = nil
+	certs := Certificates(c)
+	if len(certs) != 1 || str(t, certs[0].Object, "spec", "issuerRef", "kind") != "Issuer" || str(t, certs[0].Object, "spec", "issuerRef", "group") != "cert-manager.io" {
+		t.Fatalf("certificates %v", certs)
+	}
+}
