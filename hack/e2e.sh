@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# cert-manager is part of every run: the TLS tests need it.
+export LOCALCLUSTER_ADDONS=${LOCALCLUSTER_ADDONS-cert-manager}
+
 # One local cluster per machine: wait for whoever else (another checkout, make bench) has it.
 exec 9>/tmp/etcd-operator-localcluster.lock
 flock 9
