@@ -99,10 +99,13 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	// One factory for both reconcilers: the member controller removes members through etcd
 	// too, with the same certificates and credentials.
 	newClient := controller.NewSecretClientFactory(mgr.GetClient())
+	podOptions := specs.PodOptions{ImageRepository: o.imageRepository}
 	clusters := &controller.ClusterReconciler{
-		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorder("etcd-operator"),
-		NewClient: newClient,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("etcd-operator"),
+		NewClient:  newClient,
+		PodOptions: podOptions,
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)
@@ -111,7 +114,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		Client:     mgr.GetClient(),
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
 		NewClient:  newClient,
-		PodOptions: specs.PodOptions{ImageRepository: o.imageRepository},
+		PodOptions: podOptions,
 	}
 	if err := members.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdMember controller: %w", err)

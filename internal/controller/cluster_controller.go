@@ -19,6 +19,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // ClientFactory opens an etcd client for a cluster; tests replace it with a fake.
@@ -29,6 +30,11 @@ type ClusterReconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
 	NewClient ClientFactory
+	// PodOptions must equal the member controller's: Pods are compared with what it builds.
+	PodOptions specs.PodOptions
+	// APIReader reads around the cache where a stale answer could restart two members at
+	// once; the client when nil.
+	APIReader client.Reader
 	// Now is the clock of the progress deadline; time.Now when nil.
 	Now func() time.Time
 }

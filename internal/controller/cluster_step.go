@@ -55,7 +55,10 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 			return done && err == nil, err
 		}
 	}
-	return r.scale(ctx, c, v, replicas)
+	if done, err := r.scale(ctx, c, v, replicas); done || err != nil {
+		return done, err
+	}
+	return r.rollOutdatedPods(ctx, c, v)
 }
 
 func ptrOr[T any](p *T, fallback T) T {

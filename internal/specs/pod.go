@@ -1,6 +1,9 @@
 package specs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -58,7 +61,30 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),
 		},
 	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationPodTemplateHash] = templateHash(pod)
 	return pod
+}
+
+// AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
+// spec change (resources, affinity, options, metadata, ...) shows as a mismatch with the Pod
+// the spec would build now.
+const AnnotationPodTemplateHash = "etcd-operator.cozystack.io/pod-template-hash"
+
+// templateHash fingerprints a Pod's labels, annotations and spec. encoding/json writes map
+// keys in order, so equal Pods hash alike.
+func templateHash(pod *corev1.Pod) string {
+	data, err := json.Marshal(struct {
+		Labels, Annotations map[string]string
+		Spec                corev1.PodSpec
+	}{pod.Labels, pod.Annotations, pod.Spec})
+	if err != nil {
+		panic(fmt.Sprintf("a Pod always marshals: %v", err))
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 func ptr[T any](v T) *T { return &v }

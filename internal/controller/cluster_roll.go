@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// rollOutdatedPods applies a changed Pod spec (resources, affinity, options, metadata, ...)
+// by restarting one member at a time, and only when the whole cluster is healthy: every
+// member's Pod is up, Ready and not terminating, read live from the API so that a deletion
+// a moment ago is seen, and every voter answers. A PVC member comes back with its data and
+// ID; a tmpfs member is replaced, which needs another member to hold the data. Leadership
+// moves away first, so the cluster never waits for an election.
+func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	pods, err := r.livePods(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	var outdated []*etcdv1.EtcdMember
+	var down []string
+	for _, m := range v.members {
+		pod := pods[m.Name]
+		if pod == nil || !pod.DeletionTimestamp.IsZero() || !podReady(pod) {
+			down = append(down, m.Name)
+			continue
+		}
+		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] {
+			outdated = append(outdated, m)
+		}
+	}
+	if len(outdated) == 0 {
+		return false, nil
+	}
+	if len(down) > 0 {
+		return false, waitFor("RollingUpdate", "%d members to restart for the new Pod spec; waiting for %s to be up first", len(outdated), strings.Join(down, ", "))
+	}
+	if total, healthy := v.voters(); healthy < total {
+		return false, waitFor("MembersUnhealthy", "not restarting members for the new Pod spec: %d of %d voters healthy", healthy, total)
+	}
+	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory && len(v.members) == 1 {
+		return false, waitFor("PodSpecChangeBlocked", "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
+	}
+	victim := r.pickRollVictim(c, v, outdated)
+	if moved, err := r.moveLeaderAwayFrom(ctx, c, v, victim); moved || err != nil {
+		return moved, err
+	}
+	pod := pods[victim.Name]
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	r.event(c, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (%d of %d outdated)", victim.Name, len(outdated), len(v.members))
+	return true, nil
+}
+
+// livePods maps member names to their Pods, read from the API server rather than the cache.
+func (r *ClusterReconciler) livePods(ctx context.Context, c *etcdv1.EtcdCluster) (map[string]*corev1.Pod, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	list := &corev1.PodList{}
+	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	pods := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[list.Items[i].Name] = &list.Items[i]
+	}
+	return pods, nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// pickRollVictim takes followers before the leader.
+func (r *ClusterReconciler) pickRollVictim(c *etcdv1.EtcdCluster, v *clusterView, outdated []*etcdv1.EtcdMember) *etcdv1.EtcdMember {
+	for _, m := range outdated {
+		if em, ok := v.etcdMemberFor(c, m); !ok || em.ID != v.leader {
+			return m
+		}
+	}
+	return outdated[0]
+}
+
+// moveLeaderAwayFrom hands leadership to another healthy voter when m leads; true when it did.
+func (r *ClusterReconciler) moveLeaderAwayFrom(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, m *etcdv1.EtcdMember) (bool, error) {
+	em, ok := v.etcdMemberFor(c, m)
+	if !ok || em.ID != v.leader {
+		return false, nil
+	}
+	for _, other := range v.etcdMembers {
+		if other.ID == em.ID || other.IsLearner || !v.healthy[other.ID] {
+			continue
+		}
+		if err := v.etcd.MoveLeader(ctx, other.ID); err != nil {
+			return false, fmt.Errorf("moving leadership away from %s before restarting it: %w", m.Name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
+		return true, nil
+	}
+	return false, nil // the only voter: it restarts as leader
+}

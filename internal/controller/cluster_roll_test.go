@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// startPods creates, for every member without one, the Pod the member controller would
+// build now, Ready.
+func (h *harness) startPods() {
+	h.t.Helper()
+	c := h.clusterObj()
+	for _, m := range h.members() {
+		pod := specs.Pod(c, m, h.r.PodOptions)
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if err := h.api.Create(context.Background(), pod); client.IgnoreAlreadyExists(err) != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+func (h *harness) podNames() []string {
+	h.t.Helper()
+	list := &corev1.PodList{}
+	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *harness) setMemoryRequest(q string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	c.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestChangedPodSpecRestartsOneMemberAtATimeLeaderLast(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("an unchanged spec restarted Pods: %v", got)
+	}
+	_, list, _ := h.etcd.MemberList(context.Background())
+	leader := list[0] // db-1
+	h.etcd.SetLeader(leader.ID)
+	h.setMemoryRequest("512Mi")
+
+	var restarted []string
+	for range 3 {
+		before := h.podNames()
+		h.reconcile()
+		after := h.podNames()
+		if len(after) != 2 {
+			t.Fatalf("one Pod at a time: before %v, after %v", before, after)
+		}
+		h.reconcile() // the restarted member is not back: nothing more happens
+		if got := h.podNames(); !slices.Equal(got, after) {
+			t.Fatalf("a second member went while one was down: %v", got)
+		}
+		for _, name := range before {
+			if !slices.Contains(after, name) {
+				restarted = append(restarted, name)
+			}
+		}
+		h.startPods()
+		if restarted[len(restarted)-1] == "db-1" {
+			break
+		}
+		if len(restarted) == 2 {
+			h.reconcile() // db-1 leads: leadership moves first, no Pod goes
+			if moves := h.etcd.CallsTo("MoveLeader"); len(moves) != 1 || len(h.podNames()) != 3 {
+				t.Fatalf("leadership moves before the leader restarts: calls %v, Pods %v", moves, h.podNames())
+			}
+		}
+	}
+	if !slices.Equal(restarted, []string{"db-2", "db-3", "db-1"}) {
+		t.Fatalf("restart order %v, want followers first, the leader last", restarted)
+	}
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("every Pod up to date, yet one was restarted: %v", got)
+	}
+}
+
+func TestChangedPodSpecWaitsForUnhealthyVoters(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	_, list, _ := h.etcd.MemberList(context.Background())
+	h.etcd.SetDown(list[1].ID, true)
+	h.setMemoryRequest("512Mi")
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("a Pod was restarted while a voter was down: %v", got)
+	}
+	assertProgressingReason(t, h, "MembersUnhealthy")
+}
+
+func TestChangedPodSpecOfASingleTmpfsMemberIsNotApplied(t *testing.T) {
+	h := newHarness(t)
+	c := h.clusterObj()
+	one := int32(1)
+	c.Spec.Replicas, c.Spec.Storage.Medium = &one, etcdv1.StorageMediumMemory
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	h.running()
+	h.startPods()
+	h.setMemoryRequest("512Mi")
+	h.reconcile()
+	if got := h.podNames(); len(got) != 1 {
+		t.Fatalf("the only tmpfs member was restarted, losing the data: %v", got)
+	}
+	assertProgressingReason(t, h, "PodSpecChangeBlocked")
+}
+
+func assertProgressingReason(t *testing.T, h *harness, reason string) {
+	t.Helper()
+	for _, cond := range h.clusterObj().Status.Conditions {
+		if cond.Type == etcdv1.ConditionProgressing && cond.Reason == reason {
+			return
+		}
+	}
+	t.Fatalf("Progressing reason is not %s: %+v", reason, h.clusterObj().Status.Conditions)
+}
