@@ -10,6 +10,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 const (
@@ -21,9 +22,9 @@ const (
 // "root", all in place.
 func authHarness(t *testing.T, rootData map[string][]byte) *secureHarness {
 	t.Helper()
-	ca := newTestCA(t)
+	ca := testpki.NewCA(t)
 	objs := []corev1.Secret{
-		*secret("server", ca.tlsData(t, "server")), *secret("operator", ca.tlsData(t, "operator")), *secret("peer", ca.tlsData(t, "peer")),
+		*secret("server", tlsData(t, ca, "server")), *secret("operator", tlsData(t, ca, "operator")), *secret("peer", tlsData(t, ca, "peer")),
 	}
 	h := newSecureHarness(t, false, func(c *etcdv1.EtcdCluster) {
 		userSecretsSpec(c)

@@ -15,6 +15,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 func certManagerSpec(c *etcdv1.EtcdCluster) {
@@ -86,9 +87,9 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	}
 
 	// cert-manager issues: the Secrets appear, members follow, with the issued Secrets mounted.
-	testCA := newTestCA(t)
+	testCA := testpki.NewCA(t)
 	for _, name := range []string{"db-server-tls", "db-operator-client-tls", "db-peer-tls"} {
-		h.create(secret(name, testCA.tlsData(t, name)))
+		h.create(secret(name, tlsData(t, testCA, name)))
 	}
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
@@ -136,23 +137,23 @@ func TestForeignCertificateIsNotTaken(t *testing.T) {
 }
 
 func TestUserSecretProblemsAreNamed(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.NewCA(t)
 	h := newSecureHarness(t, false, userSecretsSpec)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret server (spec.tls.client.serverSecretRef) does not exist")
 
-	data := ca.tlsData(t, "server")
+	data := tlsData(t, ca, "server")
 	delete(data, "ca.crt")
 	h.create(secret("server", data))
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretKeyMissing, "lacks ca.crt")
 
-	h.setSecretData("server", map[string][]byte{"tls.crt": []byte("garbage"), "tls.key": []byte("garbage"), "ca.crt": ca.pem})
+	h.setSecretData("server", map[string][]byte{"tls.crt": []byte("garbage"), "tls.key": []byte("garbage"), "ca.crt": ca.PEM})
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretInvalid, "not a matching PEM certificate and key")
 
-	h.setSecretData("server", ca.tlsData(t, "server"))
-	operator := ca.tlsData(t, "operator")
+	h.setSecretData("server", tlsData(t, ca, "server"))
+	operator := tlsData(t, ca, "operator")
 	delete(operator, "ca.crt") // the operator's client Secret needs no CA
 	h.create(secret("operator", operator))
 	h.reconcile()
@@ -160,7 +161,7 @@ func TestUserSecretProblemsAreNamed(t *testing.T) {
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created without the peer Secret", n)
 	}
-	h.create(secret("peer", ca.tlsData(t, "peer")))
+	h.create(secret("peer", tlsData(t, ca, "peer")))
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
 	if n := len(h.members()); n != 3 {
@@ -171,15 +172,15 @@ func TestUserSecretProblemsAreNamed(t *testing.T) {
 // TestClientFactoryUsesTheCurrentCertificate is renewal from the operator's side: a Secret
 // renewed between two clients gives the second one the new certificate.
 func TestClientFactoryUsesTheCurrentCertificate(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.NewCA(t)
 	h := newSecureHarness(t, false, userSecretsSpec,
-		secret("server", ca.tlsData(t, "server")), secret("operator", ca.tlsData(t, "operator")), secret("peer", ca.tlsData(t, "peer")))
+		secret("server", tlsData(t, ca, "server")), secret("operator", tlsData(t, ca, "operator")), secret("peer", tlsData(t, ca, "peer")))
 	c := h.clusterObj()
 	first := openedLeaf(t, h, c)
 	if first.Subject.CommonName != "operator" {
 		t.Fatalf("client certificate %s", first.Subject.CommonName)
 	}
-	h.setSecretData("operator", ca.tlsData(t, "operator-renewed"))
+	h.setSecretData("operator", tlsData(t, ca, "operator-renewed"))
 	if second := openedLeaf(t, h, c); second.Subject.CommonName != "operator-renewed" {
 		t.Fatalf("after renewal the client presents %s", second.Subject.CommonName)
 	}

@@ -2,19 +2,13 @@ package etcd
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 func TestTLSClientCertificates(t *testing.T) {
@@ -54,72 +48,15 @@ type testPKI struct {
 func newTestPKI(t *testing.T) testPKI {
 	t.Helper()
 	dir := t.TempDir()
-	caKey := newKey(t)
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "etcd-operator test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER := signCert(t, caTemplate, caTemplate, caKey, caKey)
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pki := testPKI{caCert: writePEM(t, dir, "ca.crt", "CERTIFICATE", caDER)}
-	pki.serverCert, pki.serverKey = issueLeaf(t, dir, "server", ca, caKey, x509.ExtKeyUsageServerAuth)
-	pki.clientCert, pki.clientKey = issueLeaf(t, dir, "client", ca, caKey, x509.ExtKeyUsageClientAuth)
+	ca := testpki.NewCA(t)
+	pki := testPKI{caCert: testpki.WriteFile(t, dir, "ca.crt", ca.PEM)}
+	pki.serverCert, pki.serverKey = ca.Issue(t, testpki.Request{
+		CommonName: "server", IPs: []string{"127.0.0.1"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}).WriteFiles(t, dir, "server")
+	pki.clientCert, pki.clientKey = ca.Issue(t, testpki.Request{
+		CommonName: "client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}).WriteFiles(t, dir, "client")
 	return pki
-}
-
-func issueLeaf(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage) (certPath, keyPath string) {
-	t.Helper()
-	key := newKey(t)
-	template := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der := signCert(t, template, ca, key, caKey)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, dir, name+".crt", "CERTIFICATE", der), writePEM(t, dir, name+".key", "EC PRIVATE KEY", keyDER)
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func signCert(t *testing.T, template, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, template, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
-func writePEM(t *testing.T, dir, name, blockType string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // clientTLS trusts the test CA and, if withCert, presents the client certificate.

@@ -1,12 +1,7 @@
 package specs
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"math/big"
-	"net"
 	"net/url"
 	"slices"
 	"testing"
@@ -15,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 func certManagerTLS(c *etcdv1.EtcdCluster) {
@@ -129,23 +125,7 @@ func urlHost(t *testing.T, raw string) string {
 
 func signedWithSANs(t *testing.T, dnsNames, ips []string) *x509.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: dnsNames}
-	for _, ip := range ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return testpki.NewCA(t).Issue(t, testpki.Request{DNSNames: dnsNames, IPs: ips}).Cert
 }
 
 func TestSecretNamesFollowUserSecretsOrDefaults(t *testing.T) {

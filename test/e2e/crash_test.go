@@ -79,22 +79,29 @@ func TestBootstrapFive(t *testing.T) {
 // setOperatorReplicas scales the operator's Deployment and waits until that many are ready.
 func setOperatorReplicas(t *testing.T, n int32) {
 	t.Helper()
+	changeOperator(t, fmt.Sprintf("%d operator replicas", n), func(d *appsv1.Deployment) { d.Spec.Replicas = &n })
+}
+
+// changeOperator patches the operator's Deployment and waits until the rollout is done.
+func changeOperator(t *testing.T, what string, change func(*appsv1.Deployment)) {
+	t.Helper()
 	d := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: operatorNamespace, Name: "etcd-operator"}
 	if err := k8s.Get(context.Background(), key, d); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = &n
+	change(d)
 	if err := k8s.Patch(context.Background(), d, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, fmt.Sprintf("%d operator replicas ready", n), func() error {
+	eventually(t, 3*time.Minute, what+" rolled out", func() error {
 		if err := k8s.Get(context.Background(), key, d); err != nil {
 			return err
 		}
-		if d.Status.ReadyReplicas != n || d.Status.Replicas != n {
-			return fmt.Errorf("%d of %d ready", d.Status.ReadyReplicas, d.Status.Replicas)
+		s, want := d.Status, *d.Spec.Replicas
+		if s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.ReadyReplicas != want || s.Replicas != want {
+			return fmt.Errorf("rollout: %+v", s)
 		}
 		return nil
 	})

@@ -17,35 +17,18 @@ import (
 // setOperatorFailpoints turns the operator's failpoints on or off and waits for the rollout.
 func setOperatorFailpoints(t *testing.T, on bool) {
 	t.Helper()
-	d := &appsv1.Deployment{}
-	key := client.ObjectKey{Namespace: operatorNamespace, Name: "etcd-operator"}
-	if err := k8s.Get(context.Background(), key, d); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	container := &d.Spec.Template.Spec.Containers[0]
-	var env []corev1.EnvVar
-	for _, e := range container.Env {
-		if e.Name != failpoint.EnvVar {
-			env = append(env, e)
+	changeOperator(t, fmt.Sprintf("failpoints=%v", on), func(d *appsv1.Deployment) {
+		container := &d.Spec.Template.Spec.Containers[0]
+		var env []corev1.EnvVar
+		for _, e := range container.Env {
+			if e.Name != failpoint.EnvVar {
+				env = append(env, e)
+			}
 		}
-	}
-	if on {
-		env = append(env, corev1.EnvVar{Name: failpoint.EnvVar, Value: "enabled"})
-	}
-	container.Env = env
-	if err := k8s.Patch(context.Background(), d, patch); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 3*time.Minute, fmt.Sprintf("operator rolled out with failpoints=%v", on), func() error {
-		if err := k8s.Get(context.Background(), key, d); err != nil {
-			return err
+		if on {
+			env = append(env, corev1.EnvVar{Name: failpoint.EnvVar, Value: "enabled"})
 		}
-		s, want := d.Status, *d.Spec.Replicas
-		if s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.ReadyReplicas != want || s.Replicas != want {
-			return fmt.Errorf("rollout: %+v", s)
-		}
-		return nil
+		container.Env = env
 	})
 }
 
