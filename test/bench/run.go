@@ -38,11 +38,19 @@ type step struct {
 // steps are what a user does to clusters, in order. Pod loss takes a follower of the grown
 // cluster; bootstrap of 5 is a second cluster.
 var steps = []step{
-	{"bootstrap, 3 members", "grown", 3, func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, 3) }},
-	{"scale-out 3 -> 4", "grown", 4, func(ctx context.Context, _ *bench, s subject) error { return s.grow(ctx, 4) }},
-	{"scale-out 4 -> 5", "grown", 5, func(ctx context.Context, _ *bench, s subject) error { return s.grow(ctx, 5) }},
+	{"bootstrap, 3 members", "grown", 3, bootstrap(3)},
+	{"scale-out 3 -> 4", "grown", 4, growTo(4)},
+	{"scale-out 4 -> 5", "grown", 5, growTo(5)},
 	{"Pod loss, 5 members", "grown", 5, loseFollower},
-	{"bootstrap, 5 members", "five", 5, func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, 5) }},
+	{"bootstrap, 5 members", "five", 5, bootstrap(5)},
+}
+
+func bootstrap(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, n) }
+}
+
+func growTo(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.grow(ctx, n) }
 }
 
 // lost deletes a Pod as a crash or a lost node does: at once, with no graceful stop. A
