@@ -34,6 +34,8 @@ type bench struct {
 	k8s  client.WithWatch
 	kube kubernetes.Interface // for the apiserver's own /metrics
 	opts options
+	// operatorStarted identifies the operator process measured: its start time.
+	operatorStarted float64
 }
 
 func newBench(o options) (*bench, error) {

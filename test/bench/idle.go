@@ -83,8 +83,8 @@ func (b *bench) countWrites(ctx context.Context) (*atRest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if started := "process_start_time_seconds"; opBefore.value(started) != opAfter.value(started) {
-		return nil, fmt.Errorf("the operator restarted while its writes were counted")
+	if err := b.sameOperator(opAfter); err != nil {
+		return nil, err
 	}
 	r := &atRest{
 		clusters:        b.opts.idleClusters,
@@ -99,6 +99,16 @@ func (b *bench) countWrites(ctx context.Context) (*atRest, error) {
 		delete(r.operatorWrites, "PUT")
 	}
 	return r, nil
+}
+
+// sameOperator fails when the operator process is not the one the bench started with: it
+// restarted, or someone deployed another build onto the cluster mid-run, and the numbers
+// would not be one operator's.
+func (b *bench) sameOperator(now families) error {
+	if started := now.value(processStarted); started != b.operatorStarted {
+		return fmt.Errorf("the operator process changed during the bench (started at %.0f, now %.0f): restarted or redeployed", b.operatorStarted, started)
+	}
+	return nil
 }
 
 func (b *bench) scrape(ctx context.Context) (operator, apiserver families, err error) {

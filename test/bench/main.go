@@ -50,6 +50,11 @@ func run(ctx context.Context, o options) error {
 	}
 	// Whatever happens, nothing the bench made is left behind for the next user of the cluster.
 	defer b.deleteNamespaces(context.WithoutCancel(ctx))
+	first, err := b.operatorMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	b.operatorStarted = first.value(processStarted)
 	times := newSamples()
 	for i := range o.runs {
 		logf("run %d of %d", i+1, o.runs)

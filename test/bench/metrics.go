@@ -19,6 +19,7 @@ const (
 	operatorNamespace = "etcd-operator-system"
 	// operatorMetricsPort is the operator's --metrics-bind-address in config/manager.
 	operatorMetricsPort = "8080"
+	processStarted      = "process_start_time_seconds"
 )
 
 type families map[string]*dto.MetricFamily
