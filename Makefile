@@ -89,6 +89,12 @@ test-api: ## CRD validation and defaults against a real kube-apiserver.
 test-e2e: ## The operator, deployed from config/, on the local cluster; stops the cluster after.
 	hack/e2e.sh
 
+##@ Benchmarks
+
+.PHONY: bench
+bench: ## Operator vs. etcd started by hand, as ratios; API writes and memory at rest. Stops the local cluster after.
+	hack/bench.sh
+
 .PHONY: help
 help:
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

@@ -8,14 +8,6 @@ cd "$(dirname "$0")/.."
 # cert-manager is part of every run: the TLS tests need it.
 export LOCALCLUSTER_ADDONS=${LOCALCLUSTER_ADDONS-cert-manager}
 
-# One local cluster per machine: wait for whoever else (another checkout, make bench) has it.
-exec 9>/tmp/etcd-operator-localcluster.lock
-flock 9
-
-if [ "${KEEP_CLUSTER:-}" != 1 ]; then
-  trap 'make --no-print-directory local-down' EXIT
-fi
-KUBECONFIG=$(hack/local-up.sh 9>&- | tail -n1) # the cluster outlives this script: no lock for it
-export KUBECONFIG
-hack/deploy-operator.sh
+# shellcheck source=hack/operator-up.sh
+source hack/operator-up.sh
 go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

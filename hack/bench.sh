@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# make bench: the local cluster, the operator deployed from config/, the benchmark
+# (test/bench: the operator's times beside a floor measured in the same run, and its API
+# writes and memory at rest), and the local cluster stopped again whatever the outcome
+# (KEEP_CLUSTER=1 keeps it; BENCH_FLAGS passes flags, e.g. "-runs 1 -idle-window 30s").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
+CGO_ENABLED=0 go build -o bin/bench ./test/bench
+
+# shellcheck source=hack/operator-up.sh
+source hack/operator-up.sh
+# shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+bin/bench ${BENCH_FLAGS:-}

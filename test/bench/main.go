@@ -1,0 +1,75 @@
+// Command bench measures the operator against a floor measured in the same run: the same etcd
+// image started by hand as a static cluster on the same Kubernetes cluster. A ratio to that
+// floor says what the operator adds; an absolute time would mostly say how busy the machine
+// was. It also counts the operator's API writes and its memory with idle clusters: at rest
+// the operator must write nothing.
+//
+// It works on the cluster of $KUBECONFIG with the operator deployed; make bench starts the
+// local cluster, deploys the operator, runs this and stops the cluster again.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	runs         int
+	timeout      time.Duration
+	idleClusters int
+	idleWarmup   time.Duration
+	idleWindow   time.Duration
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "runs", 3, "how often each time is measured; the median is reported")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one cluster to be ready; an error after it")
+	flag.IntVar(&o.idleClusters, "idle-clusters", 20, "one-member clusters left idle while the operator's API writes are counted")
+	flag.DurationVar(&o.idleWarmup, "idle-warmup", 15*time.Second, "wait between the idle clusters being Available and counting")
+	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	started := time.Now()
+	b, err := newBench(o)
+	if err != nil {
+		return err
+	}
+	// Whatever happens, nothing the bench made is left behind for the next user of the cluster.
+	defer b.deleteNamespaces(context.WithoutCancel(ctx))
+	first, err := b.operatorMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	b.operatorStarted = first.value(processStarted)
+	times := newSamples()
+	for i := range o.runs {
+		logf("run %d of %d", i+1, o.runs)
+		if err := b.timedRun(ctx, i, times); err != nil {
+			return err
+		}
+	}
+	rest, err := b.idle(ctx)
+	if err != nil {
+		return err
+	}
+	return printReport(os.Stdout, o, times, rest, time.Since(started))
+}
+
+// logf reports progress on stderr; the report alone goes to stdout.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	operatorNamespace = "etcd-operator-system"
+	// operatorMetricsPort is the operator's --metrics-bind-address in config/manager.
+	operatorMetricsPort = "8080"
+	processStarted      = "process_start_time_seconds"
+)
+
+type families map[string]*dto.MetricFamily
+
+func parseMetrics(r io.Reader) (families, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(r)
+}
+
+// sumBy adds up a metric's samples under the key their labels give; key "" leaves one out.
+func (f families) sumBy(name string, key func(labels map[string]string) string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range f[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if k := key(labels); k != "" {
+			out[k] += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+	}
+	return out
+}
+
+// value is a metric without labels, such as a process's memory.
+func (f families) value(name string) float64 {
+	return f.sumBy(name, func(map[string]string) string { return name })[name]
+}
+
+// grown is what the counters added between two scrapes, the unchanged ones left out.
+func grown(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// operatorMetrics scrapes the operator's Pod directly: Pod IPs are reachable from the host,
+// and the operator's metrics endpoint needs no credentials.
+func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
+	pods := &corev1.PodList{}
+	if err := b.k8s.List(ctx, pods, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+		return nil, err
+	}
+	var ip string
+	for i := range pods.Items {
+		if p := &pods.Items[i]; podReady(p) && p.DeletionTimestamp.IsZero() {
+			if ip != "" {
+				return nil, fmt.Errorf("more than one operator Pod in %s: its writes would be split", operatorNamespace)
+			}
+			ip = p.Status.PodIP
+		}
+	}
+	if ip == "" {
+		return nil, fmt.Errorf("no ready operator Pod in %s", operatorNamespace)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, operatorMetricsPort)+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("operator metrics: %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// apiserverMetrics are the apiserver's own counters: they see every client's requests.
+func (b *bench) apiserverMetrics(ctx context.Context) (families, error) {
+	raw, err := b.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver metrics: %w", err)
+	}
+	return parseMetrics(bytes.NewReader(raw))
+}
+
+// operatorWrites are the operator's write requests by HTTP method, from client-go's counter.
+func operatorWrites(f families) map[string]float64 {
+	return f.sumBy("rest_client_requests_total", func(l map[string]string) string {
+		switch l["method"] {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			return l["method"]
+		}
+		return ""
+	})
+}
+
+// apiserverWrites are every client's write requests by verb and resource, except Leases and
+// Nodes: every component's heartbeats, which say nothing about the operator.
+func apiserverWrites(f families) map[string]float64 {
+	return f.sumBy("apiserver_request_total", func(l map[string]string) string {
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			return ""
+		}
+		if l["resource"] == "leases" || l["resource"] == "nodes" {
+			return ""
+		}
+		resource := l["resource"]
+		if l["group"] != "" {
+			resource = l["group"] + "/" + resource
+		}
+		if l["subresource"] != "" {
+			resource += "/" + l["subresource"]
+		}
+		return l["verb"] + " " + resource
+	})
+}

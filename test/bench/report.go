@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// samples are the measured times by metric and side, metrics in the order first measured.
+type samples struct {
+	metrics []string
+	times   map[string]map[string][]time.Duration
+}
+
+func newSamples() *samples {
+	return &samples{times: map[string]map[string][]time.Duration{}}
+}
+
+func (s *samples) add(metric, side string, d time.Duration) {
+	if s.times[metric] == nil {
+		s.metrics = append(s.metrics, metric)
+		s.times[metric] = map[string][]time.Duration{}
+	}
+	s.times[metric][side] = append(s.times[metric][side], d)
+}
+
+// median resists the one slow sample that a machine shared with other builds produces.
+func median(ds []time.Duration) time.Duration {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	mid := len(sorted) / 2
+	if len(sorted)%2 == 0 {
+		return (sorted[mid-1] + sorted[mid]) / 2
+	}
+	return sorted[mid]
+}
+
+func seconds(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.1f", d.Seconds())
+	}
+	return strings.Join(parts, " ")
+}
+
+// printReport writes the report with its tab-separated columns aligned; lines without tabs
+// (titles) do not take part in the alignment.
+func printReport(w io.Writer, o options, times *samples, rest *atRest, took time.Duration) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if _, err := io.WriteString(tw, formatReport(o, times, rest, took)); err != nil {
+		return err
+	}
+	return tw.Flush()
+}
+
+func formatReport(o options, times *samples, rest *atRest, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\netcd-operator bench: etcd %s, %d CPUs, median of %d runs\n", etcdVersion, runtime.NumCPU(), o.runs)
+	fmt.Fprintln(&b, "floor: the same etcd Pods started by hand as a static cluster, on the same cluster, in the same run")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "metric\toperator\tfloor\toperator/floor\toperator runs (s)\tfloor runs (s)")
+	for _, metric := range times.metrics {
+		op, fl := times.times[metric][operator], times.times[metric][floor]
+		mo, mf := median(op), median(fl)
+		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), seconds(op), seconds(fl))
+	}
+
+	perMinute := func(n float64) float64 { return n / rest.window.Minutes() }
+	fmt.Fprintf(&b, "\nat rest: %d one-member clusters, API writes counted for %s once all were Available (floor: 0)\n",
+		rest.clusters, rest.window.Round(time.Second))
+	fmt.Fprintf(&b, "operator API writes/min\t%.1f\tLease renewals for leader election left out: %.1f/min\n",
+		perMinute(total(rest.operatorWrites)), perMinute(float64(rest.leaseRenewals)))
+	writeKinds(&b, rest.operatorWrites, perMinute)
+	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\n", rest.rssBytes/(1<<20))
+	fmt.Fprintf(&b, "apiserver writes/min\t%.1f\tevery client; Leases and Nodes (heartbeats) left out\n", perMinute(total(rest.apiserverWrites)))
+	writeKinds(&b, rest.apiserverWrites, perMinute)
+	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
+	return b.String()
+}
+
+func total(counts map[string]float64) float64 {
+	var sum float64
+	for _, n := range counts {
+		sum += n
+	}
+	return sum
+}
+
+// writeKinds names each kind of write there was, so that writes at rest can be traced.
+func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(float64) float64) {
+	kinds := make([]string, 0, len(writes))
+	for k := range writes {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(b, "  %s\t%.1f\n", k, perMinute(writes[k]))
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// subject is one etcd cluster under measurement: run by the operator, or by hand (the floor).
+type subject interface {
+	// start creates n founding members.
+	start(ctx context.Context, n int) error
+	// grow adds one member, making n.
+	grow(ctx context.Context, n int) error
+	// losePod deletes a member's Pod. By hand, it is also recreated, as a person would.
+	losePod(ctx context.Context, pod string) error
+	// settled is nil once n members serve, as this subject's user sees it.
+	settled(ctx context.Context, n int) error
+	namespace() string
+}
+
+// Who runs a subject.
+const (
+	operator = "operator"
+	floor    = "floor"
+)
+
+// step is one measured operation: from act to the subject settled with the given members.
+type step struct {
+	metric  string
+	cluster string // which of a run's clusters; a step on an existing one continues from the previous step
+	members int
+	act     func(ctx context.Context, b *bench, s subject) error
+}
+
+// steps are what a user does to clusters, in order. Pod loss takes a follower of the grown
+// cluster; bootstrap of 5 is a second cluster.
+var steps = []step{
+	{"bootstrap, 3 members", "grown", 3, bootstrap(3)},
+	{"scale-out 3 -> 4", "grown", 4, growTo(4)},
+	{"scale-out 4 -> 5", "grown", 5, growTo(5)},
+	{"Pod loss, 5 members", "grown", 5, loseFollower},
+	{"bootstrap, 5 members", "five", 5, bootstrap(5)},
+}
+
+func bootstrap(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, n) }
+}
+
+func growTo(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.grow(ctx, n) }
+}
+
+// lost deletes a Pod as a crash or a lost node does: at once, with no graceful stop. A
+// graceful delete would mostly measure the termination grace period, the same on both sides.
+var lost = client.GracePeriodSeconds(0)
+
+// loseFollower finds a follower (a few milliseconds, inside the measured time on both sides)
+// and loses its Pod.
+func loseFollower(ctx context.Context, b *bench, s subject) error {
+	pod, err := b.follower(ctx, s.namespace(), 5)
+	if err != nil {
+		return err
+	}
+	return s.losePod(ctx, pod)
+}
+
+// timedRun measures every step on both sides. The sides take turns step by step, and which
+// goes first alternates between runs, so that a slow moment of the shared machine does not
+// fall on one side only.
+func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
+	sides := []string{floor, operator}
+	if run%2 == 1 {
+		sides = []string{operator, floor}
+	}
+	subjects := map[string]subject{}
+	for _, st := range steps {
+		for _, side := range sides {
+			key := side + "/" + st.cluster
+			if subjects[key] == nil {
+				s, err := b.newSubject(ctx, side)
+				if err != nil {
+					return err
+				}
+				subjects[key] = s
+			}
+			d, err := b.measure(ctx, st, subjects[key])
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", side, st.metric, err)
+			}
+			logf("%-8s %-22s %6.2fs", side, st.metric, d.Seconds())
+			times.add(st.metric, side, d)
+		}
+	}
+	b.deleteNamespaces(ctx)
+	return nil
+}
+
+func (b *bench) newSubject(ctx context.Context, side string) (subject, error) {
+	ns, err := b.namespace(ctx, side)
+	if err != nil {
+		return nil, err
+	}
+	if side == operator {
+		return &operated{b: b, ns: ns}, nil
+	}
+	return newHandMade(b, ns), nil
+}
+
+func (b *bench) measure(ctx context.Context, st step, s subject) (time.Duration, error) {
+	began := time.Now()
+	if err := st.act(ctx, b, s); err != nil {
+		return 0, err
+	}
+	what := fmt.Sprintf("%s settled at %d members", s.namespace(), st.members)
+	if err := waitFor(ctx, b.opts.timeout, what, func(ctx context.Context) error { return s.settled(ctx, st.members) }); err != nil {
+		return 0, err
+	}
+	return time.Since(began), nil
+}
