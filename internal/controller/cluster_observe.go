@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,39 +76,74 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return view, nil
 	}
 	view.etcd = cli
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	listCtx, cancel := context.WithTimeout(ctx, memberListTimeout(c))
 	defer cancel()
 	clusterID, list, err := cli.MemberList(listCtx)
 	if err != nil {
 		return view, nil
 	}
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
-	for _, m := range list {
-		r.observeMember(ctx, view, m)
+	observations := make([]memberObservation, len(list))
+	var wg sync.WaitGroup
+	for i, m := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			observations[i] = observeMember(ctx, cli, m)
+		}()
+	}
+	wg.Wait()
+	for i, o := range observations {
+		view.record(list[i], o)
 	}
 	return view, nil
 }
 
-func (r *ClusterReconciler) observeMember(ctx context.Context, view *clusterView, m etcd.Member) {
+// memberListTimeout is short while the founding members are still forming the cluster: until
+// they have a leader, the call can only time out, and a long wait would delay noticing that
+// they formed it.
+func memberListTimeout(c *etcdv1.EtcdCluster) time.Duration {
+	if c.Status.ClusterID == "" {
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+// memberObservation is what one member says about itself.
+type memberObservation struct {
+	answered bool
+	status   etcd.Status
+	healthy  bool
+}
+
+// observeMember asks one member for its status and health; members are asked in parallel, so
+// one that hangs costs a reconcile one timeout, not one per member.
+func observeMember(ctx context.Context, cli etcd.Client, m etcd.Member) memberObservation {
 	if !m.IsStarted() || len(m.ClientURLs) == 0 {
-		return
+		return memberObservation{}
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	status, err := view.etcd.Status(checkCtx, m.ClientURLs[0])
+	status, err := cli.Status(checkCtx, m.ClientURLs[0])
 	if err != nil {
-		return
-	}
-	view.versions[m.ID] = status.Version
-	if status.Leader != 0 {
-		view.leader = status.Leader
+		return memberObservation{}
 	}
 	if m.IsLearner {
 		// A learner serves no quorum reads; answering Status is its health.
-		view.healthy[m.ID] = true
+		return memberObservation{answered: true, status: status, healthy: true}
+	}
+	return memberObservation{answered: true, status: status, healthy: cli.Healthy(checkCtx, m.ClientURLs[0]) == nil}
+}
+
+func (v *clusterView) record(m etcd.Member, o memberObservation) {
+	if !o.answered {
 		return
 	}
-	view.healthy[m.ID] = view.etcd.Healthy(checkCtx, m.ClientURLs[0]) == nil
+	v.versions[m.ID] = o.status.Version
+	if o.status.Leader != 0 {
+		v.leader = o.status.Leader
+	}
+	v.healthy[m.ID] = o.healthy
 }
 
 // runningEndpoints are the client URLs of members that should have a Pod.
