@@ -50,21 +50,22 @@ func TestTLSJourney(t *testing.T) {
 	}
 	checkPorts(t, memberIPs(t, ns, journeyCluster)[member])
 
-	appTLS := journeyAppClient(t, ns, journeyCluster)
-	checkMutualTLS(t, ns, journeyCluster, access{TLS: appTLS})
+	app := journeyAppClient(t, ns)
+	checkMutualTLS(t, ns, journeyCluster, member, access{TLS: secretTLS(t, app, clientServiceHost(ns, journeyCluster))})
 }
 
-// checkMutualTLS asserts that the client Service lets in a client with a certificate and
-// refuses the same client without one.
-func checkMutualTLS(t *testing.T, ns, cluster string, withCert access) {
+// checkMutualTLS asserts that the cluster lets in a client with a certificate from the CA,
+// and that a member refuses the same client without one with the TLS alert for it.
+func checkMutualTLS(t *testing.T, ns, cluster, member string, withCert access) {
 	t.Helper()
-	noCert := withCert
-	noCert.TLS = withCert.TLS.Clone()
-	noCert.TLS.Certificates = nil
-	if err := tryPut(ns, cluster, noCert); err == nil {
+	noCert := withCert.TLS.Clone()
+	noCert.Certificates = nil
+	ip := memberIPs(t, ns, cluster)[member]
+	if err := serverVerdict(ip, specs.ClientPort, noCert); err == nil || !strings.Contains(err.Error(), "certificate required") {
+		t.Fatalf("%s answered a client without a certificate with %v; want the alert certificate required", member, err)
+	}
+	if err := tryPut(ns, cluster, access{TLS: noCert}); err == nil {
 		t.Fatal("a client without a certificate wrote to the cluster")
-	} else {
-		t.Logf("a client without a certificate is refused: %v", err)
 	}
 	cli := dialClusterWith(t, ns, cluster, withCert)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -130,7 +131,8 @@ func TestTLSForcedRenewal(t *testing.T) {
 	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster.yaml")
 	waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
-	a := access{TLS: journeyAppClient(t, ns, journeyCluster)}
+	app := journeyAppClient(t, ns)
+	a := access{TLS: secretTLS(t, app, clientServiceHost(ns, journeyCluster))}
 	w := startWriterWith(t, ns, journeyCluster, "renewal", a)
 
 	serials := map[string]string{}
@@ -148,8 +150,7 @@ func TestTLSForcedRenewal(t *testing.T) {
 		})
 	}
 	waitServed(t, ns, journeyCluster, specs.ClientPort, a.TLS, secretSerial(t, ns, "secure-server-tls"))
-	peerTLS := a.TLS.Clone()
-	peerTLS.ServerName = specs.HeadlessServiceName(journeyCluster) + "." + ns + ".svc"
+	peerTLS := secretTLS(t, app, specs.HeadlessServiceName(journeyCluster)+"."+ns+".svc")
 	waitServed(t, ns, journeyCluster, specs.PeerPort, peerTLS, secretSerial(t, ns, "secure-peer-tls"))
 
 	setReplicas(t, ns, journeyCluster, 4)
