@@ -122,14 +122,16 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 	}
 }
 
-// cert-manager renews the server, peer and operator client certificates on demand (the
-// journey's kubectl command) while a client writes: every member serves the new server and
+// The journey's cluster applied before its CA waits, says why, and proceeds once the CA is
+// there; then cert-manager renews the server, peer and operator client certificates on demand
+// (the journey's kubectl command) while a client writes: every member serves the new server and
 // peer certificates, no write fails, and the operator, now with its new client certificate,
 // still scales the cluster.
 func TestTLSForcedRenewal(t *testing.T) {
 	ns := namespace(t)
-	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster.yaml")
+	waitIssuerNotFound(t, ns)
+	journeyCA(t, ns)
 	waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
 	app := journeyAppClient(t, ns)
 	a := access{TLS: secretTLS(t, app, clientServiceHost(ns, journeyCluster))}
@@ -157,6 +159,27 @@ func TestTLSForcedRenewal(t *testing.T) {
 	waitSettled(t, ns, journeyCluster, 4, 5*time.Minute)
 	if failed := w.stopAndVerify(t, 20); failed != 0 {
 		t.Fatalf("%d writes failed during the renewal", failed)
+	}
+}
+
+// waitIssuerNotFound waits until the journey's cluster, applied before its CA, says so with
+// the troubleshooting command of the journey, and checks that it made no member meanwhile.
+func waitIssuerNotFound(t *testing.T, ns string) {
+	t.Helper()
+	eventually(t, time.Minute, "TLSReady False IssuerNotFound", func() error {
+		out, err := runKubectl(ns, "", "get", "etcd", journeyCluster, "-o",
+			`jsonpath={range .status.conditions[*]}{.type} {.status} {.reason}: {.message}{"\n"}{end}`)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "TLSReady False IssuerNotFound") {
+			return fmt.Errorf("conditions:\n%s", out)
+		}
+		return nil
+	})
+	members := &etcdv1.EtcdMemberList{}
+	if err := k8s.List(context.Background(), members, client.InNamespace(ns)); err != nil || len(members.Items) > 0 {
+		t.Fatalf("%d members made without certificates (%v)", len(members.Items), err)
 	}
 }
 

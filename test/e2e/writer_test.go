@@ -55,12 +55,6 @@ func clientServiceEndpoints(ctx context.Context, ns, cluster string, a access) (
 	return endpoints, nil
 }
 
-// dialCluster connects through the client Service in plaintext.
-func dialCluster(t *testing.T, ns, cluster string) *clientv3.Client {
-	t.Helper()
-	return dialClusterWith(t, ns, cluster, access{})
-}
-
 // dialClusterWith connects through the client Service. The etcd client resolves host names
 // with the machine's resolver, which does not know cluster names, so it is given addresses
 // (and, over TLS, a ServerName the certificate has).
