@@ -94,18 +94,18 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 		}},
 	}
 	ca := newTestCA(t)
-	server := leaf{dnsNames: specs.ServerDNSNames(c), withLoopbackAddrs: true}
-	for secret, l := range map[string]leaf{
+	server := leafRequest{dnsNames: specs.ServerDNSNames(c), withLoopbackAddrs: true}
+	for secret, r := range map[string]leafRequest{
 		"byo-server":   server,
 		"byo-peer":     {dnsNames: specs.PeerDNSNames(c), withLoopbackAddrs: true},
 		"byo-operator": {commonName: specs.OperatorClientCommonName, clientOnly: true},
 	} {
-		create(t, tlsSecret(ns, secret, ca.issue(t, l)))
+		create(t, tlsSecret(ns, secret, ca.issue(t, r)))
 	}
 	create(t, c)
 	waitSettled(t, ns, name, 3, 5*time.Minute)
 
-	app := ca.issue(t, leaf{commonName: "app", clientOnly: true})
+	app := ca.issue(t, leafRequest{commonName: "app", clientOnly: true})
 	a := access{TLS: clientTLS(t, app.caPEM, app.certPEM, app.keyPEM, clientServiceHost(ns, name))}
 	w := startWriterWith(t, ns, name, name, a)
 	time.Sleep(2 * time.Second) // some writes before the change, too

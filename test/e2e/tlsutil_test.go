@@ -315,29 +315,33 @@ func newTestCA(t *testing.T) *testCA {
 	return ca
 }
 
-// leaf is a certificate and key, in PEM, signed by the CA.
-type leaf struct {
-	serial            string
-	certPEM, keyPEM   []byte
-	caPEM             []byte
+// leafRequest says what certificate to issue: names, and server and client auth or client
+// auth only.
+type leafRequest struct {
 	commonName        string
 	dnsNames          []string
 	clientOnly        bool
 	withLoopbackAddrs bool
 }
 
-// issue signs a certificate for l's names: server and client auth, or client auth only.
-func (ca *testCA) issue(t *testing.T, l leaf) leaf {
+// leaf is an issued certificate and its key, with the CA's certificate, in PEM.
+type leaf struct {
+	serial                 string
+	certPEM, keyPEM, caPEM []byte
+}
+
+// issue signs a new certificate, with a new key, for r.
+func (ca *testCA) issue(t *testing.T, r leafRequest) leaf {
 	t.Helper()
 	tmpl := &x509.Certificate{
-		Subject: pkix.Name{CommonName: l.commonName}, DNSNames: l.dnsNames,
+		Subject: pkix.Name{CommonName: r.commonName}, DNSNames: r.dnsNames,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	if l.clientOnly {
+	if r.clientOnly {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	if l.withLoopbackAddrs {
+	if r.withLoopbackAddrs {
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}
 	cert, key, certPEM := sign(t, tmpl, ca)
@@ -345,9 +349,8 @@ func (ca *testCA) issue(t *testing.T, l leaf) leaf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.serial, l.certPEM, l.caPEM = cert.SerialNumber.String(), certPEM, ca.certPEM
-	l.keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	return l
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	return leaf{serial: cert.SerialNumber.String(), certPEM: certPEM, keyPEM: keyPEM, caPEM: ca.certPEM}
 }
 
 // sign makes a P-256 key and a certificate for tmpl, signed by ca (self-signed without one),
