@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,6 +100,30 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	}
 	if tls := members[0].Spec.TLS; tls == nil || tls.ServerSecretName != "db-server-tls" || tls.PeerSecretName != "db-peer-tls" || !tls.ClientCertAuth {
 		t.Fatalf("member TLS %+v", members[0].Spec.TLS)
+	}
+}
+
+// relatedRecorder keeps, for each event reason, the names of the related objects.
+type relatedRecorder struct{ related map[string][]string }
+
+func (r *relatedRecorder) Eventf(_, related runtime.Object, _, reason, _, _ string, _ ...any) {
+	name := ""
+	if o, ok := related.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.related[reason] = append(r.related[reason], name)
+}
+
+// Each CertificateCreated event names its Certificate as the related object: the events API
+// folds events that agree on everything else into one series with the first message only.
+func TestCertificateCreatedEventsAreDistinct(t *testing.T) {
+	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true))
+	rec := &relatedRecorder{related: map[string][]string{}}
+	h.r.Recorder = rec
+	h.reconcile()
+	got := fmt.Sprint(rec.related["CertificateCreated"])
+	if want := "[db-server-tls db-operator-client-tls db-peer-tls]"; got != want {
+		t.Fatalf("CertificateCreated events related to %s, want %s", got, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,9 @@ func TestTLSJourney(t *testing.T) {
 		t.Fatalf("TLSReady is not True: %+v", meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionTLSReady))
 	}
 
-	member := c.Status.Members[0].Name
+	checkCertificateEvents(t, ns, journeyCluster)
+
+	member := journeyCluster + "-1" // the member the journey's commands exec into
 	etcdctl := func(args ...string) string {
 		return kubectl(t, ns, append([]string{"exec", member, "--", "etcdctl"}, args...)...)
 	}
@@ -52,6 +55,30 @@ func TestTLSJourney(t *testing.T) {
 
 	app := journeyAppClient(t, ns)
 	checkMutualTLS(t, ns, journeyCluster, member, access{TLS: secretTLS(t, app, clientServiceHost(ns, journeyCluster))})
+}
+
+// checkCertificateEvents asserts that the cluster's events say which Certificates the
+// operator created: each one, not the first only.
+func checkCertificateEvents(t *testing.T, ns, cluster string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "a CertificateCreated event for each Certificate", func() error {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == cluster && e.Reason == "CertificateCreated" {
+				notes = append(notes, e.Note)
+			}
+		}
+		for _, name := range []string{"server-tls", "peer-tls", "operator-client-tls"} {
+			if !strings.Contains(strings.Join(notes, "\n"), "created Certificate "+cluster+"-"+name+",") {
+				return fmt.Errorf("no event for %s-%s in %q", cluster, name, notes)
+			}
+		}
+		return nil
+	})
 }
 
 // checkMutualTLS asserts that the cluster lets in a client with a certificate from the CA,
