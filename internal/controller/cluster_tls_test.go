@@ -60,7 +60,7 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotFound, "Issuer ca in namespace ns, named by spec.tls.client.certManager.serverIssuerRef, does not exist")
 
-	ca := issuer("ca", false)
+	ca := caIssuer(false)
 	h.create(ca)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "test says False")
@@ -117,7 +117,7 @@ func (r *relatedRecorder) Eventf(_, related runtime.Object, _, reason, _, _ stri
 // Each CertificateCreated event names its Certificate as the related object: the events API
 // folds events that agree on everything else into one series with the first message only.
 func TestCertificateCreatedEventsAreDistinct(t *testing.T) {
-	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true))
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true))
 	rec := &relatedRecorder{related: map[string][]string{}}
 	h.r.Recorder = rec
 	h.reconcile()
@@ -128,7 +128,7 @@ func TestCertificateCreatedEventsAreDistinct(t *testing.T) {
 }
 
 func TestCertificateDriftIsCorrected(t *testing.T) {
-	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true))
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true))
 	h.reconcile()
 	cert := &unstructured.Unstructured{}
 	cert.SetGroupVersionKind(specs.CertificateGVK)
@@ -156,7 +156,7 @@ func TestForeignCertificateIsNotTaken(t *testing.T) {
 		certManagerSpec(c)
 		return c
 	}())
-	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true), foreign)
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true), foreign)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateConflict, "does not belong to this cluster")
 }
