@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,8 +116,17 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
+	r.eventAbout(c, nil, eventType, reason, action, format, args...)
+}
+
+// eventAbout records an event of the cluster that concerns another object too. The events
+// API folds the events of one object with the same type, reason, action and related object
+// into a series that keeps the first message only: events that differ only by the object
+// they are about (one per Certificate) must name it as related, or all but the first
+// message are lost ("created Certificate db-server-tls (x2)" for three Certificates).
+func (r *ClusterReconciler) eventAbout(c *etcdv1.EtcdCluster, related runtime.Object, eventType, reason, action, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(c, nil, eventType, reason, action, format, args...)
+		r.Recorder.Eventf(c, related, eventType, reason, action, format, args...)
 	}
 	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "cluster", c.Namespace+"/"+c.Name, "reason", reason)
 }

@@ -208,7 +208,7 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 		if err := r.Create(ctx, want); err != nil {
 			return nil, nil, client.IgnoreAlreadyExists(err)
 		}
-		r.event(c, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
+		r.eventAbout(c, want, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
 		return want, nil, nil
 	case err != nil:
 		return nil, nil, err

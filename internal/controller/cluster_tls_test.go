@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,7 +61,7 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotFound, "Issuer ca in namespace ns, named by spec.tls.client.certManager.serverIssuerRef, does not exist")
 
-	ca := issuer("ca", false)
+	ca := caIssuer(false)
 	h.create(ca)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "test says False")
@@ -102,8 +104,32 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	}
 }
 
+// relatedRecorder keeps, for each event reason, the names of the related objects.
+type relatedRecorder struct{ related map[string][]string }
+
+func (r *relatedRecorder) Eventf(_, related runtime.Object, _, reason, _, _ string, _ ...any) {
+	name := ""
+	if o, ok := related.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.related[reason] = append(r.related[reason], name)
+}
+
+// Each CertificateCreated event names its Certificate as the related object: the events API
+// folds events that agree on everything else into one series with the first message only.
+func TestCertificateCreatedEventsAreDistinct(t *testing.T) {
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true))
+	rec := &relatedRecorder{related: map[string][]string{}}
+	h.r.Recorder = rec
+	h.reconcile()
+	got := fmt.Sprint(rec.related["CertificateCreated"])
+	if want := "[db-server-tls db-operator-client-tls db-peer-tls]"; got != want {
+		t.Fatalf("CertificateCreated events related to %s, want %s", got, want)
+	}
+}
+
 func TestCertificateDriftIsCorrected(t *testing.T) {
-	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true))
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true))
 	h.reconcile()
 	cert := &unstructured.Unstructured{}
 	cert.SetGroupVersionKind(specs.CertificateGVK)
@@ -131,7 +157,7 @@ func TestForeignCertificateIsNotTaken(t *testing.T) {
 		certManagerSpec(c)
 		return c
 	}())
-	h := newSecureHarness(t, true, certManagerSpec, issuer("ca", true), foreign)
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true), foreign)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateConflict, "does not belong to this cluster")
 }

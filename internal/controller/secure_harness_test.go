@@ -182,11 +182,12 @@ func secret(name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Data: data}
 }
 
-// issuer is a cert-manager Issuer in namespace ns, Ready or not.
-func issuer(name string, ready bool) *unstructured.Unstructured {
+// caIssuer is the cert-manager Issuer "ca" in namespace ns, which certManagerSpec names,
+// Ready or not.
+func caIssuer(ready bool) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetGroupVersionKind(specs.IssuerGVK)
-	u.SetName(name)
+	u.SetName("ca")
 	u.SetNamespace("ns")
 	setReady(u, ready, "KeyPairVerified")
 	return u

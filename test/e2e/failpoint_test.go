@@ -97,12 +97,18 @@ func waitForCrash(t *testing.T, ns, name, step string, before int32) {
 // members with distinct IDs: no orphan, no duplicate.
 func checkMembership(t *testing.T, ns, name string, n int) {
 	t.Helper()
+	checkMembershipWith(t, ns, name, n, access{})
+}
+
+// checkMembershipWith is checkMembership for a cluster reached the way a says.
+func checkMembershipWith(t *testing.T, ns, name string, n int, a access) {
+	t.Helper()
 	c := getCluster(t, ns, name)
 	members := &etcdv1.EtcdMemberList{}
 	if err := k8s.List(context.Background(), members, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	cli := dialCluster(t, ns, name)
+	cli := dialClusterWith(t, ns, name, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	list, err := cli.MemberList(ctx)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -16,6 +17,7 @@ import (
 type writer struct {
 	cli         *clientv3.Client
 	ns, cluster string
+	access      access
 	prefix      string
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -25,31 +27,47 @@ type writer struct {
 	failed int
 }
 
+// access is how a test client reaches a cluster: plaintext (the zero value), or over TLS
+// and, where auth is on, with a user and password.
+type access struct {
+	TLS                *tls.Config
+	Username, Password string
+}
+
+func (a access) scheme() string {
+	if a.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // clientServiceEndpoints resolves the client Service through the cluster's DNS server: the
 // addresses of the ready members, as an application in the cluster would reach them.
-func clientServiceEndpoints(ctx context.Context, ns, cluster string) ([]string, error) {
+func clientServiceEndpoints(ctx context.Context, ns, cluster string, a access) ([]string, error) {
 	ips, err := resolver.LookupHost(ctx, fmt.Sprintf("%s-client.%s.svc.cluster.local", cluster, ns))
 	if err != nil {
 		return nil, err
 	}
 	endpoints := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		endpoints = append(endpoints, "http://"+net.JoinHostPort(ip, "2379"))
+		endpoints = append(endpoints, a.scheme()+"://"+net.JoinHostPort(ip, "2379"))
 	}
 	return endpoints, nil
 }
 
-// dialCluster connects through the client Service. The etcd client resolves host names with
-// the machine's resolver, which does not know cluster names, so it is given addresses.
-func dialCluster(t *testing.T, ns, cluster string) *clientv3.Client {
+// dialClusterWith connects through the client Service. The etcd client resolves host names
+// with the machine's resolver, which does not know cluster names, so it is given addresses
+// (and, over TLS, a ServerName the certificate has).
+func dialClusterWith(t *testing.T, ns, cluster string, a access) *clientv3.Client {
 	t.Helper()
 	var endpoints []string
 	eventually(t, time.Minute, "resolving the client Service", func() error {
 		var err error
-		endpoints, err = clientServiceEndpoints(context.Background(), ns, cluster)
+		endpoints, err = clientServiceEndpoints(context.Background(), ns, cluster, a)
 		return err
 	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		TLS: a.TLS, Username: a.Username, Password: a.Password})
 	if err != nil {
 		t.Fatalf("etcd client for %v: %v", endpoints, err)
 	}
@@ -59,8 +77,14 @@ func dialCluster(t *testing.T, ns, cluster string) *clientv3.Client {
 
 func startWriter(t *testing.T, ns, cluster, prefix string) *writer {
 	t.Helper()
+	return startWriterWith(t, ns, cluster, prefix, access{})
+}
+
+func startWriterWith(t *testing.T, ns, cluster, prefix string, a access) *writer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{cli: dialCluster(t, ns, cluster), ns: ns, cluster: cluster, prefix: prefix, cancel: cancel, done: make(chan struct{})}
+	w := &writer{cli: dialClusterWith(t, ns, cluster, a), ns: ns, cluster: cluster, access: a,
+		prefix: prefix, cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
 }
@@ -93,14 +117,14 @@ func (w *writer) run(ctx context.Context) {
 func (w *writer) followService(ctx context.Context) {
 	lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if endpoints, err := clientServiceEndpoints(lookupCtx, w.ns, w.cluster); err == nil && len(endpoints) > 0 {
+	if endpoints, err := clientServiceEndpoints(lookupCtx, w.ns, w.cluster, w.access); err == nil && len(endpoints) > 0 {
 		w.cli.SetEndpoints(endpoints...)
 	}
 }
 
 // stopAndVerify stops writing and reads every acknowledged key back; it fails the test for
-// any that is missing.
-func (w *writer) stopAndVerify(t *testing.T, minAcked int) {
+// any that is missing. It returns how many writes failed.
+func (w *writer) stopAndVerify(t *testing.T, minAcked int) int {
 	t.Helper()
 	w.cancel()
 	<-w.done
@@ -130,4 +154,5 @@ func (w *writer) stopAndVerify(t *testing.T, minAcked int) {
 		}
 	}
 	t.Logf("%d acknowledged writes all read back (%d failed during the operation)", len(acked), failed)
+	return failed
 }
