@@ -124,11 +124,22 @@ func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, acti
 // into a series that keeps the first message only: events that differ only by the object
 // they are about (one per Certificate) must name it as related, or all but the first
 // message are lost ("created Certificate db-server-tls (x2)" for three Certificates).
-func (r *ClusterReconciler) eventAbout(c *etcdv1.EtcdCluster, related runtime.Object, eventType, reason, action, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(c, related, eventType, reason, action, format, args...)
+func (r *ClusterReconciler) eventAbout(c *etcdv1.EtcdCluster, related client.Object, eventType, reason, action, format string, args ...any) {
+	emit(r.Recorder, c, related, eventType, reason, action, format, args...)
+}
+
+// emit records an event and logs it; rec may be nil in tests.
+func emit(rec events.EventRecorder, regarding, related client.Object, eventType, reason, action, format string, args ...any) {
+	var rel runtime.Object
+	kv := []any{"object", regarding.GetNamespace() + "/" + regarding.GetName(), "kind", fmt.Sprintf("%T", regarding), "reason", reason}
+	if related != nil {
+		rel = related
+		kv = append(kv, "related", related.GetName())
 	}
-	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "cluster", c.Namespace+"/"+c.Name, "reason", reason)
+	if rec != nil {
+		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
+	}
+	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
 }
 
 func ignoreConflict(err error) error {

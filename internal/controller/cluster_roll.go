@@ -55,7 +55,7 @@ func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.Etcd
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.event(c, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (%d of %d outdated)", victim.Name, len(outdated), len(v.members))
+	r.eventAbout(c, victim, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (%d of %d outdated)", victim.Name, len(outdated), len(v.members))
 	return true, nil
 }
 
@@ -108,7 +108,7 @@ func (r *ClusterReconciler) moveLeaderAwayFrom(ctx context.Context, c *etcdv1.Et
 		if err := v.etcd.MoveLeader(ctx, other.ID); err != nil {
 			return false, fmt.Errorf("moving leadership away from %s before restarting it: %w", m.Name, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
+		r.eventAbout(c, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
 		return true, nil
 	}
 	return false, nil // the only voter: it restarts as leader

@@ -39,7 +39,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, err
 		}
-		r.event(c, corev1.EventTypeWarning, "MemberRecreated", "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
+		r.eventAbout(c, m, corev1.EventTypeWarning, "MemberRecreated", "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil
@@ -91,7 +91,7 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	failpoint.Crash(c, failpoint.AfterCreateMember)
-	r.event(c, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
+	r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err := r.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
+	r.eventAbout(c, victim, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
-			r.event(c, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
+			r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
 			return true, nil
 		}
 		patch := client.MergeFrom(m.DeepCopy())

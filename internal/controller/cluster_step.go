@@ -273,7 +273,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterAddLearner)
-		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		r.eventAbout(c, m, corev1.EventTypeNormal, "MemberAdded", "AddMember", "added %s as learner %s", m.Name, added.IDHex())
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
 		return true, r.Status().Patch(ctx, m, patch)
@@ -301,7 +301,7 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterPromote)
-		r.event(c, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		r.eventAbout(c, owner, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -96,11 +95,14 @@ func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*
 	return c, nil
 }
 
+// clusterEvent records an event on the cluster about member m (see eventAbout for why the
+// member is named as related).
+func (r *MemberReconciler) clusterEvent(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
+	emit(r.Recorder, c, m, eventType, reason, action, format, args...)
+}
+
 func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
-	}
-	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "member", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason)
+	emit(r.Recorder, obj, nil, eventType, reason, action, format, args...)
 }
 
 // finalize lets a member go. Deliberate removal: out of etcd first (leadership handed over if
@@ -171,7 +173,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 	}
 	if err == nil {
 		failpoint.Crash(c, failpoint.AfterMemberRemove)
-		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+		r.clusterEvent(c, m, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
 }
@@ -192,7 +194,7 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 		if err := cli.MoveLeader(ctx, em.ID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", m.Name, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
+		r.clusterEvent(c, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
 		return nil
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,6 +98,31 @@ func TestBootstrapAndScaleThroughLearners(t *testing.T) {
 		t.Logf("settled at %d: members %v", n, memberIDs(c))
 	}
 	w.stopAndVerify(t, 50)
+	// 1 -> 3 -> 5 added four members and promoted each; 5 -> 3 -> 1 removed four.
+	for reason, want := range map[string]int{"MemberAdded": 4, "MemberPromoted": 4, "MemberRemoved": 4} {
+		if got := membersInEvents(t, ns, reason); len(got) != want {
+			t.Errorf("%s events name members %v, want %d distinct members", reason, got, want)
+		}
+	}
+}
+
+// membersInEvents lists the members that the cluster's events with this reason are about.
+func membersInEvents(t *testing.T, ns, reason string) []string {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Kind == "EtcdCluster" && e.Related != nil && !seen[e.Related.Name] {
+			seen[e.Related.Name] = true
+			names = append(names, e.Related.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 func TestBootstrapThree(t *testing.T) {

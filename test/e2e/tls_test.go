@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 // journeyCluster is the name of the EtcdCluster in docs/tls-journey.md.
@@ -120,30 +122,36 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 			Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "byo-peer"}},
 		}},
 	}
-	ca := newTestCA(t)
-	server := leafRequest{dnsNames: specs.ServerDNSNames(c), withLoopbackAddrs: true}
-	for secret, r := range map[string]leafRequest{
+	ca := testpki.NewCA(t)
+	loopback := []string{"127.0.0.1", "::1"}
+	server := testpki.Request{DNSNames: specs.ServerDNSNames(c), IPs: loopback}
+	clientOnly := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	for secret, r := range map[string]testpki.Request{
 		"byo-server":   server,
-		"byo-peer":     {dnsNames: specs.PeerDNSNames(c), withLoopbackAddrs: true},
-		"byo-operator": {commonName: specs.OperatorClientCommonName, clientOnly: true},
+		"byo-peer":     {DNSNames: specs.PeerDNSNames(c), IPs: loopback},
+		"byo-operator": {CommonName: specs.OperatorClientCommonName, Usages: clientOnly},
 	} {
-		create(t, tlsSecret(ns, secret, ca.issue(t, r)))
+		create(t, tlsSecret(ns, secret, ca.SecretData(t, r)))
 	}
 	create(t, c)
 	waitSettled(t, ns, name, 3, 5*time.Minute)
 
-	app := ca.issue(t, leafRequest{commonName: "app", clientOnly: true})
-	a := access{TLS: clientTLS(t, app.caPEM, app.certPEM, app.keyPEM, clientServiceHost(ns, name))}
+	app := ca.Issue(t, testpki.Request{CommonName: "app", Usages: clientOnly})
+	a := access{TLS: clientTLS(t, ca.PEM, app.CertPEM, app.KeyPEM, clientServiceHost(ns, name))}
 	w := startWriterWith(t, ns, name, name, a)
 	time.Sleep(2 * time.Second) // some writes before the change, too
 
-	renewed := ca.issue(t, server)
+	renewed := ca.SecretData(t, server)
 	s := getSecret(t, ns, "byo-server")
-	s.Data = tlsSecret(ns, s.Name, renewed).Data
+	s.Data = renewed
 	if err := k8s.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	waitServed(t, ns, name, specs.ClientPort, a.TLS, renewed.serial)
+	renewedCert, err := parseCertificate(renewed[specs.SecretKeyCert])
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, ns, name, specs.ClientPort, a.TLS, renewedCert.SerialNumber.String())
 	if failed := w.stopAndVerify(t, 20); failed != 0 {
 		t.Fatalf("%d writes failed while the server certificate was replaced", failed)
 	}

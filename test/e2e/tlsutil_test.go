@@ -3,17 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -297,94 +292,11 @@ func checkPorts(t *testing.T, ip string) {
 	}
 }
 
-// testCA is a certificate authority made by the test, for clusters with their own Secrets.
-type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject: pkix.Name{CommonName: "e2e-ca"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	ca := &testCA{}
-	ca.cert, ca.key, ca.certPEM = sign(t, tmpl, nil)
-	return ca
-}
-
-// leafRequest says what certificate to issue: names, and server and client auth or client
-// auth only.
-type leafRequest struct {
-	commonName        string
-	dnsNames          []string
-	clientOnly        bool
-	withLoopbackAddrs bool
-}
-
-// leaf is an issued certificate and its key, with the CA's certificate, in PEM.
-type leaf struct {
-	serial                 string
-	certPEM, keyPEM, caPEM []byte
-}
-
-// issue signs a new certificate, with a new key, for r.
-func (ca *testCA) issue(t *testing.T, r leafRequest) leaf {
-	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject: pkix.Name{CommonName: r.commonName}, DNSNames: r.dnsNames,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	if r.clientOnly {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	if r.withLoopbackAddrs {
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	}
-	cert, key, certPEM := sign(t, tmpl, ca)
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	return leaf{serial: cert.SerialNumber.String(), certPEM: certPEM, keyPEM: keyPEM, caPEM: ca.certPEM}
-}
-
-// sign makes a P-256 key and a certificate for tmpl, signed by ca (self-signed without one),
-// valid for a day, with a random serial.
-func sign(t *testing.T, tmpl *x509.Certificate, ca *testCA) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120)); err != nil {
-		t.Fatal(err)
-	}
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	parent, signer := tmpl, key
-	if ca != nil {
-		parent, signer = ca.cert, ca.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// tlsSecret is a kubernetes.io/tls Secret with the leaf and its CA.
-func tlsSecret(ns, name string, l leaf) *corev1.Secret {
+// tlsSecret is a kubernetes.io/tls Secret with this data (tls.crt, tls.key, ca.crt).
+func tlsSecret(ns, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{specs.SecretKeyCert: l.certPEM, specs.SecretKeyKey: l.keyPEM, specs.SecretKeyCA: l.caPEM},
+		Data:       data,
 	}
 }
