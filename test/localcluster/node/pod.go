@@ -181,8 +181,9 @@ func (r *podRun) hostname() string {
 	return r.pod.Name
 }
 
-// terminate stops every container within the grace period, then removes the sandbox.
-func (r *podRun) terminate(ctx context.Context, grace time.Duration) {
+// terminate stops every container within the grace period, then removes the sandbox. It
+// reports whether the Pod's supervisor has finished, i.e. nothing of the Pod runs any more.
+func (r *podRun) terminate(ctx context.Context, grace time.Duration) (finished bool) {
 	r.mu.Lock()
 	cancel := r.cancel
 	r.mu.Unlock()
@@ -200,11 +201,13 @@ func (r *podRun) terminate(ctx context.Context, grace time.Duration) {
 	wg.Wait()
 	select {
 	case <-r.done:
+		finished = true
 	case <-ctx.Done():
 	case <-time.After(grace + 5*time.Second):
 	}
 	r.tearDownSandbox()
 	r.changed()
+	return finished
 }
 
 func (r *podRun) tearDownSandbox() {

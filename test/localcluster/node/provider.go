@@ -9,6 +9,8 @@ import (
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
@@ -71,19 +73,56 @@ func (p *provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 }
 
 // DeletePod stops the containers (SIGTERM, then SIGKILL after the grace period), removes the
-// sandbox and reports the terminal status.
+// sandbox, reports the terminal status and, for a Pod marked for deletion, removes its object.
 func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	run := p.lookup(pod.Namespace, pod.Name)
 	if run == nil {
 		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
 	}
-	run.terminate(ctx, gracePeriod(pod))
+	finished := run.terminate(ctx, gracePeriod(pod))
 	p.mu.Lock()
 	if p.pods[key(pod)] == run {
 		delete(p.pods, key(pod))
 	}
 	p.mu.Unlock()
 	p.ipam.Release(string(run.pod.UID))
+	if !finished || pod.DeletionTimestamp == nil {
+		return nil // virtual-kubelet removes the object once the grace period is over
+	}
+	if err := p.removeFromAPI(ctx, pod, run.snapshot().Status); err != nil {
+		return fmt.Errorf("pod %s stopped, but removing it from the API: %w", key(pod), err)
+	}
+	return nil
+}
+
+// removeFromAPI does what a kubelet's status manager does once a Pod marked for deletion has
+// nothing left running: it writes the final status, then deletes the object with grace 0.
+// virtual-kubelet v1.14 does not: after DeletePod returns it queues that deletion for a whole
+// grace period later (syncPodInProvider), however fast the containers exited, and the terminal
+// status it writes changes no field that would make it look again. Without this, deleting a
+// Pod took its full grace period (30 s by default) even when the container exited at SIGTERM.
+// The UID precondition spares a Pod recreated under the same name (a StatefulSet's).
+func (p *provider) removeFromAPI(ctx context.Context, pod *corev1.Pod, final corev1.PodStatus) error {
+	pods := p.cfg.Client.CoreV1().Pods(pod.Namespace)
+	current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if current.UID != pod.UID {
+		return nil // already gone and recreated
+	}
+	current.Status = final
+	// A conflict means someone (virtual-kubelet's status sync) wrote in between; delete anyway.
+	if _, err := pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return err
+	}
+	opts := metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))}
+	if err := pods.Delete(ctx, pod.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
 	return nil
 }
 
