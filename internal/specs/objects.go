@@ -43,12 +43,18 @@ func HeadlessService(c *etcdv1.EtcdCluster) *corev1.Service {
 			PublishNotReadyAddresses: true,
 			Selector:                 ClusterLabels(c.Name),
 			Ports: []corev1.ServicePort{
-				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
-				{Name: "peer", Port: PeerPort, TargetPort: intstr.FromInt32(PeerPort)},
-				{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromInt32(MetricsPort)},
+				servicePort("client", ClientPort),
+				servicePort("peer", PeerPort),
+				servicePort("metrics", MetricsPort),
 			},
 		},
 	}
+}
+
+// servicePort sets every field the apiserver would otherwise default, so that a Service read
+// back equals the built one and a cluster at rest rewrites nothing.
+func servicePort(name string, port int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}
 }
 
 // ClientService is what applications connect to: ready members only.
@@ -59,7 +65,7 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: ClusterLabels(c.Name),
 			Ports: []corev1.ServicePort{
-				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
+				servicePort("client", ClientPort),
 			},
 		},
 	}

@@ -144,6 +144,18 @@ func TestServices(t *testing.T) {
 	}
 }
 
+// The apiserver defaults a port's protocol and target port; a builder that left them out
+// would differ from every Service it reads back, and rewrite it on every reconcile.
+func TestServicePortsLeaveNothingForTheAPIServerToDefault(t *testing.T) {
+	for _, svc := range []*corev1.Service{HeadlessService(cluster()), ClientService(cluster())} {
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol != corev1.ProtocolTCP || p.TargetPort.IntValue() != int(p.Port) || p.Name == "" {
+				t.Errorf("%s port %+v leaves fields to defaulting", svc.Name, p)
+			}
+		}
+	}
+}
+
 func TestSpreadConstraintsGetTheClusterSelector(t *testing.T) {
 	c := cluster(func(c *etcdv1.EtcdCluster) {
 		c.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone}}
