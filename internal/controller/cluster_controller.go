@@ -92,7 +92,12 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if stepErr != nil {
 		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if progressed {
+		// A change to etcd alone (a promotion) changes no object the controller watches: look
+		// again soon to record its effect and take the next step.
+		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
 	// Nothing in Kubernetes changes when a member is removed from etcd by hand or stops
 	// answering while its Pod stays up; a slow look again notices. It writes nothing unless
