@@ -19,22 +19,23 @@ import (
 // ID; a tmpfs member is replaced, which needs another member to hold the data. Leadership
 // moves away first, so the cluster never waits for an election.
 func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	pods, err := r.livePods(ctx, c)
+	// The cache answers the question asked at every reconcile, "is anything outdated?";
+	// only a restart about to happen pays for a live read.
+	pods, err := r.memberPods(ctx, r.Client, c)
 	if err != nil {
 		return false, err
 	}
-	var outdated []*etcdv1.EtcdMember
-	var down []string
-	for _, m := range v.members {
-		pod := pods[m.Name]
-		if pod == nil || !pod.DeletionTimestamp.IsZero() || !podReady(pod) {
-			down = append(down, m.Name)
-			continue
-		}
-		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] {
-			outdated = append(outdated, m)
-		}
+	if outdated, _ := r.classifyPods(c, v, pods); len(outdated) == 0 {
+		return false, nil
 	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if pods, err = r.memberPods(ctx, reader, c); err != nil {
+		return false, err
+	}
+	outdated, down := r.classifyPods(c, v, pods)
 	if len(outdated) == 0 {
 		return false, nil
 	}
@@ -59,12 +60,8 @@ func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.Etcd
 	return true, nil
 }
 
-// livePods maps member names to their Pods, read from the API server rather than the cache.
-func (r *ClusterReconciler) livePods(ctx context.Context, c *etcdv1.EtcdCluster) (map[string]*corev1.Pod, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
+// memberPods maps member names to their Pods as reader sees them.
+func (r *ClusterReconciler) memberPods(ctx context.Context, reader client.Reader, c *etcdv1.EtcdCluster) (map[string]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
 		return nil, err
@@ -74,6 +71,22 @@ func (r *ClusterReconciler) livePods(ctx context.Context, c *etcdv1.EtcdCluster)
 		pods[list.Items[i].Name] = &list.Items[i]
 	}
 	return pods, nil
+}
+
+// classifyPods sorts the members whose Pods are up into those built from an older spec, and
+// names the members whose Pods are missing, terminating or not Ready.
+func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, pods map[string]*corev1.Pod) (outdated []*etcdv1.EtcdMember, down []string) {
+	for _, m := range v.members {
+		pod := pods[m.Name]
+		if pod == nil || !pod.DeletionTimestamp.IsZero() || !podReady(pod) {
+			down = append(down, m.Name)
+			continue
+		}
+		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] {
+			outdated = append(outdated, m)
+		}
+	}
+	return outdated, down
 }
 
 func podReady(pod *corev1.Pod) bool {
