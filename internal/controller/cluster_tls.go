@@ -69,13 +69,16 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 }
 
 // ensureTLS creates the cert-manager Certificates spec.tls asks for and checks that every
-// certificate Secret exists with valid keys. It records TLSReady, and until it is True it
-// returns an errWaiting, which keeps members from being created and requeues.
+// certificate Secret exists with valid keys. It records TLSReady. Only a Secret that is
+// missing or unusable holds the cluster back (an errWaiting, which keeps members from being
+// created and requeues): the certificates are per cluster (wildcards over the members), so
+// healing, scaling and rolling need no new certificate and go on while an issuer is broken.
+// Such a problem only stops renewal, and TLSReady says so.
 func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if c.Spec.TLS == nil {
 		return nil
 	}
-	p, err := r.tlsProblem(ctx, c)
+	p, blocking, err := r.tlsProblem(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -83,43 +86,76 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 		Message: "every certificate Secret exists with tls.crt, tls.key and ca.crt"}
 	if p != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.message
+		if !blocking {
+			cond.Message += "; " + issuedStillInUse
+		}
 	}
 	if err := r.setCondition(ctx, c, cond); err != nil {
 		return err
 	}
-	if p != nil {
+	if p != nil && blocking {
 		return waitFor(p.reason, "%s", p.message)
 	}
 	return nil
 }
 
-// tlsProblem is the first thing missing for TLS. Every Certificate is asked for before any
-// Secret is checked, so that cert-manager issues them all at once.
-func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (*problem, error) {
+// issuedStillInUse ends TLSReady's message when the issuer fails but every Secret is usable.
+const issuedStillInUse = "the certificates already issued stay in use: members are still healed, scaled and restarted with them; only a new issue or renewal waits for the fix"
+
+// tlsProblem is the first thing missing for TLS, and whether it blocks the cluster (a Secret
+// the members or the operator need is missing or unusable) or only the issuing of new
+// certificates. Every Certificate is asked for before any Secret is checked, so that
+// cert-manager issues them all at once. When a Secret is missing because its issuer is
+// broken, the issuer is named: it is what needs the fix.
+func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
 	issued := specs.Certificates(c)
 	certs := make([]*unstructured.Unstructured, len(issued))
+	var issuing *problem
 	for i, ic := range issued {
-		if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
-			return p, err
+		ip, err := r.checkIssuer(ctx, c, ic)
+		if err != nil {
+			return nil, false, err
 		}
-		have, p, err := r.applyCertificate(ctx, c, ic)
-		if p != nil || err != nil {
-			return p, err
+		if ip != nil {
+			issuing = firstProblem(issuing, ip)
+			continue
 		}
+		have, cp, err := r.applyCertificate(ctx, c, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		if cp != nil && cp.reason == ReasonCertificateConflict {
+			return cp, true, nil // someone else's Certificate would fill the cluster's Secret
+		}
+		issuing = firstProblem(issuing, cp)
 		certs[i] = have
 	}
-	for i, ic := range issued {
-		s := tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)}
-		if p, err := r.checkTLSSecret(ctx, c, s, certs[i]); p != nil || err != nil {
-			return p, err
+	secrets := make([]tlsSecret, 0, len(issued)+3)
+	for _, ic := range issued {
+		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)})
+	}
+	secrets = append(secrets, userTLSSecrets(c)...)
+	for i, s := range secrets {
+		var cert *unstructured.Unstructured
+		if i < len(certs) {
+			cert = certs[i]
+		}
+		sp, err := r.checkTLSSecret(ctx, c, s, cert)
+		if err != nil {
+			return nil, false, err
+		}
+		if sp != nil {
+			return firstProblem(issuing, sp), true, nil
 		}
 	}
-	for _, s := range userTLSSecrets(c) {
-		if p, err := r.checkTLSSecret(ctx, c, s, nil); p != nil || err != nil {
-			return p, err
-		}
+	return issuing, false, nil
+}
+
+func firstProblem(first, next *problem) *problem {
+	if first != nil {
+		return first
 	}
-	return nil, nil
+	return next
 }
 
 // tlsSecret is a certificate Secret the cluster needs, the keys it must have, and where it
