@@ -5,16 +5,21 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,6 +43,28 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Now is the clock of the progress deadline; time.Now when nil.
 	Now func() time.Time
+	// Clients keeps one etcd client per cluster between reconciles; without it every
+	// reconcile opens a client through NewClient and closes it.
+	Clients *ClientCache
+	// MaxConcurrentReconciles is how many clusters are reconciled at once; 1 when 0.
+	MaxConcurrentReconciles int
+
+	backoffOnce sync.Once
+	backoff     workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+// openClient is the cluster's etcd client: the cached one when there is a cache.
+func (r *ClusterReconciler) openClient(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (etcd.Client, error) {
+	if r.Clients != nil {
+		return r.Clients.Client(ctx, c, endpoints)
+	}
+	return r.NewClient(ctx, c, endpoints)
+}
+
+func (r *ClusterReconciler) forgetClient(key types.NamespacedName) {
+	if r.Clients != nil {
+		r.Clients.Forget(key)
+	}
 }
 
 func (r *ClusterReconciler) now() time.Time {
@@ -59,9 +86,15 @@ func (r *ClusterReconciler) now() time.Time {
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetClient(req.NamespacedName)
+			r.forgetFailures(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
+		r.forgetClient(req.NamespacedName)
+		r.forgetFailures(req.NamespacedName)
 		return ctrl.Result{}, nil // garbage collection removes what it owns; member finalizers let go
 	}
 	if err := r.ensureIdentity(ctx, cluster); err != nil {
@@ -91,9 +124,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	if stepErr != nil {
-		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		after := r.retryAfter(req.NamespacedName, stepErr)
+		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error(), "retryAfter", after.String())
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
+	r.forgetFailures(req.NamespacedName)
 	if progressed {
 		// A change to etcd alone (a promotion) changes no object the controller watches: look
 		// again soon to record its effect and take the next step.
@@ -117,7 +152,41 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// Retries of a step that did not happen. Work in motion that no watched object reports (a
+// learner catching up, founding members electing a leader, a member going away) is looked at
+// again every second, as before. Anything else that repeats (etcd unreachable, unhealthy
+// voters, a missing Secret, a failed call) backs off exponentially per cluster, from 1 s to
+// a minute, so that one stuck cluster does not take the workers from the others. Changes to
+// watched objects (a Secret created, a member's Pod ready) still wake the cluster at once;
+// any step that succeeds resets the backoff.
+const (
+	retryBase = time.Second
+	retryMax  = resyncPeriod
+)
+
+// inMotionWaits are the wait reasons of work under way that ends by itself.
+var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "RollingUpdate": true}
+
+func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
+	var waiting errWaiting
+	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.reason] {
+		r.forgetFailures(key)
+		return retryBase
+	}
+	return r.failures().When(key)
+}
+
+func (r *ClusterReconciler) forgetFailures(key types.NamespacedName) { r.failures().Forget(key) }
+
+func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.NamespacedName] {
+	r.backoffOnce.Do(func() {
+		r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryBase, retryMax)
+	})
+	return r.backoff
 }
 
 func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -369,20 +370,9 @@ func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Ob
 }
 
 func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
-	var names []string
-	if specs.ClientTLS(c) {
-		names = append(names, specs.ServerSecretName(c), specs.OperatorClientSecretName(c))
-	}
+	names := clientSecretNames(c)
 	if specs.PeerTLS(c) {
 		names = append(names, specs.PeerSecretName(c))
 	}
-	if authWanted(c) {
-		names = append(names, c.Spec.Auth.RootCredentialsSecretRef.Name, specs.RootAppliedSecretName(c.Name))
-	}
-	for _, n := range names {
-		if n != "" && n == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(names, name)
 }
