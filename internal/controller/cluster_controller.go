@@ -100,8 +100,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.ensureIdentity(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensureServices(ctx, cluster); err != nil {
-		return ctrl.Result{}, err
+	// A Service that is someone else's or that the API server refuses holds the cluster
+	// back (members need their DNS names) and is reported in the status, not only logged.
+	blocked := r.ensureServices(ctx, cluster)
+	if blocked != nil && !isDegradedWait(blocked) {
+		return ctrl.Result{}, blocked
 	}
 	members, err := r.listMembers(ctx, cluster)
 	if err != nil {
@@ -116,9 +119,15 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	progressed, stepErr := r.secureStep(stepCtx, cluster, view)
+	progressed, stepErr := false, blocked
+	if blocked == nil {
+		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
+	}
 	if err := r.ensurePDB(ctx, cluster, view); err != nil {
-		return ctrl.Result{}, err
+		if !isDegradedWait(err) {
+			return ctrl.Result{}, err
+		}
+		stepErr = firstErr(stepErr, err)
 	}
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
@@ -214,6 +223,19 @@ func emit(rec events.EventRecorder, regarding, related client.Object, eventType,
 		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
 	}
 	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
+}
+
+// isDegradedWait is true for a child object the cluster cannot have (see childProblem).
+func isDegradedWait(err error) bool {
+	var w errWaiting
+	return errors.As(err, &w) && w.degraded
+}
+
+func firstErr(first, next error) error {
+	if first != nil {
+		return first
+	}
+	return next
 }
 
 func ignoreConflict(err error) error {

@@ -44,9 +44,15 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "Service", want.Name)
 	}
 	if err != nil {
+		return err
+	}
+	// Clusters "db" and "db-client" would share the Service "db-client" (the first's client
+	// Service, the second's headless one): whichever comes second is refused here, before it
+	// creates members whose DNS names would resolve to the other's Pods.
+	if err := notOurs(have, c, "Service", "EtcdCluster"); err != nil {
 		return err
 	}
 	if reflect.DeepEqual(have.Labels, want.Labels) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
@@ -56,7 +62,7 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Labels, have.Spec.Selector, have.Spec.Ports = want.Labels, want.Spec.Selector, want.Spec.Ports
 	have.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
-	return r.Patch(ctx, have, patch)
+	return refusedByAPI(r.Patch(ctx, have, patch), "Service", have.Name)
 }
 
 // ensurePDB keeps a PodDisruptionBudget over the voters; a paused cluster has none.
@@ -68,6 +74,11 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 		return err
 	}
 	exists := err == nil
+	if exists {
+		if err := notOurs(have, c, "PodDisruptionBudget", "EtcdCluster"); err != nil {
+			return err
+		}
+	}
 	if ptrOr(c.Spec.Replicas, 3) == 0 || voters == 0 {
 		if exists && ptrOr(c.Spec.Replicas, 3) == 0 {
 			return client.IgnoreNotFound(r.Delete(ctx, have))
@@ -79,12 +90,12 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "PodDisruptionBudget", want.Name)
 	}
 	if reflect.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
 		return nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
-	return r.Patch(ctx, have, patch)
+	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
 }

@@ -243,6 +243,9 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 			return nil, nil, err
 		}
 		if err := r.Create(ctx, want); err != nil {
+			if isRefusal(err) {
+				return nil, problemf(ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
+			}
 			return nil, nil, client.IgnoreAlreadyExists(err)
 		}
 		r.eventAbout(c, want, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)

@@ -66,10 +66,26 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
 		if err := r.ensurePVC(ctx, cluster, m); err != nil {
-			return ctrl.Result{}, err
+			return r.blocked(ctx, m, err)
 		}
 	}
-	return r.ensurePod(ctx, cluster, m)
+	res, err := r.ensurePod(ctx, cluster, m)
+	if err != nil {
+		return r.blocked(ctx, m, err)
+	}
+	return res, nil
+}
+
+// blocked reports a child object the member cannot have (someone else's PVC or Pod of that
+// name, or one the API server refuses) in its Ready condition, which the cluster's Degraded
+// condition repeats, and looks again later: nothing the operator watches tells when a
+// quota or a webhook changes its mind. Other errors go back to the controller.
+func (r *MemberReconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
+	var w errWaiting
+	if !errors.As(err, &w) || !w.degraded {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, m.Status.PodName, readyCondition(metav1.ConditionFalse, w.reason, w.message))
 }
 
 // SetupWithManager watches members and the Pods and PVCs they own.
@@ -235,7 +251,7 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // needsAttention are the Ready reasons that will not pass without a person: each gets a
 // Warning event when it first appears.
 var needsAttention = map[string]bool{
-	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true,
+	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true, ReasonNameConflict: true, ReasonObjectRefused: true,
 	"CreateContainerConfigError": true, "CrashLoopBackOff": true,
 }
 

@@ -35,13 +35,16 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 			return err
 		}
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+			return refusedByAPI(err, "PersistentVolumeClaim", want.Name)
 		}
 		r.event(m, corev1.EventTypeNormal, "PVCCreated", "CreatePVC", "created PVC %s", want.Name)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if !pvcOfMember(have, c, m) {
+		return notOurs(have, m, "PersistentVolumeClaim", "EtcdMember")
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	changed := false
@@ -64,6 +67,25 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		return nil
 	}
 	return r.Patch(ctx, have, patch)
+}
+
+// pvcOfMember says whether an existing PVC holds this member's data, and may be taken over:
+// it is controlled by this member or an earlier EtcdMember of the same name (deleted by
+// hand), by the cluster (the member finalizer's rescue), or by nothing while its labels name
+// this cluster and member (kept when an EtcdCluster of this name was deleted with
+// whenDeleted Retain). Anything else is someone else's and is never taken.
+func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	ref := metav1.GetControllerOf(pvc)
+	switch {
+	case ref == nil:
+		return pvc.Labels[specs.LabelCluster] == c.Name && pvc.Labels[specs.LabelMember] == m.Name &&
+			pvc.Labels[specs.LabelManagedBy] == specs.ManagerName
+	case ref.Kind == "EtcdMember":
+		return ref.Name == m.Name
+	case ref.Kind == "EtcdCluster":
+		return ref.UID == c.UID
+	}
+	return false
 }
 
 // ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and
@@ -89,11 +111,20 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 		return r.createPod(ctx, c, m)
 	case !pod.DeletionTimestamp.IsZero():
 		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case !podOfMember(pod, m):
+		return ctrl.Result{}, notOurs(pod, m, "Pod", "EtcdMember")
 	}
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.mirrorPodState(ctx, m, pod)
+}
+
+// podOfMember: the Pod is this member's, or an earlier EtcdMember's of the same name that
+// garbage collection is about to delete.
+func podOfMember(pod *corev1.Pod, m *etcdv1.EtcdMember) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind == "EtcdMember" && ref.Name == m.Name
 }
 
 // mirrorPodState puts the Pod's readiness, or why it cannot start, into the member's status.
@@ -150,7 +181,7 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return ctrl.Result{}, nil // the namespace is going, and the member with it
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, refusedByAPI(err, "Pod", pod.Name)
 	}
 	r.event(m, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created Pod %s", pod.Name)
 	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, "PodStarting", "the Pod was created"))
