@@ -95,7 +95,12 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !cluster.DeletionTimestamp.IsZero() {
 		r.forgetClient(req.NamespacedName)
 		r.forgetFailures(req.NamespacedName)
-		return ctrl.Result{}, nil // garbage collection removes what it owns; member finalizers let go
+		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
+		// retained are released first.
+		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
+	}
+	if err := r.ensureRetentionFinalizer(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.ensureIdentity(ctx, cluster); err != nil {
 		return ctrl.Result{}, err

@@ -79,6 +79,10 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 	if c.Status.ClusterID != "" || v.reachable {
 		return false, nil
 	}
+	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
+	if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
+		return done, err
+	}
 	names := foundingNames(c, v.members, replicas)
 	if len(names) == 0 {
 		return false, nil

@@ -135,7 +135,11 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 	}
 	switch {
 	case cluster == nil:
-		// The cluster is being deleted: garbage collection removes the Pod and PVC.
+		// The cluster is being deleted: garbage collection removes the Pod, and the PVC
+		// unless the cluster retains it (whenDeleted Retain).
+		if err := r.keepPVCOfDeletedCluster(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
 	case m.Annotations[AnnotationRemove] == "true":
 		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
 			r.event(m, corev1.EventTypeWarning, "RemoveFailed", "RemoveMember", "removing %s from etcd: %v", m.Name, err)

@@ -55,7 +55,10 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		}
 		changed = true
 	}
-	if m.Status.MemberID != "" && have.Annotations[specs.AnnotationMemberID] != m.Status.MemberID {
+	// The cluster ID is known only after the member ID for a member added by scale-out; it
+	// is recorded when it appears, so that kept PVCs tell which etcd cluster they belong to.
+	if m.Status.MemberID != "" && (have.Annotations[specs.AnnotationMemberID] != m.Status.MemberID ||
+		(m.Status.ClusterID != "" && have.Annotations[specs.AnnotationClusterID] != m.Status.ClusterID)) {
 		if have.Annotations == nil {
 			have.Annotations = map[string]string{}
 		}
