@@ -109,25 +109,26 @@ func TestSpecChangeMidScaleConverges(t *testing.T) {
 	w.stopAndVerify(t, 50)
 }
 
-func TestDeletingAClusterRemovesEverything(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "bye", 3)
-	waitSettled(t, ns, "bye", 3, 4*time.Minute)
-	deleteAndWaitGone(t, ns, "bye")
-}
-
 // deleteAndWaitGone deletes the cluster and waits until nothing labelled as its own is left:
-// no stuck finalizer, whatever state its etcd is in.
+// no stuck finalizer, whatever state its etcd is in. PVCs are gone too, or, when the cluster
+// retains them (whenDeleted Retain, the default), left without any owner.
 func deleteAndWaitGone(t *testing.T, ns, name string) {
 	t.Helper()
-	if err := k8s.Delete(context.Background(), getCluster(t, ns, name)); err != nil {
+	c := getCluster(t, ns, name)
+	p := c.Spec.PersistentVolumeClaimRetentionPolicy
+	retain := c.Spec.Storage.Medium != etcdv1.StorageMediumMemory && (p == nil || p.WhenDeleted != etcdv1.PVCDelete)
+	if err := k8s.Delete(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 3*time.Minute, "nothing left of the cluster", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &etcdv1.EtcdCluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the EtcdCluster is still there (%w)", err)
 		}
-		for _, list := range []client.ObjectList{&etcdv1.EtcdMemberList{}, &corev1.PodList{}, &corev1.PersistentVolumeClaimList{}, &corev1.ServiceList{}} {
+		gone := []client.ObjectList{&etcdv1.EtcdMemberList{}, &corev1.PodList{}, &corev1.ServiceList{}}
+		if !retain {
+			gone = append(gone, &corev1.PersistentVolumeClaimList{})
+		}
+		for _, list := range gone {
 			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
 				return err
 			}
@@ -139,6 +140,25 @@ func deleteAndWaitGone(t *testing.T, ns, name string) {
 				return fmt.Errorf("%d %T left", len(items), list)
 			}
 		}
+		if retain {
+			_, err := keptPVCs(ns, name)
+			return err
+		}
 		return nil
 	})
+}
+
+// keptPVCs are the cluster's PVCs, each without an owner that garbage collection would
+// delete it with.
+func keptPVCs(ns, name string) ([]corev1.PersistentVolumeClaim, error) {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
+		return nil, err
+	}
+	for _, pvc := range pvcs.Items {
+		if len(pvc.OwnerReferences) > 0 {
+			return nil, fmt.Errorf("PVC %s still has owners %v", pvc.Name, pvc.OwnerReferences)
+		}
+	}
+	return pvcs.Items, nil
 }
