@@ -112,6 +112,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		// or endpoints change; the member controller's rare removals open their own.
 		Clients:                 controller.NewClientCache(mgr.GetClient(), newClient),
 		MaxConcurrentReconciles: o.maxConcurrent,
+		OperatorNamespace:       controller.OperatorNamespace(),
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,9 @@ type ClusterReconciler struct {
 	Clients *ClientCache
 	// MaxConcurrentReconciles is how many clusters are reconciled at once; 1 when 0.
 	MaxConcurrentReconciles int
+	// OperatorNamespace is where the operator runs, which spec.networkPolicy admits to the
+	// client port; "" admits the operator's Pods from any namespace.
+	OperatorNamespace string
 
 	backoffOnce sync.Once
 	backoff     workqueue.TypedRateLimiter[types.NamespacedName]
@@ -128,11 +132,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if blocked == nil {
 		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
 	}
-	if err := r.ensurePDB(ctx, cluster, view); err != nil {
-		if !isDegradedWait(err) {
-			return ctrl.Result{}, err
+	for _, ensure := range []func() error{
+		func() error { return r.ensurePDB(ctx, cluster, view) },
+		func() error { return r.ensureNetworkPolicy(ctx, cluster) },
+	} {
+		if err := ensure(); err != nil {
+			if !isDegradedWait(err) {
+				return ctrl.Result{}, err
+			}
+			stepErr = firstErr(stepErr, err)
 		}
-		stepErr = firstErr(stepErr, err)
 	}
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
@@ -164,6 +173,7 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).

@@ -2,9 +2,14 @@ package controller
 
 import (
 	"context"
+	"os"
 	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,4 +103,51 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
 	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
+}
+
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+
+// ensureNetworkPolicy keeps the NetworkPolicy spec.networkPolicy asks for, and removes the
+// operator's own when it is turned off.
+func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	have := &networkingv1.NetworkPolicy{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.NetworkPolicyName(c.Name)}, have)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	exists := err == nil
+	if exists {
+		if err := notOurs(have, c, "NetworkPolicy", "EtcdCluster"); err != nil {
+			return err
+		}
+	}
+	if c.Spec.NetworkPolicy == nil || !c.Spec.NetworkPolicy.Enabled {
+		if exists {
+			return client.IgnoreNotFound(r.Delete(ctx, have))
+		}
+		return nil
+	}
+	want := specs.NetworkPolicy(c, specs.OperatorPeer(r.OperatorNamespace))
+	if !exists {
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+			return err
+		}
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "NetworkPolicy", want.Name)
+	}
+	if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec = want.Spec
+	return refusedByAPI(r.Patch(ctx, have, patch), "NetworkPolicy", have.Name)
+}
+
+// OperatorNamespace is the namespace of the operator's Pod, read from its service account
+// mount; "" outside a Pod.
+func OperatorNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -165,8 +165,23 @@ func tlsArgs(c *etcdv1.EtcdCluster) []string {
 			"--peer-key-file="+peerTLSDir+"/tls.key",
 			"--peer-trusted-ca-file="+peerTLSDir+"/ca.crt",
 			"--peer-client-cert-auth=true")
+		if name := PeerAllowedHostname(c); name != "" {
+			args = append(args, "--peer-cert-allowed-hostname="+name)
+		}
 	}
 	return args
+}
+
+// PeerAllowedHostname pins who may talk to a member as a peer: only a certificate valid for
+// this cluster's headless Service name, not any certificate the peer CA signed (an issuer
+// shared by several clusters signs theirs too). Set for peer certificates the operator asks
+// cert-manager for, which carry that name (PeerDNSNames); a peer Secret of the user's own
+// (spec.tls.peer.secretRef) may not, so it is not pinned: docs/tls.md says what to put in it.
+func PeerAllowedHostname(c *etcdv1.EtcdCluster) string {
+	if !PeerTLS(c) || c.Spec.TLS.Peer.CertManager == nil {
+		return ""
+	}
+	return HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
 }
 
 // ClientCertAuth is true when etcd requires client certificates (mutual TLS on 2379).
