@@ -138,7 +138,7 @@ func (r *ClusterReconciler) setAuthCondition(ctx context.Context, c *etcdv1.Etcd
 // know the password to log in again. While auth is off, etcd needs no login for any of it.
 func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, wanted string) error {
 	if why := notAtRest(c, v); why != "" {
-		return r.setAuthCondition(ctx, c, problemf(ReasonWaitingForCluster, "authentication is enabled once the cluster is up: %s", why))
+		return r.setAuthCondition(ctx, c, problemf(ReasonWaitingForCluster, "authentication is enabled once a quorum of voters is healthy; until then the client Service %s has no endpoints: %s", specs.ClientServiceName(c.Name), why))
 	}
 	if err := r.recordApplied(ctx, c, wanted); err != nil {
 		return err
@@ -161,20 +161,17 @@ func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	return r.markAuthEnabled(ctx, c)
 }
 
-// notAtRest says why the cluster is not ready for auth to be enabled: every member must be
-// bootstrapped, voting and healthy, so that the switch does not race a membership change.
+// notAtRest says why auth cannot be enabled yet: a quorum of voters must be healthy. Not
+// every member: one that cannot be scheduled would keep a cluster meant to have auth serving
+// without it for as long. Enabling is one raft proposal, which members that join later
+// receive like any other.
 func notAtRest(c *etcdv1.EtcdCluster, v *clusterView) string {
-	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	total, healthy := v.voters()
 	switch {
-	case replicas == 0:
+	case ptrOr(c.Spec.Replicas, 3) == 0:
 		return "the cluster is paused"
-	case len(v.learners()) > 0:
-		return "a learner is catching up"
-	case len(v.active()) != replicas || len(v.members) != replicas || total != replicas:
-		return fmt.Sprintf("%d of %d members are voting", total, replicas)
-	case healthy < total:
-		return fmt.Sprintf("%d of %d voters are healthy", healthy, total)
+	case total == 0 || healthy < quorum(total):
+		return fmt.Sprintf("%d of %d voters are healthy, a quorum is needed", healthy, total)
 	}
 	return ""
 }

@@ -50,8 +50,8 @@ func problemf(reason, format string, args ...any) *problem {
 
 // secureStep is step behind the gates of TLS and auth: no member is created before its
 // certificates and the root password are readable (a Pod without its Secrets cannot start,
-// and a cluster meant to have auth must not serve without it), and auth is enabled or its
-// password rotated once the cluster is at rest.
+// and a cluster meant to have auth must not serve without it), auth is enabled as soon as a
+// quorum of voters is healthy, and root's password is rotated once the cluster is at rest.
 func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	if err := r.ensureTLS(ctx, c); err != nil {
 		return false, err
@@ -61,6 +61,16 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 	}
 	if err := r.reportRefusedLogin(ctx, c, v); err != nil {
 		return false, err
+	}
+	// Auth goes on as soon as a quorum answers, before any other step: until then members
+	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
+	if authWanted(c) && !c.Status.AuthEnabled && v.reachable {
+		if err := r.ensureAuth(ctx, c, v); err != nil {
+			return false, err
+		}
+		if c.Status.AuthEnabled {
+			return true, nil
+		}
 	}
 	progressed, err := r.step(ctx, c, v)
 	if err != nil || progressed {
