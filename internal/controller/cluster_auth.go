@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +113,40 @@ func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.applyPassword(ctx, c, v, wanted); err != nil {
 		return err
 	}
-	return r.markAuthEnabled(ctx, c)
+	note, err := unmanagedAuth(ctx, v.etcd)
+	if err != nil {
+		return err
+	}
+	return r.markAuthEnabled(ctx, c, note)
+}
+
+// unmanagedAuth names the users and roles besides root, which the operator never creates:
+// made by hand, or left from before authentication was enabled, they keep what they were
+// granted. The operator reports them and deletes nothing: they may be the application's.
+func unmanagedAuth(ctx context.Context, cli etcd.Client) (string, error) {
+	users, err := cli.UserList(ctx)
+	if err != nil {
+		return "", err
+	}
+	roles, err := cli.RoleList(ctx)
+	if err != nil {
+		return "", err
+	}
+	notRoot := func(names []string, root string) []string {
+		var out []string
+		for _, n := range names {
+			if n != root {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	users, roles = notRoot(users, etcd.RootUser), notRoot(roles, etcd.RootRole)
+	if len(users) == 0 && len(roles) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("; users the operator did not create: [%s], roles: [%s]; they keep every permission granted to them (also before authentication was on): review them with etcdctl user get and role get, and remove what should not be there",
+		strings.Join(users, ", "), strings.Join(roles, ", ")), nil
 }
 
 // reportRefusedLogin says so when etcd refused every password the operator knows: the
@@ -154,11 +189,17 @@ func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := v.etcd.UserGrantRole(ctx, etcd.RootUser, etcd.RootRole); err != nil {
 		return fmt.Errorf("granting root the root role: %w", err)
 	}
+	// Listed while auth is still off, when no login is needed: users made before it keep
+	// their roles once it is on.
+	note, err := unmanagedAuth(ctx, v.etcd)
+	if err != nil {
+		return err
+	}
 	if err := v.etcd.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
 	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
-	return r.markAuthEnabled(ctx, c)
+	return r.markAuthEnabled(ctx, c, note)
 }
 
 // notAtRest says why auth cannot be enabled yet: a quorum of voters must be healthy. Not
@@ -229,8 +270,10 @@ func (r *ClusterReconciler) recordApplied(ctx context.Context, c *etcdv1.EtcdClu
 	return r.Update(ctx, s)
 }
 
-// markAuthEnabled records in the status that etcd has auth on with the wanted password.
-func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// markAuthEnabled records in the status that etcd has auth on with the wanted password, and
+// names the users and roles the operator did not create (note), with a Warning event when
+// that list changes.
+func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdCluster, note string) error {
 	if !c.Status.AuthEnabled {
 		patch := client.MergeFrom(c.DeepCopy())
 		c.Status.AuthEnabled = true
@@ -238,6 +281,12 @@ func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdC
 			return err
 		}
 	}
-	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: ReasonAuthEnabled,
-		Message: fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)})
+	msg := fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name) + note
+	if old := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAuthReady); note != "" && (old == nil || old.Message != msg) {
+		r.event(c, corev1.EventTypeWarning, ReasonUnmanagedAuth, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
+	}
+	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: ReasonAuthEnabled, Message: msg})
 }
+
+// ReasonUnmanagedAuth is the Warning event naming users and roles the operator did not make.
+const ReasonUnmanagedAuth = "UnmanagedUsersOrRoles"

@@ -239,3 +239,25 @@ func checkNoPasswordIn(t *testing.T, h *secureHarness, passwords ...string) {
 		}
 	}
 }
+
+// Users and roles the operator did not make (here, before auth was on) are named in AuthReady
+// and a Warning event, and left alone.
+func TestUsersAndRolesTheOperatorDidNotCreateAreReported(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
+	h.etcd.SeedUser("app", "app-Pa55word", "writer")
+	h.etcd.SeedRole("writer")
+	h.reconcile()
+	h.running()
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "users the operator did not create: [app], roles: [writer]")
+	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "Warning "+ReasonUnmanagedAuth) {
+		t.Fatalf("no %s warning among events:\n%s", ReasonUnmanagedAuth, ev)
+	}
+	if h.etcd.Password("app") != "app-Pa55word" {
+		t.Fatal("the operator changed a user it did not create")
+	}
+	h.reconcile()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("the same users were announced again: %q", ev)
+	}
+}

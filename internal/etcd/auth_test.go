@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,11 @@ func enableRootAuth(t *testing.T, c Client, password string) {
 		if err := c.UserGrantRole(shortContext(t), RootUser, RootRole); err != nil {
 			t.Fatal(err)
 		}
+	}
+	users, uerr := c.UserList(shortContext(t))
+	roles, rerr := c.RoleList(shortContext(t))
+	if uerr != nil || rerr != nil || !slices.Equal(users, []string{RootUser}) || slices.ContainsFunc(roles, func(r string) bool { return r != RootRole }) {
+		t.Fatalf("users %v (%v), roles %v (%v); want root only", users, uerr, roles, rerr)
 	}
 	if err := c.AuthEnable(shortContext(t)); err != nil {
 		t.Fatal(err)
