@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,8 +59,38 @@ func (unclosable) Close() error { return nil }
 
 func (h *harness) reconcile() {
 	h.t.Helper()
+	h.realizeMembers()
 	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}); err != nil {
 		h.t.Fatalf("reconcile: %v", err)
+	}
+}
+
+// realizeMembers does what the member controller does before a member joins: a PVC (or, for
+// tmpfs, a Pod) for every member etcd does not know yet. A member that has joined gets
+// nothing new, as the member controller refuses to start a known ID on empty data.
+func (h *harness) realizeMembers() {
+	h.t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := h.api.List(context.Background(), list); err != nil {
+		h.t.Fatal(err)
+	}
+	c := h.clusterObj()
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Status.MemberID != "" || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		var obj client.Object = &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: specs.MemberLabels(m.Spec.ClusterName, m.Name)},
+		}
+		if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+			pod := specs.Pod(c, m, h.r.PodOptions)
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			obj = pod
+		}
+		if err := h.api.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			h.t.Fatal(err)
+		}
 	}
 }
 

@@ -93,13 +93,17 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
+	case !v.reachable && v.clientErr != nil:
+		available.Reason, available.Message = "Unreachable", "no etcd client could be opened: "+v.clientErr.Error()
 	case !v.reachable:
-		available.Reason, available.Message = "Unreachable", "no member answers"
+		// etcd's member list is a linearizable read: without a quorum nothing answers it,
+		// but each member still says what it has.
+		available.Reason, available.Message = ReasonQuorumLost, quorumLostMessage(v.survivors)
 	case healthy >= quorum(total):
 		available.Status, available.Reason = metav1.ConditionTrue, "QuorumHealthy"
 		available.Message = fmt.Sprintf("%d of %d voters healthy", healthy, total)
 	default:
-		available.Reason, available.Message = "QuorumLost", fmt.Sprintf("only %d of %d voters healthy", healthy, total)
+		available.Reason, available.Message = ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
 	}
 
 	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Idle", Message: "the cluster matches its spec"}

@@ -31,12 +31,16 @@ func waitFor(reason, format string, args ...any) error {
 	return errWaiting{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// step makes at most one change, the first that applies, in this order: bootstrap, pause,
-// resume, bookkeeping of IDs, finishing an interrupted add, promotion, adoption, scaling. It
-// reports whether it changed something.
+// step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
+// members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, replacing a
+// damaged member, finishing an interrupted add, promotion, adoption, scaling. It reports
+// whether it changed something.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	if done, err := r.bootstrap(ctx, c, v, replicas); done || err != nil {
+		return done && err == nil, err
+	}
+	if done, err := r.rebuildFromPVCs(ctx, c, v, replicas); done || err != nil {
 		return done && err == nil, err
 	}
 	if done, err := r.pauseOrResume(ctx, c, v, replicas); done || err != nil {
@@ -46,10 +50,13 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return false, nil
 	}
 	if !v.reachable {
+		if c.Status.ClusterID != "" {
+			return false, waitFor(ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
+		}
 		return false, waitFor("Unreachable", "etcd does not answer through any member")
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.recordIdentities, r.removeOrphanLearners, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+		r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
 			return done && err == nil, err
