@@ -270,15 +270,28 @@ func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
 	}
 }
 
+// TestScaleInRefusedWhenQuorumWouldNotHold: raft has its quorum (every member is up and
+// etcd answers), but quorum reads fail through db-1 and db-2. Removing db-2 (the unhealthy
+// one a scale-in takes first) would leave db-1 unhealthy and db-3: 1 healthy of 2, below the
+// quorum of 2. Only the projection refuses this; nothing else blocks a scale-in.
 func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
 	h := runningHarness(t)
 	list := h.etcd.Members()
-	h.etcd.SetDown(list[1].ID, true)
-	h.etcd.SetDown(list[2].ID, true) // 1 of 3 healthy: no quorum, no change
-	h.setReplicas(1)
+	h.etcd.SetUnhealthy(list[0].ID, true)
+	h.etcd.SetUnhealthy(list[1].ID, true)
+	h.setReplicas(2)
 	h.reconcile()
 	if n := len(h.members()); n != 3 {
-		t.Fatalf("a member was removed without quorum: %v", names(h.members()))
+		t.Fatalf("a member was removed although the quorum would not hold: %v", names(h.members()))
+	}
+	cond := h.condition(etcdv1.ConditionProgressing)
+	if !strings.Contains(cond.Message, "not removing db-2") || !strings.Contains(cond.Message, "1 healthy of 2 voters") {
+		t.Fatalf("Progressing %+v, want the projection's refusal", cond)
+	}
+	h.etcd.SetUnhealthy(list[0].ID, false) // now removing db-2 leaves 2 healthy of 2
+	h.reconcile()
+	if got := names(h.members()); !slices.Equal(got, []string{"db-1", "db-3"}) {
+		t.Fatalf("members %v, want the unhealthy db-2 removed once the quorum holds without it", got)
 	}
 }
 

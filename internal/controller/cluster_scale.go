@@ -111,7 +111,8 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 func (r *ClusterReconciler) freeName(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, error) {
 	for i := 1; ; i++ {
 		name := specs.MemberName(c.Name, i)
-		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) {
+		// A Pod of that name may be a replaced member's, still terminating.
+		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) || v.pods[name] != nil {
 			continue
 		}
 		err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
