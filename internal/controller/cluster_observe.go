@@ -80,9 +80,10 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return nil, err
 	}
 	endpoints := runningEndpoints(c, members)
-	if len(endpoints) == 0 {
+	if len(endpoints) == 0 && ptrOr(c.Spec.Replicas, 3) > 0 {
 		// Every EtcdMember is gone or going (kubectl delete etcdmembers --all): ask whatever
-		// else may still run, found through the PVCs, the Pods and the last status.
+		// else may still run, found through the PVCs, the Pods and the last status. A paused
+		// cluster has nothing running to ask.
 		endpoints = survivingEndpoints(c, view)
 	}
 	if len(endpoints) == 0 {

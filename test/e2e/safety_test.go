@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// These tests lose what the operator manages (EtcdMembers, PVCs, a member's data) while a
+// client writes, and check that every acknowledged write survives, under the same cluster ID.
+
+// TestDeletedEtcdMembersAreRebuiltFromTheirPVCs deletes all, two of three, and the only
+// EtcdMember of a cluster: no Pod runs any more and nothing answers, yet the members come
+// back from their PVCs with their member IDs.
+func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas int32
+		deleted  int // the first n members
+	}{
+		{"all-of-three", 3, 3},
+		{"two-of-three", 3, 2},
+		{"the-only-one", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t)
+			createCluster(t, ns, "gone", tc.replicas)
+			before := waitSettled(t, ns, "gone", tc.replicas, 4*time.Minute)
+			w := startWriter(t, ns, "gone", "gone")
+			time.Sleep(2 * time.Second) // let some writes be acknowledged before the loss
+			var victims []string
+			for _, m := range before.Status.Members[:tc.deleted] {
+				victims = append(victims, m.Name)
+			}
+			deleteEtcdMembers(t, ns, "gone", victims)
+			eventually(t, 5*time.Minute, "the members rebuilt with their IDs", func() error {
+				after := getCluster(t, ns, "gone")
+				if after.Status.ClusterID != before.Status.ClusterID {
+					return fmt.Errorf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
+				}
+				if got, want := memberIDs(after), memberIDs(before); !equalMaps(got, want) || after.Status.ReadyMembers != tc.replicas {
+					return fmt.Errorf("members %v (ready %d), want %v", got, after.Status.ReadyMembers, want)
+				}
+				return nil
+			})
+			waitSettled(t, ns, "gone", tc.replicas, 3*time.Minute)
+			w.stopAndVerify(t, 5)
+		})
+	}
+}
+
+// deleteEtcdMembers deletes the named EtcdMembers, or all of the cluster's with the label
+// selector when names lists every member, as a person would with kubectl.
+func deleteEtcdMembers(t *testing.T, ns, cluster string, names []string) {
+	t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == len(list.Items) {
+		if err := k8s.DeleteAllOf(context.Background(), &etcdv1.EtcdMember{}, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for _, name := range names {
+		if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestForegroundDeletionOfAnEtcdMemberKeepsItsData: garbage collection in the foreground
+// deletes what the member owns before the member; its PVC must not be among them.
+func TestForegroundDeletionOfAnEtcdMemberKeepsItsData(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "fg", 3)
+	before := waitSettled(t, ns, "fg", 3, 4*time.Minute)
+	w := startWriter(t, ns, "fg", "fg")
+	victim := before.Status.Members[1]
+	pvc := getPVC(t, ns, victim.Name)
+	if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}},
+		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 4*time.Minute, "the member back with its ID", func() error {
+		after := getCluster(t, ns, "fg")
+		if got := memberIDs(after)[victim.Name]; got != victim.ID || after.Status.ReadyMembers != 3 {
+			return fmt.Errorf("%s is %q (was %s), ready %d", victim.Name, got, victim.ID, after.Status.ReadyMembers)
+		}
+		return nil
+	})
+	if kept := getPVC(t, ns, victim.Name); kept.UID != pvc.UID || !kept.DeletionTimestamp.IsZero() {
+		t.Fatalf("the PVC of %s was replaced or is being deleted", victim.Name)
+	}
+	waitSettled(t, ns, "fg", 3, 3*time.Minute)
+	w.stopAndVerify(t, 10)
+}
+
+func getPVC(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	return pvc
+}
+
+// wipeData empties a member's volume through the directory the local cluster's provisioner
+// made for it, then deletes its Pod so that etcd starts again on the empty directory.
+func wipeData(t *testing.T, ns, member string) {
+	t.Helper()
+	pvc := getPVC(t, ns, member)
+	pv := &corev1.PersistentVolume{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.Local == nil {
+		t.Fatalf("volume %s is no local directory: this test needs the local cluster's provisioner", pv.Name)
+	}
+	entries, err := os.ReadDir(pv.Spec.Local.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(pv.Spec.Local.Path, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReplaced waits until the victim's ID is gone and n voters, all new or old, are ready,
+// under the same cluster ID.
+func waitReplaced(t *testing.T, ns, name string, before *etcdv1.EtcdCluster, victim etcdv1.MemberSummary) {
+	t.Helper()
+	eventually(t, 5*time.Minute, "member "+victim.Name+" replaced under a new ID", func() error {
+		after := getCluster(t, ns, name)
+		if after.Status.ClusterID != before.Status.ClusterID {
+			return fmt.Errorf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
+		}
+		ids := memberIDs(after)
+		for n, id := range ids {
+			if id == victim.ID {
+				return fmt.Errorf("member %s (%s) is still in the cluster", victim.ID, n)
+			}
+		}
+		if int(after.Status.Voters) != len(before.Status.Members) || after.Status.ReadyMembers != after.Status.Voters {
+			return fmt.Errorf("members %v, voters %d, ready %d", ids, after.Status.Voters, after.Status.ReadyMembers)
+		}
+		return nil
+	})
+	waitSettled(t, ns, name, int32(len(before.Status.Members)), 3*time.Minute)
+}
+
+func TestMemberWithWipedDataIsReplaced(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "wipe", 3)
+	before := waitSettled(t, ns, "wipe", 3, 4*time.Minute)
+	w := startWriter(t, ns, "wipe", "wipe")
+	time.Sleep(2 * time.Second)
+	victim := before.Status.Members[1]
+	wipeData(t, ns, victim.Name)
+	waitReplaced(t, ns, "wipe", before, victim)
+	if reasons := eventReasons(t, ns); !slices.Contains(reasons, "MemberReplacing") {
+		t.Fatalf("no MemberReplacing event: %v", reasons)
+	}
+	w.stopAndVerify(t, 10)
+}
+
+func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "lost", 3)
+	before := waitSettled(t, ns, "lost", 3, 4*time.Minute)
+	w := startWriter(t, ns, "lost", "lost")
+	time.Sleep(2 * time.Second)
+	victim := before.Status.Members[2]
+	if err := k8s.Delete(context.Background(), getPVC(t, ns, victim.Name)); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(t, ns, "lost", before, victim)
+	w.stopAndVerify(t, 10)
+}
+
+// TestReplacementRefusedWhileAnotherMemberIsDown: with db-3 down (its Pod cannot be created:
+// a ResourceQuota allows two Pods), db-2's PVC is deleted while db-2 still serves. Replacing
+// db-2 would leave one healthy voter of two: refused and reported; once db-3 is back, db-2
+// is replaced, and no acknowledged write is lost.
+func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "tight", 3)
+	before := waitSettled(t, ns, "tight", 3, 4*time.Minute)
+	w := startWriter(t, ns, "tight", "tight")
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if err := k8s.Create(context.Background(), quota); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the quota counted", func() error {
+		q := &corev1.ResourceQuota{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), q); err != nil {
+			return err
+		}
+		if used := q.Status.Used[corev1.ResourcePods]; used.Value() != 3 {
+			return fmt.Errorf("used %v", q.Status.Used)
+		}
+		return nil
+	})
+	down, victim := before.Status.Members[2], before.Status.Members[1]
+	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: down.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, down.Name+" down", func() error {
+		if c := getCluster(t, ns, "tight"); c.Status.ReadyMembers != 2 {
+			return fmt.Errorf("ready %d", c.Status.ReadyMembers)
+		}
+		return nil
+	})
+	if err := k8s.Delete(context.Background(), getPVC(t, ns, victim.Name)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the replacement refused and reported", func() error {
+		c := getCluster(t, ns, "tight")
+		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+		if cond == nil || cond.Reason != "ReplacementRefused" {
+			return fmt.Errorf("Progressing %+v", cond)
+		}
+		if memberIDs(c)[victim.Name] != victim.ID {
+			return fmt.Errorf("%s was removed", victim.Name)
+		}
+		if !slices.Contains(eventReasons(t, ns), "ReplacementRefused") {
+			return fmt.Errorf("no ReplacementRefused event")
+		}
+		return nil
+	})
+	if err := k8s.Delete(context.Background(), quota); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(t, ns, "tight", before, victim)
+	w.stopAndVerify(t, 10)
+}
+
+// TestReplaceAnnotationReplacesTheMember: a person asks for a replacement.
+func TestReplaceAnnotationReplacesTheMember(t *testing.T) {
+	ns := namespace(t)
+	createCluster(t, ns, "ask", 3)
+	before := waitSettled(t, ns, "ask", 3, 4*time.Minute)
+	w := startWriter(t, ns, "ask", "ask")
+	victim := before.Status.Members[0]
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, m); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Annotations = map[string]string{"etcd-operator.cozystack.io/replace": "true"}
+	if err := k8s.Patch(context.Background(), m, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(t, ns, "ask", before, victim)
+	w.stopAndVerify(t, 10)
+}
+
+func eventReasons(t *testing.T, ns string) []string {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
