@@ -36,8 +36,14 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 	}
 	var rebuilt []string
 	for _, name := range knownMemberNames(c, v) {
-		pvc := v.pvcs[name]
-		if pvc == nil || memberNamed(v.members, name) != nil || !rebuildable(c, pvc) {
+		if v.pvcs[name] == nil || memberNamed(v.members, name) != nil {
+			continue
+		}
+		// Live: a PVC the cache still shows may be one a removal has just deleted.
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pvc); client.IgnoreNotFound(err) != nil {
+			return true, err
+		} else if err != nil || !rebuildable(c, pvc) {
 			continue
 		}
 		m := r.newMember(c, name, etcdv1.MemberBootstrap{

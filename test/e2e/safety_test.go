@@ -37,11 +37,7 @@ func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
 		{"the-only-one", 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := namespace(t)
-			createCluster(t, ns, "gone", tc.replicas)
-			before := waitSettled(t, ns, "gone", tc.replicas, 4*time.Minute)
-			w := startWriter(t, ns, "gone", "gone")
-			time.Sleep(2 * time.Second) // let some writes be acknowledged before the loss
+			ns, before, w := loadedCluster(t, "gone", tc.replicas)
 			var victims []string
 			for _, m := range before.Status.Members[:tc.deleted] {
 				victims = append(victims, m.Name)
@@ -99,10 +95,7 @@ func equalMaps(a, b map[string]string) bool {
 // TestForegroundDeletionOfAnEtcdMemberKeepsItsData: garbage collection in the foreground
 // deletes what the member owns before the member; its PVC must not be among them.
 func TestForegroundDeletionOfAnEtcdMemberKeepsItsData(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "fg", 3)
-	before := waitSettled(t, ns, "fg", 3, 4*time.Minute)
-	w := startWriter(t, ns, "fg", "fg")
+	ns, before, w := loadedCluster(t, "fg", 3)
 	victim := before.Status.Members[1]
 	pvc := getPVC(t, ns, victim.Name)
 	if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}},
@@ -121,6 +114,18 @@ func TestForegroundDeletionOfAnEtcdMemberKeepsItsData(t *testing.T) {
 	}
 	waitSettled(t, ns, "fg", 3, 3*time.Minute)
 	w.stopAndVerify(t, 10)
+}
+
+// loadedCluster creates a cluster of n members in a new namespace, waits for it, and starts a
+// writer that has had a moment to get writes acknowledged.
+func loadedCluster(t *testing.T, name string, n int32) (string, *etcdv1.EtcdCluster, *writer) {
+	t.Helper()
+	ns := namespace(t)
+	createCluster(t, ns, name, n)
+	before := waitSettled(t, ns, name, n, 4*time.Minute)
+	w := startWriter(t, ns, name, name)
+	time.Sleep(2 * time.Second)
+	return ns, before, w
 }
 
 func getPVC(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
@@ -182,11 +187,7 @@ func waitReplaced(t *testing.T, ns, name string, before *etcdv1.EtcdCluster, vic
 }
 
 func TestMemberWithWipedDataIsReplaced(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "wipe", 3)
-	before := waitSettled(t, ns, "wipe", 3, 4*time.Minute)
-	w := startWriter(t, ns, "wipe", "wipe")
-	time.Sleep(2 * time.Second)
+	ns, before, w := loadedCluster(t, "wipe", 3)
 	victim := before.Status.Members[1]
 	wipeData(t, ns, victim.Name)
 	waitReplaced(t, ns, "wipe", before, victim)
@@ -197,11 +198,7 @@ func TestMemberWithWipedDataIsReplaced(t *testing.T) {
 }
 
 func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "lost", 3)
-	before := waitSettled(t, ns, "lost", 3, 4*time.Minute)
-	w := startWriter(t, ns, "lost", "lost")
-	time.Sleep(2 * time.Second)
+	ns, before, w := loadedCluster(t, "lost", 3)
 	victim := before.Status.Members[2]
 	if err := k8s.Delete(context.Background(), getPVC(t, ns, victim.Name)); err != nil {
 		t.Fatal(err)
@@ -215,10 +212,7 @@ func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
 // db-2 would leave one healthy voter of two: refused and reported; once db-3 is back, db-2
 // is replaced, and no acknowledged write is lost.
 func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "tight", 3)
-	before := waitSettled(t, ns, "tight", 3, 4*time.Minute)
-	w := startWriter(t, ns, "tight", "tight")
+	ns, before, w := loadedCluster(t, "tight", 3)
 	quota := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
@@ -272,10 +266,7 @@ func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
 
 // TestReplaceAnnotationReplacesTheMember: a person asks for a replacement.
 func TestReplaceAnnotationReplacesTheMember(t *testing.T) {
-	ns := namespace(t)
-	createCluster(t, ns, "ask", 3)
-	before := waitSettled(t, ns, "ask", 3, 4*time.Minute)
-	w := startWriter(t, ns, "ask", "ask")
+	ns, before, w := loadedCluster(t, "ask", 3)
 	victim := before.Status.Members[0]
 	m := &etcdv1.EtcdMember{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, m); err != nil {
