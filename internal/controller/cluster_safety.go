@@ -284,6 +284,9 @@ var dataErrorMarks = []string{
 	"wal: file not found", "wal: slice bounds out of range", "wal: max entry size limit exceeded",
 	"snap: crc mismatch", "snap: empty snapshot", "failed to recover v3 backend",
 	"failed to find database snapshot file", "failed to open database", "database file",
+	// A panic's message may fall out of the termination message's tail behind the goroutine
+	// dump; the frames that read the data stay in it.
+	"(*wal).readall", "wal.openforread", "(*snapshotter).load", "recoversnapshotbackend",
 }
 
 // dataError reads a member Pod's last container termination: the etcd exit line of a data
