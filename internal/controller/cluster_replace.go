@@ -96,11 +96,8 @@ func (r *ClusterReconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCl
 		return false, nil
 	}
 	if plan.refusal != "" {
-		msg := fmt.Sprintf("member %s must be replaced (%s), but not now: %s", plan.member, plan.why, plan.refusal)
-		if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != ReasonReplacementRefused {
-			r.eventAbout(c, memberNamed(v.members, plan.member), corev1.EventTypeWarning, ReasonReplacementRefused, "ReplaceMember", "%s", msg)
-		}
-		return false, waitFor(ReasonReplacementRefused, "%s", msg)
+		return false, r.refuseReplacement(c, memberNamed(v.members, plan.member),
+			fmt.Sprintf("member %s must be replaced (%s), but not now: %s", plan.member, plan.why, plan.refusal))
 	}
 	m := memberNamed(v.members, plan.member)
 	if still, err := r.stillDamaged(ctx, c, v, m); !still || err != nil {
@@ -176,8 +173,8 @@ func (r *ClusterReconciler) dataKept(ctx context.Context, c *etcdv1.EtcdCluster,
 // healthy quorum; scaling then adds a new member in its place.
 func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, em etcd.Member) (bool, error) {
 	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
-		msg := fmt.Sprintf("voter %s (%s) has no EtcdMember and no data left, but it cannot be removed now: %s", em.Name, em.IDHex(), why)
-		return false, waitFor(ReasonReplacementRefused, "%s", msg)
+		return false, r.refuseReplacement(c, nil,
+			fmt.Sprintf("voter %s (%s) has no EtcdMember and no data left, but it cannot be removed now: %s", em.Name, em.IDHex(), why))
 	}
 	if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 		return true, fmt.Errorf("removing voter %s whose data is gone: %w", em.Name, err)
@@ -186,4 +183,17 @@ func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdC
 	r.event(c, corev1.EventTypeWarning, "DeadMemberRemoved", "RemoveMember",
 		"removed voter %s (%s) from etcd: its EtcdMember and its data are gone; a new member will take its place", em.Name, em.IDHex())
 	return true, nil
+}
+
+// refuseReplacement reports a replacement the quorum cannot afford now: Progressing says
+// ReplacementRefused, and a Warning event is recorded when the refusal begins.
+func (r *ClusterReconciler) refuseReplacement(c *etcdv1.EtcdCluster, related *etcdv1.EtcdMember, msg string) error {
+	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != ReasonReplacementRefused {
+		var rel client.Object
+		if related != nil {
+			rel = related
+		}
+		r.eventAbout(c, rel, corev1.EventTypeWarning, ReasonReplacementRefused, "ReplaceMember", "%s", msg)
+	}
+	return waitFor(ReasonReplacementRefused, "%s", msg)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -266,6 +267,8 @@ func TestJoinedMemberWhosePVCIsGoneIsReplacedUnderANewID(t *testing.T) {
 
 func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 	h := runningHarness(t)
+	recorder := events.NewFakeRecorder(20)
+	h.r.Recorder = recorder
 	h.etcd.SetDown(h.etcdID("db-3"), true)
 	h.deleteObject(named("db-2"), "pvc") // its Pod still serves, but the data is going
 	h.reconcile()
@@ -278,6 +281,9 @@ func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 	}
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
 		t.Fatalf("removed from etcd: %v", calls)
+	}
+	if got := drain(recorder); len(got) != 1 || !strings.Contains(got[0], ReasonReplacementRefused) {
+		t.Fatalf("events %v, want one ReplacementRefused for the refusal", got)
 	}
 	h.etcd.SetDown(h.etcdID("db-3"), false)
 	h.reconcile()
@@ -385,5 +391,17 @@ func TestVoterDeletedByHandWithItsPVCIsRecreatedWithItsID(t *testing.T) {
 	}
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
 		t.Fatalf("removed from etcd: %v", calls)
+	}
+}
+
+func drain(r *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
 	}
 }
