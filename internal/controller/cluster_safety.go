@@ -209,6 +209,7 @@ type memberFacts struct {
 	dataError  string // why its etcd exits on its data, from the Pod's last termination
 	corrupt    bool
 	asked      bool // the replace annotation
+	recorded   bool // its status records a member ID: it was in etcd once
 	deleting   bool
 }
 
@@ -219,6 +220,8 @@ func damage(f memberFacts) string {
 		return ""
 	case f.asked:
 		return "its replacement was asked for (" + AnnotationReplace + ")"
+	case !f.inEtcd && f.recorded:
+		return "etcd no longer lists its member ID: it was removed outside the operator"
 	case !f.inEtcd || !f.started:
 		return "" // nothing etcd counts on yet: a fresh start is a first start
 	case f.corrupt:
@@ -328,6 +331,7 @@ func (v *clusterView) facts(c *etcdv1.EtcdCluster) []memberFacts {
 			memory:   m.Spec.Storage.Medium == etcdv1.StorageMediumMemory,
 			asked:    m.Annotations[AnnotationReplace] == "true",
 			deleting: !m.DeletionTimestamp.IsZero() || m.Spec.Dormant,
+			recorded: m.Status.MemberID != "",
 		}
 		if pvc := v.pvcs[m.Name]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
 			f.pvcPresent = true

@@ -273,7 +273,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			continue
 		}
 		if m.Status.MemberID != "" {
-			continue // it was in etcd and is gone: the member controller replaces it
+			continue // it was in etcd and is gone: replaceDamaged replaces it
 		}
 		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
 		if err != nil {

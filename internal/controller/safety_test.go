@@ -78,6 +78,7 @@ func TestPlanReplacementPicksADamagedMemberTheQuorumCanLose(t *testing.T) {
 			map[uint64]bool{2: true, 3: true}, "a", false},
 		{"data error long ago, serving now", []memberFacts{with(ok("a", 1, true), func(f *memberFacts) { f.dataError = "wal: crc mismatch" }), ok("b", 2, true), ok("c", 3, true)}, all, "", false},
 		{"never started: a first start is no loss", []memberFacts{ok("a", 1, true), ok("b", 2, true), ok("c", 3, true), {name: "d", id: 4, inEtcd: true}}, all, "", false},
+		{"removed from etcd by hand", []memberFacts{ok("a", 1, true), {name: "d", id: 4, recorded: true, pvcPresent: true, podPresent: true}}, map[uint64]bool{1: true}, "d", false},
 		{"asked for, not in etcd", []memberFacts{ok("a", 1, true), {name: "d", asked: true}}, map[uint64]bool{1: true}, "d", false},
 		{"being deleted already", []memberFacts{ok("a", 1, true), with(ok("b", 2, true), func(f *memberFacts) { f.pvcPresent, f.deleting = false, true }), ok("c", 3, true)}, all, "", false},
 	}
@@ -403,5 +404,16 @@ func drain(r *events.FakeRecorder) []string {
 		default:
 			return out
 		}
+	}
+}
+
+func TestMemberRemovedFromEtcdByHandIsReplaced(t *testing.T) {
+	h := runningHarness(t)
+	if err := h.etcd.Remove(context.Background(), h.etcdID("db-2")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatal("db-2, removed from etcd by hand, is kept: its Pod can only crash")
 	}
 }
