@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -268,15 +269,7 @@ func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
 func TestReplaceAnnotationReplacesTheMember(t *testing.T) {
 	ns, before, w := loadedCluster(t, "ask", 3)
 	victim := before.Status.Members[0]
-	m := &etcdv1.EtcdMember{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim.Name}, m); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	m.Annotations = map[string]string{"etcd-operator.cozystack.io/replace": "true"}
-	if err := k8s.Patch(context.Background(), m, patch); err != nil {
-		t.Fatal(err)
-	}
+	annotateReplace(t, ns, victim.Name)
 	waitReplaced(t, ns, "ask", before, victim)
 	w.stopAndVerify(t, 10)
 }
@@ -292,4 +285,46 @@ func eventReasons(t *testing.T, ns string) []string {
 		out = append(out, e.Reason)
 	}
 	return out
+}
+
+// TestCrashDuringReplacementAndRebuildConverges: the operator dies right after marking a
+// member for replacement, and right after rebuilding the first EtcdMember from its PVC; its
+// successor finishes both, with no orphan, no duplicate and no acknowledged write lost.
+func TestCrashDuringReplacementAndRebuildConverges(t *testing.T) {
+	setOperatorFailpoints(t, true)
+	t.Cleanup(func() { setOperatorFailpoints(t, false) })
+	ns, before, w := loadedCluster(t, "fpr", 3)
+	victim := before.Status.Members[0]
+	crashAfter(t, ns, "fpr", failpoint.AfterReplaceMark, func() { annotateReplace(t, ns, victim.Name) })
+	waitReplaced(t, ns, "fpr", before, victim)
+	checkMembership(t, ns, "fpr", 3)
+
+	replaced := getCluster(t, ns, "fpr")
+	var all []string
+	for _, m := range replaced.Status.Members {
+		all = append(all, m.Name)
+	}
+	crashAfter(t, ns, "fpr", failpoint.AfterRebuildMember, func() { deleteEtcdMembers(t, ns, "fpr", all) })
+	rebuilt := waitSettled(t, ns, "fpr", 3, 5*time.Minute)
+	if !equalMaps(memberIDs(rebuilt), memberIDs(replaced)) || rebuilt.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("rebuilt as %v (cluster %s), was %v (cluster %s)", memberIDs(rebuilt), rebuilt.Status.ClusterID, memberIDs(replaced), before.Status.ClusterID)
+	}
+	checkMembership(t, ns, "fpr", 3)
+	w.stopAndVerify(t, 10)
+}
+
+func annotateReplace(t *testing.T, ns, member string) {
+	t.Helper()
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: member}, m); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations["etcd-operator.cozystack.io/replace"] = "true"
+	if err := k8s.Patch(context.Background(), m, patch); err != nil {
+		t.Fatal(err)
+	}
 }
