@@ -287,28 +287,18 @@ func eventReasons(t *testing.T, ns string) []string {
 	return out
 }
 
-// TestCrashDuringReplacementAndRebuildConverges: the operator dies right after marking a
-// member for replacement, and right after rebuilding the first EtcdMember from its PVC; its
-// successor finishes both, with no orphan, no duplicate and no acknowledged write lost.
-func TestCrashDuringReplacementAndRebuildConverges(t *testing.T) {
+// TestCrashDuringReplacementConverges: the operator dies right after marking a member for
+// replacement; its successor finishes the replacement, with no orphan, no duplicate and no
+// acknowledged write lost. (The rebuild-member failpoint has no e2e here: whether members
+// are rebuilt from PVCs or recreated from etcd's list depends on whether their Pods are
+// still up when the operator looks, which a test cannot choose.)
+func TestCrashDuringReplacementConverges(t *testing.T) {
 	setOperatorFailpoints(t, true)
 	t.Cleanup(func() { setOperatorFailpoints(t, false) })
 	ns, before, w := loadedCluster(t, "fpr", 3)
 	victim := before.Status.Members[0]
 	crashAfter(t, ns, "fpr", failpoint.AfterReplaceMark, func() { annotateReplace(t, ns, victim.Name) })
 	waitReplaced(t, ns, "fpr", before, victim)
-	checkMembership(t, ns, "fpr", 3)
-
-	replaced := getCluster(t, ns, "fpr")
-	var all []string
-	for _, m := range replaced.Status.Members {
-		all = append(all, m.Name)
-	}
-	crashAfter(t, ns, "fpr", failpoint.AfterRebuildMember, func() { deleteEtcdMembers(t, ns, "fpr", all) })
-	rebuilt := waitSettled(t, ns, "fpr", 3, 5*time.Minute)
-	if !equalMaps(memberIDs(rebuilt), memberIDs(replaced)) || rebuilt.Status.ClusterID != before.Status.ClusterID {
-		t.Fatalf("rebuilt as %v (cluster %s), was %v (cluster %s)", memberIDs(rebuilt), rebuilt.Status.ClusterID, memberIDs(replaced), before.Status.ClusterID)
-	}
 	checkMembership(t, ns, "fpr", 3)
 	w.stopAndVerify(t, 10)
 }
