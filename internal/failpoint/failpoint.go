@@ -27,16 +27,20 @@ const ExitCode = 86
 // The steps with a failpoint, each right after a change to etcd or to the API that a later
 // reconcile must finish or undo.
 const (
-	AfterBootstrapMember = "bootstrap-member"  // the first founding EtcdMember created
-	AfterCreateMember    = "create-member"     // scale-out: EtcdMember created, not yet in etcd
-	AfterAddLearner      = "add-learner"       // in etcd as a learner, not recorded in status
-	AfterPromote         = "promote"           // promoted, no event, no status
-	AfterRemovalMark     = "removal-mark"      // scale-in: marked for removal, not deleted
-	AfterMemberRemove    = "member-remove"     // out of etcd, PVC and finalizer still there
-	AfterDormantFlip     = "dormant-flip"      // pause or resume: one member flipped of several
+	AfterBootstrapMember = "bootstrap-member" // the first founding EtcdMember created
+	AfterCreateMember    = "create-member"    // scale-out: EtcdMember created, not yet in etcd
+	AfterAddLearner      = "add-learner"      // in etcd as a learner, not recorded in status
+	AfterPromote         = "promote"          // promoted, no event, no status
+	AfterRemovalMark     = "removal-mark"     // scale-in: marked for removal, not deleted
+	AfterMemberRemove    = "member-remove"    // out of etcd, PVC and finalizer still there
+	AfterDormantFlip     = "dormant-flip"     // pause or resume: one member flipped of several
+)
+
+// The steps of replacing members whose data is lost, and of rebuilding members from PVCs.
+const (
 	AfterReplaceMark     = "replace-mark"      // damaged member marked for removal, not deleted
 	AfterRebuildMember   = "rebuild-member"    // an EtcdMember rebuilt from its PVC, status written
-	AfterDeadVoterRemove = "dead-voter-remove" // a voter without data removed, no event
+	AfterDeadVoterRemove = "dead-voter-remove" // a voter without data removed from etcd, no event
 )
 
 // enabled is read once: failpoints cannot be turned on in a running operator.
