@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -216,6 +218,10 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 			return readyCondition(metav1.ConditionFalse, ReasonImagePullFailed, fmt.Sprintf(
 				"image %s cannot be pulled (%s: %s): check spec.version, the operator's --etcd-image-repository and spec.imagePullSecrets",
 				cs.Image, w.Reason, w.Message))
+		case w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil:
+			// Why it exits matters more than that it backs off: an OOM kill or a bad flag is
+			// for a person; a data error gets the member replaced.
+			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message+"; last exit: "+exitSummary(cs.LastTerminationState.Terminated))
 		default:
 			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message)
 		}
@@ -234,4 +240,28 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 		return readyCondition(metav1.ConditionFalse, "PodPending", fmt.Sprintf("Pod %s is pending", pod.Name))
 	}
 	return readyCondition(metav1.ConditionFalse, "PodNotReady", "etcd does not answer its readiness check yet")
+}
+
+// exitSummary says how a container ended: its reason and code, and, from the tail of its
+// log, what etcd said last (the "msg" and "error" of its JSON line, without the timestamp,
+// so that the same crash repeated does not rewrite the status).
+func exitSummary(t *corev1.ContainerStateTerminated) string {
+	out := fmt.Sprintf("%s, code %d", t.Reason, t.ExitCode)
+	lines := strings.Split(strings.TrimSpace(t.Message), "\n")
+	last := lines[len(lines)-1]
+	var line struct{ Msg, Error string }
+	switch {
+	case last == "":
+	case json.Unmarshal([]byte(last), &line) == nil && line.Msg != "":
+		out += ": " + line.Msg
+		if line.Error != "" {
+			out += ": " + line.Error
+		}
+	default:
+		if len(last) > 200 {
+			last = last[:200]
+		}
+		out += ": " + last
+	}
+	return out
 }
