@@ -283,6 +283,9 @@ func planReplacement(facts []memberFacts, members []etcd.Member, healthy map[uin
 // snapshot it cannot read, a backend it cannot recover.
 var dataErrorMarks = []string{
 	"cannot fetch cluster info from peer urls",
+	// A founding member's container restarted in place (same Pod, founding flags) on an
+	// empty data directory: etcd finds itself published by its peers and refuses.
+	"has already been bootstrapped",
 	"wal: crc mismatch", "walpb: crc mismatch", "failed to open wal", "failed to read wal",
 	"wal: file not found", "wal: slice bounds out of range", "wal: max entry size limit exceeded",
 	"snap: crc mismatch", "snap: empty snapshot", "failed to recover v3 backend",

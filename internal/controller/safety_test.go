@@ -108,6 +108,7 @@ func TestDataErrorTellsDataFromOtherCrashes(t *testing.T) {
 	}{
 		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs"}`, 1), true},
 		{pod("Error", `{"level":"fatal","msg":"failed to open WAL","error":"wal: crc mismatch"}`, 1), true},
+		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}`, 1), true},
 		{pod("Error", `{"level":"panic","msg":"failed to recover v3 backend from snapshot","error":"failed to find database snapshot file (snap: snapshot file doesn't exist)"}`, 2), true},
 		{pod("Error", "\tgo.etcd.io/etcd/server/v3/storage/wal.(*WAL).ReadAll(0xc000)\n\tgo.etcd.io/etcd/server/v3/etcdserver.bootstrapWALFromSnapshot(...)", 2), true},
 		{pod("OOMKilled", "wal: crc mismatch", 137), false},
