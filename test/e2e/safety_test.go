@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -25,72 +28,134 @@ import (
 // client writes, and check that every acknowledged write survives, under the same cluster ID.
 
 // TestDeletedEtcdMembersAreRebuiltFromTheirPVCs deletes all, two of three, and the only
-// EtcdMember of a cluster: no Pod runs any more and nothing answers, yet the members come
-// back from their PVCs with their member IDs.
+// EtcdMember of a cluster, as a person would: new EtcdMembers and new Pods come back on the
+// old PVCs with the old member IDs. Whether the operator finds them through etcd (their Pods
+// still up) or through their PVCs (nothing answers any more) depends on timing; the
+// foreground case takes the Pods away before the EtcdMembers, so that nothing answers when
+// they are gone and the members must be rebuilt from their PVCs.
 func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		replicas int32
-		deleted  int // the first n members
+		name       string
+		replicas   int32
+		deleted    int // the first n members
+		foreground bool
 	}{
-		{"all-of-three", 3, 3},
-		{"two-of-three", 3, 2},
-		{"the-only-one", 1, 1},
+		{"all-of-three", 3, 3, false},
+		{"two-of-three", 3, 2, false},
+		{"the-only-one", 1, 1, false},
+		{"all-of-three-pods-first", 3, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns, before, w := loadedCluster(t, "gone", tc.replicas)
-			var victims []string
+			victims := map[string]identity{}
 			for _, m := range before.Status.Members[:tc.deleted] {
-				victims = append(victims, m.Name)
+				victims[m.Name] = identityOf(t, ns, m)
 			}
-			deleteEtcdMembers(t, ns, "gone", victims)
-			eventually(t, 5*time.Minute, "the members rebuilt with their IDs", func() error {
-				after := getCluster(t, ns, "gone")
-				if after.Status.ClusterID != before.Status.ClusterID {
-					return fmt.Errorf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
-				}
-				if got, want := memberIDs(after), memberIDs(before); !equalMaps(got, want) || after.Status.ReadyMembers != tc.replicas {
-					return fmt.Errorf("members %v (ready %d), want %v", got, after.Status.ReadyMembers, want)
+			deleteEtcdMembers(t, ns, "gone", slices.Collect(maps.Keys(victims)), tc.foreground)
+			eventually(t, 5*time.Minute, "new EtcdMembers and Pods with the old IDs", func() error {
+				for name, old := range victims {
+					if err := old.cameBack(ns, name); err != nil {
+						return err
+					}
 				}
 				return nil
 			})
-			waitSettled(t, ns, "gone", tc.replicas, 3*time.Minute)
+			if tc.foreground {
+				for name := range victims {
+					if !eventAbout(t, ns, "MemberRebuilt", name) {
+						t.Fatalf("no MemberRebuilt event for %s: %v", name, eventReasons(t, ns))
+					}
+				}
+			}
+			after := waitSettled(t, ns, "gone", tc.replicas, 3*time.Minute)
+			if after.Status.ClusterID != before.Status.ClusterID || !maps.Equal(memberIDs(after), memberIDs(before)) {
+				t.Fatalf("cluster %s with members %v, was %s with %v",
+					after.Status.ClusterID, memberIDs(after), before.Status.ClusterID, memberIDs(before))
+			}
 			w.stopAndVerify(t, 5)
 		})
 	}
 }
 
+// identity is what a member was before its EtcdMember was deleted: its etcd ID, and the
+// objects that must be new when it comes back.
+type identity struct {
+	id                string
+	memberUID, podUID types.UID
+}
+
+func identityOf(t *testing.T, ns string, m etcdv1.MemberSummary) identity {
+	t.Helper()
+	em := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: m.Name}, em); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: m.Name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return identity{id: m.ID, memberUID: em.UID, podUID: pod.UID}
+}
+
+// cameBack: a new EtcdMember of that name records the old ID and is Ready through a new Pod.
+func (old identity) cameBack(ns, name string) error {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	em := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), key, em); err != nil {
+		return err
+	}
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), key, pod); err != nil {
+		return err
+	}
+	switch {
+	case em.UID == old.memberUID || pod.UID == old.podUID:
+		return fmt.Errorf("%s: the old EtcdMember or Pod is still there", name)
+	case em.Status.MemberID != old.id:
+		return fmt.Errorf("%s is member %q, was %s", name, em.Status.MemberID, old.id)
+	case !meta.IsStatusConditionTrue(em.Status.Conditions, etcdv1.MemberConditionReady):
+		return fmt.Errorf("%s not ready: %+v", name, meta.FindStatusCondition(em.Status.Conditions, etcdv1.MemberConditionReady))
+	}
+	return nil
+}
+
+// eventAbout reports whether an event of that reason names the object.
+func eventAbout(t *testing.T, ns, reason, name string) bool {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+		return e.Reason == reason && strings.Contains(e.Note, name)
+	})
+}
+
 // deleteEtcdMembers deletes the named EtcdMembers, or all of the cluster's with the label
 // selector when names lists every member, as a person would with kubectl.
-func deleteEtcdMembers(t *testing.T, ns, cluster string, names []string) {
+func deleteEtcdMembers(t *testing.T, ns, cluster string, names []string, foreground bool) {
 	t.Helper()
+	propagation := metav1.DeletePropagationBackground
+	if foreground {
+		propagation = metav1.DeletePropagationForeground
+	}
 	list := &etcdv1.EtcdMemberList{}
 	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	if len(names) == len(list.Items) {
-		if err := k8s.DeleteAllOf(context.Background(), &etcdv1.EtcdMember{}, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		if err := k8s.DeleteAllOf(context.Background(), &etcdv1.EtcdMember{}, client.InNamespace(ns),
+			client.MatchingLabels{specs.LabelCluster: cluster}, client.PropagationPolicy(propagation)); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	for _, name := range names {
-		if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			client.PropagationPolicy(propagation)); err != nil {
 			t.Fatal(err)
 		}
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestForegroundDeletionOfAnEtcdMemberKeepsItsData: garbage collection in the foreground
@@ -99,17 +164,12 @@ func TestForegroundDeletionOfAnEtcdMemberKeepsItsData(t *testing.T) {
 	ns, before, w := loadedCluster(t, "fg", 3)
 	victim := before.Status.Members[1]
 	pvc := getPVC(t, ns, victim.Name)
+	old := identityOf(t, ns, victim)
 	if err := k8s.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}},
 		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 4*time.Minute, "the member back with its ID", func() error {
-		after := getCluster(t, ns, "fg")
-		if got := memberIDs(after)[victim.Name]; got != victim.ID || after.Status.ReadyMembers != 3 {
-			return fmt.Errorf("%s is %q (was %s), ready %d", victim.Name, got, victim.ID, after.Status.ReadyMembers)
-		}
-		return nil
-	})
+	eventually(t, 4*time.Minute, "a new EtcdMember and Pod with the old ID", func() error { return old.cameBack(ns, victim.Name) })
 	if kept := getPVC(t, ns, victim.Name); kept.UID != pvc.UID || !kept.DeletionTimestamp.IsZero() {
 		t.Fatalf("the PVC of %s was replaced or is being deleted", victim.Name)
 	}
