@@ -78,15 +78,10 @@ type stepResult struct {
 	err        error
 }
 
-// setConditions turns the view into Available, Progressing and Degraded with reasons a
-// person can act on.
-func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
-	replicas := int(ptrOr(c.Spec.Replicas, 3))
+// availableCondition says whether the cluster serves: paused, bootstrapping, unreachable, its
+// quorum lost (with what each member still has), or healthy.
+func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) metav1.Condition {
 	total, healthy := v.voters()
-	stepErr := step.err
-	var waiting errWaiting
-	isWaiting := errors.As(stepErr, &waiting)
-
 	available := metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse}
 	switch {
 	case replicas == 0:
@@ -105,6 +100,18 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 	default:
 		available.Reason, available.Message = ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
 	}
+	return available
+}
+
+// setConditions turns the view into Available, Progressing and Degraded with reasons a
+// person can act on.
+func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
+	replicas := int(ptrOr(c.Spec.Replicas, 3))
+	stepErr := step.err
+	var waiting errWaiting
+	isWaiting := errors.As(stepErr, &waiting)
+
+	available := availableCondition(c, v, replicas)
 
 	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Idle", Message: "the cluster matches its spec"}
 	if inMotion(v, replicas) || isWaiting {

@@ -37,23 +37,18 @@ func waitFor(reason, format string, args ...any) error {
 // whether it changed something.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
-	if done, err := r.bootstrap(ctx, c, v, replicas); done || err != nil {
-		return done && err == nil, err
-	}
-	if done, err := r.rebuildFromPVCs(ctx, c, v, replicas); done || err != nil {
-		return done && err == nil, err
-	}
-	if done, err := r.pauseOrResume(ctx, c, v, replicas); done || err != nil {
-		return done && err == nil, err
+	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
+		r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
+	} {
+		if done, err := act(ctx, c, v, replicas); done || err != nil {
+			return done && err == nil, err
+		}
 	}
 	if replicas == 0 {
 		return false, nil
 	}
 	if !v.reachable {
-		if c.Status.ClusterID != "" {
-			return false, waitFor(ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
-		}
-		return false, waitFor("Unreachable", "etcd does not answer through any member")
+		return false, unreachable(c, v)
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
 		r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
@@ -66,6 +61,15 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return done, err
 	}
 	return r.rollOutdatedPods(ctx, c, v)
+}
+
+// unreachable says why no step can be taken while etcd does not answer: a formed cluster
+// that lost its quorum, or one whose members never answered.
+func unreachable(c *etcdv1.EtcdCluster, v *clusterView) error {
+	if c.Status.ClusterID != "" {
+		return waitFor(ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
+	}
+	return waitFor("Unreachable", "etcd does not answer through any member")
 }
 
 func ptrOr[T any](p *T, fallback T) T {

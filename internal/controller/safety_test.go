@@ -145,25 +145,21 @@ func (h *harness) deleteMember(name string) {
 	}
 }
 
-func (h *harness) deleteObject(obj interface {
-	GetName() string
-}, kind string) {
+// deleteVictimObject deletes the PVC or the Pod of db-2, the member these tests damage.
+func (h *harness) deleteVictimObject(kind string) {
+	const victim = "db-2"
 	h.t.Helper()
 	var err error
 	switch kind {
 	case "pvc":
-		err = h.api.Delete(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: obj.GetName()}})
+		err = h.api.Delete(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: victim}})
 	case "pod":
-		err = h.api.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: obj.GetName()}})
+		err = h.api.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: victim}})
 	}
 	if err != nil {
 		h.t.Fatal(err)
 	}
 }
-
-type named string
-
-func (n named) GetName() string { return string(n) }
 
 func (h *harness) etcdID(name string) uint64 {
 	h.t.Helper()
@@ -250,7 +246,7 @@ func TestQuorumLostSaysWhatEachMemberHas(t *testing.T) {
 func TestJoinedMemberWhosePVCIsGoneIsReplacedUnderANewID(t *testing.T) {
 	h := runningHarness(t)
 	lost := h.etcdID("db-2")
-	h.deleteObject(named("db-2"), "pvc")
+	h.deleteVictimObject("pvc")
 	h.reconcile() // db-2 marked and deleted (its finalizer would remove it from etcd)
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatalf("db-2 kept: %v", names(h.members()))
@@ -272,7 +268,7 @@ func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 	recorder := events.NewFakeRecorder(20)
 	h.r.Recorder = recorder
 	h.etcd.SetDown(h.etcdID("db-3"), true)
-	h.deleteObject(named("db-2"), "pvc") // its Pod still serves, but the data is going
+	h.deleteVictimObject("pvc") // its Pod still serves, but the data is going
 	h.reconcile()
 	h.reconcile()
 	if got := names(h.members()); len(got) != 3 {
@@ -361,7 +357,7 @@ func tmpfsHarness(t *testing.T) *harness {
 
 func TestTmpfsMemberWhosePodIsLostIsReplaced(t *testing.T) {
 	h := tmpfsHarness(t)
-	h.deleteObject(named("db-2"), "pod")
+	h.deleteVictimObject("pod")
 	h.reconcile()
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatalf("db-2 kept its identity without its data: %v", names(h.members()))
@@ -372,7 +368,7 @@ func TestTmpfsVoterDeletedByHandIsRemovedNotRecreated(t *testing.T) {
 	h := tmpfsHarness(t)
 	id := h.etcdID("db-2")
 	h.deleteMember("db-2")
-	h.deleteObject(named("db-2"), "pod") // garbage collection takes it with its data
+	h.deleteVictimObject("pod") // garbage collection takes it with its data
 	h.reconcile()
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatal("db-2 recreated under its old ID on empty tmpfs")
