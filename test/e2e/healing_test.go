@@ -18,6 +18,7 @@ import (
 )
 
 func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	size := resource.MustParse("64Mi")
 	replicas := int32(3)
@@ -40,6 +41,7 @@ func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
 }
 
 func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "oops", 3)
 	before := waitSettled(t, ns, "oops", 3, 4*time.Minute)
@@ -79,6 +81,7 @@ func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
 }
 
 func TestSpecChangeMidScaleConverges(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "turn", 3)
 	waitSettled(t, ns, "turn", 3, 4*time.Minute)
@@ -96,6 +99,7 @@ func TestSpecChangeMidScaleConverges(t *testing.T) {
 }
 
 func TestDeletingAClusterRemovesEverything(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "bye", 3)
 	waitSettled(t, ns, "bye", 3, 4*time.Minute)

@@ -34,6 +34,7 @@ import (
 // foreground case takes the Pods away before the EtcdMembers, so that nothing answers when
 // they are gone and the members must be rebuilt from their PVCs.
 func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		replicas   int32
@@ -161,6 +162,7 @@ func deleteEtcdMembers(t *testing.T, ns, cluster string, names []string, foregro
 // TestForegroundDeletionOfAnEtcdMemberKeepsItsData: garbage collection in the foreground
 // deletes what the member owns before the member; its PVC must not be among them.
 func TestForegroundDeletionOfAnEtcdMemberKeepsItsData(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "fg", 3)
 	victim := before.Status.Members[1]
 	pvc := getPVC(t, ns, victim.Name)
@@ -248,6 +250,7 @@ func waitReplaced(t *testing.T, ns, name string, before *etcdv1.EtcdCluster, vic
 }
 
 func TestMemberWithWipedDataIsReplaced(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "wipe", 3)
 	victim := before.Status.Members[1]
 	wipeData(t, ns, victim.Name)
@@ -259,6 +262,7 @@ func TestMemberWithWipedDataIsReplaced(t *testing.T) {
 }
 
 func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "lost", 3)
 	victim := before.Status.Members[2]
 	if err := k8s.Delete(context.Background(), getPVC(t, ns, victim.Name)); err != nil {
@@ -273,6 +277,7 @@ func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
 // db-2 would leave one healthy voter of two: refused and reported; once db-3 is back, db-2
 // is replaced, and no acknowledged write is lost.
 func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "tight", 3)
 	quota := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
@@ -327,6 +332,7 @@ func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
 
 // TestReplaceAnnotationReplacesTheMember: a person asks for a replacement.
 func TestReplaceAnnotationReplacesTheMember(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "ask", 3)
 	victim := before.Status.Members[0]
 	annotateReplace(t, ns, victim.Name)
