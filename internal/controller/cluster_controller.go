@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -103,7 +104,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// retained are released first.
 		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
 	}
-	if err := r.ensureRetentionFinalizer(ctx, cluster); err != nil {
+	if err := r.ensureRetention(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensureIdentity(ctx, cluster); err != nil {
@@ -163,6 +164,15 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{RequeueAfter: resyncPeriod}, nil
 }
 
+// clusterOfLabeled maps an object carrying the cluster label to its EtcdCluster.
+func clusterOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[specs.LabelCluster]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
 // resyncPeriod is how often a cluster at rest is looked at again.
 const resyncPeriod = time.Minute
 
@@ -174,6 +184,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		// A PVC deleted or a Pod lost decides a replacement: look at the cluster at once.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).

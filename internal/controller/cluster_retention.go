@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,11 +19,15 @@ import (
 
 // What happens to the data when an EtcdCluster is deleted (spec.persistentVolumeClaimRetentionPolicy).
 //
-// With whenDeleted Retain (the default) the cluster carries the finalizer below. Garbage
-// collection would otherwise delete the EtcdMembers, and with them the PVCs they control;
-// before letting the cluster go, the operator takes every owner reference off its members'
-// PVCs, so that nothing collects them. The member finalizer does the same for its own PVC,
-// for a foreground deletion, which deletes the members while the cluster still exists.
+// With whenDeleted Retain (the default) the members' PVCs have no owner at all, as a
+// StatefulSet's PVCs under the same policy: garbage collection can never take them, also not
+// `kubectl delete etcdcluster --cascade=foreground`, which deletes the dependents while the
+// owner's finalizers still run (a release at that point would come too late: a PVC marked for
+// deletion cannot be unmarked). With Delete the cluster controls them and garbage collection
+// deletes them with the cluster. The cluster also carries the finalizer below, a second line
+// for PVCs that still carry an owner reference from before a policy change or an older
+// operator: it takes those references off before letting the cluster go; the member
+// finalizer does the same for its own PVC.
 // A new EtcdCluster of the same name in the same namespace finds the kept PVCs at its first
 // bootstrap and recreates their members (adoptRetainedPVCs): same names, same member IDs
 // (from the PVC annotations), same data, so the same etcd cluster ID.
@@ -40,8 +45,12 @@ func retainsPVCs(c *etcdv1.EtcdCluster) bool {
 	return p == nil || p.WhenDeleted != etcdv1.PVCDelete
 }
 
-// ensureRetentionFinalizer keeps the finalizer in line with the policy.
-func (r *ClusterReconciler) ensureRetentionFinalizer(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// ensureRetention keeps the finalizer and the members' PVC owners in line with the policy,
+// also after the policy changed.
+func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if err := r.ownPVCsPerPolicy(ctx, c); err != nil {
+		return err
+	}
 	want := retainsPVCs(c)
 	if controllerutil.ContainsFinalizer(c, clusterFinalizer) == want {
 		return nil
@@ -53,6 +62,32 @@ func (r *ClusterReconciler) ensureRetentionFinalizer(ctx context.Context, c *etc
 		controllerutil.RemoveFinalizer(c, clusterFinalizer)
 	}
 	return r.Patch(ctx, c, patch)
+}
+
+// ownPVCsPerPolicy applies ownPVCPerPolicy to every PVC the operator made for this cluster.
+func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name, specs.LabelManagedBy: specs.ManagerName}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		pvc := &list.Items[i]
+		if !pvc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		changed, err := ownPVCPerPolicy(c, pvc, r.Scheme())
+		if err != nil || !changed {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finalizeCluster releases the PVCs of a cluster being deleted with whenDeleted Retain, then
@@ -85,23 +120,46 @@ func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *etcdv1.EtcdC
 	return client.IgnoreNotFound(r.Patch(ctx, c, patch))
 }
 
-// releasePVC takes the owner references of cluster c and of its members off a PVC, so that
-// garbage collection leaves it; true when it changed the PVC. A PVC controlled by anything
-// else is left alone.
-func releasePVC(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+// ownPVCPerPolicy sets a PVC's owners to what the retention policy asks: controlled by the
+// cluster under Delete, owned by nothing of ours under Retain (owners that are not this
+// cluster's stay). True when it changed the PVC, which the caller then writes.
+func ownPVCPerPolicy(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, scheme *runtime.Scheme) (bool, error) {
+	if retainsPVCs(c) {
+		return dropOurOwners(c, pvc), nil
+	}
+	if metav1.IsControlledBy(pvc, c) {
+		return false, nil
+	}
+	dropOurOwners(c, pvc)
+	return true, controllerutil.SetControllerReference(c, pvc, scheme)
+}
+
+// dropOurOwners takes the owner references of cluster c and of its members off a PVC; true
+// when there were any.
+func dropOurOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
 	var keep []metav1.OwnerReference
 	for _, ref := range pvc.OwnerReferences {
-		ours := (ref.Kind == "EtcdCluster" && ref.UID == c.UID) ||
+		ours := (ref.Kind == "EtcdCluster" && ref.APIVersion == etcdv1.GroupVersion.String() && ref.Name == c.Name) ||
 			(ref.Kind == "EtcdMember" && ref.APIVersion == etcdv1.GroupVersion.String() && pvc.Labels[specs.LabelCluster] == c.Name)
 		if !ours {
 			keep = append(keep, ref)
 		}
 	}
 	if len(keep) == len(pvc.OwnerReferences) {
+		return false
+	}
+	pvc.OwnerReferences = keep
+	return true
+}
+
+// releasePVC takes the owner references of cluster c and of its members off a PVC, so that
+// garbage collection leaves it; true when it changed the PVC. A PVC controlled by anything
+// else is left alone.
+func releasePVC(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if !dropOurOwners(c, pvc) {
 		return false, nil
 	}
-	patch := client.MergeFrom(pvc.DeepCopy())
-	pvc.OwnerReferences = keep
 	return true, client.IgnoreNotFound(cl.Patch(ctx, pvc, patch))
 }
 

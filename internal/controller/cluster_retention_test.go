@@ -14,16 +14,26 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// memberPVCs gives each member a PVC it controls, annotated as the member controller does.
+// memberPVCs gives each member a PVC controlled by the cluster, as an operator before the
+// retention policy left them, annotated as the member controller does.
 func (h *harness) memberPVCs() {
 	h.t.Helper()
 	for _, m := range h.members() {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: "ns", Labels: specs.MemberLabels("db", m.Name),
-			Annotations: map[string]string{specs.AnnotationMemberID: m.Status.MemberID, specs.AnnotationClusterID: m.Status.ClusterID}}}
-		if err := controllerutil.SetControllerReference(m, pvc, h.api.Scheme()); err != nil {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: m.Name}, pvc)
+		if apierrors.IsNotFound(err) {
+			pvc = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: "ns", Labels: specs.MemberLabels("db", m.Name)}}
+			err = h.api.Create(context.Background(), pvc)
+		}
+		if err != nil {
 			h.t.Fatal(err)
 		}
-		if err := h.api.Create(context.Background(), pvc); err != nil {
+		pvc.Annotations = map[string]string{specs.AnnotationMemberID: m.Status.MemberID, specs.AnnotationClusterID: m.Status.ClusterID}
+		pvc.OwnerReferences = nil
+		if err := controllerutil.SetControllerReference(h.clusterObj(), pvc, h.api.Scheme()); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := h.api.Update(context.Background(), pvc); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -74,8 +84,34 @@ func TestDeletedClusterWithWhenDeletedDeleteLeavesPVCsToGarbageCollection(t *tes
 	}
 	h.memberPVCs()
 	h.deleteCluster()
-	if ref := metav1.GetControllerOf(h.pvc("db-1")); ref == nil || ref.Kind != "EtcdMember" {
-		t.Fatalf("PVC db-1 controller %+v, want its member's, for garbage collection", ref)
+	if ref := metav1.GetControllerOf(h.pvc("db-1")); ref == nil || ref.Kind != "EtcdCluster" {
+		t.Fatalf("PVC db-1 controller %+v, want the cluster, for garbage collection", ref)
+	}
+}
+
+// Under Retain a running cluster's PVCs have no owner at all, so that no garbage collection
+// can take them, also not a foreground deletion of the cluster (which deletes dependents
+// before any finalizer of the owner could release them); under Delete the cluster controls
+// them. A policy change moves them over.
+func TestPVCOwnersFollowTheRetentionPolicy(t *testing.T) {
+	h := runningHarness(t)
+	h.memberPVCs()
+	h.reconcile()
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		if refs := h.pvc(name).OwnerReferences; len(refs) != 0 {
+			t.Fatalf("Retain: PVC %s has owners %v", name, refs)
+		}
+	}
+	c := h.clusterObj()
+	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		if !metav1.IsControlledBy(h.pvc(name), h.clusterObj()) {
+			t.Fatalf("Delete: PVC %s owners %v, want the cluster", name, h.pvc(name).OwnerReferences)
+		}
 	}
 }
 

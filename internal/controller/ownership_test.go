@@ -211,8 +211,8 @@ func TestMemberAdoptsARetainedPVC(t *testing.T) {
 	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, pvc); err != nil {
 		t.Fatal(err)
 	}
-	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.Kind != "EtcdMember" || ref.UID != "member-uid" {
-		t.Fatalf("retained PVC controller %+v, want the member", ref)
+	if len(pvc.OwnerReferences) != 0 || pvc.Labels[specs.LabelMember] != "db-1" {
+		t.Fatalf("retained PVC owners %+v labels %v, want it kept as it was (whenDeleted Retain)", pvc.OwnerReferences, pvc.Labels)
 	}
 	if !podCreated {
 		t.Fatal("no Pod on the adopted PVC")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	size := resource.MustParse("64Mi")
 	replicas := int32(3)
@@ -35,25 +36,12 @@ func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	var after *etcdv1.EtcdCluster
-	eventually(t, 4*time.Minute, "the lost member replaced by a new one", func() error {
-		after = getCluster(t, ns, "mem")
-		ids := memberIDs(after)
-		for name, id := range ids {
-			if id == victim.ID {
-				return fmt.Errorf("member %s (%s) is still in the cluster", victim.ID, name)
-			}
-		}
-		if len(after.Status.Members) != 3 || after.Status.Voters != 3 || after.Status.ReadyMembers != 3 {
-			return fmt.Errorf("members %v, voters %d, ready %d", ids, after.Status.Voters, after.Status.ReadyMembers)
-		}
-		return nil
-	})
-	waitSettled(t, ns, "mem", 3, 2*time.Minute)
+	waitReplaced(t, ns, "mem", before, victim)
 	w.stopAndVerify(t, 20)
 }
 
 func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "oops", 3)
 	before := waitSettled(t, ns, "oops", 3, 4*time.Minute)
@@ -93,6 +81,7 @@ func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
 }
 
 func TestSpecChangeMidScaleConverges(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "turn", 3)
 	waitSettled(t, ns, "turn", 3, 4*time.Minute)
@@ -112,12 +101,12 @@ func TestSpecChangeMidScaleConverges(t *testing.T) {
 // deleteAndWaitGone deletes the cluster and waits until nothing labelled as its own is left:
 // no stuck finalizer, whatever state its etcd is in. PVCs are gone too, or, when the cluster
 // retains them (whenDeleted Retain, the default), left without any owner.
-func deleteAndWaitGone(t *testing.T, ns, name string) {
+func deleteAndWaitGone(t *testing.T, ns, name string, opts ...client.DeleteOption) {
 	t.Helper()
 	c := getCluster(t, ns, name)
 	p := c.Spec.PersistentVolumeClaimRetentionPolicy
 	retain := c.Spec.Storage.Medium != etcdv1.StorageMediumMemory && (p == nil || p.WhenDeleted != etcdv1.PVCDelete)
-	if err := k8s.Delete(context.Background(), c); err != nil {
+	if err := k8s.Delete(context.Background(), c, opts...); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 3*time.Minute, "nothing left of the cluster", func() error {
@@ -156,6 +145,9 @@ func keptPVCs(ns, name string) ([]corev1.PersistentVolumeClaim, error) {
 		return nil, err
 	}
 	for _, pvc := range pvcs.Items {
+		if !pvc.DeletionTimestamp.IsZero() {
+			return nil, fmt.Errorf("PVC %s is being deleted", pvc.Name)
+		}
 		if len(pvc.OwnerReferences) > 0 {
 			return nil, fmt.Errorf("PVC %s still has owners %v", pvc.Name, pvc.OwnerReferences)
 		}

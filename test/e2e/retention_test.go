@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
@@ -22,10 +23,12 @@ func createClusterWith(t *testing.T, ns, name string, n int32, policy *etcdv1.PV
 	}
 }
 
-// A mistaken `kubectl delete etcdcluster` is recoverable by default: the PVCs stay, and the
-// cluster created again under the same name comes back with the same etcd cluster and member
+// A mistaken `kubectl delete etcdcluster` is recoverable by default, also with
+// --cascade=foreground (garbage collection deletes the dependents before the owner's
+// finalizers are done): the PVCs stay, and the cluster created again under the same name comes back with the same etcd cluster and member
 // IDs and every write acknowledged before the delete (and after the re-creation).
 func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createClusterWith(t, ns, "keep", 3, nil)
 	before := waitSettled(t, ns, "keep", 3, 4*time.Minute)
@@ -39,7 +42,7 @@ func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 		return nil
 	})
 
-	deleteAndWaitGone(t, ns, "keep")
+	deleteAndWaitGone(t, ns, "keep", client.PropagationPolicy(metav1.DeletePropagationForeground))
 	kept, err := keptPVCs(ns, "keep")
 	if err != nil || len(kept) != 3 {
 		t.Fatalf("%d PVCs kept (%v), want 3", len(kept), err)
@@ -58,6 +61,7 @@ func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 
 // whenDeleted Delete takes the PVCs with the cluster.
 func TestWhenDeletedDeleteRemovesEverything(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createClusterWith(t, ns, "bye", 3, &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete})
 	waitSettled(t, ns, "bye", 3, 4*time.Minute)
