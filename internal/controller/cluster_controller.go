@@ -87,6 +87,24 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
+// operator may not have (someone else's, refused by the API server) comes back as degraded,
+// for the status, and the rest still runs; any other error stops the reconcile.
+func (r *ClusterReconciler) ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (degraded, err error) {
+	for _, ensure := range []func() error{
+		func() error { return r.ensurePDB(ctx, c, v) },
+		func() error { return r.ensureNetworkPolicy(ctx, c) },
+	} {
+		if err := ensure(); err != nil {
+			if !isDegradedWait(err) {
+				return nil, err
+			}
+			degraded = firstErr(degraded, err)
+		}
+	}
+	return degraded, nil
+}
+
 // Reconcile brings one cluster one step closer to its spec.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &etcdv1.EtcdCluster{}
@@ -133,17 +151,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if blocked == nil {
 		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
 	}
-	for _, ensure := range []func() error{
-		func() error { return r.ensurePDB(ctx, cluster, view) },
-		func() error { return r.ensureNetworkPolicy(ctx, cluster) },
-	} {
-		if err := ensure(); err != nil {
-			if !isDegradedWait(err) {
-				return ctrl.Result{}, err
-			}
-			stepErr = firstErr(stepErr, err)
-		}
+	degraded, err := r.ensurePolicies(ctx, cluster, view)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	stepErr = firstErr(stepErr, degraded)
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
 	}

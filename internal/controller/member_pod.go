@@ -70,21 +70,30 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err != nil {
 		return err
 	}
-	// The cluster ID is known only after the member ID for a member added by scale-out; it
-	// is recorded when it appears, so that kept PVCs tell which etcd cluster they belong to.
-	if m.Status.MemberID != "" && (have.Annotations[specs.AnnotationMemberID] != m.Status.MemberID ||
-		(m.Status.ClusterID != "" && have.Annotations[specs.AnnotationClusterID] != m.Status.ClusterID)) {
-		if have.Annotations == nil {
-			have.Annotations = map[string]string{}
-		}
-		have.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
-		have.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+	if recordIdentity(have, m) {
 		changed = true
 	}
 	if !changed {
 		return nil
 	}
 	return r.Patch(ctx, have, patch)
+}
+
+// recordIdentity annotates the PVC with the member's etcd member and cluster IDs; true when
+// it changed. The cluster ID is known only after the member ID for a member added by
+// scale-out; it is recorded when it appears, so that kept PVCs tell which etcd cluster they
+// belong to.
+func recordIdentity(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) bool {
+	if m.Status.MemberID == "" || (pvc.Annotations[specs.AnnotationMemberID] == m.Status.MemberID &&
+		(m.Status.ClusterID == "" || pvc.Annotations[specs.AnnotationClusterID] == m.Status.ClusterID)) {
+		return false
+	}
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
+	pvc.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+	return true
 }
 
 // pvcOfMember says whether an existing PVC holds this member's data, and may be taken over:

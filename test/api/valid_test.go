@@ -91,7 +91,7 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 				MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
 			}}
 		}),
-		newCluster("ok-name-of-56-characters-"+strings.Repeat("x", 56-len("ok-name-of-56-characters-"))),
+		newCluster("ok-name-of-56-characters-" + strings.Repeat("x", 56-len("ok-name-of-56-characters-"))),
 		newCluster("ok-delete-pvcs", func(c *etcdv1.EtcdCluster) {
 			c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
 		}),
