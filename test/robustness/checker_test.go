@@ -79,7 +79,9 @@ func watchOf(prefix string, start, covered int64, events ...WatchEvent) *WatchRe
 	return w
 }
 
-func ev(key, value string, rev int64) WatchEvent { return WatchEvent{Key: key, Value: value, Revision: rev} }
+func ev(key, value string, rev int64) WatchEvent {
+	return WatchEvent{Key: key, Value: value, Revision: rev}
+}
 
 func TestWatchChecks(t *testing.T) {
 	ops := []Operation{
