@@ -178,14 +178,26 @@ func (w *writer) stopAndVerify(t *testing.T, minAcked int) int {
 	return failed
 }
 
+// failures is how many puts failed so far.
+func (w *writer) failures() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// errorsSeen are the errors of the failed puts so far, by message.
+func (w *writer) errorsSeen() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fmt.Sprint(w.errors)
+}
+
 // stopAndVerifyAtMost is stopAndVerify, and fails the test when more than maxFailed puts
 // failed: a failed put is not acknowledged, so it may or may not have been applied, and
 // only what the operation explains may fail (see failuresPerDisruption).
 func (w *writer) stopAndVerifyAtMost(t *testing.T, minAcked, maxFailed int) {
 	t.Helper()
 	if failed := w.stopAndVerify(t, minAcked); failed > maxFailed {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		t.Fatalf("%d writes failed, at most %d expected from this operation: %v", failed, maxFailed, w.errors)
+		t.Fatalf("%d writes failed, at most %d expected from this operation: %s", failed, maxFailed, w.errorsSeen())
 	}
 }
