@@ -182,7 +182,7 @@ func TestBootstrapThree(t *testing.T) {
 	if c.Status.ClusterID == "" || len(c.Status.Members) != 3 {
 		t.Fatalf("status lacks the cluster ID or members: %+v", c.Status)
 	}
-	time.Sleep(2 * time.Second) // keep writing to the settled cluster for a moment
+	time.Sleep(2 * time.Second)     // keep writing to the settled cluster for a moment
 	w.stopAndVerifyAtMost(t, 10, 0) // the client Service routes only to members that serve
 }
 
