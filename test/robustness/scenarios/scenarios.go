@@ -32,6 +32,8 @@ type trialEnv struct {
 var allScenarios = []scenario{
 	{name: "operator-kill", start: 3, trial: operatorKillTrial},
 	{name: "pod-delete", start: 3, trial: podDeleteTrial},
+	{name: "partition", start: 3, trial: partitionTrial},
+	{name: "drain", start: 3, trial: drainTrial},
 }
 
 // operations is the cycle of replica counts the operator-kill trials go through: scale
@@ -78,6 +80,34 @@ func podDeleteTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	return t.c.waitSettled(ctx, t.replicas, since)
+}
+
+// partitionTrial cuts a member chosen at random off from its peers (and everyone else): the
+// link of its Pod's network namespace goes down for 5 to 25 s, then up again. It waits until
+// every member's Pod is Ready again and the status has settled.
+func partitionTrial(ctx context.Context, t *trialEnv) error {
+	pods, err := t.c.pods(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		return fmt.Errorf("no member Pod")
+	}
+	victim := pods[t.rnd.IntN(len(pods))]
+	hold := 5*time.Second + time.Duration(t.rnd.Int64N(int64(20*time.Second)))
+	netns := localclusterNetns(&victim)
+	logf("trial %d: %s (network namespace %s) cut off for %s", t.index, victim.Name, netns, hold.Round(time.Millisecond))
+	if err := setLink(ctx, netns, "down"); err != nil {
+		return err
+	}
+	time.Sleep(hold)
+	if err := setLink(context.WithoutCancel(ctx), netns, "up"); err != nil {
+		return err
+	}
+	if err := t.c.waitPodsReady(ctx, int(t.replicas)); err != nil {
+		return err
+	}
+	return t.c.waitSettled(ctx, t.replicas, time.Time{})
 }
 
 // runScenario runs one scenario and checks its history.
