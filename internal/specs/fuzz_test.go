@@ -31,7 +31,6 @@ func admitted(c *etcdv1.EtcdCluster) {
 	}
 }
 
-
 // buildAll calls every builder the operator calls for a cluster and one of its members.
 func buildAll(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, voters int32) {
 	_ = Pod(c, m, PodOptions{})

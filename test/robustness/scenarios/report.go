@@ -9,15 +9,15 @@ import (
 
 // row is one scenario's result.
 type row struct {
-	scenario      string
-	operations    int
-	faults        int
-	trials        int
-	linearizable  int // keys whose history is not linearizable
-	unchecked     bool
-	watch         int // watch violations
-	lost          int // acknowledged writes lost
-	details       []string
+	scenario     string
+	operations   int
+	faults       int
+	trials       int
+	linearizable int // keys whose history is not linearizable
+	unchecked    bool
+	watch        int // watch violations
+	lost         int // acknowledged writes lost
+	details      []string
 }
 
 func printTable(w io.Writer, rows []row) {

@@ -186,4 +186,3 @@ func check(r *row, h *robustness.History, final map[string]string) {
 	}
 	logf("%d operations, %d watch events checked", len(ops), wv.Events)
 }
-
