@@ -17,17 +17,18 @@ import (
 
 // podTracker follows a cluster's member Pods through a watch, every change in the order the
 // apiserver made it, so that no moment is missed as polling would: the most members that
-// were down at once (Pod missing, terminating or not Ready), and how often each member's Pod
-// was replaced by a new one.
+// were restarting at once (from their Pod's deletion until the Pod that replaces it is
+// Ready; a running Pod's readiness that flickers under load is not a restart), and how
+// often each member's Pod was replaced by a new one.
 type podTracker struct {
 	stop context.CancelFunc
 	done chan struct{}
 
 	mu       sync.Mutex
 	members  []string
-	uid      map[string]types.UID
-	up       map[string]bool
-	maxDown  int
+	uid        map[string]types.UID
+	restarting map[string]bool
+	maxDown    int
 	restarts map[string]int
 	err      error
 }
@@ -51,13 +52,20 @@ func trackMemberPods(t *testing.T, ns, cluster string, members []string) *podTra
 		t.Fatal(err)
 	}
 	pt := &podTracker{stop: cancel, done: make(chan struct{}), members: members,
-		uid: map[string]types.UID{}, up: map[string]bool{}, restarts: map[string]int{}}
+		uid: map[string]types.UID{}, restarting: map[string]bool{}, restarts: map[string]int{}}
 	for i := range list.Items {
-		pt.observe(watch.Added, &list.Items[i])
+		p := &list.Items[i]
+		pt.uid[p.Name] = p.UID
+		if !p.DeletionTimestamp.IsZero() || !podIsReady(p) {
+			cancel()
+			t.Fatalf("member Pod %s is not up before the tracking began", p.Name)
+		}
 	}
-	if pt.maxDown != 0 {
-		cancel()
-		t.Fatalf("%d members down before the tracking began", pt.maxDown)
+	for _, m := range members {
+		if pt.uid[m] == "" {
+			cancel()
+			t.Fatalf("member %s has no Pod before the tracking began", m)
+		}
 	}
 	go pt.follow(ctx, w)
 	t.Cleanup(cancel)
@@ -87,31 +95,32 @@ func (pt *podTracker) follow(ctx context.Context, w watch.Interface) {
 	}
 }
 
-// observe applies one change and counts the members down after it.
+// observe applies one change and counts the members restarting after it.
 func (pt *podTracker) observe(kind watch.EventType, pod *corev1.Pod) {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	name := pod.Name
-	if kind == watch.Deleted {
-		pt.up[name] = false
-	} else {
-		if old, seen := pt.uid[name]; seen && old != pod.UID {
-			pt.restarts[name]++
-		}
+	switch {
+	case kind == watch.Deleted || !pod.DeletionTimestamp.IsZero():
+		pt.restarting[name] = true
+	case pod.UID != pt.uid[name]: // the Pod that replaces the deleted one
 		pt.uid[name] = pod.UID
-		pt.up[name] = pod.DeletionTimestamp.IsZero() && podIsReady(pod)
+		pt.restarts[name]++
+		pt.restarting[name] = !podIsReady(pod)
+	case podIsReady(pod):
+		pt.restarting[name] = false
 	}
 	down := 0
 	for _, m := range pt.members {
-		if !pt.up[m] {
+		if pt.restarting[m] {
 			down++
 		}
 	}
 	pt.maxDown = max(pt.maxDown, down)
 }
 
-// finish stops the watch and returns the most members down at once and the restarts per
-// member; an interrupted watch fails the test, since moments would be missing.
+// finish stops the watch and returns the most members restarting at once and the restarts
+// per member; an interrupted watch fails the test, since moments would be missing.
 func (pt *podTracker) finish(t *testing.T) (int, map[string]int) {
 	t.Helper()
 	pt.stop()

@@ -54,7 +54,7 @@ func TestChangedPodSpecRollsThroughTheMembers(t *testing.T) {
 	}
 	maxDown, restarts := pods.finish(t)
 	if maxDown != 1 {
-		t.Fatalf("at most %d members were down at once during the roll; want exactly 1 (one restart at a time)", maxDown)
+		t.Fatalf("at most %d members were restarting at once during the roll; want exactly 1 (one restart at a time)", maxDown)
 	}
 	for _, name := range names {
 		if restarts[name] != 1 {
