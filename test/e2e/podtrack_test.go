@@ -24,13 +24,13 @@ type podTracker struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu       sync.Mutex
-	members  []string
+	mu         sync.Mutex
+	members    []string
 	uid        map[string]types.UID
 	restarting map[string]bool
 	maxDown    int
-	restarts map[string]int
-	err      error
+	restarts   map[string]int
+	err        error
 }
 
 // trackMemberPods starts following the Pods of members, which must all be up now.
