@@ -124,10 +124,9 @@ func TestTwoOperatorReplicasHandOverLeadership(t *testing.T) {
 	pod := leaderPod(t, leader)
 	w := startWriter(t, ns, "ha", "ha")
 	setReplicas(t, ns, "ha", 5)
-	eventually(t, 2*time.Minute, "the scale-out begun and not done", func() error {
-		s := getCluster(t, ns, "ha").Status
-		if len(s.Members) < 4 && s.Learners == 0 {
-			return fmt.Errorf("members %d, learners %d", len(s.Members), s.Learners)
+	eventually(t, 2*time.Minute, "the leader's first scale-out step", func() error {
+		if by := scaleEventsBy(t, ns); by[pod.Name] == 0 {
+			return fmt.Errorf("scale-out steps by operator Pod: %v", by)
 		}
 		return nil
 	})
