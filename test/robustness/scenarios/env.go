@@ -11,22 +11,23 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 const (
 	etcdVersion       = "3.6.16"
 	operatorNamespace = "etcd-operator-system"
-	// scenarioLabel marks the namespaces made here, so that all are found and deleted.
-	scenarioLabel = "etcd-operator.cozystack.io/robustness"
 )
 
 // env is the cluster the scenarios run on.
@@ -75,9 +76,10 @@ type cluster struct {
 }
 
 // newCluster makes a namespace and an EtcdCluster of n members in it, and waits until it
-// has settled.
+// has settled. The cluster is returned with an error too once its namespace exists, so
+// that it can be deleted.
 func (e *env) newCluster(ctx context.Context, scenario string, n int32) (*cluster, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "robustness-" + scenario + "-", Labels: map[string]string{scenarioLabel: "true"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "robustness-" + scenario + "-"}}
 	if err := e.k8s.Create(ctx, ns); err != nil {
 		return nil, err
 	}
@@ -85,29 +87,26 @@ func (e *env) newCluster(ctx context.Context, scenario string, n int32) (*cluste
 	ec := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name},
 		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: etcdVersion}}
 	if err := e.k8s.Create(ctx, ec); err != nil {
-		return nil, err
+		return c, err
 	}
 	return c, c.waitSettled(ctx, n, time.Time{})
 }
 
-// deleteNamespaces deletes the namespaces made here and waits until they are gone.
-func (e *env) deleteNamespaces(ctx context.Context) {
-	err := poll(ctx, 3*time.Minute, "the scenarios' namespaces deleted", func(ctx context.Context) error {
-		list := &corev1.NamespaceList{}
-		if err := e.k8s.List(ctx, list, client.MatchingLabels{scenarioLabel: "true"}); err != nil {
-			return err
+// deleteNamespace deletes the cluster's namespace, and with it everything of the scenario,
+// and waits until it is gone, so that the next scenario does not share the machine with
+// this one's teardown.
+func (c *cluster) deleteNamespace(ctx context.Context) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}
+	if err := c.e.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		logf("deleting namespace %s: %v", c.ns, err)
+		return
+	}
+	err := poll(ctx, 3*time.Minute, "namespace "+c.ns+" gone", func(ctx context.Context) error {
+		err := c.e.k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-		for i := range list.Items {
-			if ns := &list.Items[i]; ns.DeletionTimestamp.IsZero() {
-				if err := e.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-					return err
-				}
-			}
-		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("%d left", len(list.Items))
-		}
-		return nil
+		return fmt.Errorf("still there (%v)", err)
 	})
 	if err != nil {
 		logf("%v", err)
@@ -139,41 +138,20 @@ func (c *cluster) waitSettled(ctx context.Context, n int32, since time.Time) err
 			return err
 		}
 		s := ec.Status
+		if !since.IsZero() && !robustness.ChangedAfter(s.Conditions, since) {
+			return errors.New("no condition changed since the disruption")
+		}
+		if n > 0 {
+			return robustness.Settled(ec, n)
+		}
 		if s.ObservedGeneration != ec.Generation {
 			return fmt.Errorf("status of generation %d, spec is %d", s.ObservedGeneration, ec.Generation)
 		}
-		if !since.IsZero() && !changedAfter(s.Conditions, since) {
-			return errors.New("no condition changed since the disruption")
+		if cond := meta.FindStatusCondition(s.Conditions, etcdv1.ConditionAvailable); cond == nil || cond.Reason != "Paused" {
+			return fmt.Errorf("not paused: %+v", cond)
 		}
-		if n == 0 {
-			if cond := meta.FindStatusCondition(s.Conditions, etcdv1.ConditionAvailable); cond == nil || cond.Reason != "Paused" {
-				return fmt.Errorf("not paused: %+v", cond)
-			}
-			return c.noPods(ctx)
-		}
-		switch {
-		case !meta.IsStatusConditionTrue(s.Conditions, etcdv1.ConditionAvailable):
-			return fmt.Errorf("not Available: %+v", meta.FindStatusCondition(s.Conditions, etcdv1.ConditionAvailable))
-		case s.ReadyMembers != n || s.Voters != n || s.Learners != 0:
-			return fmt.Errorf("ready %d, voters %d, learners %d", s.ReadyMembers, s.Voters, s.Learners)
-		case meta.IsStatusConditionTrue(s.Conditions, etcdv1.ConditionProgressing):
-			return fmt.Errorf("progressing: %+v", meta.FindStatusCondition(s.Conditions, etcdv1.ConditionProgressing))
-		case meta.IsStatusConditionTrue(s.Conditions, etcdv1.ConditionDegraded):
-			return fmt.Errorf("degraded: %+v", meta.FindStatusCondition(s.Conditions, etcdv1.ConditionDegraded))
-		}
-		return nil
+		return c.noPods(ctx)
 	})
-}
-
-// changedAfter reports whether a condition changed in a later second than since's
-// (condition times have whole seconds).
-func changedAfter(conds []metav1.Condition, since time.Time) bool {
-	for _, cond := range conds {
-		if cond.LastTransitionTime.After(since.Truncate(time.Second)) {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *cluster) noPods(ctx context.Context) error {
@@ -254,21 +232,18 @@ func (c *cluster) refresh(ctx context.Context, cli *clientv3.Client) {
 	}
 }
 
-// poll runs check until it passes; the error says what did not happen and why.
+// poll runs check every second until it passes; the error says what did not happen and
+// the last reason.
 func poll(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (last: %w)", what, ctx.Err(), err)
-		case <-time.After(time.Second):
-		}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (last: %w)", what, err, last)
 	}
+	return nil
 }
 
 // quietLogger keeps the etcd client's retries out of the output: the history records them.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
@@ -61,14 +62,10 @@ func operatorKillTrial(ctx context.Context, t *trialEnv) error {
 // podDeleteTrial deletes a member's Pod chosen at random, at once (as a crash) or with its
 // grace period (as an eviction), and waits until the operator has seen it and settled.
 func podDeleteTrial(ctx context.Context, t *trialEnv) error {
-	pods, err := t.c.pods(ctx)
+	victim, err := t.pickMember(ctx)
 	if err != nil {
 		return err
 	}
-	if len(pods) == 0 {
-		return fmt.Errorf("no member Pod")
-	}
-	victim := &pods[t.rnd.IntN(len(pods))]
 	var opts []client.DeleteOption
 	how := "with its grace period"
 	if t.rnd.IntN(2) == 0 {
@@ -86,16 +83,12 @@ func podDeleteTrial(ctx context.Context, t *trialEnv) error {
 // link of its Pod's network namespace goes down for 5 to 25 s, then up again. It waits until
 // every member's Pod is Ready again and the status has settled.
 func partitionTrial(ctx context.Context, t *trialEnv) error {
-	pods, err := t.c.pods(ctx)
+	victim, err := t.pickMember(ctx)
 	if err != nil {
 		return err
 	}
-	if len(pods) == 0 {
-		return fmt.Errorf("no member Pod")
-	}
-	victim := pods[t.rnd.IntN(len(pods))]
 	hold := 5*time.Second + time.Duration(t.rnd.Int64N(int64(20*time.Second)))
-	netns := localclusterNetns(&victim)
+	netns := localclusterNetns(victim)
 	logf("trial %d: %s (network namespace %s) cut off for %s", t.index, victim.Name, netns, hold.Round(time.Millisecond))
 	if err := setLink(ctx, netns, "down"); err != nil {
 		return err
@@ -110,11 +103,25 @@ func partitionTrial(ctx context.Context, t *trialEnv) error {
 	return t.c.waitSettled(ctx, t.replicas, time.Time{})
 }
 
+// pickMember is a member's Pod chosen at random.
+func (t *trialEnv) pickMember(ctx context.Context) (*corev1.Pod, error) {
+	pods, err := t.c.pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("no member Pod")
+	}
+	return &pods[t.rnd.IntN(len(pods))], nil
+}
+
 // runScenario runs one scenario and checks its history.
 func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint64) (row, error) {
 	r := row{scenario: s.name}
-	defer e.deleteNamespaces(context.WithoutCancel(ctx))
 	c, err := e.newCluster(ctx, s.name, s.start)
+	if c != nil {
+		defer c.deleteNamespace(context.WithoutCancel(ctx))
+	}
 	if err != nil {
 		return r, err
 	}
