@@ -69,7 +69,7 @@ test: verify-generated lint test-unit test-api test-localcluster test-e2e robust
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer against real etcd processes.
 	hack/testbed.sh etcd >/dev/null
-	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/
+	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/...
 
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.
