@@ -12,16 +12,16 @@ import (
 
 // Settled says why a cluster's status does not show n healthy voters, no learners and
 // nothing in motion or degraded, in a status written for the current spec (its
-// observedGeneration and its conditions'); nil when it does. A status of an older
+// observedGeneration and that of Available, Progressing and Degraded); nil when it does. A status of an older
 // generation may predate a spec change, so it does not count.
 func Settled(c *etcdv1.EtcdCluster, n int32) error {
 	s := c.Status
 	if s.ObservedGeneration != c.Generation {
 		return fmt.Errorf("status of generation %d, spec is %d", s.ObservedGeneration, c.Generation)
 	}
-	for _, cond := range s.Conditions {
-		if cond.ObservedGeneration != c.Generation {
-			return fmt.Errorf("condition %s of generation %d, spec is %d", cond.Type, cond.ObservedGeneration, c.Generation)
+	for _, kind := range []string{etcdv1.ConditionAvailable, etcdv1.ConditionProgressing, etcdv1.ConditionDegraded} {
+		if cond := meta.FindStatusCondition(s.Conditions, kind); cond == nil || cond.ObservedGeneration != c.Generation {
+			return fmt.Errorf("condition %s not written for generation %d: %+v", kind, c.Generation, cond)
 		}
 	}
 	switch {
