@@ -52,13 +52,13 @@ func TestChangedPodSpecRollsThroughTheMembers(t *testing.T) {
 	if b, a := fmt.Sprint(sorted(memberIDs(before))), fmt.Sprint(sorted(memberIDs(after))); a != b {
 		t.Fatalf("member IDs changed across the rolling restart:\n before %s\n after  %s", b, a)
 	}
-	maxDown, restarts := pods.finish(t)
-	if maxDown != 1 {
-		t.Fatalf("at most %d members were restarting at once during the roll; want exactly 1 (one restart at a time)", maxDown)
+	restarts := pods.finish(t)
+	if restarts.MostAtOnce != 1 {
+		t.Fatalf("%d members were restarting at once during the roll; want 1 (one restart at a time)", restarts.MostAtOnce)
 	}
 	for _, name := range names {
-		if restarts[name] != 1 {
-			t.Fatalf("member Pods were replaced %v times; want once each", restarts)
+		if restarts.Replaced[name] != 1 {
+			t.Fatalf("member Pods were replaced %v times; want once each", restarts.Replaced)
 		}
 	}
 	// Three restarts, each of a member a write may be in flight on; leadership moves first.

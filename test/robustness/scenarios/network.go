@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // localclusterNetns is the network namespace the local cluster's node agent made for a Pod:
@@ -34,7 +36,7 @@ func (c *cluster) waitPodsReady(ctx context.Context, n int) error {
 		}
 		ready := 0
 		for i := range pods {
-			if pods[i].DeletionTimestamp.IsZero() && podReady(&pods[i]) {
+			if pods[i].DeletionTimestamp.IsZero() && robustness.PodReady(&pods[i]) {
 				ready++
 			}
 		}
@@ -43,13 +45,4 @@ func (c *cluster) waitPodsReady(ctx context.Context, n int) error {
 		}
 		return nil
 	})
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
