@@ -40,7 +40,7 @@ func drainTrial(ctx context.Context, t *trialEnv) error {
 	}
 	// Quorum of 3 voters is 2 (of 5, 3): the PDB allows one member away at a time here.
 	if err := t.c.e.evict(ctx, other); !apierrors.IsTooManyRequests(err) {
-		return fmt.Errorf("evicting %s while %s was away: %v; want it refused by the PodDisruptionBudget", other.Name, victim.Name, err)
+		return fmt.Errorf("evicting %s while %s was away: %w; want it refused by the PodDisruptionBudget", other.Name, victim.Name, err)
 	}
 	if err := t.c.e.cordon(ctx, node, false); err != nil {
 		return err

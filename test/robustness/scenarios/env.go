@@ -106,7 +106,7 @@ func (c *cluster) deleteNamespace(ctx context.Context) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 	if err != nil {
 		logf("%v", err)
