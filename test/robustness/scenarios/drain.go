@@ -39,7 +39,10 @@ func drainTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	// Quorum of 3 voters is 2 (of 5, 3): the PDB allows one member away at a time here.
-	if err := t.c.e.evict(ctx, other); !apierrors.IsTooManyRequests(err) {
+	switch err := t.c.e.evict(ctx, other); {
+	case err == nil:
+		return fmt.Errorf("the PodDisruptionBudget let %s be evicted while %s was away: the quorum was not kept", other.Name, victim.Name)
+	case !apierrors.IsTooManyRequests(err):
 		return fmt.Errorf("evicting %s while %s was away: %w; want it refused by the PodDisruptionBudget", other.Name, victim.Name, err)
 	}
 	if err := t.c.e.cordon(ctx, node, false); err != nil {
