@@ -26,7 +26,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.IntVar(&o.trials, "trials", 3, "faults injected per scenario")
+	flag.IntVar(&o.trials, "trials", 2, "faults injected per scenario")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of every random choice; printed, so that a run can be replayed")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenario names (default: all)")
 	flag.IntVar(&o.clients, "clients", 3, "workload clients")
