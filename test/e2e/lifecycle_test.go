@@ -59,9 +59,9 @@ func setReplicas(t *testing.T, ns, name string, replicas int32) {
 	}
 }
 
-// waitSettled waits until the cluster has n healthy voters, no learners and nothing in motion,
-// in a status written for the current spec (its observedGeneration and its conditions'), so
-// that after a spec change the status written before it does not count.
+// waitSettled waits until the cluster has n healthy voters, no learners and nothing in motion
+// or degraded, in a status written for the current spec (robustness.Settled), so that after
+// a spec change the status written before it does not count.
 func waitSettled(t *testing.T, ns, name string, n int32, timeout time.Duration) *etcdv1.EtcdCluster {
 	t.Helper()
 	return waitSettledAfter(t, ns, name, n, time.Time{}, timeout)
