@@ -35,6 +35,7 @@ var allScenarios = []scenario{
 	{name: "pod-delete", start: 3, trial: podDeleteTrial},
 	{name: "partition", start: 3, trial: partitionTrial},
 	{name: "drain", start: 3, trial: drainTrial},
+	{name: "data-loss", start: 3, trial: dataLossTrial},
 }
 
 // operations is the cycle of replica counts the operator-kill trials go through: scale
