@@ -64,7 +64,7 @@ local-down: ## Stop the local cluster and remove every trace of it.
 ##@ Tests
 
 .PHONY: test
-test: verify-generated lint test-unit test-api test-localcluster test-e2e ## Everything CI runs.
+test: verify-generated lint test-unit test-api test-localcluster test-e2e robustness ## Everything CI runs.
 
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer against real etcd processes.
