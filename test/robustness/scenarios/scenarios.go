@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
@@ -36,6 +37,7 @@ var allScenarios = []scenario{
 	{name: "partition", start: 3, trial: partitionTrial},
 	{name: "drain", start: 3, trial: drainTrial},
 	{name: "data-loss", start: 3, trial: dataLossTrial},
+	{name: "rolling", start: 3, trial: rollingTrial},
 }
 
 // operations is the cycle of replica counts the operator-kill trials go through: scale
@@ -193,4 +195,23 @@ func check(r *row, h *robustness.History, final map[string]string) {
 		r.details = append(r.details, "lost: "+l)
 	}
 	logf("%d operations, %d watch events checked", len(ops), wv.Events)
+}
+
+// rollingTrial changes the Pod spec (the memory request, alternating between two values) so
+// that every member restarts in turn, and waits until the roll is done and the cluster has
+// settled.
+func rollingTrial(ctx context.Context, t *trialEnv) error {
+	request := []string{"96Mi", "112Mi"}[t.index%2]
+	logf("trial %d: memory request %s, every member restarts in turn", t.index, request)
+	ec, err := t.c.get(ctx)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ec.DeepCopy())
+	ec.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(request)}
+	since := time.Now()
+	if err := t.c.e.k8s.Patch(ctx, ec, patch); err != nil {
+		return err
+	}
+	return t.c.waitSettled(ctx, t.replicas, since)
 }
