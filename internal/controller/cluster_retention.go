@@ -209,10 +209,11 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		return true, childProblem(ReasonRetainedDataConflict, "the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
 			strings.Join(names, ", "), len(clusterIDs))
 	}
-	initial := specs.InitialCluster(c, names)
 	for _, pvc := range kept {
+		// Only itself in its initial cluster, as a rebuilt member (rebuildFromPVCs): etcd
+		// starts from the data, and would refuse to start on an empty directory.
 		m := r.newMember(c, pvc.Name, etcdv1.MemberBootstrap{
-			InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
+			InitialCluster: specs.InitialCluster(c, []string{pvc.Name}), InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
 		})
 		m.Spec.Dormant = ptrOr(c.Spec.Replicas, 3) == 0
 		if err := r.createMember(ctx, c, m); err != nil {
