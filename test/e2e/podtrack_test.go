@@ -61,11 +61,14 @@ func (pt *podTracker) follow(ctx context.Context, w watch.Interface) {
 	for ev := range w.ResultChan() {
 		pod, ok := ev.Object.(*corev1.Pod)
 		pt.mu.Lock()
-		if ok {
+		switch {
+		case ok:
 			pt.restarts.Observe(pod, ev.Type == watch.Deleted)
-		} else {
+		case ctx.Err() == nil:
 			pt.err = fmt.Errorf("watch ended with %s %v", ev.Type, ev.Object)
 		}
+		// else: finish stopped the watch, and the client reported its own cancellation as an
+		// error event; nothing was missed.
 		pt.mu.Unlock()
 		if !ok {
 			return
