@@ -72,8 +72,9 @@ func TestHistoryDropsUnansweredReadsAndKeepsUnansweredWritesPending(t *testing.T
 	}
 }
 
-func watchOf(prefix string, start, covered int64, events ...WatchEvent) *WatchRecord {
-	w := &WatchRecord{Prefix: prefix, StartRevision: start}
+// watchOf is a watch of the prefix p/ from start that covered the revisions up to covered.
+func watchOf(start, covered int64, events ...WatchEvent) *WatchRecord {
+	w := &WatchRecord{Prefix: "p/", StartRevision: start}
 	w.Add(events...)
 	w.Progress(covered)
 	return w
@@ -98,16 +99,16 @@ func TestWatchChecks(t *testing.T) {
 		watch *WatchRecord
 		want  string // a part of a violation; "" for none
 	}{
-		{"every write in order", watchOf("p/", 2, 6, complete...), ""},
-		{"an unknown write that was applied", watchOf("p/", 2, 6, append(complete, ev("p/c", "5", 5))...), ""},
-		{"started later, sees only what followed", watchOf("p/", 4, 6, ev("p/a", "3", 4)), ""},
-		{"covered less, owes less", watchOf("p/", 2, 3, ev("p/a", "1", 2), ev("p/b", "2", 3)), ""},
-		{"a gap", watchOf("p/", 2, 6, ev("p/a", "1", 2), ev("p/a", "3", 4)), `p/b="2"@3 not seen`},
-		{"a duplicate", watchOf("p/", 2, 6, append(complete, ev("p/a", "3", 4))...), "delivered twice"},
-		{"out of order", watchOf("p/", 2, 6, ev("p/a", "1", 2), ev("p/a", "3", 4), ev("p/b", "2", 3)), "after revision 4"},
-		{"an event no write made", watchOf("p/", 2, 6, append(complete, ev("p/d", "7", 5))...), "that no write made"},
-		{"an event at another revision than acknowledged", watchOf("p/", 2, 6, ev("p/a", "1", 2), ev("p/b", "2", 3), ev("p/a", "3", 5)), "acknowledged at revision 4"},
-		{"ended early", func() *WatchRecord { w := watchOf("p/", 2, 6, complete...); w.Fail("compacted"); return w }(), "ended early: compacted"},
+		{"every write in order", watchOf(2, 6, complete...), ""},
+		{"an unknown write that was applied", watchOf(2, 6, append(complete, ev("p/c", "5", 5))...), ""},
+		{"started later, sees only what followed", watchOf(4, 6, ev("p/a", "3", 4)), ""},
+		{"covered less, owes less", watchOf(2, 3, ev("p/a", "1", 2), ev("p/b", "2", 3)), ""},
+		{"a gap", watchOf(2, 6, ev("p/a", "1", 2), ev("p/a", "3", 4)), `p/b="2"@3 not seen`},
+		{"a duplicate", watchOf(2, 6, append(complete, ev("p/a", "3", 4))...), "delivered twice"},
+		{"out of order", watchOf(2, 6, ev("p/a", "1", 2), ev("p/a", "3", 4), ev("p/b", "2", 3)), "after revision 4"},
+		{"an event no write made", watchOf(2, 6, append(complete, ev("p/d", "7", 5))...), "that no write made"},
+		{"an event at another revision than acknowledged", watchOf(2, 6, ev("p/a", "1", 2), ev("p/b", "2", 3), ev("p/a", "3", 5)), "acknowledged at revision 4"},
+		{"ended early", func() *WatchRecord { w := watchOf(2, 6, complete...); w.Fail("compacted"); return w }(), "ended early: compacted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := CheckWatches(ops, []*WatchRecord{tc.watch})
