@@ -1,5 +1,7 @@
 // Command etcd-operator runs the operator's manager: the controllers of the
 // etcd-operator.cozystack.io API, with leader election so that two replicas are safe.
+// The same binary is the agent the operator runs in Pods from its own image:
+// `etcd-operator snapshot-agent`, `etcd-operator restore-agent` and `etcd-operator copy-self`.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -29,10 +32,22 @@ type options struct {
 	showVersionAndExit bool
 }
 
+// agents are the subcommands that run inside Pods; without one, the binary is the manager.
+var agents = map[string]func([]string) int{
+	"snapshot-agent": agent.RunSnapshotAgent,
+	"restore-agent":  agent.RunRestoreAgent,
+	"copy-self":      agent.RunCopySelf,
+}
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 {
+		if agentMain, ok := agents[os.Args[1]]; ok {
+			os.Exit(agentMain(os.Args[2:]))
+		}
+	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")

@@ -136,7 +136,7 @@ func invalidUpdates() []invalidUpdate {
 		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap is immutable"},
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
 		{"upgrade", newCluster("u16"), onCluster(withVersion("3.6.17")), "spec.version cannot change yet"},
-		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
+		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
 			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
 		}, "spec of an EtcdDefrag is immutable"},

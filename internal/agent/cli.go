@@ -1,0 +1,179 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// Environment variables the agents read secrets from (never flags: flags show in the Pod spec).
+const (
+	EnvPassword        = "ETCD_ROOT_PASSWORD"
+	EnvAppliedPassword = "ETCD_ROOT_PASSWORD_APPLIED"
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretKey       = "AWS_SECRET_ACCESS_KEY"
+)
+
+// storeFlags say where snapshots are stored: S3 or a directory (a mounted PVC).
+type storeFlags struct {
+	endpoint, bucket, region, caFile string
+	pathStyle                        bool
+	dir                              string
+}
+
+func (s *storeFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&s.endpoint, "s3-endpoint", "", "S3 endpoint URL")
+	fs.StringVar(&s.bucket, "s3-bucket", "", "S3 bucket")
+	fs.StringVar(&s.region, "s3-region", "", "S3 region")
+	fs.BoolVar(&s.pathStyle, "s3-path-style", false, "address the bucket in the path")
+	fs.StringVar(&s.caFile, "s3-ca-file", "", "CA bundle to trust for an https endpoint")
+	fs.StringVar(&s.dir, "dir", "", "root of the mounted volume, instead of S3")
+}
+
+func (s *storeFlags) open() (backup.Store, error) {
+	if s.dir != "" {
+		return backup.DirStore{Root: s.dir}, nil
+	}
+	if s.endpoint == "" || s.bucket == "" {
+		return nil, errors.New("either --dir or --s3-endpoint and --s3-bucket are needed")
+	}
+	cfg := backup.S3Config{
+		Endpoint: s.endpoint, Bucket: s.bucket, Region: s.region, ForcePathStyle: s.pathStyle,
+		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
+	}
+	if s.caFile != "" {
+		pem, err := os.ReadFile(s.caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CAPEM = pem
+	}
+	return backup.NewS3Store(cfg)
+}
+
+// RunSnapshotAgent is `etcd-operator snapshot-agent`: it takes one snapshot and exits 0 when it
+// is stored and verified, 1 otherwise; the outcome is in --result-file either way.
+func RunSnapshotAgent(args []string) int {
+	fs := flag.NewFlagSet("snapshot-agent", flag.ContinueOnError)
+	var (
+		endpoints, caFile, certFile, keyFile, name, uri, resultFile string
+		timeout                                                     time.Duration
+		store                                                       storeFlags
+	)
+	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
+	fs.StringVar(&caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
+	fs.StringVar(&certFile, "cert-file", "", "client certificate (mutual TLS)")
+	fs.StringVar(&keyFile, "key-file", "", "client key (mutual TLS)")
+	fs.StringVar(&name, "name", "", "S3 key or path in --dir of the snapshot file")
+	fs.StringVar(&uri, "uri", "", "uri reported for the snapshot")
+	fs.StringVar(&resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
+	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
+	store.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res := runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, &store)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
+		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", timeout, res.Message)
+	}
+	return finish(resultFile, res)
+}
+
+func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri string, store *storeFlags) Result {
+	if endpoints == "" || name == "" {
+		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints and --name are needed"}
+	}
+	st, err := store.open()
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	cfg, err := etcdConfig(strings.Split(endpoints, ","), caFile, certFile, keyFile)
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	cfg, err = withRootLogin(ctx, cfg)
+	if err != nil {
+		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
+	}
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri})
+}
+
+func etcdConfig(endpoints []string, caFile, certFile, keyFile string) (clientv3.Config, error) {
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return cfg, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return cfg, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	tlsCfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return cfg, err
+		}
+		tlsCfg.Certificates = []tls.Certificate{pair}
+	}
+	cfg.TLS = tlsCfg
+	return cfg, nil
+}
+
+// withRootLogin adds root's credentials when the cluster has auth: the password last applied
+// first, then the one wanted (right after a password change only one of them works).
+func withRootLogin(ctx context.Context, cfg clientv3.Config) (clientv3.Config, error) {
+	var passwords []string
+	for _, env := range []string{EnvAppliedPassword, EnvPassword} {
+		if p := os.Getenv(env); p != "" {
+			passwords = append(passwords, p)
+		}
+	}
+	if len(passwords) == 0 {
+		return cfg, nil
+	}
+	var lastErr error
+	for _, p := range passwords {
+		try := cfg
+		try.Username, try.Password, try.Context = "root", p, ctx
+		cli, err := clientv3.New(try)
+		if err == nil {
+			_ = cli.Close()
+			return try, nil
+		}
+		lastErr = err
+		if !errors.Is(err, rpctypes.ErrAuthFailed) {
+			break
+		}
+	}
+	return cfg, fmt.Errorf("logging in as root: %w", lastErr)
+}
+
+func finish(resultFile string, res Result) int {
+	if err := writeResult(resultFile, res); err != nil {
+		fmt.Fprintf(os.Stderr, "writing the result to %s: %v\n", resultFile, err)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", res.Reason, res.Message)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "done: %s\n", res.URI)
+	return 0
+}
