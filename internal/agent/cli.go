@@ -71,7 +71,9 @@ func RunSnapshotAgent(args []string) int {
 		endpoints, caFile, certFile, keyFile, name, uri, resultFile string
 		timeout                                                     time.Duration
 		store                                                       storeFlags
+		remove                                                      bool
 	)
+	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
 	fs.StringVar(&caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
 	fs.StringVar(&certFile, "cert-file", "", "client certificate (mutual TLS)")
@@ -86,7 +88,12 @@ func RunSnapshotAgent(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res := runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, &store)
+	var res Result
+	if remove {
+		res = removeSnapshot(ctx, name, uri, &store)
+	} else {
+		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, &store)
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
 		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", timeout, res.Message)
 	}
@@ -110,6 +117,21 @@ func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
 	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri})
+}
+
+// removeSnapshot deletes a snapshot file, its partial upload and its recorded checksum; a
+// file that is gone already is no error.
+func removeSnapshot(ctx context.Context, name, uri string, store *storeFlags) Result {
+	st, err := store.open()
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	for _, n := range []string{name, name + ".partial"} {
+		if err := st.Remove(ctx, n); err != nil {
+			return storeFailure("deleting "+uri, err)
+		}
+	}
+	return Result{URI: uri, Message: "deleted"}
 }
 
 func etcdConfig(endpoints []string, caFile, certFile, keyFile string) (clientv3.Config, error) {

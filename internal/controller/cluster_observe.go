@@ -28,6 +28,8 @@ type clusterView struct {
 	leader      uint64
 	versions    map[uint64]string
 	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
+	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
+	restoreFailure string
 }
 
 func (v *clusterView) close() {
@@ -66,6 +68,11 @@ func ordinal(name string) int {
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
 	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}}
+	failure, err := r.restoreFailure(ctx, c, members)
+	if err != nil {
+		return nil, err
+	}
+	view.restoreFailure = failure
 	endpoints := runningEndpoints(c, members)
 	if len(endpoints) == 0 {
 		return view, nil

@@ -91,6 +91,8 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 	switch {
 	case replicas == 0:
 		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
+	case !v.reachable && c.Status.ClusterID == "" && v.restoreFailure != "":
+		available.Reason, available.Message = ReasonRestoreFailed, "restoring spec.bootstrap.restore failed, no member serves: "+v.restoreFailure
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
 	case !v.reachable:

@@ -74,7 +74,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 	if c.Status.ClusterID != "" || v.reachable {
 		return false, nil
 	}
-	names := foundingNames(c, v.members, replicas)
+	names := foundingNames(c, v.members, foundingCount(c, replicas))
 	if len(names) == 0 {
 		return false, nil
 	}
