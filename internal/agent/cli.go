@@ -72,7 +72,9 @@ func RunSnapshotAgent(args []string) int {
 		timeout                                                     time.Duration
 		store                                                       storeFlags
 		remove                                                      bool
+		scratch                                                     string
 	)
+	fs.StringVar(&scratch, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
 	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
 	fs.StringVar(&caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
@@ -92,7 +94,7 @@ func RunSnapshotAgent(args []string) int {
 	if remove {
 		res = removeSnapshot(ctx, name, uri, &store)
 	} else {
-		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, &store)
+		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, scratch, &store)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
 		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", timeout, res.Message)
@@ -100,7 +102,7 @@ func RunSnapshotAgent(args []string) int {
 	return finish(resultFile, res)
 }
 
-func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri string, store *storeFlags) Result {
+func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri, scratch string, store *storeFlags) Result {
 	if endpoints == "" || name == "" {
 		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints and --name are needed"}
 	}
@@ -116,7 +118,7 @@ func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri})
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri, ScratchDir: scratch})
 }
 
 // removeSnapshot deletes a snapshot file, its partial upload and its recorded checksum; a

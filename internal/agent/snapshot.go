@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strconv"
 
@@ -19,6 +21,9 @@ type SnapshotJob struct {
 	Store backup.Store
 	Name  string
 	URI   string
+	// ScratchDir holds the snapshot file between etcd and the store; the system's temporary
+	// directory when empty.
+	ScratchDir string
 }
 
 // MemberState is what the agent learned about one voter before choosing where to snapshot.
@@ -28,6 +33,7 @@ type MemberState struct {
 	Leader       bool
 	AppliedIndex uint64
 	Version      string
+	ClusterID    uint64
 	Err          error
 }
 
@@ -84,6 +90,7 @@ func inspectMembers(ctx context.Context, cli *clientv3.Client) ([]MemberState, e
 			st.Leader = resp.Leader == resp.Header.MemberId
 			st.AppliedIndex = resp.RaftAppliedIndex
 			st.Version = resp.Version
+			st.ClusterID = resp.Header.ClusterId
 		}
 		out = append(out, st)
 	}
@@ -116,17 +123,30 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
 	}
 	defer resp.Snapshot.Close() //nolint:errcheck // read to its end or abandoned
-	sr := backup.NewSnapshotReader(resp.Snapshot)
-	tmp, err := job.Store.WriteTemp(ctx, job.Name, sr)
+	// The stream goes to a scratch file first (as `etcdctl snapshot save` does): the revision
+	// is read from the file itself, and the upload can be retried part by part from disk.
+	scratch, sr, err := saveScratch(job.ScratchDir, resp.Snapshot)
+	if scratch != "" {
+		defer os.Remove(scratch) //nolint:errcheck // scratch
+	}
 	if err != nil {
 		if errors.Is(err, backup.ErrCorrupt) {
 			return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, err)}
 		}
-		return storeFailure("writing the snapshot", err)
+		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", err)}
 	}
-	if !sr.Verified() {
-		_ = job.Store.Remove(ctx, tmp)
-		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s ended before etcd's hash", member.Name)}
+	revision, err := backup.FileRevision(scratch)
+	if err != nil {
+		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: err.Error()}
+	}
+	f, err := os.Open(scratch)
+	if err != nil {
+		return Result{Reason: backup.ReasonStorageError, Message: err.Error()}
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	tmp, err := job.Store.WriteTemp(ctx, job.Name, f)
+	if err != nil {
+		return storeFailure("writing the snapshot", err)
 	}
 	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
@@ -142,9 +162,29 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	}
 	return Result{
 		URI: job.URI, SizeBytes: sr.Size(), Checksum: sr.Checksum(),
-		Revision: resp.Header.GetRevision(), ClusterID: strconv.FormatUint(resp.Header.GetClusterId(), 16),
+		Revision: revision, ClusterID: strconv.FormatUint(member.ClusterID, 16),
 		Member: member.Name, EtcdVersion: version,
 	}
+}
+
+// saveScratch streams the snapshot into a file, checking etcd's hash at its end.
+func saveScratch(dir string, r io.Reader) (string, *backup.SnapshotReader, error) {
+	f, err := os.CreateTemp(dir, "snapshot-*.db")
+	if err != nil {
+		return "", nil, err
+	}
+	sr := backup.NewSnapshotReader(r)
+	_, err = io.Copy(f, sr)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !sr.Verified() {
+		err = fmt.Errorf("%w: the stream ended before etcd's hash", backup.ErrCorrupt)
+	}
+	return f.Name(), sr, err
 }
 
 // connectToSnapshotMember returns a client of the chosen member only, so the snapshot stream

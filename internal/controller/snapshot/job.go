@@ -27,6 +27,7 @@ const (
 	tlsCADir    = "/etc/etcd/server-ca"
 	tlsCertDir  = "/etc/etcd/client-tls"
 	snapshotDir = "/snapshots"
+	scratchDir  = "/scratch"
 	// LabelSnapshot marks an agent Job and its Pod with the EtcdSnapshot's name.
 	LabelSnapshot = "etcd-operator.cozystack.io/snapshot"
 	// LabelSnapshotUID marks an agent Job with the EtcdSnapshot's UID.
@@ -95,6 +96,9 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 	var vols []corev1.Volume
 	if action == ActionSnapshot && c != nil {
 		args = append(args, etcdArgs(c)...)
+		args = append(args, "--scratch-dir="+scratchDir)
+		mounts = append(mounts, corev1.VolumeMount{Name: "scratch", MountPath: scratchDir})
+		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		env = append(env, passwordEnv(c)...)
 		m, v := tlsVolumes(c)
 		mounts, vols = append(mounts, m...), append(vols, v...)
