@@ -24,6 +24,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -154,6 +155,10 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	}
 	if err := snapshots.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdSnapshot controller: %w", err)
+	}
+	schedules := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
+	if err := schedules.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdSnapshotSchedule controller: %w", err)
 	}
 	return nil
 }
