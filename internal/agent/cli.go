@@ -63,16 +63,33 @@ func (s *storeFlags) open() (backup.Store, error) {
 	return backup.NewS3Store(cfg)
 }
 
+// agentFlags are the flags every agent has: its store, its result file and its deadline.
+type agentFlags struct {
+	store      storeFlags
+	resultFile string
+	timeout    time.Duration
+}
+
+// parse binds the common flags, parses args and starts the deadline; ok is false on bad flags.
+func (a *agentFlags) parse(fs *flag.FlagSet, args []string) (context.Context, context.CancelFunc, bool) {
+	fs.StringVar(&a.resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
+	fs.DurationVar(&a.timeout, "timeout", 30*time.Minute, "give up after this long")
+	a.store.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	return ctx, cancel, true
+}
+
 // RunSnapshotAgent is `etcd-operator snapshot-agent`: it takes one snapshot and exits 0 when it
 // is stored and verified, 1 otherwise; the outcome is in --result-file either way.
 func RunSnapshotAgent(args []string) int {
 	fs := flag.NewFlagSet("snapshot-agent", flag.ContinueOnError)
 	var (
-		endpoints, caFile, certFile, keyFile, name, uri, resultFile string
-		timeout                                                     time.Duration
-		store                                                       storeFlags
-		remove                                                      bool
-		scratch                                                     string
+		endpoints, caFile, certFile, keyFile, name, uri, scratch string
+		remove                                                   bool
+		common                                                   agentFlags
 	)
 	fs.StringVar(&scratch, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
 	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
@@ -82,24 +99,21 @@ func RunSnapshotAgent(args []string) int {
 	fs.StringVar(&keyFile, "key-file", "", "client key (mutual TLS)")
 	fs.StringVar(&name, "name", "", "S3 key or path in --dir of the snapshot file")
 	fs.StringVar(&uri, "uri", "", "uri reported for the snapshot")
-	fs.StringVar(&resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
-	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
-	store.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	ctx, cancel, ok := common.parse(fs, args)
+	if !ok {
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var res Result
 	if remove {
-		res = removeSnapshot(ctx, name, uri, &store)
+		res = removeSnapshot(ctx, name, uri, &common.store)
 	} else {
-		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, scratch, &store)
+		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, scratch, &common.store)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", timeout, res.Message)
+		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
 	}
-	return finish(resultFile, res)
+	return finish(common.resultFile, res)
 }
 
 func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri, scratch string, store *storeFlags) Result {

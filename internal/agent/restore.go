@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
@@ -117,10 +116,8 @@ func tail(out []byte) string {
 func RunRestoreAgent(args []string) int {
 	fs := flag.NewFlagSet("restore-agent", flag.ContinueOnError)
 	var (
-		job        RestoreJob
-		resultFile string
-		timeout    time.Duration
-		store      storeFlags
+		job    RestoreJob
+		common agentFlags
 	)
 	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
 	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
@@ -132,21 +129,17 @@ func RunRestoreAgent(args []string) int {
 	fs.StringVar(&job.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
 	fs.StringVar(&job.ClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
 	fs.StringVar(&job.PeerURL, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
-	fs.StringVar(&resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
-	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
-	store.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	ctx, cancel, ok := common.parse(fs, args)
+	if !ok {
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	st, err := store.open()
+	st, err := common.store.open()
 	if err != nil {
-		return finish(resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
+		return finish(common.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
 	}
 	job.Store = st
-	res := Restore(ctx, job)
-	return finish(resultFile, res)
+	return finish(common.resultFile, Restore(ctx, job))
 }
 
 // RunCopySelf is `etcd-operator copy-self DEST`: it copies the running binary to DEST, so that
