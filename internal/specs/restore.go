@@ -109,9 +109,13 @@ func SnapshotStoreArgs(loc etcdv1.SnapshotLocation, mountPath string, readOnly b
 		if s3.ForcePathStyle {
 			args = append(args, "--s3-path-style")
 		}
+		// Optional for a restore (readOnly): the seed's Pod keeps its restore init containers,
+		// and must still start once the restore is done and the Secret is gone; the agent then
+		// does nothing, and while it must restore a missing key is reported as rejected
+		// credentials.
 		env := []corev1.EnvVar{
-			SecretEnv(EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, EnvAWSAccessKeyID, false),
-			SecretEnv(EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, EnvAWSSecretAccessKey, false),
+			SecretEnv(EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, EnvAWSAccessKeyID, readOnly),
+			SecretEnv(EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, EnvAWSSecretAccessKey, readOnly),
 		}
 		return args, env, nil, nil
 	}
