@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
 func TestChooseMemberTakesAnUpToDateFollower(t *testing.T) {
@@ -153,8 +154,15 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 		t.Fatalf("second restore touched the data: %+v", r)
 	}
 	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	assertRestored(t, src, dst, res.Revision, 2000)
+}
 
-	want, err := src.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(res.Revision))
+// assertRestored compares every key, value and mod revision of dst with src at revision, and
+// checks dst is a new cluster at that revision holding at least minKeys keys.
+func assertRestored(t *testing.T, src, dst *clientv3.Client, revision int64, minKeys int) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := src.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(revision))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,11 +170,11 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Header.Revision != res.Revision {
-		t.Errorf("restored revision %d, snapshot revision %d", got.Header.Revision, res.Revision)
+	if got.Header.Revision != revision {
+		t.Errorf("restored revision %d, snapshot revision %d", got.Header.Revision, revision)
 	}
-	if len(got.Kvs) != len(want.Kvs) || len(want.Kvs) < 2000 {
-		t.Fatalf("restored %d keys, source had %d at revision %d", len(got.Kvs), len(want.Kvs), res.Revision)
+	if len(got.Kvs) != len(want.Kvs) || len(want.Kvs) < minKeys {
+		t.Fatalf("restored %d keys, source had %d at revision %d", len(got.Kvs), len(want.Kvs), revision)
 	}
 	for i := range want.Kvs {
 		w, g := want.Kvs[i], got.Kvs[i]
@@ -198,4 +206,49 @@ func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	if r := Restore(ctx, RestoreJob{Store: store, Name: "missing.db", DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore")}); r.Reason != backup.ReasonSnapshotNotFound {
 		t.Errorf("missing snapshot: %+v", r)
 	}
+}
+
+// TestSnapshotThroughS3 takes a snapshot of a real etcd into a real MinIO bucket and restores
+// it from there: only the complete object is left in the bucket, its recorded checksum is the
+// snapshot's, and the restored member holds every key at the snapshot's revision.
+func TestSnapshotThroughS3(t *testing.T) {
+	ctx := context.Background()
+	srv := testminio.Start(t, testminio.Options{})
+	bucket := srv.Bucket(t, "snapshots")
+	store, err := backup.NewS3Store(backup.S3Config{Endpoint: srv.Endpoint, Bucket: bucket, ForcePathStyle: true,
+		AccessKeyID: testminio.AccessKey, SecretKey: testminio.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	for i := range 500 {
+		if _, err := src.Put(ctx, fmt.Sprintf("/k/%05d", i), strings.Repeat("v", i*20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	key := backup.ObjectKey("nightly/", "one")
+	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key})
+	if res.Reason != "" {
+		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)
+	}
+	if keys, err := store.List(ctx, ""); err != nil || len(keys) != 1 || keys[0] != key {
+		t.Fatalf("objects in the bucket %v (%v), want only %s", keys, err, key)
+	}
+	if sum, err := store.RecordedChecksum(ctx, key); err != nil || sum != res.Checksum {
+		t.Fatalf("recorded checksum %q (%v), the agent reported %q", sum, err, res.Checksum)
+	}
+	peerPort := freePort(t)
+	volume := t.TempDir()
+	job := RestoreJob{
+		Store: store, Name: key, URI: res.URI, Checksum: res.Checksum,
+		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
+		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
+		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+	}
+	if r := Restore(ctx, job); r.Reason != "" {
+		t.Fatalf("restore: %+v", r)
+	}
+	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	assertRestored(t, src, dst, res.Revision, 500)
 }

@@ -51,7 +51,8 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.CAPEM) > 0 {
+	// A CA means something only for https: over http the transport has no TLS settings.
+	if secure && len(cfg.CAPEM) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cfg.CAPEM) {
 			return nil, errors.New("the S3 CA bundle holds no PEM certificate")
