@@ -208,18 +208,30 @@ func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	}
 }
 
-// TestSnapshotThroughS3 takes a snapshot of a real etcd into a real MinIO bucket and restores
-// it from there: only the complete object is left in the bucket, its recorded checksum is the
+// TestSnapshotThroughS3 takes a snapshot of a real etcd into a real MinIO bucket over https
+// with a private CA (given as the agents get it, in the environment) and restores it from
+// there: only the complete object is left in the bucket, its recorded checksum is the
 // snapshot's, and the restored member holds every key at the snapshot's revision.
 func TestSnapshotThroughS3(t *testing.T) {
 	ctx := context.Background()
-	srv := testminio.Start(t, testminio.Options{})
+	srv := testminio.Start(t, testminio.Options{TLS: true})
 	bucket := srv.Bucket(t, "snapshots")
-	store, err := backup.NewS3Store(backup.S3Config{Endpoint: srv.Endpoint, Bucket: bucket, ForcePathStyle: true,
-		AccessKeyID: testminio.AccessKey, SecretKey: testminio.SecretKey})
+	t.Setenv(EnvAccessKeyID, testminio.AccessKey)
+	t.Setenv(EnvSecretKey, testminio.SecretKey)
+	flags := storeFlags{endpoint: srv.Endpoint, bucket: bucket, pathStyle: true}
+	untrusted, err := flags.open()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := untrusted.(*backup.S3Store).CheckBucket(ctx); backup.Reason(err) != backup.ReasonCertificateNotTrusted {
+		t.Fatalf("without the CA: %v; want %s", err, backup.ReasonCertificateNotTrusted)
+	}
+	t.Setenv(EnvS3CA, string(srv.CAPEM))
+	opened, err := flags.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := opened.(*backup.S3Store)
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
 	for i := range 500 {
 		if _, err := src.Put(ctx, fmt.Sprintf("/k/%05d", i), strings.Repeat("v", i*20)); err != nil {

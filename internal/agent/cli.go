@@ -24,6 +24,9 @@ const (
 	EnvAppliedPassword = "ETCD_ROOT_PASSWORD_APPLIED"
 	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
 	EnvSecretKey       = "AWS_SECRET_ACCESS_KEY"
+	// EnvS3CA is a PEM CA bundle to trust for an https endpoint, from the credentials
+	// Secret's optional key ca.crt.
+	EnvS3CA = "S3_CA_PEM"
 )
 
 // storeFlags say where snapshots are stored: S3 or a directory (a mounted PVC).
@@ -53,12 +56,15 @@ func (s *storeFlags) open() (backup.Store, error) {
 		Endpoint: s.endpoint, Bucket: s.bucket, Region: s.region, ForcePathStyle: s.pathStyle,
 		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
 	}
-	if s.caFile != "" {
+	switch {
+	case s.caFile != "":
 		pem, err := os.ReadFile(s.caFile)
 		if err != nil {
 			return nil, err
 		}
 		cfg.CAPEM = pem
+	case os.Getenv(EnvS3CA) != "":
+		cfg.CAPEM = []byte(os.Getenv(EnvS3CA))
 	}
 	return backup.NewS3Store(cfg)
 }

@@ -95,6 +95,10 @@ func sourceURI(loc etcdv1.SnapshotLocation) string {
 const (
 	EnvAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
 	EnvAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	// EnvS3CA carries the credentials Secret's optional key SecretKeyS3CA: the CA bundle to
+	// trust for an https endpoint with a private CA.
+	EnvS3CA       = "S3_CA_PEM"
+	SecretKeyS3CA = "ca.crt"
 )
 
 // SnapshotStoreArgs are an agent's flags, environment and volumes for a snapshot location:
@@ -116,6 +120,7 @@ func SnapshotStoreArgs(loc etcdv1.SnapshotLocation, mountPath string, readOnly b
 		env := []corev1.EnvVar{
 			SecretEnv(EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, EnvAWSAccessKeyID, readOnly),
 			SecretEnv(EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, EnvAWSSecretAccessKey, readOnly),
+			SecretEnv(EnvS3CA, s3.CredentialsSecretRef.Name, SecretKeyS3CA, true),
 		}
 		return args, env, nil, nil
 	}
