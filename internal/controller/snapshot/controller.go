@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,6 +21,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
 // Finalizer lets the controller delete the stored file of a snapshot with deletionPolicy Delete.
@@ -192,6 +195,9 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	}
 	switch {
 	case !failed && found && res.Reason == "":
+		if problem := unverified(s, res); problem != "" {
+			return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
+		}
 		return ctrl.Result{}, r.complete(ctx, s, res)
 	case found && res.Reason != "":
 		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
@@ -200,6 +206,33 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	default:
 		return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
 	}
+}
+
+// unverified says what is missing from an agent's successful result for the snapshot to be
+// called Complete: the file where the spec and the name put it, its size and checksum as the
+// agent read them back, and the revision read from the file. "" when nothing is.
+func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
+	want := backup.DestinationURI(s.Spec.Destination, s.Name)
+	switch {
+	case res.URI != want:
+		return fmt.Sprintf("it names %q instead of %s", res.URI, want)
+	case res.SizeBytes <= 0:
+		return "it gives no size"
+	case !validChecksum(res.Checksum):
+		return fmt.Sprintf("its checksum %q is no sha256", res.Checksum)
+	case res.Revision <= 0:
+		return "it gives no revision"
+	}
+	return ""
+}
+
+func validChecksum(sum string) bool {
+	digest, ok := strings.CutPrefix(sum, backup.ChecksumPrefix)
+	if !ok || len(digest) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(digest)
+	return err == nil
 }
 
 func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {

@@ -90,16 +90,18 @@ func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message 
 	}
 }
 
+const goodSum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
 func TestASnapshotCompletesWithTheAgentsResult(t *testing.T) {
 	r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
 	reconcileTimes(t, r, 2)
 	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotStarted || s.Status.StartTime == nil {
 		t.Fatalf("after the Job was created: %+v", s.Status)
 	}
-	finishJob(t, api, false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"sha256:ab","revision":7,"clusterID":"c1","member":"main-2","etcdVersion":"3.6.16"}`)
+	finishJob(t, api, false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7,"clusterID":"c1","member":"main-2","etcdVersion":"3.6.16"}`)
 	reconcileTimes(t, r, 1)
 	s := get(t, api)
-	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.Checksum != "sha256:ab" ||
+	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.Checksum != goodSum ||
 		s.Status.Revision != 7 || s.Status.Member != "main-2" || s.Status.CompletionTime == nil || readyReason(s) != ReasonSucceeded {
 		t.Errorf("status %+v", s.Status)
 	}
@@ -115,6 +117,12 @@ func TestASnapshotFailsWithTheReasonThatNamesTheFix(t *testing.T) {
 		{"agent reason", true, "BackoffLimitExceeded", `{"reason":"BucketNotFound","message":"no bucket"}`, "BucketNotFound"},
 		{"deadline", true, batchv1.JobReasonDeadlineExceeded, "", ReasonDeadlineExceeded},
 		{"no result", true, "BackoffLimitExceeded", "", ReasonAgentFailed},
+		// A success without the proof of verification is not trusted.
+		{"success elsewhere", false, "", `{"uri":"pvc://backups/other.db","sizeBytes":42,"checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
+		{"success without checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"revision":7}`, ReasonAgentFailed},
+		{"success with a short checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"sha256:ab","revision":7}`, ReasonAgentFailed},
+		{"success without size", false, "", `{"uri":"pvc://backups/d/s1.db","checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
+		{"success without revision", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"` + goodSum + `"}`, ReasonAgentFailed},
 	} {
 		r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
 		reconcileTimes(t, r, 2)
