@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -273,6 +274,56 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	setReplicas(t, ns, "restored", 4)
 	waitSettled(t, ns, "restored", 4, 4*time.Minute)
 	w.stopAndVerify(t, 10)
+
+	// deletionPolicy Retain (the default): the file outlives its EtcdSnapshot.
+	deleteSnapshotAndWait(t, ns, "snap")
+	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
+		t.Fatalf("deleting a Retain snapshot removed its file: %v", err)
+	}
+}
+
+func deleteSnapshotAndWait(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "EtcdSnapshot "+name+" gone", func() error {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &etcdv1.EtcdSnapshot{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+// The operator dies while a snapshot's Job runs, and again while a new cluster restores it:
+// the snapshot still completes verified, once, and the restored cluster comes up with the data.
+func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
+	ns := namespace(t)
+	bucket := bucketFor(t, ns)
+	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	createCluster(t, ns, "source", 1)
+	c := waitSettled(t, ns, "source", 1, 4*time.Minute)
+	src := dialClusterWith(t, ns, "source", access{})
+	loadKeys(t, src, "/load", 2000)
+	createSnapshot(t, ns, "snap", "source", s3Location(t, bucket, ""))
+	eventually(t, 2*time.Minute, "the snapshot started", func() error {
+		if phase := getSnapshot(t, ns, "snap").Status.Phase; phase != etcdv1.SnapshotStarted {
+			return fmt.Errorf("phase %q", phase)
+		}
+		return nil
+	})
+	killOperator(t)
+	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
+	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
+
+	createRestoredCluster(t, ns, "restored", 3, s3Location(t, bucket, "snap.db"))
+	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-0"}, &corev1.Pod{})
+	})
+	killOperator(t)
+	waitSettled(t, ns, "restored", 3, 6*time.Minute)
+	compareRestored(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
 
 // The same to a PersistentVolumeClaim, and a restore from the file on it.
