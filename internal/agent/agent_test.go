@@ -55,7 +55,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // test
+	defer l.Close() // test
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -98,16 +98,7 @@ func startEtcd(t *testing.T, dataDir, name string, peerPort int) *clientv3.Clien
 func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	ctx := context.Background()
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
-	big := strings.Repeat("v", 100<<10)
-	for i := range 2000 {
-		val := fmt.Sprintf("value-%d", i)
-		if i%200 == 0 {
-			val = big + val
-		}
-		if _, err := src.Put(ctx, fmt.Sprintf("/k/%05d", i), val); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putKeys(t, src, 2000, 200)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -155,6 +146,21 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	}
 	dst := startEtcd(t, job.DataDir, "dst", peerPort)
 	assertRestored(t, src, dst, res.Revision, 2000)
+}
+
+// putKeys writes n keys /k/00000.., every bigEvery-th value 100 KiB.
+func putKeys(t *testing.T, cli *clientv3.Client, n, bigEvery int) {
+	t.Helper()
+	big := strings.Repeat("v", 100<<10)
+	for i := range n {
+		val := fmt.Sprintf("value-%d", i)
+		if i%bigEvery == 0 {
+			val = big + val
+		}
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("/k/%05d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // assertRestored compares every key, value and mod revision of dst with src at revision, and
@@ -233,11 +239,7 @@ func TestSnapshotThroughS3(t *testing.T) {
 	}
 	store := opened.(*backup.S3Store)
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
-	for i := range 500 {
-		if _, err := src.Put(ctx, fmt.Sprintf("/k/%05d", i), strings.Repeat("v", i*20)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putKeys(t, src, 500, 100)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	key := backup.ObjectKey("nightly/", "one")
 	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key})

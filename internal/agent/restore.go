@@ -82,7 +82,7 @@ func download(ctx context.Context, job RestoreJob, file string) (string, int64, 
 	if err != nil {
 		return "", 0, err
 	}
-	defer rc.Close() //nolint:errcheck // read-only
+	defer rc.Close() // read-only
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return "", 0, err
@@ -166,7 +166,7 @@ func copySelf(dest string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close() //nolint:errcheck // read-only
+	defer in.Close() // read-only
 	tmp := dest + ".tmp"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
 	if err != nil {

@@ -101,33 +101,24 @@ func inspectMembers(ctx context.Context, cli *clientv3.Client) ([]MemberState, e
 // hash at the end of the stream, then the stored copy read back in full. A file under the
 // final name appears only after both checks passed.
 func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
-	if s3, ok := job.Store.(*backup.S3Store); ok {
-		if err := s3.CheckBucket(ctx); err != nil {
-			return storeFailure("checking the bucket", err)
-		}
-	}
-	exists, err := job.Store.Exists(ctx, job.Name)
-	if err != nil {
-		return storeFailure("looking for an earlier file", err)
-	}
-	if exists {
-		return storeFailure("", fmt.Errorf("%w: %s; the operator never overwrites a snapshot: delete it or pick another name", backup.ErrAlreadyExists, job.URI))
+	if failure, ok := checkDestination(ctx, job); !ok {
+		return failure
 	}
 	cli, member, err := connectToSnapshotMember(ctx, job.Etcd)
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	defer cli.Close() //nolint:errcheck // best effort
+	defer cli.Close() // best effort
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
 	}
-	defer resp.Snapshot.Close() //nolint:errcheck // read to its end or abandoned
+	defer resp.Snapshot.Close() // read to its end or abandoned
 	// The stream goes to a scratch file first (as `etcdctl snapshot save` does): the revision
 	// is read from the file itself, and the upload can be retried part by part from disk.
 	scratch, sr, err := saveScratch(job.ScratchDir, resp.Snapshot)
 	if scratch != "" {
-		defer os.Remove(scratch) //nolint:errcheck // scratch
+		defer os.Remove(scratch) // scratch
 	}
 	if err != nil {
 		if errors.Is(err, backup.ErrCorrupt) {
@@ -143,7 +134,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	if err != nil {
 		return Result{Reason: backup.ReasonStorageError, Message: err.Error()}
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close() // read-only
 	tmp, err := job.Store.WriteTemp(ctx, job.Name, f)
 	if err != nil {
 		return storeFailure("writing the snapshot", err)
@@ -165,6 +156,24 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		Revision: revision, ClusterID: strconv.FormatUint(member.ClusterID, 16),
 		Member: member.Name, EtcdVersion: version,
 	}
+}
+
+// checkDestination fails before any work when the store cannot take the file: the bucket is
+// missing or refuses the credentials, or a file of that name exists (never overwritten).
+func checkDestination(ctx context.Context, job SnapshotJob) (Result, bool) {
+	if s3, ok := job.Store.(*backup.S3Store); ok {
+		if err := s3.CheckBucket(ctx); err != nil {
+			return storeFailure("checking the bucket", err), false
+		}
+	}
+	exists, err := job.Store.Exists(ctx, job.Name)
+	if err != nil {
+		return storeFailure("looking for an earlier file", err), false
+	}
+	if exists {
+		return storeFailure("", fmt.Errorf("%w: %s; the operator never overwrites a snapshot: delete it or pick another name", backup.ErrAlreadyExists, job.URI)), false
+	}
+	return Result{}, true
 }
 
 // saveScratch streams the snapshot into a file, checking etcd's hash at its end.

@@ -153,7 +153,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close() // read-only
 	return f.Sync()
 }
 

@@ -62,6 +62,13 @@ func testCommit(t *testing.T, srv *testminio.Server) {
 	if err := st.Commit(ctx, tmp, name, sum); err != nil {
 		t.Fatal(err)
 	}
+	checkCommitted(t, srv, st, name, sum)
+}
+
+// checkCommitted: only the committed object is left, its checksum is recorded, a replaced
+// object fails verification, and a removed one is reported missing.
+func checkCommitted(t *testing.T, srv *testminio.Server, st *S3Store, name, sum string) {
+	ctx := context.Background()
 	keys, err := st.List(ctx, "nightly/")
 	if err != nil {
 		t.Fatal(err)

@@ -193,6 +193,6 @@ func freePort(t testing.TB) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // only its port is wanted
+	defer l.Close() // only its port is wanted
 	return l.Addr().(*net.TCPAddr).Port
 }

@@ -133,10 +133,10 @@ func waitSnapshotDone(t *testing.T, ns, name string, want etcdv1.SnapshotPhase) 
 	eventually(t, 4*time.Minute, fmt.Sprintf("EtcdSnapshot %s %s", name, want), func() error {
 		s = getSnapshot(t, ns, name)
 		ready := meta.FindStatusCondition(s.Status.Conditions, "Ready")
-		switch {
-		case s.Status.Phase == want:
+		switch s.Status.Phase {
+		case want:
 			return nil
-		case s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed:
+		case etcdv1.SnapshotComplete, etcdv1.SnapshotFailed:
 			t.Fatalf("EtcdSnapshot %s ended %s (%+v), want %s", name, s.Status.Phase, ready, want)
 		}
 		return fmt.Errorf("phase %q, Ready %+v", s.Status.Phase, ready)
@@ -227,11 +227,11 @@ func compareRestored(t *testing.T, src, dst *clientv3.Client, revision int64, mi
 	t.Logf("%d keys restored at revision %d", len(got.Kvs), revision)
 }
 
-// createRestoredCluster creates a cluster of n members bootstrapped from source.
-func createRestoredCluster(t *testing.T, ns, name string, n int32, source etcdv1.SnapshotLocation) {
+// createRestoredCluster creates a cluster of three members bootstrapped from source.
+func createRestoredCluster(t *testing.T, ns, name string, source etcdv1.SnapshotLocation) {
 	t.Helper()
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
-		Replicas: &n, Version: etcdVersion,
+		Replicas: ptr(int32(3)), Version: etcdVersion,
 		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source}}}})
 }
 
@@ -265,7 +265,7 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("the bucket holds %v, want only snapshots/snap.db of %d bytes", stored, s.Status.Artifact.SizeBytes)
 	}
 
-	createRestoredCluster(t, ns, "restored", 3, s3Location(t, bucket, "snapshots/snap.db"))
+	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snapshots/snap.db"))
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	dst := dialClusterWith(t, ns, "restored", access{})
 	compareRestored(t, src, dst, s.Status.Revision, 10000)
@@ -292,7 +292,7 @@ func deleteSnapshotAndWait(t *testing.T, ns, name string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 }
 
@@ -317,7 +317,7 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
 
-	createRestoredCluster(t, ns, "restored", 3, s3Location(t, bucket, "snap.db"))
+	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snap.db"))
 	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
 		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-0"}, &corev1.Pod{})
 	})
@@ -336,7 +336,7 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 	dest := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd"}}
 	s, src := snapshotOfLiveCluster(t, ns, 2000, dest, "pvc://backups/etcd/snap.db")
 
-	createRestoredCluster(t, ns, "restored", 3, etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
+	createRestoredCluster(t, ns, "restored", etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	compareRestored(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
@@ -468,8 +468,8 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, "corrupt.db", bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createRestoredCluster(t, ns, "missing", 3, s3Location(t, bucket, "no-such-snapshot.db"))
-	createRestoredCluster(t, ns, "corrupt", 3, s3Location(t, bucket, "corrupt.db"))
+	createRestoredCluster(t, ns, "missing", s3Location(t, bucket, "no-such-snapshot.db"))
+	createRestoredCluster(t, ns, "corrupt", s3Location(t, bucket, "corrupt.db"))
 	for name, cause := range map[string]string{"missing": "SnapshotNotFound", "corrupt": "SnapshotCorrupt"} {
 		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+cause, func() error {
 			c := getCluster(t, ns, name)

@@ -71,8 +71,15 @@ func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
 		now = now.Add(time.Minute)
 		reconcile()
 	}
+	checkKeptTwo(t, api, sc, snapshots())
+}
+
+// checkKeptTwo: two complete snapshots remain, each owned by the schedule with policy
+// Delete, and the schedule's status names its runs.
+func checkKeptTwo(t *testing.T, api client.Client, sc *etcdv1.EtcdSnapshotSchedule, snapshots []etcdv1.EtcdSnapshot) {
+	t.Helper()
 	complete := 0
-	for _, s := range snapshots() {
+	for _, s := range snapshots {
 		if s.Status.Phase == etcdv1.SnapshotComplete {
 			complete++
 		}
@@ -84,7 +91,7 @@ func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
 		t.Errorf("%d complete snapshots remain, keepLast is 2", complete)
 	}
 	got := &etcdv1.EtcdSnapshotSchedule{}
-	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Status.LastSuccessfulSnapshot == "" || got.Status.NextScheduleTime == nil || got.Status.LastScheduleTime == nil {
