@@ -147,9 +147,11 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("completing the snapshot file", err)
 	}
-	version := resp.Version
+	// The member's server version (3.6.16); the snapshot header's is the storage version
+	// (3.6.0), which says less about what made the file.
+	version := member.Version
 	if version == "" {
-		version = member.Version
+		version = resp.Version
 	}
 	return Result{
 		URI: job.URI, SizeBytes: sr.Size(), Checksum: sr.Checksum(),
