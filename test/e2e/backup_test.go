@@ -99,6 +99,15 @@ func objects(t *testing.T, bucket, prefix string) map[string]int64 {
 
 const s3SecretName = "s3-credentials"
 
+// s3Namespace is a new namespace with a bucket of its name and the credentials Secret.
+func s3Namespace(t *testing.T) (ns, bucket string) {
+	t.Helper()
+	ns = namespace(t)
+	bucket = bucketFor(t, ns)
+	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	return ns, bucket
+}
+
 // s3Secret creates the credentials Secret, with the given secret key.
 func s3Secret(t *testing.T, ns, name, secretKey string) {
 	t.Helper()
@@ -256,9 +265,7 @@ func snapshotOfLiveCluster(t *testing.T, ns string, keys int, dest etcdv1.Snapsh
 // revision, has a cluster ID of its own, takes writes and scales.
 func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	s, src := snapshotOfLiveCluster(t, ns, 10000, s3Location(t, bucket, "snapshots/"), "s3://"+bucket+"/snapshots/snap.db")
 	stored := objects(t, bucket, "")
 	if len(stored) != 1 || stored["snapshots/snap.db"] != s.Status.Artifact.SizeBytes {
@@ -299,9 +306,7 @@ func deleteSnapshotAndWait(t *testing.T, ns, name string) {
 // The operator dies while a snapshot's Job runs, and again while a new cluster restores it:
 // the snapshot still completes verified, once, and the restored cluster comes up with the data.
 func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "source", 1)
 	c := waitSettled(t, ns, "source", 1, 4*time.Minute)
 	src := dialClusterWith(t, ns, "source", access{})
@@ -345,9 +350,7 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 // the two newest complete ones remain, in the API and in the bucket.
 func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "source", 1)
 	waitSettled(t, ns, "source", 1, 4*time.Minute)
 	w := startWriter(t, ns, "source", "/writer")
@@ -419,9 +422,7 @@ func completeSnapshots(ns string) ([]string, error) {
 // leave nothing in the bucket; none is ever Complete.
 func TestSnapshotFailuresSayWhy(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	s3Secret(t, ns, "wrong-credentials", "not-the-secret")
 	createCluster(t, ns, "source", 1)
 	waitSettled(t, ns, "source", 1, 4*time.Minute)
@@ -461,9 +462,7 @@ func TestSnapshotFailuresSayWhy(t *testing.T) {
 // says RestoreFailed, naming the cause, and no member serves.
 func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	garbage := bytes.Repeat([]byte("not a snapshot "), 4096)
 	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, "corrupt.db", bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
@@ -490,9 +489,7 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 // client logged in as root writes.
 func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	bucket := bucketFor(t, ns)
-	s3Secret(t, ns, s3SecretName, localS3(t).secretKey)
+	ns, bucket := s3Namespace(t)
 	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster-auth.yaml")
 	c := waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
