@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -77,4 +78,10 @@ func restoreContainerFailure(pod *corev1.Pod) string {
 		return fmt.Sprintf("the restore container exited with code %d (%s)", t.ExitCode, t.Reason)
 	}
 	return ""
+}
+
+// restoreFailed reports whether Available says the bootstrap restore failed.
+func restoreFailed(c *etcdv1.EtcdCluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+	return cond != nil && cond.Reason == ReasonRestoreFailed
 }

@@ -45,6 +45,10 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
+	if restoreFailed(c) && !restoreFailed(before) {
+		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+		r.event(c, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s", cond.Message)
+	}
 	if deadlineExceeded(c) && !deadlineExceeded(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
 		r.event(c, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)

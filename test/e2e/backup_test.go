@@ -478,6 +478,7 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 			}
 			return nil
 		})
+		eventually(t, time.Minute, name+": a Warning event RestoreFailed", func() error { return warningAbout(ns, name, "RestoreFailed") })
 		c := getCluster(t, ns, name)
 		if c.Status.ReadyMembers != 0 || c.Status.ClusterID != "" {
 			t.Errorf("%s: %d ready members, cluster ID %q after a failed restore", name, c.Status.ReadyMembers, c.Status.ClusterID)
