@@ -324,7 +324,7 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 
 	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snap.db"))
 	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
-		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-0"}, &corev1.Pod{})
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-1"}, &corev1.Pod{})
 	})
 	killOperator(t)
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
