@@ -108,7 +108,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	defer cli.Close() // best effort
+	defer cli.Close() //nolint:errcheck // best effort
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
@@ -118,7 +118,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	// is read from the file itself, and the upload can be retried part by part from disk.
 	scratch, sr, err := saveScratch(job.ScratchDir, resp.Snapshot)
 	if scratch != "" {
-		defer os.Remove(scratch) // scratch
+		defer os.Remove(scratch) //nolint:errcheck // scratch
 	}
 	if err != nil {
 		if errors.Is(err, backup.ErrCorrupt) {

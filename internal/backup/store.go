@@ -80,7 +80,7 @@ func (s *SnapshotReader) Read(p []byte) (int, error) {
 	}
 	n, err := s.r.Read(p)
 	if n > 0 {
-		s.whole.Write(p[:n]) // hash writes never fail
+		s.whole.Write(p[:n]) //nolint:errcheck // hash writes never fail
 		s.tail = append(s.tail, p[:n]...)
 		if over := len(s.tail) - etcdHashSize; over > 0 {
 			s.body.Write(s.tail[:over]) // hash writes never fail

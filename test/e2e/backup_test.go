@@ -59,7 +59,7 @@ func readS3Env() (*s3Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close() // read-only
 	env := map[string]string{}
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
