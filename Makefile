@@ -67,8 +67,9 @@ local-down: ## Stop the local cluster and remove every trace of it.
 test: verify-generated lint test-unit test-api test-localcluster test-e2e robustness ## Everything CI runs.
 
 .PHONY: test-unit
-test-unit: ## Unit tests, and the etcd layer against real etcd processes.
+test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes.
 	hack/testbed.sh etcd >/dev/null
+	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/...
 
 .PHONY: test-localcluster

@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# cert-manager is part of every run: the TLS tests need it.
-export LOCALCLUSTER_ADDONS=${LOCALCLUSTER_ADDONS-cert-manager}
+# cert-manager and MinIO are part of every run: the TLS tests need one, the backup tests the other.
+export LOCALCLUSTER_ADDONS=${LOCALCLUSTER_ADDONS-cert-manager minio}
 
 # shellcheck source=hack/operator-up.sh
 source hack/operator-up.sh

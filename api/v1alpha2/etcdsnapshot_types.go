@@ -5,10 +5,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// EtcdSnapshotSpec asks for one snapshot of a cluster. A snapshot is immutable: to write
-// elsewhere, create another EtcdSnapshot.
+// EtcdSnapshotSpec asks for one snapshot of a cluster. What is snapshotted and where it goes
+// are immutable: to write elsewhere, create another EtcdSnapshot. Only deletionPolicy may
+// change.
 //
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec of an EtcdSnapshot is immutable: create a new EtcdSnapshot for another cluster or destination"
+// +kubebuilder:validation:XValidation:rule="self.clusterRef == oldSelf.clusterRef && self.destination == oldSelf.destination",message="spec.clusterRef and spec.destination of an EtcdSnapshot are immutable: create a new EtcdSnapshot for another cluster or destination"
 type EtcdSnapshotSpec struct {
 	// ClusterRef names the EtcdCluster in the same namespace.
 	// +kubebuilder:validation:XValidation:rule="size(self.name) > 0",message="spec.clusterRef.name must name the EtcdCluster to snapshot"
@@ -16,7 +17,31 @@ type EtcdSnapshotSpec struct {
 
 	// Destination is exactly one of s3 or pvc.
 	Destination SnapshotLocation `json:"destination"`
+
+	// DeletionPolicy says what deleting the EtcdSnapshot does to the stored file: Retain (the
+	// default) keeps it, Delete removes it too.
+	// +kubebuilder:default=Retain
+	// +optional
+	DeletionPolicy SnapshotDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// ActiveDeadlineSeconds bounds the whole snapshot (taking, uploading, verifying); past it
+	// the snapshot fails with reason DeadlineExceeded. Default 1800.
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 }
+
+// SnapshotDeletionPolicy is what happens to the stored file when its EtcdSnapshot is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type SnapshotDeletionPolicy string
+
+const (
+	// SnapshotRetain keeps the stored file.
+	SnapshotRetain SnapshotDeletionPolicy = "Retain"
+	// SnapshotDelete removes the stored file with the EtcdSnapshot.
+	SnapshotDelete SnapshotDeletionPolicy = "Delete"
+)
 
 // SnapshotPhase is where an EtcdSnapshot is in its life.
 // +kubebuilder:validation:Enum=Pending;Started;Complete;Failed
@@ -53,6 +78,24 @@ type EtcdSnapshotStatus struct {
 	// Artifact is set once the snapshot is Complete.
 	// +optional
 	Artifact *SnapshotArtifact `json:"artifact,omitempty"`
+	// Revision is the etcd revision the snapshot holds.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// ClusterID is the etcd cluster ID (hex) the snapshot was taken from.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// Member is the name of the member the snapshot was taken from.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// EtcdVersion is the version of the member that served the snapshot.
+	// +optional
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// StartTime is when the snapshot Job started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the snapshot became Complete or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// Conditions: Ready, with reasons.
 	// +optional
 	// +listType=map
@@ -67,6 +110,7 @@ type EtcdSnapshotStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.artifact.sizeBytes`
 // +kubebuilder:printcolumn:name="URI",type=string,JSONPath=`.status.artifact.uri`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -1,21 +1,31 @@
 // Command etcd-operator runs the operator's manager: the controllers of the
 // etcd-operator.cozystack.io API, with leader election so that two replicas are safe.
+// The same binary is the agent the operator runs in Pods from its own image:
+// `etcd-operator snapshot-agent`, `etcd-operator restore-agent` and `etcd-operator copy-self`.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -25,21 +35,35 @@ type options struct {
 	leaderElect        bool
 	leaderElectNS      string
 	imageRepository    string
+	agentImage         string
 	maxConcurrent      int
 	zap                zap.Options
 	showVersionAndExit bool
+}
+
+// agents are the subcommands that run inside Pods; without one, the binary is the manager.
+var agents = map[string]func([]string) int{
+	"snapshot-agent": agent.RunSnapshotAgent,
+	"restore-agent":  agent.RunRestoreAgent,
+	"copy-self":      agent.RunCopySelf,
 }
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 {
+		if agentMain, ok := agents[os.Args[1]]; ok {
+			os.Exit(agentMain(os.Args[2:]))
+		}
+	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
+	flag.StringVar(&o.agentImage, "agent-image", "", "image of the snapshot and restore agents (this operator's own); read from the operator's Pod (POD_NAMESPACE, POD_NAME) when empty")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
@@ -84,6 +108,11 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	if o.agentImage == "" {
+		if o.agentImage, err = ownImage(scheme); err != nil {
+			return err
+		}
+	}
 	if err := setUpControllers(mgr, o); err != nil {
 		return err
 	}
@@ -101,7 +130,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	// One factory for both reconcilers: the member controller removes members through etcd
 	// too, with the same certificates and credentials.
 	newClient := controller.NewSecretClientFactory(mgr.GetClient())
-	podOptions := specs.PodOptions{ImageRepository: o.imageRepository}
+	podOptions := specs.PodOptions{ImageRepository: o.imageRepository, AgentImage: o.agentImage}
 	clusters := &controller.ClusterReconciler{
 		Client:     mgr.GetClient(),
 		APIReader:  mgr.GetAPIReader(),
@@ -127,5 +156,45 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	if err := members.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdMember controller: %w", err)
 	}
+	snapshots := &snapshot.Reconciler{
+		Client:     mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder("etcd-operator"),
+		AgentImage: o.agentImage,
+	}
+	if err := snapshots.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdSnapshot controller: %w", err)
+	}
+	schedules := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
+	if err := schedules.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdSnapshotSchedule controller: %w", err)
+	}
 	return nil
 }
+
+// ownImage is the image of the container running this operator, read from its Pod: the agents
+// run from the same image, so the operator and its agents never differ in version.
+func ownImage(scheme *runtime.Scheme) (string, error) {
+	namespace, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if namespace == "" || name == "" {
+		return "", errors.New("--agent-image is empty and POD_NAMESPACE/POD_NAME are not set: the operator cannot tell its own image for the snapshot and restore agents")
+	}
+	cli, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+	if err != nil {
+		return "", err
+	}
+	pod := &corev1.Pod{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cli.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return "", fmt.Errorf("reading the operator's own Pod %s/%s for its image: %w", namespace, name, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == managerContainer {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("the operator's Pod %s/%s has no container %q", namespace, name, managerContainer)
+}
+
+// managerContainer is the operator's container in its Deployment.
+const managerContainer = "manager"

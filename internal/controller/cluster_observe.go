@@ -29,6 +29,8 @@ type clusterView struct {
 	leader      uint64
 	versions    map[uint64]string
 	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
+	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
+	restoreFailure string
 	// pvcs and pods are the cluster's PVCs and Pods by name, from the cache: with etcd's
 	// member list they say where each member's data lives and whether it is still there.
 	pvcs map[string]*corev1.PersistentVolumeClaim
@@ -76,6 +78,11 @@ func ordinal(name string) int {
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
 	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, corrupt: map[uint64]bool{}}
+	failure, err := r.restoreFailure(ctx, c, members)
+	if err != nil {
+		return nil, err
+	}
+	view.restoreFailure = failure
 	if err := r.observeObjects(ctx, c, view); err != nil {
 		return nil, err
 	}

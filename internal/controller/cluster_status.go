@@ -45,6 +45,10 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
+	if restoreFailed(c) && !restoreFailed(before) {
+		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+		r.event(c, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s", cond.Message)
+	}
 	if deadlineExceeded(c) && !deadlineExceeded(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
 		r.event(c, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
@@ -86,6 +90,8 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 	switch {
 	case replicas == 0:
 		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
+	case !v.reachable && c.Status.ClusterID == "" && v.restoreFailure != "":
+		available.Reason, available.Message = ReasonRestoreFailed, "restoring spec.bootstrap.restore failed, no member serves: "+v.restoreFailure
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
 	case !v.reachable && v.clientErr != nil:

@@ -94,7 +94,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 	if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
 		return done, err
 	}
-	names := foundingNames(c, v.members, replicas)
+	names := foundingNames(c, v.members, foundingCount(c, replicas))
 	if len(names) == 0 {
 		return false, nil
 	}

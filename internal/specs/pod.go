@@ -26,6 +26,9 @@ const (
 // PodOptions are the operator-wide settings a Pod depends on.
 type PodOptions struct {
 	ImageRepository string
+	// AgentImage is the operator's own image, whose restore agent restores a snapshot into a
+	// new cluster's first member.
+	AgentImage string
 }
 
 // Pod is the Pod of a member.
@@ -55,8 +58,9 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 				FSGroup:        ptr(int64(etcdUser)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
+			InitContainers:            restoreInitContainers(c, m, Image(repo, m.Spec.Version), opts.AgentImage),
 			Containers:                []corev1.Container{etcdContainer(c, m, Image(repo, m.Spec.Version))},
-			Volumes:                   volumes(m),
+			Volumes:                   append(volumes(m), restoreVolumes(c, m)...),
 			Affinity:                  c.Spec.Affinity.DeepCopy(),
 			TopologySpreadConstraints: spreadConstraints(c),
 			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),

@@ -115,6 +115,20 @@ func newSnapshot(name string, edits ...snapshotEdit) *etcdv1.EtcdSnapshot {
 	return s
 }
 
+type scheduleEdit func(*etcdv1.EtcdSnapshotSchedule)
+
+func newSchedule(name string, edits ...scheduleEdit) *etcdv1.EtcdSnapshotSchedule {
+	s := &etcdv1.EtcdSnapshotSchedule{ObjectMeta: meta(name), Spec: etcdv1.EtcdSnapshotScheduleSpec{
+		ClusterRef:  corev1.LocalObjectReference{Name: "example"},
+		Schedule:    "0 3 * * *",
+		Destination: etcdv1.SnapshotLocation{S3: s3("nightly/")},
+	}}
+	for _, edit := range edits {
+		edit(s)
+	}
+	return s
+}
+
 type defragEdit func(*etcdv1.EtcdDefrag)
 
 func newDefrag(name string, edits ...defragEdit) *etcdv1.EtcdDefrag {

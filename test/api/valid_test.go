@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,17 @@ func TestIssuerKindDefaultsToIssuer(t *testing.T) {
 	}
 }
 
+// A one-off snapshot keeps its file when deleted unless told otherwise (as VolumeSnapshot
+// does); a schedule's snapshots take their files with them when retention expires them.
+func TestSnapshotDeletionPolicyDefaults(t *testing.T) {
+	snap, sched := newSnapshot("defaults-snap"), newSchedule("defaults-sched")
+	requireCreate(t, snap)
+	requireCreate(t, sched)
+	if snap.Spec.DeletionPolicy != etcdv1.SnapshotRetain || sched.Spec.DeletionPolicy != etcdv1.SnapshotDelete {
+		t.Errorf("deletionPolicy defaults: snapshot %q (want Retain), schedule %q (want Delete)", snap.Spec.DeletionPolicy, sched.Spec.DeletionPolicy)
+	}
+}
+
 func TestValidSpecsAreAccepted(t *testing.T) {
 	memory := etcdv1.StorageMediumMemory
 	valid := []client.Object{
@@ -100,6 +112,15 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		}),
 		newSnapshot("ok-snap-s3"),
 		newSnapshot("ok-snap-pvc", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("")} }),
+		newSnapshot("ok-snap-delete", func(s *etcdv1.EtcdSnapshot) {
+			s.Spec.DeletionPolicy, s.Spec.ActiveDeadlineSeconds = etcdv1.SnapshotDelete, ptr[int64](600)
+		}),
+		newSchedule("ok-sched-s3"),
+		newSchedule("ok-sched-pvc", func(s *etcdv1.EtcdSnapshotSchedule) {
+			s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("nightly")}
+			s.Spec.Schedule, s.Spec.TimeZone, s.Spec.Suspend = "*/15 2-5 * * 1-5", "Europe/Berlin", true
+			s.Spec.Retention = etcdv1.SnapshotRetention{KeepLast: ptr[int32](7), MaxAge: &metav1.Duration{Duration: 168 * time.Hour}}
+		}),
 		newDefrag("ok-defrag-all"),
 		newDefrag("ok-defrag-some", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("100Mi"), QuotaUsagePercent: ptr[int32](80)})),
 		newMember("ok-member"),

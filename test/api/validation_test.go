@@ -81,6 +81,16 @@ func invalidCreates() []invalidCreate {
 		}), "spec.destination.pvc.claimName in body should be at least 1 chars long"},
 		{"snapshot to an absolute path", newSnapshot("sn05", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("/var/backups")} }), "subPath must be a relative path inside the volume"},
 		{"snapshot to an empty bucket name", newSnapshot("sn06", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.Bucket = "" }), "spec.destination.s3.bucket in body should be at least 3 chars long"},
+		{"snapshot with an unknown deletion policy", newSnapshot("sn07", func(s *etcdv1.EtcdSnapshot) { s.Spec.DeletionPolicy = "Purge" }), `spec.deletionPolicy: Unsupported value: "Purge"`},
+		{"snapshot with a 10 s deadline", newSnapshot("sn08", func(s *etcdv1.EtcdSnapshot) { s.Spec.ActiveDeadlineSeconds = ptr[int64](10) }), "spec.activeDeadlineSeconds in body should be greater than or equal to 30"},
+		// EtcdSnapshotSchedule
+		{"schedule with six cron fields", newSchedule("sc01", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Schedule = "0 0 3 * * *" }), "spec.schedule must be a 5-field cron expression"},
+		{"schedule with four cron fields", newSchedule("sc02", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Schedule = "0 3 * *  " }), "spec.schedule must be a 5-field cron expression"},
+		{"schedule of no cluster", newSchedule("sc03", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to snapshot"},
+		{"schedule to one fixed key", newSchedule("sc04", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Destination.S3.Key = "nightly/etcd.db" }), "spec.destination.s3.key of a schedule is a key prefix"},
+		{"schedule to no destination", newSchedule("sc05", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
+		{"schedule keeping none", newSchedule("sc06", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Retention.KeepLast = ptr[int32](0) }), "spec.retention.keepLast in body should be greater than or equal to 1"},
+		{"schedule with an unknown deletion policy", newSchedule("sc07", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.DeletionPolicy = "Keep" }), `spec.deletionPolicy: Unsupported value: "Keep"`},
 		// EtcdDefrag
 		{"defrag with empty thresholds", newDefrag("d01", withThresholds(etcdv1.DefragThresholds{})), "spec.thresholds needs at least one of freeSpacePercent, freeSpaceBytes or quotaUsagePercent"},
 		{"defrag at 0% free", newDefrag("d02", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](0)})), "spec.thresholds.freeSpacePercent in body should be greater than or equal to 1"},
@@ -140,7 +150,8 @@ func invalidUpdates() []invalidUpdate {
 		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap is immutable"},
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
 		{"upgrade", newCluster("u16"), onCluster(withVersion("3.6.17")), "spec.version cannot change yet"},
-		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
+		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
+		{"move a snapshot's destination", newSnapshot("u21"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.Destination.S3.Key = "elsewhere/" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
 			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
 		}, "spec of an EtcdDefrag is immutable"},

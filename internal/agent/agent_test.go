@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/testminio"
+)
+
+func TestChooseMemberTakesAnUpToDateFollower(t *testing.T) {
+	down := errors.New("down")
+	for _, tc := range []struct {
+		name    string
+		members []MemberState
+		want    string
+	}{
+		{"follower before leader", []MemberState{{Name: "a", ClientURL: "u", Leader: true, AppliedIndex: 100}, {Name: "b", ClientURL: "u", AppliedIndex: 100}}, "b"},
+		{"lagging follower skipped", []MemberState{{Name: "a", ClientURL: "u", Leader: true, AppliedIndex: 5000}, {Name: "b", ClientURL: "u", AppliedIndex: 10}}, "a"},
+		{"unreachable skipped", []MemberState{{Name: "a", ClientURL: "u", Err: down, AppliedIndex: 9000}, {Name: "b", ClientURL: "u", Leader: true, AppliedIndex: 10}}, "b"},
+		{"most applied follower", []MemberState{{Name: "a", ClientURL: "u", AppliedIndex: 98}, {Name: "b", ClientURL: "u", AppliedIndex: 100}, {Name: "c", ClientURL: "u", Leader: true, AppliedIndex: 100}}, "b"},
+		{"none answers", []MemberState{{Name: "a", Err: down}}, ""},
+	} {
+		got, ok := ChooseMember(tc.members)
+		if got.Name != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: chose %q (%v), want %q", tc.name, got.Name, ok, tc.want)
+		}
+	}
+}
+
+func etcdBin(t *testing.T, name string) string {
+	home, _ := os.UserHomeDir()
+	p := filepath.Join(home, ".cache/etcd-operator/etcd-v3.6.16/bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not built (hack/testbed.sh etcd 3.6.16): %v", name, err)
+	}
+	return p
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() // test
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startEtcd runs a one-member etcd on dataDir (fresh, or restored with the given name/peer URL).
+func startEtcd(t *testing.T, dataDir, name string, peerPort int) *clientv3.Client {
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	cmd := exec.Command(etcdBin(t, "etcd"), "--name="+name, "--data-dir="+dataDir,
+		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster="+name+"="+peerURL, "--initial-cluster-token=tok", "--log-level=error")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "health")
+		cancel()
+		if err == nil {
+			return cli
+		}
+		if i == 60 {
+			t.Fatalf("etcd did not start: %v\n%s", err, logs.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestSnapshotAndRestoreKeepEveryKeyAndTheRevision takes a snapshot of a real etcd while a
+// writer runs, stores it in a directory, restores it with the real etcdutl into a new member,
+// and compares every key, value and the revision with the source at the snapshot's revision.
+func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
+	ctx := context.Background()
+	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	putKeys(t, src, 2000, 200)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a writer during the snapshot, bounded in count
+		defer wg.Done()
+		for i := 0; i < 5000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = src.Put(ctx, fmt.Sprintf("/w/%05d", i), "x")
+		}
+	}()
+	store := backup.DirStore{Root: t.TempDir()}
+	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db", URI: "pvc://x/snaps/one.db"})
+	close(stop)
+	wg.Wait()
+	if res.Reason != "" {
+		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)
+	}
+	if res.Revision == 0 || res.Member != "src" || !strings.HasPrefix(res.Checksum, "sha256:") || res.EtcdVersion != "3.6.16" {
+		t.Fatalf("incomplete result %+v", res)
+	}
+	// A second snapshot to the same name never overwrites the first.
+	if again := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db"}); again.Reason != backup.ReasonAlreadyExists {
+		t.Errorf("second snapshot to the same name: %+v", again)
+	}
+
+	peerPort := freePort(t)
+	volume := t.TempDir()
+	job := RestoreJob{
+		Store: store, Name: "snaps/one.db", URI: res.URI,
+		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
+		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
+		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+	}
+	if r := Restore(ctx, job); r.Reason != "" || r.Checksum != res.Checksum {
+		t.Fatalf("restore: %+v", r)
+	}
+	// Restoring again over a member's data does nothing.
+	if r := Restore(ctx, job); r.Reason != "" || r.Checksum != "" {
+		t.Fatalf("second restore touched the data: %+v", r)
+	}
+	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	assertRestored(t, src, dst, res.Revision, 2000)
+}
+
+// putKeys writes n keys /k/00000.., every bigEvery-th value 100 KiB.
+func putKeys(t *testing.T, cli *clientv3.Client, n, bigEvery int) {
+	t.Helper()
+	big := strings.Repeat("v", 100<<10)
+	for i := range n {
+		val := fmt.Sprintf("value-%d", i)
+		if i%bigEvery == 0 {
+			val = big + val
+		}
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("/k/%05d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// assertRestored compares every key, value and mod revision of dst with src at revision, and
+// checks dst is a new cluster at that revision holding at least minKeys keys.
+func assertRestored(t *testing.T, src, dst *clientv3.Client, revision int64, minKeys int) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := src.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(revision))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dst.Get(ctx, "", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Header.Revision != revision {
+		t.Errorf("restored revision %d, snapshot revision %d", got.Header.Revision, revision)
+	}
+	if len(got.Kvs) != len(want.Kvs) || len(want.Kvs) < minKeys {
+		t.Fatalf("restored %d keys, source had %d at revision %d", len(got.Kvs), len(want.Kvs), revision)
+	}
+	for i := range want.Kvs {
+		w, g := want.Kvs[i], got.Kvs[i]
+		if string(w.Key) != string(g.Key) || !bytes.Equal(w.Value, g.Value) || w.ModRevision != g.ModRevision {
+			t.Fatalf("key %s differs after restore", w.Key)
+		}
+	}
+	if got.Header.ClusterId == want.Header.ClusterId {
+		t.Error("the restored cluster kept the old cluster ID")
+	}
+}
+
+func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
+	ctx := context.Background()
+	store := backup.DirStore{Root: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(store.Root, "bad.db"), bytes.Repeat([]byte("x"), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	volume := t.TempDir()
+	r := Restore(ctx, RestoreJob{Store: store, Name: "bad.db", URI: "pvc://c/bad.db", DataDir: filepath.Join(volume, "data"),
+		Staging: filepath.Join(volume, "restore"), Etcdutl: etcdBin(t, "etcdutl"), MemberName: "m",
+		InitialCluster: "m=http://127.0.0.1:1", PeerURL: "http://127.0.0.1:1", ClusterToken: "t"})
+	if r.Reason != backup.ReasonSnapshotCorrupt {
+		t.Errorf("corrupt snapshot: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(volume, "data")); !os.IsNotExist(err) {
+		t.Error("a failed restore left a data directory")
+	}
+	if r := Restore(ctx, RestoreJob{Store: store, Name: "missing.db", DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore")}); r.Reason != backup.ReasonSnapshotNotFound {
+		t.Errorf("missing snapshot: %+v", r)
+	}
+}
+
+// TestSnapshotThroughS3 takes a snapshot of a real etcd into a real MinIO bucket over https
+// with a private CA (given as the agents get it, in the environment) and restores it from
+// there: only the complete object is left in the bucket, its recorded checksum is the
+// snapshot's, and the restored member holds every key at the snapshot's revision.
+func TestSnapshotThroughS3(t *testing.T) {
+	ctx := context.Background()
+	srv := testminio.Start(t, testminio.Options{TLS: true})
+	bucket := srv.Bucket(t, "snapshots")
+	t.Setenv(EnvAccessKeyID, testminio.AccessKey)
+	t.Setenv(EnvSecretKey, testminio.SecretKey)
+	flags := storeFlags{endpoint: srv.Endpoint, bucket: bucket, pathStyle: true}
+	untrusted, err := flags.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := untrusted.(*backup.S3Store).CheckBucket(ctx); backup.Reason(err) != backup.ReasonCertificateNotTrusted {
+		t.Fatalf("without the CA: %v; want %s", err, backup.ReasonCertificateNotTrusted)
+	}
+	t.Setenv(EnvS3CA, string(srv.CAPEM))
+	opened, err := flags.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := opened.(*backup.S3Store)
+	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	putKeys(t, src, 500, 100)
+	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	key := backup.ObjectKey("nightly/", "one")
+	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key})
+	if res.Reason != "" {
+		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)
+	}
+	if keys, err := store.List(ctx, ""); err != nil || len(keys) != 1 || keys[0] != key {
+		t.Fatalf("objects in the bucket %v (%v), want only %s", keys, err, key)
+	}
+	if sum, err := store.RecordedChecksum(ctx, key); err != nil || sum != res.Checksum {
+		t.Fatalf("recorded checksum %q (%v), the agent reported %q", sum, err, res.Checksum)
+	}
+	peerPort := freePort(t)
+	volume := t.TempDir()
+	job := RestoreJob{
+		Store: store, Name: key, URI: res.URI, Checksum: res.Checksum,
+		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
+		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
+		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+	}
+	if r := Restore(ctx, job); r.Reason != "" {
+		t.Fatalf("restore: %+v", r)
+	}
+	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	assertRestored(t, src, dst, res.Revision, 500)
+}

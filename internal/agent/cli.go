@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// Environment variables the agents read secrets from (never flags: flags show in the Pod spec).
+const (
+	EnvPassword        = "ETCD_ROOT_PASSWORD"
+	EnvAppliedPassword = "ETCD_ROOT_PASSWORD_APPLIED"
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretKey       = "AWS_SECRET_ACCESS_KEY"
+	// EnvS3CA is a PEM CA bundle to trust for an https endpoint, from the credentials
+	// Secret's optional key ca.crt.
+	EnvS3CA = "S3_CA_PEM"
+)
+
+// storeFlags say where snapshots are stored: S3 or a directory (a mounted PVC).
+type storeFlags struct {
+	endpoint, bucket, region, caFile string
+	pathStyle                        bool
+	dir                              string
+}
+
+func (s *storeFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&s.endpoint, "s3-endpoint", "", "S3 endpoint URL")
+	fs.StringVar(&s.bucket, "s3-bucket", "", "S3 bucket")
+	fs.StringVar(&s.region, "s3-region", "", "S3 region")
+	fs.BoolVar(&s.pathStyle, "s3-path-style", false, "address the bucket in the path")
+	fs.StringVar(&s.caFile, "s3-ca-file", "", "CA bundle to trust for an https endpoint")
+	fs.StringVar(&s.dir, "dir", "", "root of the mounted volume, instead of S3")
+}
+
+func (s *storeFlags) open() (backup.Store, error) {
+	if s.dir != "" {
+		return backup.DirStore{Root: s.dir}, nil
+	}
+	if s.endpoint == "" || s.bucket == "" {
+		return nil, errors.New("either --dir or --s3-endpoint and --s3-bucket are needed")
+	}
+	cfg := backup.S3Config{
+		Endpoint: s.endpoint, Bucket: s.bucket, Region: s.region, ForcePathStyle: s.pathStyle,
+		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
+	}
+	switch {
+	case s.caFile != "":
+		pem, err := os.ReadFile(s.caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CAPEM = pem
+	case os.Getenv(EnvS3CA) != "":
+		cfg.CAPEM = []byte(os.Getenv(EnvS3CA))
+	}
+	return backup.NewS3Store(cfg)
+}
+
+// agentFlags are the flags every agent has: its store, its result file and its deadline.
+type agentFlags struct {
+	store      storeFlags
+	resultFile string
+	timeout    time.Duration
+}
+
+// parse binds the common flags, parses args and starts the deadline; ok is false on bad flags.
+func (a *agentFlags) parse(fs *flag.FlagSet, args []string) (context.Context, context.CancelFunc, bool) {
+	fs.StringVar(&a.resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
+	fs.DurationVar(&a.timeout, "timeout", 30*time.Minute, "give up after this long")
+	a.store.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	return ctx, cancel, true
+}
+
+// RunSnapshotAgent is `etcd-operator snapshot-agent`: it takes one snapshot and exits 0 when it
+// is stored and verified, 1 otherwise; the outcome is in --result-file either way.
+func RunSnapshotAgent(args []string) int {
+	fs := flag.NewFlagSet("snapshot-agent", flag.ContinueOnError)
+	var (
+		endpoints, caFile, certFile, keyFile, name, uri, scratch string
+		remove                                                   bool
+		common                                                   agentFlags
+	)
+	fs.StringVar(&scratch, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
+	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
+	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
+	fs.StringVar(&caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
+	fs.StringVar(&certFile, "cert-file", "", "client certificate (mutual TLS)")
+	fs.StringVar(&keyFile, "key-file", "", "client key (mutual TLS)")
+	fs.StringVar(&name, "name", "", "S3 key or path in --dir of the snapshot file")
+	fs.StringVar(&uri, "uri", "", "uri reported for the snapshot")
+	ctx, cancel, ok := common.parse(fs, args)
+	if !ok {
+		return 2
+	}
+	defer cancel()
+	var res Result
+	if remove {
+		res = removeSnapshot(ctx, name, uri, &common.store)
+	} else {
+		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, scratch, &common.store)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
+		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
+	}
+	return finish(common.resultFile, res)
+}
+
+func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri, scratch string, store *storeFlags) Result {
+	if endpoints == "" || name == "" {
+		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints and --name are needed"}
+	}
+	st, err := store.open()
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	cfg, err := etcdConfig(strings.Split(endpoints, ","), caFile, certFile, keyFile)
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	cfg, err = withRootLogin(ctx, cfg)
+	if err != nil {
+		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
+	}
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri, ScratchDir: scratch})
+}
+
+// removeSnapshot deletes a snapshot file, its partial upload and its recorded checksum; a
+// file that is gone already is no error.
+func removeSnapshot(ctx context.Context, name, uri string, store *storeFlags) Result {
+	st, err := store.open()
+	if err != nil {
+		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+	}
+	for _, n := range []string{name, name + ".partial"} {
+		if err := st.Remove(ctx, n); err != nil {
+			return storeFailure("deleting "+uri, err)
+		}
+	}
+	return Result{URI: uri, Message: "deleted"}
+}
+
+func etcdConfig(endpoints []string, caFile, certFile, keyFile string) (clientv3.Config, error) {
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return cfg, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return cfg, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	tlsCfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return cfg, err
+		}
+		tlsCfg.Certificates = []tls.Certificate{pair}
+	}
+	cfg.TLS = tlsCfg
+	return cfg, nil
+}
+
+// withRootLogin adds root's credentials when the cluster has auth: the password last applied
+// first, then the one wanted (right after a password change only one of them works).
+func withRootLogin(ctx context.Context, cfg clientv3.Config) (clientv3.Config, error) {
+	var passwords []string
+	for _, env := range []string{EnvAppliedPassword, EnvPassword} {
+		if p := os.Getenv(env); p != "" {
+			passwords = append(passwords, p)
+		}
+	}
+	if len(passwords) == 0 {
+		return cfg, nil
+	}
+	var lastErr error
+	for _, p := range passwords {
+		try := cfg
+		try.Username, try.Password, try.Context = "root", p, ctx
+		cli, err := clientv3.New(try)
+		if err == nil {
+			_ = cli.Close()
+			return try, nil
+		}
+		lastErr = err
+		if !errors.Is(err, rpctypes.ErrAuthFailed) {
+			break
+		}
+	}
+	return cfg, fmt.Errorf("logging in as root: %w", lastErr)
+}
+
+func finish(resultFile string, res Result) int {
+	if err := writeResult(resultFile, res); err != nil {
+		fmt.Fprintf(os.Stderr, "writing the result to %s: %v\n", resultFile, err)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", res.Reason, res.Message)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "done: %s\n", res.URI)
+	return 0
+}

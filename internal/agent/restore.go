@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// RestoreJob puts one snapshot into a new member's data directory.
+type RestoreJob struct {
+	Store backup.Store
+	Name  string // S3 key or path in the volume
+	URI   string
+	// Checksum expected; when empty, the one the snapshot agent recorded beside the file, if
+	// any. etcd's own integrity hash is checked always.
+	Checksum string
+	// DataDir is etcd's --data-dir; Staging a directory on the same volume for the download
+	// and etcdutl's output, renamed onto DataDir at the end.
+	DataDir, Staging string
+	// Etcdutl is the etcdutl binary of the cluster's etcd version.
+	Etcdutl string
+	// Member's bootstrap: the same values etcd itself starts with.
+	MemberName, InitialCluster, ClusterToken, PeerURL string
+}
+
+// Restore downloads, verifies and restores the snapshot, unless the data directory holds a
+// member already (a restarted Pod after a successful restore, or a crash after the rename):
+// then it does nothing, so a member never restores twice and never loses later writes.
+func Restore(ctx context.Context, job RestoreJob) Result {
+	if _, err := os.Stat(filepath.Join(job.DataDir, "member")); err == nil {
+		return Result{URI: job.URI, Message: "the data directory holds a member already: nothing to restore"}
+	}
+	// What a crash left half-done is started over.
+	if err := os.RemoveAll(job.Staging); err != nil {
+		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+	}
+	if err := os.MkdirAll(job.Staging, 0o700); err != nil {
+		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+	}
+	file := filepath.Join(job.Staging, "snapshot.db")
+	checksum, size, err := download(ctx, job, file)
+	if err != nil {
+		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("restoring %s: %v", job.URI, err)}
+	}
+	staged := filepath.Join(job.Staging, "data")
+	cmd := exec.CommandContext(ctx, job.Etcdutl, "snapshot", "restore", file,
+		"--data-dir="+staged, "--name="+job.MemberName, "--initial-cluster="+job.InitialCluster,
+		"--initial-cluster-token="+job.ClusterToken, "--initial-advertise-peer-urls="+job.PeerURL)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: fmt.Sprintf("etcdutl snapshot restore of %s failed: %v: %s", job.URI, err, tail(out))}
+	}
+	if err := os.RemoveAll(job.DataDir); err != nil {
+		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+	}
+	if err := os.Rename(staged, job.DataDir); err != nil {
+		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+	}
+	_ = os.RemoveAll(job.Staging)
+	return Result{URI: job.URI, SizeBytes: size, Checksum: checksum, Member: job.MemberName, Message: "restored"}
+}
+
+// download copies the snapshot to file, checking etcd's hash and the expected checksum as it
+// streams.
+func download(ctx context.Context, job RestoreJob, file string) (string, int64, error) {
+	want := job.Checksum
+	if want == "" {
+		recorded, err := job.Store.RecordedChecksum(ctx, job.Name)
+		if err != nil {
+			return "", 0, err
+		}
+		want = recorded
+	}
+	rc, err := job.Store.Open(ctx, job.Name)
+	if err != nil {
+		return "", 0, err
+	}
+	defer rc.Close() // read-only
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", 0, err
+	}
+	sr := backup.NewSnapshotReader(rc)
+	_, err = io.Copy(f, sr)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	if want != "" && sr.Checksum() != want {
+		return "", 0, fmt.Errorf("%w: the file's checksum is %s, %s was recorded when it was taken", backup.ErrCorrupt, sr.Checksum(), want)
+	}
+	return sr.Checksum(), sr.Size(), nil
+}
+
+func tail(out []byte) string {
+	const n = 1000
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return string(out)
+}
+
+// RunRestoreAgent is `etcd-operator restore-agent`.
+func RunRestoreAgent(args []string) int {
+	fs := flag.NewFlagSet("restore-agent", flag.ContinueOnError)
+	var (
+		job    RestoreJob
+		common agentFlags
+	)
+	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
+	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
+	fs.StringVar(&job.Checksum, "checksum", "", "expected sha256:<hex> of the file")
+	fs.StringVar(&job.DataDir, "data-dir", "", "etcd's data directory")
+	fs.StringVar(&job.Staging, "staging-dir", "", "scratch directory on the same volume")
+	fs.StringVar(&job.Etcdutl, "etcdutl", "/usr/local/bin/etcdutl", "etcdutl of the cluster's version")
+	fs.StringVar(&job.MemberName, "member-name", "", "etcd --name")
+	fs.StringVar(&job.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
+	fs.StringVar(&job.ClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
+	fs.StringVar(&job.PeerURL, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
+	ctx, cancel, ok := common.parse(fs, args)
+	if !ok {
+		return 2
+	}
+	defer cancel()
+	st, err := common.store.open()
+	if err != nil {
+		return finish(common.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
+	}
+	job.Store = st
+	return finish(common.resultFile, Restore(ctx, job))
+}
+
+// RunCopySelf is `etcd-operator copy-self DEST`: it copies the running binary to DEST, so that
+// a container of another image (etcd's, which has etcdutl but no shell) can run the restore
+// agent.
+func RunCopySelf(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: copy-self DEST")
+		return 2
+	}
+	if err := copySelf(args[0]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func copySelf(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close() // read-only
+	tmp := dest + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// SnapshotJob is one snapshot to take.
+type SnapshotJob struct {
+	Etcd clientv3.Config
+	// Store and Name: where the file goes; URI is how status names it.
+	Store backup.Store
+	Name  string
+	URI   string
+	// ScratchDir holds the snapshot file between etcd and the store; the system's temporary
+	// directory when empty.
+	ScratchDir string
+}
+
+// MemberState is what the agent learned about one voter before choosing where to snapshot.
+type MemberState struct {
+	Name         string
+	ClientURL    string
+	Leader       bool
+	AppliedIndex uint64
+	Version      string
+	ClusterID    uint64
+	Err          error
+}
+
+// ChooseMember picks the member to stream the snapshot from: a voter that answered and has
+// applied as much as any other (so the snapshot is up to date), a follower before the leader
+// (the leader has the most work already). Learners are never passed in.
+func ChooseMember(members []MemberState) (MemberState, bool) {
+	var ok []MemberState
+	var newest uint64
+	for _, m := range members {
+		if m.Err != nil || m.ClientURL == "" {
+			continue
+		}
+		ok = append(ok, m)
+		newest = max(newest, m.AppliedIndex)
+	}
+	// A member within this many entries of the newest counts as up to date: followers apply
+	// a moment after the leader.
+	const slack = 100
+	var upToDate []MemberState
+	for _, m := range ok {
+		if m.AppliedIndex+slack >= newest {
+			upToDate = append(upToDate, m)
+		}
+	}
+	if len(upToDate) == 0 {
+		return MemberState{}, false
+	}
+	sort.SliceStable(upToDate, func(i, j int) bool {
+		if upToDate[i].Leader != upToDate[j].Leader {
+			return !upToDate[i].Leader
+		}
+		return upToDate[i].AppliedIndex > upToDate[j].AppliedIndex
+	})
+	return upToDate[0], true
+}
+
+// inspectMembers lists the voters and asks each for its status.
+func inspectMembers(ctx context.Context, cli *clientv3.Client) ([]MemberState, error) {
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the members: %w", err)
+	}
+	var out []MemberState
+	for _, m := range list.Members {
+		if m.IsLearner || len(m.ClientURLs) == 0 {
+			continue
+		}
+		st := MemberState{Name: m.Name, ClientURL: m.ClientURLs[0]}
+		resp, err := cli.Status(ctx, st.ClientURL)
+		if err != nil {
+			st.Err = err
+		} else {
+			st.Leader = resp.Leader == resp.Header.MemberId
+			st.AppliedIndex = resp.RaftAppliedIndex
+			st.Version = resp.Version
+			st.ClusterID = resp.Header.ClusterId
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// TakeSnapshot streams a snapshot of the cluster into the store and verifies it: etcd's own
+// hash at the end of the stream, then the stored copy read back in full. A file under the
+// final name appears only after both checks passed.
+func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
+	if failure, ok := checkDestination(ctx, job); !ok {
+		return failure
+	}
+	cli, member, err := connectToSnapshotMember(ctx, job.Etcd)
+	if err != nil {
+		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
+	}
+	defer cli.Close() //nolint:errcheck // best effort
+	resp, err := cli.SnapshotWithVersion(ctx)
+	if err != nil {
+		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
+	}
+	defer resp.Snapshot.Close() // read to its end or abandoned
+	// The stream goes to a scratch file first (as `etcdctl snapshot save` does): the revision
+	// is read from the file itself, and the upload can be retried part by part from disk.
+	scratch, sr, err := saveScratch(job.ScratchDir, resp.Snapshot)
+	if scratch != "" {
+		defer os.Remove(scratch) //nolint:errcheck // scratch
+	}
+	if err != nil {
+		if errors.Is(err, backup.ErrCorrupt) {
+			return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, err)}
+		}
+		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", err)}
+	}
+	revision, err := backup.FileRevision(scratch)
+	if err != nil {
+		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: err.Error()}
+	}
+	f, err := os.Open(scratch)
+	if err != nil {
+		return Result{Reason: backup.ReasonStorageError, Message: err.Error()}
+	}
+	defer f.Close() // read-only
+	tmp, err := job.Store.WriteTemp(ctx, job.Name, f)
+	if err != nil {
+		return storeFailure("writing the snapshot", err)
+	}
+	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
+		_ = job.Store.Remove(ctx, tmp)
+		return storeFailure("verifying the stored copy", err)
+	}
+	if err := job.Store.Commit(ctx, tmp, job.Name, sr.Checksum()); err != nil {
+		_ = job.Store.Remove(ctx, tmp)
+		return storeFailure("completing the snapshot file", err)
+	}
+	// The member's server version (3.6.16); the snapshot header's is the storage version
+	// (3.6.0), which says less about what made the file.
+	version := member.Version
+	if version == "" {
+		version = resp.Version
+	}
+	return Result{
+		URI: job.URI, SizeBytes: sr.Size(), Checksum: sr.Checksum(),
+		Revision: revision, ClusterID: strconv.FormatUint(member.ClusterID, 16),
+		Member: member.Name, EtcdVersion: version,
+	}
+}
+
+// checkDestination fails before any work when the store cannot take the file: the bucket is
+// missing or refuses the credentials, or a file of that name exists (never overwritten).
+func checkDestination(ctx context.Context, job SnapshotJob) (Result, bool) {
+	if s3, ok := job.Store.(*backup.S3Store); ok {
+		if err := s3.CheckBucket(ctx); err != nil {
+			return storeFailure("checking the bucket", err), false
+		}
+	}
+	exists, err := job.Store.Exists(ctx, job.Name)
+	if err != nil {
+		return storeFailure("looking for an earlier file", err), false
+	}
+	if exists {
+		return storeFailure("", fmt.Errorf("%w: %s; the operator never overwrites a snapshot: delete it or pick another name", backup.ErrAlreadyExists, job.URI)), false
+	}
+	return Result{}, true
+}
+
+// saveScratch streams the snapshot into a file, checking etcd's hash at its end.
+func saveScratch(dir string, r io.Reader) (string, *backup.SnapshotReader, error) {
+	f, err := os.CreateTemp(dir, "snapshot-*.db")
+	if err != nil {
+		return "", nil, err
+	}
+	sr := backup.NewSnapshotReader(r)
+	_, err = io.Copy(f, sr)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !sr.Verified() {
+		err = fmt.Errorf("%w: the stream ended before etcd's hash", backup.ErrCorrupt)
+	}
+	return f.Name(), sr, err
+}
+
+// connectToSnapshotMember returns a client of the chosen member only, so the snapshot stream
+// comes from it.
+func connectToSnapshotMember(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, MemberState, error) {
+	all, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, MemberState{}, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	states, err := inspectMembers(ctx, all)
+	_ = all.Close()
+	if err != nil {
+		return nil, MemberState{}, err
+	}
+	member, ok := ChooseMember(states)
+	if !ok {
+		return nil, MemberState{}, fmt.Errorf("no voter answered with its status (%d voters)", len(states))
+	}
+	one := cfg
+	one.Endpoints = []string{member.ClientURL}
+	cli, err := clientv3.New(one)
+	if err != nil {
+		return nil, MemberState{}, fmt.Errorf("connecting to member %s: %w", member.Name, err)
+	}
+	return cli, member, nil
+}
+
+func storeFailure(doing string, err error) Result {
+	msg := err.Error()
+	if doing != "" {
+		msg = doing + ": " + msg
+	}
+	return Result{Reason: backup.Reason(err), Message: msg}
+}

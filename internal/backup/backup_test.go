@@ -1,0 +1,141 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func TestStoredNamesAreReproducibleFromTheSpecAndTheName(t *testing.T) {
+	for _, tc := range []struct{ prefix, want string }{
+		{"", "nightly-1.db"},
+		{"backups", "backups/nightly-1.db"},
+		{"backups/", "backups/nightly-1.db"},
+		{"exact/name.db", "exact/name.db"},
+	} {
+		if got := ObjectKey(tc.prefix, "nightly-1"); got != tc.want {
+			t.Errorf("ObjectKey(%q) = %q, want %q", tc.prefix, got, tc.want)
+		}
+	}
+	if got := FilePath("snaps", "a"); got != "snaps/a.db" {
+		t.Errorf("FilePath = %q", got)
+	}
+	s3 := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b", Key: "p/"}}
+	if got := DestinationURI(s3, "x"); got != "s3://b/p/x.db" {
+		t.Errorf("DestinationURI = %q", got)
+	}
+	pvc := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "c", SubPath: "d"}}
+	if got := DestinationURI(pvc, "x"); got != "pvc://c/d/x.db" {
+		t.Errorf("DestinationURI = %q", got)
+	}
+}
+
+// fakeSnapshot is content followed by its sha256, as etcd streams a snapshot.
+func fakeSnapshot(size int) []byte {
+	body := bytes.Repeat([]byte("etcd"), size/4)
+	sum := sha256.Sum256(body)
+	return append(body, sum[:]...)
+}
+
+func TestSnapshotReaderChecksEtcdsHashAtTheEnd(t *testing.T) {
+	good := fakeSnapshot(1 << 20)
+	sr := NewSnapshotReader(bytes.NewReader(good))
+	if _, err := io.Copy(io.Discard, sr); err != nil || !sr.Verified() {
+		t.Fatalf("a good snapshot: err %v, verified %v", err, sr.Verified())
+	}
+	want := sha256.Sum256(good)
+	if sr.Size() != int64(len(good)) || sr.Checksum() != ChecksumPrefix+hexString(want[:]) {
+		t.Errorf("size %d checksum %s", sr.Size(), sr.Checksum())
+	}
+	bad := append([]byte(nil), good...)
+	bad[100] ^= 1
+	for name, data := range map[string][]byte{"flipped bit": bad, "truncated": good[:len(good)-100], "tiny": good[:10]} {
+		sr := NewSnapshotReader(bytes.NewReader(data))
+		if _, err := io.Copy(io.Discard, sr); !errors.Is(err, ErrCorrupt) || sr.Verified() {
+			t.Errorf("%s: err %v, verified %v; want ErrCorrupt", name, err, sr.Verified())
+		}
+	}
+}
+
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+func TestDirStoreShowsAFileOnlyAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	st := DirStore{Root: t.TempDir()}
+	data := fakeSnapshot(4096)
+	tmp, err := st.WriteTemp(ctx, "snaps/a.db", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.Exists(ctx, "snaps/a.db"); ok {
+		t.Fatal("the snapshot is visible before it was committed")
+	}
+	sum, size, err := VerifyStored(ctx, st, tmp, "")
+	if err != nil || size != int64(len(data)) {
+		t.Fatalf("verify: %v, size %d", err, size)
+	}
+	if err := st.Commit(ctx, tmp, "snaps/a.db", sum); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.Exists(ctx, "snaps/a.db"); !ok {
+		t.Fatal("the committed snapshot is missing")
+	}
+	if ok, _ := st.Exists(ctx, tmp); ok {
+		t.Error("the partial file stayed after commit")
+	}
+	if got, _ := st.RecordedChecksum(ctx, "snaps/a.db"); got != sum {
+		t.Errorf("recorded checksum %q, want %q", got, sum)
+	}
+	// A damaged file fails its recorded checksum.
+	if err := os.WriteFile(filepath.Join(st.Root, "snaps/a.db"), fakeSnapshot(4000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := VerifyStored(ctx, st, "snaps/a.db", sum); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a replaced file passed verification: %v", err)
+	}
+	if err := st.Remove(ctx, "snaps/a.db"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Open(ctx, "snaps/a.db"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("open after remove: %v", err)
+	}
+	if _, err := st.WriteTemp(ctx, "../escape.db", bytes.NewReader(data)); err == nil {
+		t.Error("a name outside the volume was accepted")
+	}
+}
+
+func TestReasonNamesWhatToFix(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{ErrBucketNotFound, ReasonBucketNotFound},
+		{minio.ErrorResponse{Code: "NoSuchBucket"}, ReasonBucketNotFound},
+		{minio.ErrorResponse{Code: "InvalidAccessKeyId"}, ReasonCredentialsRejected},
+		{minio.ErrorResponse{Code: "SignatureDoesNotMatch"}, ReasonCredentialsRejected},
+		{ErrNoSpace, ReasonPVCFull},
+		{ErrCorrupt, ReasonSnapshotCorrupt},
+		{ErrNotFound, ReasonSnapshotNotFound},
+		{errors.New("something else"), ReasonStorageError},
+	} {
+		if got := Reason(tc.err); got != tc.want {
+			t.Errorf("Reason(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package backup
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Config says how to reach a bucket.
+type S3Config struct {
+	// Endpoint is http(s)://host[:port].
+	Endpoint       string
+	Bucket         string
+	Region         string
+	ForcePathStyle bool
+	AccessKeyID    string
+	SecretKey      string
+	// CAPEM, when set, is the only CA trusted for an https endpoint.
+	CAPEM []byte
+}
+
+// S3Store keeps snapshot files as objects of one bucket. A snapshot is uploaded (in parts of
+// PartSize bytes, so memory stays flat) to "<key>.partial", read back and verified, and only
+// then copied to its key server-side with its checksum in the object's metadata.
+type S3Store struct {
+	cli    *minio.Client
+	bucket string
+}
+
+// PartSize is the size of one multipart upload part: the most the uploader holds in memory.
+const PartSize = 16 << 20
+
+// checksumMeta is the user metadata key (x-amz-meta-sha256) holding a snapshot's checksum.
+const checksumMeta = "Sha256"
+
+// NewS3Store builds a client; it does not connect yet.
+func NewS3Store(cfg S3Config) (*S3Store, error) {
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("S3 endpoint %q is no http:// or https:// URL", cfg.Endpoint)
+	}
+	secure := u.Scheme == "https"
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, err
+	}
+	// A CA means something only for https: over http the transport has no TLS settings.
+	if secure && len(cfg.CAPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.CAPEM) {
+			return nil, errors.New("the S3 CA bundle holds no PEM certificate")
+		}
+		transport.TLSClientConfig.RootCAs = pool
+	}
+	lookup := minio.BucketLookupAuto
+	if cfg.ForcePathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	cli, err := minio.New(u.Host, &minio.Options{
+		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretKey, ""),
+		Secure:       secure,
+		Transport:    transport,
+		Region:       cfg.Region,
+		BucketLookup: lookup,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &S3Store{cli: cli, bucket: cfg.Bucket}, nil
+}
+
+// CheckBucket fails with ErrBucketNotFound when the bucket does not exist, and with the
+// store's error when the credentials are refused or the endpoint is unreachable.
+func (s *S3Store) CheckBucket(ctx context.Context) error {
+	ok, err := s.cli.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrBucketNotFound, s.bucket)
+	}
+	return nil
+}
+
+// Exists implements Store.
+func (s *S3Store) Exists(ctx context.Context, name string) (bool, error) {
+	_, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{})
+	if isNoSuchKey(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// WriteTemp implements Store.
+func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (string, error) {
+	tmp := name + partialSuffix
+	_, err := s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{
+		PartSize: PartSize, ContentType: "application/octet-stream",
+	})
+	if err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+// Open implements Store: the object is streamed, not buffered.
+func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	if _, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{}); err != nil {
+		if isNoSuchKey(err) {
+			return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
+		}
+		return nil, err
+	}
+	return s.cli.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
+}
+
+// Commit implements Store with a server-side copy (ComposeObject copies objects of any size).
+func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string) error {
+	_, err := s.cli.ComposeObject(ctx,
+		minio.CopyDestOptions{Bucket: s.bucket, Object: name, ReplaceMetadata: true,
+			UserMetadata: map[string]string{checksumMeta: checksum}},
+		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
+	if err != nil {
+		return err
+	}
+	return s.Remove(ctx, tmp)
+}
+
+// Remove implements Store.
+func (s *S3Store) Remove(ctx context.Context, name string) error {
+	err := s.cli.RemoveObject(ctx, s.bucket, name, minio.RemoveObjectOptions{})
+	if isNoSuchKey(err) {
+		return nil
+	}
+	return err
+}
+
+// RecordedChecksum implements Store.
+func (s *S3Store) RecordedChecksum(ctx context.Context, name string) (string, error) {
+	info, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{})
+	if err != nil {
+		if isNoSuchKey(err) {
+			return "", fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
+		}
+		return "", err
+	}
+	for k, v := range info.UserMetadata {
+		if strings.EqualFold(k, checksumMeta) {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// List returns the keys under prefix (for tests and retention checks).
+func (s *S3Store) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	for obj := range s.cli.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, obj.Err
+		}
+		keys = append(keys, obj.Key)
+	}
+	return keys, nil
+}
+
+func isNoSuchKey(err error) bool {
+	if err == nil {
+		return false
+	}
+	code := minio.ToErrorResponse(err).Code
+	return code == "NoSuchKey" || code == "NoSuchObject"
+}

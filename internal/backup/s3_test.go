@@ -1,0 +1,156 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/quorumkeeper/etcd-operator/internal/testminio"
+)
+
+func s3Config(srv *testminio.Server, bucket string) S3Config {
+	return S3Config{Endpoint: srv.Endpoint, Bucket: bucket, Region: "us-east-1", ForcePathStyle: true,
+		AccessKeyID: testminio.AccessKey, SecretKey: testminio.SecretKey, CAPEM: srv.CAPEM}
+}
+
+func newS3Store(t *testing.T, cfg S3Config) *S3Store {
+	t.Helper()
+	st, err := NewS3Store(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestS3StoreAgainstMinIO runs the store against one real MinIO over https (it starts in
+// about ten seconds on a busy machine, so the cases share it).
+func TestS3StoreAgainstMinIO(t *testing.T) {
+	srv := testminio.Start(t, testminio.Options{TLS: true})
+	srv.Bucket(t, "snapshots")
+	t.Run("a snapshot is visible only after commit", func(t *testing.T) { t.Parallel(); testCommit(t, srv) })
+	t.Run("failures name what to fix", func(t *testing.T) { t.Parallel(); testFailures(t, srv) })
+}
+
+// testCommit: a file larger than one upload part is invisible under its name until Commit,
+// Commit records its checksum and removes the partial object, a replaced object fails
+// verification against the recorded checksum, and a removed one is reported missing.
+func testCommit(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	if err := st.CheckBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	name := ObjectKey("nightly/", "one")
+	data := fakeSnapshot(PartSize + PartSize/2) // two parts: the multipart path
+	tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Exists(ctx, name); ok || err != nil {
+		t.Fatalf("the snapshot is visible before commit (exists %v, err %v)", ok, err)
+	}
+	sum, size, err := VerifyStored(ctx, st, tmp, "")
+	if err != nil || size != int64(len(data)) {
+		t.Fatalf("verifying the partial object: %v, size %d of %d", err, size, len(data))
+	}
+	if err := st.Commit(ctx, tmp, name, sum); err != nil {
+		t.Fatal(err)
+	}
+	checkCommitted(t, srv, st, name, sum)
+}
+
+// checkCommitted: only the committed object is left, its checksum is recorded, a replaced
+// object fails verification, and a removed one is reported missing.
+func checkCommitted(t *testing.T, srv *testminio.Server, st *S3Store, name, sum string) {
+	ctx := context.Background()
+	keys, err := st.List(ctx, "nightly/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{name}) {
+		t.Fatalf("objects after commit %v, want only %s", keys, name)
+	}
+	if got, err := st.RecordedChecksum(ctx, name); got != sum || err != nil {
+		t.Errorf("recorded checksum %q (%v), want %q", got, err, sum)
+	}
+	if _, _, err := VerifyStored(ctx, st, name, sum); err != nil {
+		t.Errorf("the committed object fails verification: %v", err)
+	}
+	// Something else overwrites the object: the recorded checksum catches it.
+	other := fakeSnapshot(4096)
+	if _, err := srv.Admin.PutObject(ctx, "snapshots", name, bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := VerifyStored(ctx, st, name, sum); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a replaced object passed verification: %v", err)
+	}
+	if err := st.Remove(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Remove(ctx, name); err != nil {
+		t.Errorf("removing a missing object: %v", err)
+	}
+	if _, err := st.Open(ctx, name); !errors.Is(err, ErrNotFound) || Reason(err) != ReasonSnapshotNotFound {
+		t.Errorf("opening a removed object: %v", err)
+	}
+}
+
+// testFailures provokes each failure a person fixes outside the operator and checks the
+// reason it is reported with.
+func testFailures(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	plain, secure := srv, srv
+
+	wrongSecret := s3Config(plain, "snapshots")
+	wrongSecret.SecretKey = "not-the-secret"
+	unknownKey := s3Config(plain, "snapshots")
+	unknownKey.AccessKeyID = "nobody"
+	untrusted := s3Config(secure, "snapshots")
+	untrusted.CAPEM = nil
+	closed := s3Config(plain, "snapshots")
+	closed.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)) // a CA for http is ignored
+
+	for _, tc := range []struct {
+		name string
+		cfg  S3Config
+		want string
+	}{
+		{"missing bucket", s3Config(plain, "no-such-bucket"), ReasonBucketNotFound},
+		{"wrong secret", wrongSecret, ReasonCredentialsRejected},
+		{"unknown access key", unknownKey, ReasonCredentialsRejected},
+		{"https without its CA", untrusted, ReasonCertificateNotTrusted},
+		{"nothing listening", closed, ReasonEndpointUnreachable},
+	} {
+		err := newS3Store(t, tc.cfg).CheckBucket(ctx)
+		if got := Reason(err); got != tc.want {
+			t.Errorf("%s: reason %s (%v), want %s", tc.name, got, err, tc.want)
+		}
+	}
+	// With its CA, the https endpoint works end to end.
+	st := newS3Store(t, s3Config(secure, "snapshots"))
+	data := fakeSnapshot(1 << 20)
+	tmp, err := st.WriteTemp(ctx, "a.db", bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("writing over https with the CA: %v", err)
+	}
+	if _, _, err := VerifyStored(ctx, st, tmp, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return port
+}

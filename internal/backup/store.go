@@ -1,0 +1,147 @@
+package backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+)
+
+// Store holds snapshot files by name (an S3 key or a path relative to a volume's root).
+type Store interface {
+	// Exists reports whether a complete file of that name is stored.
+	Exists(ctx context.Context, name string) (bool, error)
+	// WriteTemp streams r to a temporary name next to name; nothing is visible under name.
+	WriteTemp(ctx context.Context, name string, r io.Reader) (tmp string, err error)
+	// Open reads a stored file (complete or temporary).
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+	// Commit makes the temporary file the complete file name, recording its checksum beside
+	// it, and removes the temporary one.
+	Commit(ctx context.Context, tmp, name, checksum string) error
+	// Remove deletes a file (complete or temporary); a missing one is no error.
+	Remove(ctx context.Context, name string) error
+	// RecordedChecksum is the checksum Commit recorded for name; "" when none was recorded
+	// (a file stored by something else).
+	RecordedChecksum(ctx context.Context, name string) (string, error)
+}
+
+// ChecksumPrefix starts every checksum this package writes.
+const ChecksumPrefix = "sha256:"
+
+// Digest sums what passes through it.
+type Digest struct {
+	h    hash.Hash
+	size int64
+}
+
+// NewDigest starts an empty sha256 sum.
+func NewDigest() *Digest { return &Digest{h: sha256.New()} }
+
+func (d *Digest) Write(p []byte) (int, error) {
+	d.size += int64(len(p))
+	return d.h.Write(p)
+}
+
+// Checksum is "sha256:<hex>".
+func (d *Digest) Checksum() string { return ChecksumPrefix + hex.EncodeToString(d.h.Sum(nil)) }
+
+// Size is the number of bytes summed.
+func (d *Digest) Size() int64 { return d.size }
+
+// etcdHashSize is the length of the sha256 etcd appends to a snapshot it streams.
+const etcdHashSize = sha256.Size
+
+// SnapshotReader reads an etcd snapshot file and checks, at its end, etcd's own integrity hash
+// (the last 32 bytes are the sha256 of everything before them) besides summing the whole file.
+// It holds at most 32 bytes back, so a file of any size streams through it.
+type SnapshotReader struct {
+	r      io.Reader
+	body   hash.Hash
+	whole  *Digest
+	tail   []byte
+	done   bool
+	failed error
+}
+
+// NewSnapshotReader wraps r.
+func NewSnapshotReader(r io.Reader) *SnapshotReader {
+	return &SnapshotReader{r: r, body: sha256.New(), whole: NewDigest()}
+}
+
+// ErrCorrupt says a snapshot file fails its integrity check.
+var ErrCorrupt = errors.New("snapshot file is corrupt")
+
+func (s *SnapshotReader) Read(p []byte) (int, error) {
+	if s.failed != nil {
+		return 0, s.failed
+	}
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.whole.Write(p[:n]) //nolint:errcheck // hash writes never fail
+		s.tail = append(s.tail, p[:n]...)
+		if over := len(s.tail) - etcdHashSize; over > 0 {
+			s.body.Write(s.tail[:over]) // hash writes never fail
+			s.tail = append(s.tail[:0], s.tail[over:]...)
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		s.done = true
+		if verr := s.verify(); verr != nil {
+			s.failed = verr
+			return n, verr
+		}
+	}
+	return n, err
+}
+
+func (s *SnapshotReader) verify() error {
+	if len(s.tail) < etcdHashSize {
+		return fmt.Errorf("%w: %d bytes, too short for a snapshot", ErrCorrupt, s.whole.Size())
+	}
+	if got := s.body.Sum(nil); !equalBytes(got, s.tail) {
+		return fmt.Errorf("%w: etcd's sha256 at its end (%x) does not match its content (%x)", ErrCorrupt, s.tail, got)
+	}
+	return nil
+}
+
+func equalBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Checksum is the sha256 of the whole file read so far.
+func (s *SnapshotReader) Checksum() string { return s.whole.Checksum() }
+
+// Size is the number of bytes read so far.
+func (s *SnapshotReader) Size() int64 { return s.whole.Size() }
+
+// Verified reports whether the whole file was read and passed etcd's integrity check.
+func (s *SnapshotReader) Verified() bool { return s.done && s.failed == nil }
+
+// VerifyStored reads a stored file back to its end and checks etcd's integrity hash and, when
+// want is not empty, the file's checksum; it returns the checksum and size it read.
+func VerifyStored(ctx context.Context, st Store, name, want string) (string, int64, error) {
+	rc, err := st.Open(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	defer rc.Close() // read-only
+	sr := NewSnapshotReader(rc)
+	if _, err := io.Copy(io.Discard, sr); err != nil {
+		return "", 0, fmt.Errorf("reading back %s: %w", name, err)
+	}
+	if want != "" && sr.Checksum() != want {
+		return "", 0, fmt.Errorf("%w: %s has checksum %s, %s was recorded", ErrCorrupt, name, sr.Checksum(), want)
+	}
+	return sr.Checksum(), sr.Size(), nil
+}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// ReasonRestoreFailed is Available's reason while the bootstrap snapshot cannot be restored.
+const ReasonRestoreFailed = "RestoreFailed"
+
+// foundingCount is how many members bootstrap the cluster. A cluster restored from a snapshot
+// starts from ONE restored member (the seed); the others join it as learners and receive the
+// data from it. So no member serves before the restore succeeded, every member ends up with
+// the same data, and there is a single restore to fail, report and retry.
+func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		return min(replicas, 1)
+	}
+	return replicas
+}
+
+// restoreFailure is why the founding member's restore failed, from its restore init
+// container's result; "" while it has not failed (or there is no restore).
+func (r *ClusterReconciler) restoreFailure(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (string, error) {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
+		return "", nil
+	}
+	var failures []string
+	for _, m := range members {
+		if !specs.Restores(c, m) {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if msg := restoreContainerFailure(pod); msg != "" {
+			failures = append(failures, fmt.Sprintf("member %s: %s", m.Name, msg))
+		}
+	}
+	return strings.Join(failures, "; "), nil
+}
+
+// restoreContainerFailure reads the restore init container's last failed result, while it has
+// not succeeded since.
+func restoreContainerFailure(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name != specs.RestoreContainerName {
+			continue
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
+			return ""
+		}
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t == nil || t.ExitCode == 0 {
+			return ""
+		}
+		if res, ok := agent.ParseResult(t.Message); ok && res.Reason != "" {
+			return fmt.Sprintf("%s: %s", res.Reason, res.Message)
+		}
+		return fmt.Sprintf("the restore container exited with code %d (%s)", t.ExitCode, t.Reason)
+	}
+	return ""
+}
+
+// restoreFailed reports whether Available says the bootstrap restore failed.
+func restoreFailed(c *etcdv1.EtcdCluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+	return cond != nil && cond.Reason == ReasonRestoreFailed
+}

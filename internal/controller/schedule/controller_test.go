@@ -1,0 +1,100 @@
+package schedule
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	keep := int32(2)
+	sc := &etcdv1.EtcdSnapshotSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
+		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "* * * * *",
+			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}},
+			Retention:   etcdv1.SnapshotRetention{KeepLast: &keep}},
+	}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
+		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
+	now := created.Add(10*time.Minute + 30*time.Second) // ten runs missed
+	r := &Reconciler{Client: api, Now: func() time.Time { return now }}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshots := func() []etcdv1.EtcdSnapshot {
+		t.Helper()
+		list := &etcdv1.EtcdSnapshotList{}
+		if err := api.List(ctx, list, client.InNamespace("ns")); err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	reconcile() // finalizer
+	reconcile()
+	if got := snapshots(); len(got) != 1 {
+		t.Fatalf("ten missed runs made %d snapshots, want one", len(got))
+	}
+	now = now.Add(time.Minute)
+	reconcile()
+	if got := snapshots(); len(got) != 1 {
+		t.Fatalf("a second snapshot started while the first runs: %d", len(got))
+	}
+	// Complete every snapshot as it appears, run on for five minutes.
+	for range 5 {
+		for _, s := range snapshots() {
+			if s.Status.Phase == "" {
+				s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: now}
+				if err := api.Status().Update(ctx, &s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		now = now.Add(time.Minute)
+		reconcile()
+	}
+	checkKeptTwo(t, api, sc, snapshots())
+}
+
+// checkKeptTwo: two complete snapshots remain, each owned by the schedule with policy
+// Delete, and the schedule's status names its runs.
+func checkKeptTwo(t *testing.T, api client.Client, sc *etcdv1.EtcdSnapshotSchedule, snapshots []etcdv1.EtcdSnapshot) {
+	t.Helper()
+	complete := 0
+	for _, s := range snapshots {
+		if s.Status.Phase == etcdv1.SnapshotComplete {
+			complete++
+		}
+		if s.Spec.DeletionPolicy != etcdv1.SnapshotDelete || !metav1.IsControlledBy(&s, sc) {
+			t.Errorf("snapshot %s: policy %q, owned %v", s.Name, s.Spec.DeletionPolicy, metav1.IsControlledBy(&s, sc))
+		}
+	}
+	if complete != 2 {
+		t.Errorf("%d complete snapshots remain, keepLast is 2", complete)
+	}
+	got := &etcdv1.EtcdSnapshotSchedule{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.LastSuccessfulSnapshot == "" || got.Status.NextScheduleTime == nil || got.Status.LastScheduleTime == nil {
+		t.Errorf("status %+v", got.Status)
+	}
+}

@@ -1,0 +1,375 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// Finalizer lets the controller delete the stored file of a snapshot with deletionPolicy Delete.
+const Finalizer = "etcd-operator.cozystack.io/snapshot-file"
+
+// ConditionReady is True once the snapshot is stored and verified.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition that are the controller's own (the agent's come from
+// packages agent and backup).
+const (
+	ReasonClusterNotFound  = "ClusterNotFound"
+	ReasonPVCNotFound      = "PVCNotFound"
+	ReasonSecretNotFound   = "CredentialsSecretNotFound"
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonAgentFailed      = "AgentFailed"
+	ReasonInProgress       = "InProgress"
+	ReasonWaiting          = "WaitingForCluster"
+	ReasonSucceeded        = "Succeeded"
+	ReasonDeleteFailed     = "DeleteFailed"
+)
+
+// Reconciler runs EtcdSnapshots.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// AgentImage is the operator's own image: the Jobs run its snapshot-agent.
+	AgentImage string
+	// Now is the clock; time.Now outside tests.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/finalizers,verbs=update
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// SetupWithManager watches EtcdSnapshots and the Jobs they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1.EtcdSnapshot{}).
+		Owns(&batchv1.Job{}).
+		Named("etcdsnapshot").
+		Complete(r)
+}
+
+// Reconcile moves one EtcdSnapshot along Pending -> Started -> Complete | Failed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &etcdv1.EtcdSnapshot{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(s, Finalizer) {
+		controllerutil.AddFinalizer(s, Finalizer)
+		return ctrl.Result{}, r.Update(ctx, s)
+	}
+	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
+		return ctrl.Result{}, nil
+	}
+	job := &batchv1.Job{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, job)
+	if apierrors.IsNotFound(err) {
+		return r.start(ctx, s)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.follow(ctx, s, job)
+}
+
+// start checks what a person must provide (the cluster, the PVC, the Secret) and creates the Job.
+func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
+	if s.Status.Phase == etcdv1.SnapshotStarted {
+		// The Job is gone before its result was read (deleted by hand): that attempt failed.
+		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
+	}
+	c := &etcdv1.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name}, c)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.fail(ctx, s, ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s, named by spec.clusterRef, does not exist in namespace %s", s.Spec.ClusterRef.Name, s.Namespace))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if reason, msg, err := r.missingInput(ctx, s); err != nil || reason != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.fail(ctx, s, reason, msg)
+	}
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionAvailable) {
+		return r.waitForCluster(ctx, s, c)
+	}
+	job := AgentJob(s, c, r.AgentImage, ActionSnapshot)
+	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, err
+	}
+	now := metav1.NewTime(r.Now())
+	s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
+	setReady(s, metav1.ConditionFalse, ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
+	r.event(s, corev1.EventTypeNormal, "Started", "snapshot Job %s started", job.Name)
+	return ctrl.Result{}, r.Status().Update(ctx, s)
+}
+
+// missingInput finds a PVC or credentials Secret that does not exist.
+func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (string, string, error) {
+	d := s.Spec.Destination
+	if d.PVC != nil {
+		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: d.PVC.ClaimName}, &corev1.PersistentVolumeClaim{})
+		if apierrors.IsNotFound(err) {
+			return ReasonPVCNotFound, fmt.Sprintf("PersistentVolumeClaim %s, named by spec.destination.pvc.claimName, does not exist: create it or name another", d.PVC.ClaimName), nil
+		}
+		return "", "", err
+	}
+	name := d.S3.CredentialsSecretRef.Name
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		return ReasonSecretNotFound, fmt.Sprintf("Secret %s, named by spec.destination.s3.credentialsSecretRef, does not exist: create it with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", name), nil
+	}
+	return "", "", err
+}
+
+// waitForCluster keeps the snapshot Pending while its cluster is not Available, and fails it
+// once the deadline since its creation passed.
+func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) (ctrl.Result, error) {
+	msg := fmt.Sprintf("EtcdCluster %s is not Available; the snapshot starts when it is", c.Name)
+	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond != nil {
+		msg = fmt.Sprintf("EtcdCluster %s is not Available (%s: %s); the snapshot starts when it is", c.Name, cond.Reason, cond.Message)
+	}
+	deadline := s.CreationTimestamp.Add(time.Duration(DeadlineSeconds(s)) * time.Second)
+	if r.Now().After(deadline) {
+		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
+	}
+	if s.Status.Phase != etcdv1.SnapshotPending || !hasReady(s, ReasonWaiting, msg) {
+		s.Status.Phase = etcdv1.SnapshotPending
+		setReady(s, metav1.ConditionFalse, ReasonWaiting, msg)
+		if err := r.Status().Update(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+}
+
+// follow reads the finished Job's result into the status.
+func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *batchv1.Job) (ctrl.Result, error) {
+	done, failed, jobReason := jobFinished(job)
+	if !done {
+		if s.Status.Phase != etcdv1.SnapshotStarted {
+			now := metav1.NewTime(r.Now())
+			s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
+			setReady(s, metav1.ConditionFalse, ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot", job.Name))
+			return ctrl.Result{}, r.Status().Update(ctx, s)
+		}
+		return ctrl.Result{}, nil
+	}
+	res, found, err := r.agentResult(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case !failed && found && res.Reason == "":
+		if problem := unverified(s, res); problem != "" {
+			return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
+		}
+		return ctrl.Result{}, r.complete(ctx, s, res)
+	case found && res.Reason != "":
+		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
+	case jobReason == batchv1.JobReasonDeadlineExceeded:
+		return ctrl.Result{}, r.fail(ctx, s, ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", DeadlineSeconds(s)))
+	default:
+		return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
+	}
+}
+
+// unverified says what is missing from an agent's successful result for the snapshot to be
+// called Complete: the file where the spec and the name put it, its size and checksum as the
+// agent read them back, and the revision read from the file. "" when nothing is.
+func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
+	want := backup.DestinationURI(s.Spec.Destination, s.Name)
+	switch {
+	case res.URI != want:
+		return fmt.Sprintf("it names %q instead of %s", res.URI, want)
+	case res.SizeBytes <= 0:
+		return "it gives no size"
+	case !validChecksum(res.Checksum):
+		return fmt.Sprintf("its checksum %q is no sha256", res.Checksum)
+	case res.Revision <= 0:
+		return "it gives no revision"
+	}
+	return ""
+}
+
+func validChecksum(sum string) bool {
+	digest, ok := strings.CutPrefix(sum, backup.ChecksumPrefix)
+	if !ok || len(digest) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(digest)
+	return err == nil
+}
+
+func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false, c.Reason
+		case batchv1.JobFailed:
+			return true, true, c.Reason
+		}
+	}
+	return false, false, ""
+}
+
+// agentResult reads the agent's termination message from the Job's Pod.
+func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+		return agent.Result{}, false, err
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				if res, ok := agent.ParseResult(t.Message); ok {
+					return res, true, nil
+				}
+			}
+		}
+	}
+	return agent.Result{}, false, nil
+}
+
+func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res agent.Result) error {
+	now := metav1.NewTime(r.Now())
+	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &now
+	s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum}
+	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
+	setReady(s, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
+	r.event(s, corev1.EventTypeNormal, "Completed", "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
+	return r.Status().Update(ctx, s)
+}
+
+func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, msg string) error {
+	now := metav1.NewTime(r.Now())
+	s.Status.Phase, s.Status.CompletionTime, s.Status.Artifact = etcdv1.SnapshotFailed, &now, nil
+	setReady(s, metav1.ConditionFalse, reason, msg)
+	r.event(s, corev1.EventTypeWarning, reason, "%s", msg)
+	log.FromContext(ctx).Info("snapshot failed", "reason", reason, "message", msg)
+	return r.Status().Update(ctx, s)
+}
+
+// finalize deletes the stored file through a delete Job when the policy says so, then lets go.
+func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if s.Spec.DeletionPolicy == etcdv1.SnapshotDelete && s.Status.Phase != etcdv1.SnapshotPending && s.Status.Phase != "" {
+		done, err := r.deleteStoredFile(ctx, s)
+		if err != nil || !done {
+			return ctrl.Result{}, err
+		}
+	}
+	controllerutil.RemoveFinalizer(s, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
+}
+
+// deleteStoredFile runs the delete Job to its end. A snapshot Job still running is stopped
+// first, so it cannot complete a file after the delete.
+func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
+	running := &batchv1.Job{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, running)
+	if err == nil {
+		if done, _, _ := jobFinished(running); !done {
+			fg := metav1.DeletePropagationForeground
+			return false, client.IgnoreNotFound(r.Delete(ctx, running, &client.DeleteOptions{PropagationPolicy: &fg}))
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	job := &batchv1.Job{}
+	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionDelete)}, job)
+	if apierrors.IsNotFound(err) {
+		job = AgentJob(s, nil, r.AgentImage, ActionDelete)
+		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
+		return false, client.IgnoreAlreadyExists(r.Create(ctx, job))
+	}
+	if err != nil {
+		return false, err
+	}
+	if job.Labels[LabelSnapshotUID] != string(s.UID) {
+		// Left by an earlier EtcdSnapshot of the same name: it says nothing about this one.
+		bg := metav1.DeletePropagationBackground
+		return false, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
+	}
+	done, failed, _ := jobFinished(job)
+	if !done {
+		return false, nil
+	}
+	if failed {
+		res, _, err := r.agentResult(ctx, job)
+		if err != nil {
+			return false, err
+		}
+		msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
+		if !hasReady(s, ReasonDeleteFailed, msg) {
+			setReady(s, metav1.ConditionFalse, ReasonDeleteFailed, msg)
+			r.event(s, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", msg)
+			return false, r.Status().Update(ctx, s)
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+func artifactURI(s *etcdv1.EtcdSnapshot) string {
+	if s.Status.Artifact != nil {
+		return s.Status.Artifact.URI
+	}
+	return StoredName(s)
+}
+
+func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
+	})
+}
+
+func hasReady(s *etcdv1.EtcdSnapshot, reason, msg string) bool {
+	c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady)
+	return c != nil && c.Reason == reason && c.Message == msg
+}
+
+func (r *Reconciler) event(s *etcdv1.EtcdSnapshot, kind, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s, nil, kind, reason, "Snapshot", format, args...)
+	}
+}

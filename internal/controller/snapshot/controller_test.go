@@ -1,0 +1,153 @@
+package snapshot
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func harness(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&etcdv1.EtcdSnapshot{}, &etcdv1.EtcdCluster{}).Build()
+	return &Reconciler{Client: api, AgentImage: "op:1", Now: time.Now}, api
+}
+
+func pvcSnapshot() *etcdv1.EtcdSnapshot {
+	return &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "ns", CreationTimestamp: metav1.Now()},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"},
+			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "d"}}}}
+}
+
+func availableCluster() *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"},
+		Status: etcdv1.EtcdClusterStatus{Conditions: []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "QuorumHealthy", LastTransitionTime: metav1.Now()}}}}
+}
+
+func reconcileTimes(t *testing.T, r *Reconciler, n int) {
+	t.Helper()
+	for range n {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "s1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func get(t *testing.T, api client.Client) *etcdv1.EtcdSnapshot {
+	s := &etcdv1.EtcdSnapshot{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "s1"}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func readyReason(s *etcdv1.EtcdSnapshot) string {
+	if c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// finishJob marks the agent Job done and gives its Pod the agent's termination message.
+func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message string) {
+	ctx := context.Background()
+	job := &batchv1.Job{}
+	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionSnapshot)}, job); err != nil {
+		t.Fatal(err)
+	}
+	cond := batchv1.JobComplete
+	if failed {
+		cond = batchv1.JobFailed
+	}
+	job.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: jobReason}}
+	if err := api.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: map[string]string{"batch.kubernetes.io/job-name": job.Name}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: message}}}}}}
+	if err := api.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const goodSum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+func TestASnapshotCompletesWithTheAgentsResult(t *testing.T) {
+	r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	reconcileTimes(t, r, 2)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotStarted || s.Status.StartTime == nil {
+		t.Fatalf("after the Job was created: %+v", s.Status)
+	}
+	finishJob(t, api, false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7,"clusterID":"c1","member":"main-2","etcdVersion":"3.6.16"}`)
+	reconcileTimes(t, r, 1)
+	s := get(t, api)
+	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.Checksum != goodSum ||
+		s.Status.Revision != 7 || s.Status.Member != "main-2" || s.Status.CompletionTime == nil || readyReason(s) != ReasonSucceeded {
+		t.Errorf("status %+v", s.Status)
+	}
+}
+
+func TestASnapshotFailsWithTheReasonThatNamesTheFix(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		failed            bool
+		jobReason, result string
+		want              string
+	}{
+		{"agent reason", true, "BackoffLimitExceeded", `{"reason":"BucketNotFound","message":"no bucket"}`, "BucketNotFound"},
+		{"deadline", true, batchv1.JobReasonDeadlineExceeded, "", ReasonDeadlineExceeded},
+		{"no result", true, "BackoffLimitExceeded", "", ReasonAgentFailed},
+		// A success without the proof of verification is not trusted.
+		{"success elsewhere", false, "", `{"uri":"pvc://backups/other.db","sizeBytes":42,"checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
+		{"success without checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"revision":7}`, ReasonAgentFailed},
+		{"success with a short checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"sha256:ab","revision":7}`, ReasonAgentFailed},
+		{"success without size", false, "", `{"uri":"pvc://backups/d/s1.db","checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
+		{"success without revision", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"` + goodSum + `"}`, ReasonAgentFailed},
+	} {
+		r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+		reconcileTimes(t, r, 2)
+		finishJob(t, api, tc.failed, tc.jobReason, tc.result)
+		reconcileTimes(t, r, 1)
+		s := get(t, api)
+		if s.Status.Phase != etcdv1.SnapshotFailed || s.Status.Artifact != nil || readyReason(s) != tc.want {
+			t.Errorf("%s: phase %s reason %s artifact %v", tc.name, s.Status.Phase, readyReason(s), s.Status.Artifact)
+		}
+	}
+}
+
+func TestMissingInputsFailBeforeAnyJob(t *testing.T) {
+	r, api := harness(t, pvcSnapshot(), availableCluster())
+	reconcileTimes(t, r, 2)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotFailed || readyReason(s) != ReasonPVCNotFound {
+		t.Errorf("missing PVC: %s %s", s.Status.Phase, readyReason(s))
+	}
+	r, api = harness(t, pvcSnapshot())
+	reconcileTimes(t, r, 2)
+	if s := get(t, api); readyReason(s) != ReasonClusterNotFound {
+		t.Errorf("missing cluster: %s", readyReason(s))
+	}
+	jobs := &batchv1.JobList{}
+	if err := api.List(context.Background(), jobs); err != nil || len(jobs.Items) != 0 {
+		t.Errorf("a Job was created for a snapshot that cannot run: %d", len(jobs.Items))
+	}
+}

@@ -1,0 +1,204 @@
+// Package snapshot is the EtcdSnapshot controller: it runs one Job per snapshot (the
+// operator's own image, `etcd-operator snapshot-agent`), reads the Job's result from its Pod's
+// termination message into the EtcdSnapshot's status, and removes the stored file with the
+// EtcdSnapshot when its deletionPolicy is Delete.
+package snapshot
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// DefaultDeadlineSeconds bounds a snapshot whose spec sets no deadline.
+const DefaultDeadlineSeconds = 1800
+
+const (
+	agentUser   = 65532
+	tlsCADir    = "/etc/etcd/server-ca"
+	tlsCertDir  = "/etc/etcd/client-tls"
+	snapshotDir = "/snapshots"
+	scratchDir  = "/scratch"
+	// LabelSnapshot marks an agent Job and its Pod with the EtcdSnapshot's name.
+	LabelSnapshot = "etcd-operator.cozystack.io/snapshot"
+	// LabelSnapshotUID marks an agent Job with the EtcdSnapshot's UID.
+	LabelSnapshotUID = "etcd-operator.cozystack.io/snapshot-uid"
+	// LabelAction is "snapshot" or "delete".
+	LabelAction = "etcd-operator.cozystack.io/action"
+)
+
+// Job actions.
+const (
+	ActionSnapshot = "snapshot"
+	ActionDelete   = "delete"
+)
+
+// JobName is the agent Job of a snapshot for an action; short enough for any snapshot name
+// (a Job's Pods get a suffix and must stay under 63 characters in their label).
+func JobName(snapshot, action string) string {
+	name := snapshot
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return strings.TrimSuffix(name, "-") + "-" + action + "-" + shortHash(snapshot)
+}
+
+func shortHash(s string) string {
+	var h uint32 = 2166136261
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return strconv.FormatUint(uint64(h), 36)
+}
+
+// DeadlineSeconds of a snapshot.
+func DeadlineSeconds(s *etcdv1.EtcdSnapshot) int64 {
+	if s.Spec.ActiveDeadlineSeconds != nil {
+		return *s.Spec.ActiveDeadlineSeconds
+	}
+	return DefaultDeadlineSeconds
+}
+
+// StoredName is the S3 key or the path in the volume of a snapshot's file.
+func StoredName(s *etcdv1.EtcdSnapshot) string {
+	if d := s.Spec.Destination; d.S3 != nil {
+		return backup.ObjectKey(d.S3.Key, s.Name)
+	}
+	return backup.FilePath(s.Spec.Destination.PVC.SubPath, s.Name)
+}
+
+// AgentJob is the Job that takes the snapshot (action snapshot) or deletes its stored file
+// (action delete). It runs as non-root with a read-only root filesystem and no
+// service-account token; secrets reach it as files and environment variables from Secrets,
+// never in its arguments.
+func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action string) *batchv1.Job {
+	deadline := DeadlineSeconds(s)
+	args := []string{"snapshot-agent",
+		"--name=" + StoredName(s),
+		"--uri=" + backup.DestinationURI(s.Spec.Destination, s.Name),
+		// The agent stops a little before the Job's deadline so it can still report why.
+		fmt.Sprintf("--timeout=%ds", max(deadline-10, 20)),
+	}
+	if action == ActionDelete {
+		args = append(args, "--delete")
+	}
+	var env []corev1.EnvVar
+	var mounts []corev1.VolumeMount
+	var vols []corev1.Volume
+	if action == ActionSnapshot && c != nil {
+		args = append(args, etcdArgs(c)...)
+		args = append(args, "--scratch-dir="+scratchDir)
+		mounts = append(mounts, corev1.VolumeMount{Name: "scratch", MountPath: scratchDir})
+		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		env = append(env, passwordEnv(c)...)
+		m, v := tlsVolumes(c)
+		mounts, vols = append(mounts, m...), append(vols, v...)
+	}
+	sa, se, sm, sv := storeArgs(s.Spec.Destination)
+	args, env, mounts, vols = append(args, sa...), append(env, se...), append(mounts, sm...), append(vols, sv...)
+	labels := map[string]string{LabelSnapshot: s.Name, LabelSnapshotUID: string(s.UID), LabelAction: action, specs.LabelManagedBy: specs.ManagerName}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name, action), Namespace: s.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr(int32(0)),
+			ActiveDeadlineSeconds:   ptr(deadline),
+			TTLSecondsAfterFinished: ptr(int32(3600)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr(false),
+					EnableServiceLinks:           ptr(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(agentUser)), RunAsGroup: ptr(int64(agentUser)),
+						FSGroup:        ptr(int64(agentUser)),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name: "agent", Image: image, Args: args, Env: env, VolumeMounts: mounts,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+					Volumes:          vols,
+					ImagePullSecrets: clusterPullSecrets(c),
+				},
+			},
+		},
+	}
+}
+
+func clusterPullSecrets(c *etcdv1.EtcdCluster) []corev1.LocalObjectReference {
+	if c == nil {
+		return nil
+	}
+	return append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...)
+}
+
+// etcdArgs point the agent at the cluster's client Service with its TLS files.
+func etcdArgs(c *etcdv1.EtcdCluster) []string {
+	scheme := "http"
+	if specs.ClientTLS(c) {
+		scheme = "https"
+	}
+	args := []string{fmt.Sprintf("--endpoints=%s://%s.%s.svc:%d", scheme, specs.ClientServiceName(c.Name), c.Namespace, specs.ClientPort)}
+	if specs.ClientTLS(c) {
+		args = append(args, "--ca-file="+tlsCADir+"/"+specs.SecretKeyCA)
+		if specs.OperatorClientSecretName(c) != "" {
+			args = append(args, "--cert-file="+tlsCertDir+"/"+specs.SecretKeyCert, "--key-file="+tlsCertDir+"/"+specs.SecretKeyKey)
+		}
+	}
+	return args
+}
+
+func tlsVolumes(c *etcdv1.EtcdCluster) ([]corev1.VolumeMount, []corev1.Volume) {
+	if !specs.ClientTLS(c) {
+		return nil, nil
+	}
+	mounts := []corev1.VolumeMount{{Name: "server-ca", MountPath: tlsCADir, ReadOnly: true}}
+	vols := []corev1.Volume{secretVolume("server-ca", specs.ServerSecretName(c), specs.SecretKeyCA)}
+	if name := specs.OperatorClientSecretName(c); name != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: "client-tls", MountPath: tlsCertDir, ReadOnly: true})
+		vols = append(vols, secretVolume("client-tls", name, specs.SecretKeyCert, specs.SecretKeyKey))
+	}
+	return mounts, vols
+}
+
+func secretVolume(name, secret string, keys ...string) corev1.Volume {
+	items := make([]corev1.KeyToPath, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, corev1.KeyToPath{Key: k, Path: k})
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, Items: items, DefaultMode: ptr(int32(0o440)),
+	}}}
+}
+
+// passwordEnv gives the agent root's passwords (the last applied and the wanted one) when the
+// cluster has auth.
+func passwordEnv(c *etcdv1.EtcdCluster) []corev1.EnvVar {
+	if c.Spec.Auth == nil || !c.Spec.Auth.Enabled || c.Spec.Auth.RootCredentialsSecretRef == nil {
+		return nil
+	}
+	return []corev1.EnvVar{
+		specs.SecretEnv(agent.EnvAppliedPassword, specs.RootAppliedSecretName(c.Name), "password", true),
+		specs.SecretEnv(agent.EnvPassword, c.Spec.Auth.RootCredentialsSecretRef.Name, "password", true),
+	}
+}
+
+func storeArgs(loc etcdv1.SnapshotLocation) ([]string, []corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
+	return specs.SnapshotStoreArgs(loc, snapshotDir, false)
+}
+
+func ptr[T any](v T) *T { return &v }

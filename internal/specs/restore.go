@@ -1,0 +1,139 @@
+package specs
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// Paths of the restore init containers.
+const (
+	agentDir          = "/agent"
+	agentBinary       = agentDir + "/etcd-operator"
+	restoreSourceDir  = "/snapshot-source"
+	restoreStagingDir = DataDir + "/restore"
+	// RestoreContainerName is the init container that restores the snapshot; its
+	// termination message is the restore agent's JSON result.
+	RestoreContainerName = "restore"
+)
+
+// Restores reports whether a member starts from the cluster's bootstrap snapshot: only a
+// founding member of a cluster with spec.bootstrap.restore. Members added later join the
+// restored cluster and get its data from the leader.
+func Restores(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil &&
+		m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew
+}
+
+// restoreInitContainers put the snapshot into a founding member's data directory before etcd
+// starts. The first copies the operator's binary (the restore agent) into a shared emptyDir;
+// the second runs it in the etcd image, whose etcdutl matches the cluster's version. The agent
+// does nothing when the data directory holds a member already, so a restarted Pod never
+// restores again.
+func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImage, agentImage string) []corev1.Container {
+	if !Restores(c, m) {
+		return nil
+	}
+	src := c.Spec.Bootstrap.Restore.Source
+	b := m.Spec.Bootstrap
+	args := []string{"restore-agent",
+		"--uri=" + sourceURI(src),
+		"--data-dir=" + DataDir + "/data",
+		"--staging-dir=" + restoreStagingDir,
+		"--etcdutl=/usr/local/bin/etcdutl",
+		"--member-name=" + m.Name,
+		"--initial-cluster=" + b.InitialCluster,
+		"--initial-cluster-token=" + b.ClusterToken,
+		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
+	}
+	storeArgs, env, mounts, _ := SnapshotStoreArgs(src, restoreSourceDir, true)
+	args = append(append(args, storeArgs...), "--name="+sourceName(src))
+	security := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	agentMount := corev1.VolumeMount{Name: "agent", MountPath: agentDir}
+	return []corev1.Container{
+		{
+			Name: "install-restore-agent", Image: agentImage, Args: []string{"copy-self", agentBinary},
+			VolumeMounts: []corev1.VolumeMount{agentMount}, SecurityContext: security,
+		},
+		{
+			Name: RestoreContainerName, Image: etcdImage, Command: []string{agentBinary}, Args: args, Env: env,
+			VolumeMounts: append([]corev1.VolumeMount{{Name: "data", MountPath: DataDir},
+				{Name: "agent", MountPath: agentDir, ReadOnly: true}}, mounts...),
+			SecurityContext:          security,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		},
+	}
+}
+
+func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
+	if !Restores(c, m) {
+		return nil
+	}
+	_, _, _, vols := SnapshotStoreArgs(c.Spec.Bootstrap.Restore.Source, restoreSourceDir, true)
+	return append([]corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, vols...)
+}
+
+func sourceName(loc etcdv1.SnapshotLocation) string {
+	if loc.S3 != nil {
+		return loc.S3.Key
+	}
+	return loc.PVC.SubPath
+}
+
+func sourceURI(loc etcdv1.SnapshotLocation) string {
+	if loc.S3 != nil {
+		return "s3://" + loc.S3.Bucket + "/" + loc.S3.Key
+	}
+	return "pvc://" + loc.PVC.ClaimName + "/" + loc.PVC.SubPath
+}
+
+// Environment variables of S3 credentials, as every S3 tool reads them.
+const (
+	EnvAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	// EnvS3CA carries the credentials Secret's optional key SecretKeyS3CA: the CA bundle to
+	// trust for an https endpoint with a private CA.
+	EnvS3CA       = "S3_CA_PEM"
+	SecretKeyS3CA = "ca.crt"
+)
+
+// SnapshotStoreArgs are an agent's flags, environment and volumes for a snapshot location:
+// S3 settings with credentials from the named Secret, or the PVC mounted at mountPath.
+func SnapshotStoreArgs(loc etcdv1.SnapshotLocation, mountPath string, readOnly bool) ([]string, []corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
+	if loc.S3 != nil {
+		s3 := loc.S3
+		args := []string{"--s3-endpoint=" + s3.Endpoint, "--s3-bucket=" + s3.Bucket}
+		if s3.Region != "" {
+			args = append(args, "--s3-region="+s3.Region)
+		}
+		if s3.ForcePathStyle {
+			args = append(args, "--s3-path-style")
+		}
+		// Optional for a restore (readOnly): the seed's Pod keeps its restore init containers,
+		// and must still start once the restore is done and the Secret is gone; the agent then
+		// does nothing, and while it must restore a missing key is reported as rejected
+		// credentials.
+		env := []corev1.EnvVar{
+			SecretEnv(EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, EnvAWSAccessKeyID, readOnly),
+			SecretEnv(EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, EnvAWSSecretAccessKey, readOnly),
+			SecretEnv(EnvS3CA, s3.CredentialsSecretRef.Name, SecretKeyS3CA, true),
+		}
+		return args, env, nil, nil
+	}
+	mounts := []corev1.VolumeMount{{Name: "snapshots", MountPath: mountPath, ReadOnly: readOnly}}
+	vols := []corev1.Volume{{Name: "snapshots", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.PVC.ClaimName, ReadOnly: readOnly},
+	}}}
+	return []string{"--dir=" + mountPath}, nil, mounts, vols
+}
+
+// SecretEnv is an environment variable from a Secret's key.
+func SecretEnv(name, secret, key string, optional bool) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key, Optional: ptr(optional),
+	}}}
+}
