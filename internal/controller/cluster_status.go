@@ -29,6 +29,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		s.ClusterID = etcd.FormatID(v.clusterID)
 	}
 	s.Members = memberSummaries(c, v)
+	s.Version = clusterVersion(s.Members, s.Version)
 	s.ReadyMembers, s.Voters, s.Learners = 0, 0, 0
 	for _, m := range s.Members {
 		if m.Ready {
