@@ -64,7 +64,7 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 	valid := []client.Object{
 		newCluster("ok-single", withReplicas(1)),
 		newCluster("ok-paused", withReplicas(0)),
-		newCluster("ok-seven", withReplicas(7), withVersion("3.5.21")),
+		newCluster("ok-seven", withReplicas(7), withVersion("3.5.26")),
 		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
 		newCluster("ok-byo-mtls",
 			withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), OperatorClientSecretRef: ref("op")}),
@@ -99,6 +99,19 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 				t.Fatalf("%s refused: %v", describe(obj), err)
 			}
 		})
+	}
+}
+
+// A newer patch and the next minor are accepted, one after the other, from the oldest
+// accepted version.
+func TestVersionUpgradesAreAccepted(t *testing.T) {
+	c := newCluster("upgrades", withVersion("3.5.26"))
+	requireCreate(t, c)
+	for _, v := range []string{"3.5.35", "3.6.15", "3.6.16", "3.7.0"} {
+		withVersion(v)(c)
+		if err := k8s.Update(t.Context(), c); err != nil {
+			t.Fatalf("the upgrade to %s was refused: %v", v, err)
+		}
 	}
 }
 

@@ -25,8 +25,9 @@ func invalidCreates() []invalidCreate {
 		{"version with v prefix", newCluster("v01", withVersion("v3.6.16")), "spec.version must be an etcd release X.Y.Z"},
 		{"version without patch", newCluster("v02", withVersion("3.6")), "spec.version must be an etcd release X.Y.Z"},
 		{"version empty", newCluster("v03", withVersion("")), "spec.version must be an etcd release X.Y.Z"},
-		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.0 or newer"},
-		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.26 or newer"},
+		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.26 or newer"},
+		{"version 3.5.25", newCluster("v07", withVersion("3.5.25")), "spec.version must be etcd 3.5.26 or newer in the 3.x line, for example 3.5.35 or 3.6.16: older 3.5 patches cannot be upgraded to 3.6 and have known membership bugs"},
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
@@ -135,7 +136,9 @@ func invalidUpdates() []invalidUpdate {
 		{"point auth at another Secret", newCluster("u13", withIssuedClientTLS("ca"), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root2")})), "edit the Secret that spec.auth.rootCredentialsSecretRef names"},
 		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap is immutable"},
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
-		{"upgrade", newCluster("u16"), onCluster(withVersion("3.6.17")), "spec.version cannot change yet"},
+		{"downgrade a patch", newCluster("u16"), onCluster(withVersion("3.6.15")), "spec.version cannot go down from 3.6.16 to 3.6.15: etcd does not support downgrading a running cluster; keep 3.6.16 or a newer version, or create a new cluster at 3.6.15 and restore it from a snapshot"},
+		{"downgrade a minor", newCluster("u21"), onCluster(withVersion("3.5.35")), "spec.version cannot go down from 3.6.16 to 3.5.35"},
+		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest 3.6 patch first, wait until status.version shows it, then set 3.7.0"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
 		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
 			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
