@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -25,6 +27,7 @@ type options struct {
 	leaderElect        bool
 	leaderElectNS      string
 	imageRepository    string
+	clusterDomain      string
 	zap                zap.Options
 	showVersionAndExit bool
 }
@@ -39,12 +42,17 @@ func main() {
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
+	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 	if o.showVersionAndExit {
 		fmt.Println(version)
 		return
+	}
+	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "--cluster-domain %q is no DNS domain (%s); for example cluster.local\n", o.clusterDomain, strings.Join(errs, "; "))
+		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	if err := run(o); err != nil {
@@ -106,6 +114,8 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
 		NewClient:  newClient,
 		PodOptions: podOptions,
+
+		ClusterDomain: o.clusterDomain,
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)

@@ -38,6 +38,9 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Now is the clock of the progress deadline; time.Now when nil.
 	Now func() time.Time
+	// ClusterDomain is the Kubernetes cluster's DNS domain, for the fully qualified names in
+	// certificates; cluster.local when empty.
+	ClusterDomain string
 }
 
 func (r *ClusterReconciler) now() time.Time {

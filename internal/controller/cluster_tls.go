@@ -96,7 +96,7 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 // tlsProblem is the first thing missing for TLS. Every Certificate is asked for before any
 // Secret is checked, so that cert-manager issues them all at once.
 func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (*problem, error) {
-	issued := specs.Certificates(c)
+	issued := specs.Certificates(c, r.ClusterDomain)
 	certs := make([]*unstructured.Unstructured, len(issued))
 	for i, ic := range issued {
 		if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
