@@ -88,11 +88,62 @@ type EtcdClusterSpec struct {
 	// +optional
 	Options *EtcdOptions `json:"options,omitempty"`
 
+	// Defrag defragments the members on a schedule: at each time the schedule names, the
+	// operator creates an EtcdDefrag with this rule.
+	// +optional
+	Defrag *DefragSchedule `json:"defrag,omitempty"`
+
+	// Alarms says what the operator does about etcd's alarms.
+	// +optional
+	Alarms *AlarmPolicy `json:"alarms,omitempty"`
+
 	// ImagePullSecrets of the member Pods.
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
+
+// DefragSchedule is a periodic defragmentation of a cluster.
+type DefragSchedule struct {
+	// Schedule in cron format (minute hour day-of-month month day-of-week, UTC), for
+	// example "0 3 * * *" for 03:00 every day; also @daily, @hourly, @every 6h.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Schedule string `json:"schedule"`
+
+	// Rule selects the members worth defragmenting, as in an EtcdDefrag; absent is the
+	// default gate (more than 200Mi to reclaim).
+	// +optional
+	Rule *DefragRule `json:"rule,omitempty"`
+
+	// KeepFinished is how many finished scheduled EtcdDefrags are kept; older ones are
+	// deleted. Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	KeepFinished *int32 `json:"keepFinished,omitempty"`
+}
+
+// AlarmPolicy says what the operator does about etcd's alarms. A CORRUPT alarm is never
+// disarmed by the operator.
+type AlarmPolicy struct {
+	// NoSpace is Remediate (the default: compact to the current revision, defragment every
+	// member, disarm the alarm) or Report (only the condition and an event).
+	// +kubebuilder:validation:Enum=Remediate;Report
+	// +kubebuilder:default=Remediate
+	// +optional
+	NoSpace NoSpacePolicy `json:"noSpace,omitempty"`
+}
+
+// NoSpacePolicy is what the operator does about a NOSPACE alarm.
+type NoSpacePolicy string
+
+const (
+	// NoSpaceRemediate compacts, defragments and disarms.
+	NoSpaceRemediate NoSpacePolicy = "Remediate"
+	// NoSpaceReport only reports.
+	NoSpaceReport NoSpacePolicy = "Report"
+)
 
 // StorageMedium selects the backend of a member's data directory.
 // +kubebuilder:validation:Enum="";Memory

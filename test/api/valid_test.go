@@ -89,8 +89,14 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		}),
 		newSnapshot("ok-snap-s3"),
 		newSnapshot("ok-snap-pvc", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("")} }),
-		newDefrag("ok-defrag-all"),
-		newDefrag("ok-defrag-some", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("100Mi"), QuotaUsagePercent: ptr[int32](80)})),
+		newDefrag("ok-defrag-default"),
+		newDefrag("ok-defrag-all", withRule(etcdv1.DefragRule{All: true})),
+		newDefrag("ok-defrag-guarded", withRule(etcdv1.DefragRule{FreeSpaceAbove: qtyPtr("200Mi"), QuotaUsageAbove: "80%", MinReclaim: qtyPtr("32Mi")}),
+			func(d *etcdv1.EtcdDefrag) { d.Spec.TTLSecondsAfterFinished = ptr[int32](3600) }),
+		newCluster("ok-defrag-schedule", func(c *etcdv1.EtcdCluster) {
+			c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "0 3 * * *", Rule: &etcdv1.DefragRule{QuotaUsageAbove: "80%"}}
+			c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: etcdv1.NoSpaceReport}
+		}),
 		newMember("ok-member"),
 	}
 	for _, obj := range valid {

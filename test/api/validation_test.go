@@ -79,11 +79,14 @@ func invalidCreates() []invalidCreate {
 		{"snapshot to an absolute path", newSnapshot("sn05", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("/var/backups")} }), "subPath must be a relative path inside the volume"},
 		{"snapshot to an empty bucket name", newSnapshot("sn06", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.Bucket = "" }), "spec.destination.s3.bucket in body should be at least 3 chars long"},
 		// EtcdDefrag
-		{"defrag with empty thresholds", newDefrag("d01", withThresholds(etcdv1.DefragThresholds{})), "spec.thresholds needs at least one of freeSpacePercent, freeSpaceBytes or quotaUsagePercent"},
-		{"defrag at 0% free", newDefrag("d02", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](0)})), "spec.thresholds.freeSpacePercent in body should be greater than or equal to 1"},
-		{"defrag at 100% free", newDefrag("d03", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](100)})), "spec.thresholds.freeSpacePercent in body should be less than or equal to 99"},
-		{"defrag above full quota", newDefrag("d04", withThresholds(etcdv1.DefragThresholds{QuotaUsagePercent: ptr[int32](101)})), "spec.thresholds.quotaUsagePercent in body should be less than or equal to 100"},
-		{"defrag at 0 bytes free", newDefrag("d05", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("0")})), "spec.thresholds.freeSpaceBytes must be greater than 0"},
+		{"defrag all and a threshold", newDefrag("d01", withRule(etcdv1.DefragRule{All: true, FreeSpaceAbove: qtyPtr("1Mi")})), "rule.all defragments every member and cannot be combined with freeSpaceAbove, quotaUsageAbove or minReclaim"},
+		{"defrag above 0 bytes free", newDefrag("d02", withRule(etcdv1.DefragRule{FreeSpaceAbove: qtyPtr("0")})), "rule.freeSpaceAbove must be greater than 0"},
+		{"defrag minReclaim alone", newDefrag("d03", withRule(etcdv1.DefragRule{MinReclaim: qtyPtr("32Mi")})), "rule.minReclaim applies only with rule.quotaUsageAbove"},
+		{"defrag quota usage without %", newDefrag("d04", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80"})), "spec.rule.quotaUsageAbove in body should match"},
+		{"defrag minReclaim above freeSpaceAbove", newDefrag("d05", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qtyPtr("300Mi"), FreeSpaceAbove: qtyPtr("200Mi")})), "rule.minReclaim must not be larger than rule.freeSpaceAbove"},
+		{"defrag negative TTL", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.TTLSecondsAfterFinished = ptr[int32](-1) }), "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"},
+		{"defrag schedule empty", newCluster("d07", func(c *etcdv1.EtcdCluster) { c.Spec.Defrag = &etcdv1.DefragSchedule{} }), "spec.defrag.schedule in body should be at least 1 chars long"},
+		{"NOSPACE policy unknown", newCluster("d08", func(c *etcdv1.EtcdCluster) { c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: "Never"} }), "spec.alarms.noSpace: Unsupported value: \"Never\""},
 		{"defrag of no cluster", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to defragment"},
 		// EtcdMember
 		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
@@ -140,8 +143,8 @@ func invalidUpdates() []invalidUpdate {
 		{"downgrade a minor", newCluster("u21"), onCluster(withVersion("3.5.35")), "spec.version cannot go down from 3.6.16 to 3.5.35"},
 		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest 3.6 patch first, wait until status.version shows it, then set 3.7.0"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
-		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
-			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
+		{"change the defrag rule", newDefrag("u18"), func(o client.Object) {
+			o.(*etcdv1.EtcdDefrag).Spec.Rule = &etcdv1.DefragRule{All: true}
 		}, "spec of an EtcdDefrag is immutable"},
 		{"move a member to another cluster", newMember("u19"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.ClusterName = "other" }, "spec.clusterName is immutable"},
 		{"move a member to tmpfs", newMember("u20"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.Storage.Medium = memory }, "spec.storage.medium is immutable"},
