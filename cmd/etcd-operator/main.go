@@ -18,6 +18,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -128,6 +129,14 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	}
 	if err := members.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdMember controller: %w", err)
+	}
+	passes := &defrag.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
+	if err := passes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdDefrag controller: %w", err)
+	}
+	schedules := &defrag.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
+	if err := schedules.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("defragmentation schedule controller: %w", err)
 	}
 	return nil
 }
