@@ -336,6 +336,9 @@ const (
 	// ConditionAuthReady is True once authentication is enabled in etcd with the password of
 	// spec.auth.rootCredentialsSecretRef; set only on clusters with spec.auth.enabled.
 	ConditionAuthReady = "AuthReady"
+	// ConditionAlarm is True while etcd has an alarm raised (reason NoSpace or Corrupt; the
+	// message names the members); False with reason NoAlarm otherwise.
+	ConditionAlarm = "Alarm"
 )
 
 // MemberRole is a member's place in the raft group.

@@ -43,6 +43,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		}
 	}
 	setConditions(c, v, step, r.now())
+	r.setAlarmCondition(ctx, c, v)
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}

@@ -40,7 +40,7 @@ const (
 // methods lists the names FailNext accepts: the methods of etcd.Client.
 var methods = []string{
 	"MemberList", "AddLearner", "Promote", "Remove", "Status", "Healthy",
-	"MoveLeader", "Defragment", "Alarms", "DisarmAlarm", "Close",
+	"MoveLeader", "Defragment", "CompactToCurrent", "Alarms", "DisarmAlarm", "Close",
 	"AuthStatus", "Authenticate", "UserAdd", "UserGrantRole", "UserChangePassword", "AuthEnable",
 }
 
@@ -69,6 +69,7 @@ type Cluster struct {
 	members     []*memberState // in the order they were added
 	leader      uint64
 	alarms      []etcd.Alarm
+	compactions int
 	failures    map[string][]injected
 	calls       []string
 	closed      bool
