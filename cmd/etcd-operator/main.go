@@ -18,6 +18,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -137,6 +138,10 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	schedules := &defrag.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("defragmentation schedule controller: %w", err)
+	}
+	noSpace := &alarms.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
+	if err := noSpace.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("NOSPACE remediation controller: %w", err)
 	}
 	return nil
 }
