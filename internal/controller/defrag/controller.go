@@ -132,7 +132,11 @@ func (r *Reconciler) start(d *etcdv1.EtcdDefrag, names []string) bool {
 func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView, name string, v verdict) etcdv1.MemberDefragStatus {
 	m := view.members[name]
 	now := r.now()
-	row := etcdv1.MemberDefragStatus{Name: name, Role: etcdv1.DefragRoleFollower, Outcome: v.outcome, Reason: v.reason, Message: v.message,
+	role := etcdv1.DefragRoleFollower
+	if m.id == view.leader && m.id != 0 {
+		role = etcdv1.DefragRoleLeader
+	}
+	row := etcdv1.MemberDefragStatus{Name: name, Role: role, Outcome: v.outcome, Reason: v.reason, Message: v.message,
 		DBSizeBefore: m.sizes.dbSize, FinishedAt: &now}
 	if !v.defragment {
 		return row

@@ -132,6 +132,9 @@ func TestPassWithTheDefaultRuleSkipsSmallDatabases(t *testing.T) {
 		if row.Outcome != etcdv1.DefragOutcomeSkipped || row.Reason != ReasonBelowThreshold {
 			t.Errorf("member %+v, want Skipped/%s", row, ReasonBelowThreshold)
 		}
+		if wantLeader := row.Name == "db-1"; (row.Role == etcdv1.DefragRoleLeader) != wantLeader {
+			t.Errorf("member %s has role %s; only db-1 leads", row.Name, row.Role)
+		}
 	}
 }
 
