@@ -92,7 +92,7 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 		switch {
 		case !m.healthy:
 			return "", waitFor("Upgrading", "upgrade to %s waits: member %s is not healthy", target, m.name)
-		case m.running != m.spec:
+		case m.spec == target && m.running != m.spec:
 			return "", waitFor("Upgrading", "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
 		case m.applyLag > maxApplyLag:
 			return "", waitFor("Upgrading", "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)

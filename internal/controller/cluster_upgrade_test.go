@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
@@ -59,5 +63,53 @@ func TestClusterVersionIsTheLowest(t *testing.T) {
 	}
 	if got := clusterVersion([]etcdv1.MemberSummary{{Version: "3.6.10"}, {Version: "3.6.9"}}, ""); got != "3.6.9" {
 		t.Fatalf("versions compare as numbers: got %s, want 3.6.9", got)
+	}
+}
+
+func (h *harness) memberVersions() map[string]string {
+	h.t.Helper()
+	out := map[string]string{}
+	for _, m := range h.members() {
+		out[m.Name] = m.Spec.Version
+	}
+	return out
+}
+
+// A new spec.version moves one follower's EtcdMember, restarts its Pod, and moves the next
+// member only once etcd reports the new version from the restarted one.
+func TestUpgradeMovesOneMemberAtATimeAfterItRunsTheNewVersion(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.reconcile()
+	c := h.clusterObj()
+	c.Spec.Version = "3.6.17"
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if got := h.memberVersions(); got["db-2"] != "3.6.17" || got["db-1"] != "3.6.16" || got["db-3"] != "3.6.16" {
+		t.Fatalf("after the first step: %v; want db-2 (a follower; db-1 leads) moved alone", got)
+	}
+	h.reconcile()
+	if got := h.podNames(); !slices.Equal(got, []string{"db-1", "db-3"}) {
+		t.Fatalf("db-2's Pod is not the one restarted: %v", got)
+	}
+	h.startPods()
+	h.reconcile()
+	h.reconcile()
+	if got := h.memberVersions(); got["db-3"] != "3.6.16" {
+		t.Fatalf("db-3 moved while db-2 still reports 3.6.16: %v", got)
+	}
+	cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionProgressing)
+	if cond == nil || cond.Reason != "Upgrading" || !strings.Contains(cond.Message, "db-2 to run 3.6.17") {
+		t.Fatalf("Progressing %+v, want Upgrading waiting for db-2", cond)
+	}
+	h.etcd.SetVersion("3.6.17")
+	h.reconcile()
+	if got := h.memberVersions(); got["db-3"] != "3.6.17" || got["db-1"] != "3.6.16" {
+		t.Fatalf("once db-2 runs 3.6.17: %v; want db-3 next, the leader db-1 last", got)
+	}
+	if v := h.clusterObj().Status.Version; v != "3.6.17" {
+		t.Fatalf("status.version %q, want the lowest reported, 3.6.17", v)
 	}
 }
