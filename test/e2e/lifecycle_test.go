@@ -82,6 +82,7 @@ func memberIDs(c *etcdv1.EtcdCluster) map[string]string {
 }
 
 func TestBootstrapAndScaleThroughLearners(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "scale", 1)
 	waitSettled(t, ns, "scale", 1, 3*time.Minute)
@@ -120,6 +121,7 @@ func membersInEvents(t *testing.T, ns, reason string) []string {
 }
 
 func TestBootstrapThree(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "three", 3)
 	w := startWriter(t, ns, "three", "three")
@@ -132,6 +134,7 @@ func TestBootstrapThree(t *testing.T) {
 }
 
 func TestPauseAndResumeKeepIdentity(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "pause", 3)
 	before := waitSettled(t, ns, "pause", 3, 4*time.Minute)
@@ -193,6 +196,7 @@ func sorted(m map[string]string) []string {
 }
 
 func TestDeletedPodOfPVCMemberComesBackWithItsIdentity(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "heal", 3)
 	before := waitSettled(t, ns, "heal", 3, 4*time.Minute)
