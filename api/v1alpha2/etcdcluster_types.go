@@ -22,7 +22,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.version.split('.')[1]) > int(oldSelf.version.split('.')[1]) || (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2]))",messageExpression="'spec.version cannot go down from ' + oldSelf.version + ' to ' + self.version + ': etcd does not support downgrading a running cluster; keep ' + oldSelf.version + ' or a newer version, or create a new cluster at ' + self.version + ' and restore it from a snapshot'"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf.version + ' to ' + self.version + ': etcd upgrades one minor version at a time; set the newest 3.' + string(int(oldSelf.version.split('.')[1]) + 1) + ' patch first, wait until status.version shows it, then set ' + self.version"
-// +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.version.split('.')[1]) != int(oldSelf.version.split('.')[1]) + 1 || int(oldSelf.version.split('.')[1]) != 5 || int(oldSelf.version.split('.')[2]) >= 26",messageExpression="'spec.version cannot go from ' + oldSelf.version + ' to ' + self.version + ': etcd requires every member on 3.5.26 or later before 3.6 (the etcd upgrade guide from 3.5 to 3.6); set the newest 3.5 patch first, wait until status.version shows it, then set ' + self.version"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
 	// cluster: every Pod stops, every member keeps its data and identity.
@@ -32,13 +31,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Version is the etcd version, X.Y.Z, 3.5.26 or newer (for example 3.6.16). Changing it
+	// Version is the etcd version, X.Y.Z, 3.5.35 or newer (for example 3.6.16). Changing it
 	// upgrades the running members one at a time: to a newer patch, or to the next minor.
-	// 3.5.26 is the oldest 3.5 patch etcd supports upgrading to 3.6 from, and the first
-	// without the membership bugs of older 3.5 patches.
+	// etcd supports upgrading to 3.6 from 3.5.26 on; 3.5.35 is the oldest patch the
+	// operator's tests run, so it is the oldest accepted.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z without a 'v', for example 3.6.16"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 26)))",message="spec.version must be etcd 3.5.26 or newer in the 3.x line, for example 3.5.35 or 3.6.16: older 3.5 patches cannot be upgraded to 3.6 and have known membership bugs"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 35)))",message="spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"
 	Version string `json:"version"`
 
 	// Storage is each member's data directory.

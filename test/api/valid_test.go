@@ -64,7 +64,7 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 	valid := []client.Object{
 		newCluster("ok-single", withReplicas(1)),
 		newCluster("ok-paused", withReplicas(0)),
-		newCluster("ok-seven", withReplicas(7), withVersion("3.5.26")),
+		newCluster("ok-seven", withReplicas(7), withVersion("3.5.35")),
 		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
 		newCluster("ok-byo-mtls",
 			withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), OperatorClientSecretRef: ref("op")}),
@@ -111,9 +111,9 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 // A newer patch and the next minor are accepted, one after the other, from the oldest
 // accepted version.
 func TestVersionUpgradesAreAccepted(t *testing.T) {
-	c := newCluster("upgrades", withVersion("3.5.26"))
+	c := newCluster("upgrades", withVersion("3.5.35"))
 	requireCreate(t, c)
-	for _, v := range []string{"3.5.35", "3.6.15", "3.6.16", "3.7.0"} {
+	for _, v := range []string{"3.5.36", "3.6.15", "3.6.16", "3.7.0"} {
 		withVersion(v)(c)
 		if err := k8s.Update(t.Context(), c); err != nil {
 			t.Fatalf("the upgrade to %s was refused: %v", v, err)

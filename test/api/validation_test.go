@@ -25,9 +25,9 @@ func invalidCreates() []invalidCreate {
 		{"version with v prefix", newCluster("v01", withVersion("v3.6.16")), "spec.version must be an etcd release X.Y.Z"},
 		{"version without patch", newCluster("v02", withVersion("3.6")), "spec.version must be an etcd release X.Y.Z"},
 		{"version empty", newCluster("v03", withVersion("")), "spec.version must be an etcd release X.Y.Z"},
-		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.26 or newer"},
-		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.26 or newer"},
-		{"version 3.5.25", newCluster("v07", withVersion("3.5.25")), "spec.version must be etcd 3.5.26 or newer in the 3.x line, for example 3.5.35 or 3.6.16: older 3.5 patches cannot be upgraded to 3.6 and have known membership bugs"},
+		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.35 or newer"},
+		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.35 or newer"},
+		{"version 3.5.34", newCluster("v07", withVersion("3.5.34")), "spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"},
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
