@@ -20,8 +20,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
-// +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.version.split('.')[1]) > int(oldSelf.version.split('.')[1]) || (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2]))",messageExpression="'spec.version cannot go down from ' + oldSelf.version + ' to ' + self.version + ': etcd does not support downgrading a running cluster; keep ' + oldSelf.version + ' or a newer version, or create a new cluster at ' + self.version + ' and restore it from a snapshot'"
-// +kubebuilder:validation:XValidation:rule="!self.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf.version + ' to ' + self.version + ': etcd upgrades one minor version at a time; set the newest 3.' + string(int(oldSelf.version.split('.')[1]) + 1) + ' patch first, wait until status.version shows it, then set ' + self.version"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
 	// cluster: every Pod stops, every member keeps its data and identity.
@@ -38,6 +36,8 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z without a 'v', for example 3.6.16"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 35)))",message="spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) > int(oldSelf.split('.')[1]) || (int(self.split('.')[1]) == int(oldSelf.split('.')[1]) && int(self.split('.')[2]) >= int(oldSelf.split('.')[2]))",messageExpression="'spec.version cannot go down from ' + oldSelf + ' to ' + self + ': etcd does not support downgrading a running cluster; keep ' + oldSelf + ' or a newer version, or create a new cluster at ' + self + ' and restore it from a snapshot'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf + ' to ' + self + ': etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set ' + self"
 	Version string `json:"version"`
 
 	// Storage is each member's data directory.
@@ -158,10 +158,12 @@ const (
 // StorageSpec is each member's data directory.
 type StorageSpec struct {
 	// Size of each member's volume (PVC request, or tmpfs size limit with medium Memory).
+	// It may grow on a running cluster: each member's PVC is expanded when its StorageClass
+	// allows volume expansion (the VolumesResized condition says when it does not); tmpfs
+	// members are restarted one at a time with the new limit. It never shrinks.
 	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be greater than 0: it is each member's PVC size, or its tmpfs size limit with medium Memory; for example 1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.storage.size cannot shrink: a volume cannot give back space; keep the size or make it larger"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) <= 0",message="spec.storage.size cannot grow yet: this operator version does not expand member volumes; keep the size"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -338,6 +340,10 @@ const (
 	// ConditionAlarm is True while etcd has an alarm raised (reason NoSpace or Corrupt; the
 	// message names the members); False with reason NoAlarm otherwise.
 	ConditionAlarm = "Alarm"
+	// ConditionVolumesResized is True while every member's PVC holds spec.storage.size;
+	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
+	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
+	ConditionVolumesResized = "VolumesResized"
 )
 
 // MemberRole is a member's place in the raft group.

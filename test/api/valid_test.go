@@ -121,6 +121,21 @@ func TestVersionUpgradesAreAccepted(t *testing.T) {
 	}
 }
 
+// spec.storage.size may grow on a running cluster (PVC and tmpfs alike), in steps; the same
+// size written differently is no shrink.
+func TestStorageGrowthIsAccepted(t *testing.T) {
+	for _, medium := range []etcdv1.StorageMedium{"", etcdv1.StorageMediumMemory} {
+		c := newCluster("grow-"+strings.ToLower(string(medium)+"pvc"), withStorage("1Gi", medium))
+		requireCreate(t, c)
+		for _, size := range []string{"2Gi", "2048Mi", "10Gi"} {
+			withStorage(size, medium)(c)
+			if err := k8s.Update(t.Context(), c); err != nil {
+				t.Fatalf("medium %q: growing to %s was refused: %v", medium, size, err)
+			}
+		}
+	}
+}
+
 func TestAllowedClusterEditsAreAccepted(t *testing.T) {
 	c := newCluster("edits", withStorage("1Gi", ""))
 	requireCreate(t, c)

@@ -125,7 +125,6 @@ func invalidUpdates() []invalidUpdate {
 	memory := etcdv1.StorageMediumMemory
 	return []invalidUpdate{
 		{"shrink storage", newCluster("u01", withStorage("2Gi", "")), onCluster(withStorage("1Gi", "")), "spec.storage.size cannot shrink"},
-		{"grow storage", newCluster("u02"), onCluster(withStorage("2Gi", "")), "spec.storage.size cannot grow yet"},
 		{"move to tmpfs", newCluster("u03"), onCluster(withStorage("1Gi", memory)), "spec.storage.medium is immutable"},
 		{"move off tmpfs", newCluster("u04", withStorage("1Gi", memory)), onCluster(withStorage("1Gi", "")), "spec.storage.medium is immutable"},
 		{"set a storage class", newCluster("u05"), onCluster(withStorageClass("fast")), "spec.storage.storageClassName is immutable"},
@@ -141,7 +140,7 @@ func invalidUpdates() []invalidUpdate {
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
 		{"downgrade a patch", newCluster("u16"), onCluster(withVersion("3.6.15")), "spec.version cannot go down from 3.6.16 to 3.6.15: etcd does not support downgrading a running cluster; keep 3.6.16 or a newer version, or create a new cluster at 3.6.15 and restore it from a snapshot"},
 		{"downgrade a minor", newCluster("u21"), onCluster(withVersion("3.5.35")), "spec.version cannot go down from 3.6.16 to 3.5.35"},
-		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest 3.6 patch first, wait until status.version shows it, then set 3.7.0"},
+		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set 3.7.0"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec of an EtcdSnapshot is immutable"},
 		{"change the defrag rule", newDefrag("u18"), func(o client.Object) {
 			o.(*etcdv1.EtcdDefrag).Spec.Rule = &etcdv1.DefragRule{All: true}
