@@ -89,11 +89,17 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	progressed, stepErr := r.secureStep(stepCtx, cluster, view)
+	// Growing volumes changes no membership: it is no step, and needs no quorum.
+	volumes, growErr := r.growVolumes(ctx, cluster, view)
+	view.volumes = volumes
 	if err := r.ensurePDB(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
+	}
+	if growErr != nil {
+		return ctrl.Result{}, growErr
 	}
 	if stepErr != nil {
 		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())

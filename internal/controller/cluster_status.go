@@ -44,6 +44,10 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	}
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(ctx, c, v)
+	if v.volumes != nil {
+		v.volumes.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)
+	}
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
