@@ -48,10 +48,13 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return false, nil
 	}
 	if !v.reachable {
+		if done, err := r.recoverQuorum(ctx, c, v); done || err != nil {
+			return done && err == nil, err
+		}
 		return false, unreachable(c, v)
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+		r.finishRecovery, r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
 			return done && err == nil, err

@@ -192,6 +192,9 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 	if joined || err != nil {
 		specs.RequireData(pod, c, m)
 	}
+	if m.Annotations[AnnotationForceNewCluster] == "true" {
+		specs.ForceNewCluster(pod) // a quorum-loss recovery from this member's data
+	}
 	pod.Labels[specs.LabelRole] = string(m.Status.Role)
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, err

@@ -250,3 +250,14 @@ func (f *Cluster) Leader() uint64 {
 
 // ClusterID returns the cluster's ID.
 func (f *Cluster) ClusterID() uint64 { return f.clusterID }
+
+// ForceNewCluster is what etcd started with --force-new-cluster does with a member's data:
+// the membership becomes that member alone, and it leads. Not recorded in Calls.
+func (f *Cluster) ForceNewCluster(id uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.mustFind(id)
+	m.down = false
+	f.members = []*memberState{m}
+	f.leader = id
+}
