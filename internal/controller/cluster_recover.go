@@ -129,6 +129,9 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 		}
 	}
 	src := memberNamed(v.members, plan.source)
+	if src == nil {
+		return "waiting for the EtcdMember of " + plan.source + " to be rebuilt from its PVC", nil
+	}
 	if src.Annotations[AnnotationForceNewCluster] != "true" {
 		patch := client.MergeFrom(src.DeepCopy())
 		if src.Annotations == nil {
