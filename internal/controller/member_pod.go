@@ -62,6 +62,14 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !have.DeletionTimestamp.IsZero() {
 		return nil // going with its data: the cluster controller replaces the member
 	}
+	if err := r.claimPVC(ctx, c, m, have); err != nil {
+		return err
+	}
+	return r.growPVC(ctx, m, have)
+}
+
+// claimPVC makes the cluster the PVC's owner and records the member's etcd identity on it.
+func (r *MemberReconciler) claimPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, have *corev1.PersistentVolumeClaim) error {
 	patch := client.MergeFrom(have.DeepCopy())
 	changed := false
 	if !metav1.IsControlledBy(have, c) {
@@ -79,12 +87,10 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		have.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
 		changed = true
 	}
-	if changed {
-		if err := r.Patch(ctx, have, patch); err != nil {
-			return err
-		}
+	if !changed {
+		return nil
 	}
-	return r.growPVC(ctx, m, have)
+	return r.Patch(ctx, have, patch)
 }
 
 // growPVC raises a bound PVC's storage request to the member's size (the cluster controller

@@ -86,12 +86,7 @@ func TestPassDefragmentsFollowersThenTheLeaderAfterMovingLeadership(t *testing.T
 		t.Fatalf("status %+v, want Complete with 3 defragmented, started and completed", d.Status)
 	}
 	for _, row := range d.Status.Members {
-		if row.Outcome != etcdv1.DefragOutcomeDefragmented || row.ReclaimedBytes != 10<<20 || row.FinishedAt == nil {
-			t.Errorf("member %+v, want Defragmented with 10Mi reclaimed", row)
-		}
-		if wantRole := etcdv1.DefragRoleFollower; row.Name == "db-1" && row.Role != etcdv1.DefragRoleLeader || row.Name != "db-1" && row.Role != wantRole {
-			t.Errorf("member %s has role %s; db-1 led", row.Name, row.Role)
-		}
+		checkDefragmentedRow(t, row)
 	}
 	calls := h.etcd.Calls()
 	moved := slices.IndexFunc(calls, func(c string) bool { return c == "MoveLeader("+etcd.FormatID(h.ids["db-2"])+")" })
@@ -101,6 +96,17 @@ func TestPassDefragmentsFollowersThenTheLeaderAfterMovingLeadership(t *testing.T
 	}
 	if got := len(h.etcd.CallsTo("Defragment")); got != 3 {
 		t.Fatalf("%d Defragment calls, want 3: %v", got, calls)
+	}
+}
+
+// checkDefragmentedRow: the member was defragmented, reclaimed 10Mi, and db-1 led.
+func checkDefragmentedRow(t *testing.T, row etcdv1.MemberDefragStatus) {
+	t.Helper()
+	if row.Outcome != etcdv1.DefragOutcomeDefragmented || row.ReclaimedBytes != 10<<20 || row.FinishedAt == nil {
+		t.Errorf("member %+v, want Defragmented with 10Mi reclaimed", row)
+	}
+	if wantRole := etcdv1.DefragRoleFollower; row.Name == "db-1" && row.Role != etcdv1.DefragRoleLeader || row.Name != "db-1" && row.Role != wantRole {
+		t.Errorf("member %s has role %s; db-1 led", row.Name, row.Role)
 	}
 }
 
