@@ -88,8 +88,9 @@ func (h *harness) startPodOf(name string) *corev1.Pod {
 	return pod
 }
 
-func (h *harness) podGone(name string) bool {
-	err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
+// survivorPodGone: db-1's Pod, the survivor's in these tests, is deleted.
+func (h *harness) survivorPodGone() bool {
+	err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, &corev1.Pod{})
 	return apierrors.IsNotFound(err)
 }
 
@@ -105,7 +106,7 @@ func TestRecoveryFromTheSurvivor(t *testing.T) {
 	h.etcd.SetDown(h.etcdID("db-3"), true)
 	h.reconcile()
 	h.reconcile()
-	if len(h.members()) != 3 || h.podGone("db-1") {
+	if len(h.members()) != 3 || h.survivorPodGone() {
 		t.Fatal("the operator acted on a lost quorum without being asked")
 	}
 
@@ -119,33 +120,14 @@ func TestRecoveryFromTheSurvivor(t *testing.T) {
 		t.Fatal("a member was removed before the loss was recorded in status")
 	}
 
-	for range 4 { // db-2 removed, db-3 removed, db-1 marked, db-1's Pod restarted
-		h.reconcile()
-	}
-	if got := len(h.members()); got != 1 || h.members()[0].Annotations[AnnotationForceNewCluster] != "true" || !h.podGone("db-1") {
-		t.Fatalf("after the acts: %d members, %+v, Pod gone %v", got, h.members()[0].Annotations, h.podGone("db-1"))
-	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery {
-		t.Fatalf("Progressing during the acts: %+v", pr)
-	}
+	h.checkRecoveryActs()
 	pod := h.startPodOf("db-1")
 	if !specs.ForcesNewCluster(pod) {
 		t.Fatal("the survivor's new Pod does not force a new cluster")
 	}
 	h.etcd.ForceNewCluster(survivorID)
 
-	h.reconcile() // the request goes
-	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFrom]; ok {
-		t.Fatal("the recovery request is still there")
-	}
-	h.reconcile() // the mark goes
-	h.reconcile() // the Pod with the flag goes
-	if !h.podGone("db-1") || h.members()[0].Annotations[AnnotationForceNewCluster] != "" {
-		t.Fatal("the forced Pod or the mark outlived the recovery")
-	}
-	if got := len(h.members()); got != 1 {
-		t.Fatalf("%d members before the forced Pod was replaced", got)
-	}
+	h.checkRecoveryFinished()
 	h.startPodOf("db-1")
 	h.reconcile() // scaling adds a new member
 	if got := len(h.members()); got != 2 {
@@ -168,5 +150,40 @@ func TestRecoveryFromAMemberThatDoesNotAnswerIsRefused(t *testing.T) {
 	}
 	if len(h.members()) != 3 {
 		t.Fatal("a refused recovery removed members")
+	}
+}
+
+// checkRecoveryActs reconciles through the acts: db-2 and db-3 removed, db-1 marked and its
+// Pod restarted, Progressing on QuorumRecovery throughout.
+func (h *harness) checkRecoveryActs() {
+	t := h.t
+	t.Helper()
+	for range 4 { // db-2 removed, db-3 removed, db-1 marked, db-1's Pod restarted
+		h.reconcile()
+	}
+	if got := len(h.members()); got != 1 || h.members()[0].Annotations[AnnotationForceNewCluster] != "true" || !h.survivorPodGone() {
+		t.Fatalf("after the acts: %d members, %+v, Pod gone %v", got, h.members()[0].Annotations, h.survivorPodGone())
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery {
+		t.Fatalf("Progressing during the acts: %+v", pr)
+	}
+}
+
+// checkRecoveryFinished reconciles a recovered cluster: the request, the mark and the forced
+// Pod go, and no member is added before.
+func (h *harness) checkRecoveryFinished() {
+	t := h.t
+	t.Helper()
+	h.reconcile() // the request goes
+	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFrom]; ok {
+		t.Fatal("the recovery request is still there")
+	}
+	h.reconcile() // the mark goes
+	h.reconcile() // the Pod with the flag goes
+	if !h.survivorPodGone() || h.members()[0].Annotations[AnnotationForceNewCluster] != "" {
+		t.Fatal("the forced Pod or the mark outlived the recovery")
+	}
+	if got := len(h.members()); got != 1 {
+		t.Fatalf("%d members before the forced Pod was replaced", got)
 	}
 }

@@ -52,7 +52,7 @@ func destroy(t *testing.T, ns string, names ...string) {
 		for _, name := range names {
 			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.PersistentVolumeClaim{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("PVC %s: %v", name, err)
+				return fmt.Errorf("PVC %s: %w", name, err)
 			}
 		}
 		return nil
