@@ -100,11 +100,7 @@ func outcomes(t *testing.T, d *etcdv1.EtcdDefrag, outcome etcdv1.DefragOutcome, 
 // deletes the finished pass.
 func TestDefragRuleShapes(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	createClusterWithQuota(t, ns, "frag", 3, "64Mi")
-	waitSettled(t, ns, "frag", 3, 4*time.Minute)
-	w := startWriter(t, ns, "frag", "frag")
-	cli := dialClusterWith(t, ns, "frag", access{})
+	ns, w, cli := quotaClusterUnderLoad(t, "frag", "64Mi")
 	if err := rewrite(t, cli, "blob", 40); err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +146,7 @@ func TestDefragRuleShapes(t *testing.T) {
 // two looks.
 func TestNoSpaceIsRemediated(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	createClusterWithQuota(t, ns, "full", 3, "16Mi")
-	waitSettled(t, ns, "full", 3, 4*time.Minute)
-	w := startWriter(t, ns, "full", "full")
-	cli := dialClusterWith(t, ns, "full", access{})
+	ns, w, cli := quotaClusterUnderLoad(t, "full", "16Mi")
 	full := rewrite(t, cli, "filler", 400)
 	if full == nil || !strings.Contains(full.Error(), "database space exceeded") {
 		t.Fatalf("400 rewrites of 256 KiB did not fill a 16 MiB quota: %v", full)
@@ -181,6 +173,16 @@ func TestNoSpaceIsRemediated(t *testing.T) {
 		}
 	}
 	w.stopAndVerify(t, 5)
+}
+
+// quotaClusterUnderLoad is a settled cluster of 3 with that backend quota in a new namespace,
+// a writer on it, and a client of its own.
+func quotaClusterUnderLoad(t *testing.T, name, quota string) (string, *writer, *clientv3.Client) {
+	t.Helper()
+	ns := namespace(t)
+	createClusterWithQuota(t, ns, name, 3, quota)
+	waitSettled(t, ns, name, 3, 4*time.Minute)
+	return ns, startWriter(t, ns, name, name), dialClusterWith(t, ns, name, access{})
 }
 
 func corev1Ref(name string) corev1.LocalObjectReference {

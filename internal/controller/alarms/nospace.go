@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
@@ -199,10 +198,7 @@ func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn f
 }
 
 func (r *Reconciler) event(c *etcdv1.EtcdCluster, eventType, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(c, nil, eventType, reason, "Remediate", format, args...)
-	}
-	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "object", c.Namespace+"/"+c.Name, "kind", "EtcdCluster", "reason", reason)
+	controller.Emit(r.Recorder, c, nil, eventType, reason, "Remediate", format, args...)
 }
 
 // SetupWithManager watches clusters (their Alarm condition) and the passes they own.

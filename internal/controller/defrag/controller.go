@@ -297,10 +297,7 @@ func (r *Reconciler) memberNames(ctx context.Context, c *etcdv1.EtcdCluster) ([]
 }
 
 func (r *Reconciler) event(d *etcdv1.EtcdDefrag, eventType, reason, action, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(d, nil, eventType, reason, action, format, args...)
-	}
-	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), "object", d.Namespace+"/"+d.Name, "kind", "EtcdDefrag", "reason", reason)
+	controller.Emit(r.Recorder, d, nil, eventType, reason, action, format, args...)
 }
 
 // SetupWithManager watches EtcdDefrags.

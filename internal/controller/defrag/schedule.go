@@ -2,7 +2,6 @@ package defrag
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
 )
 
 // LabelSchedule marks the EtcdDefrags that spec.defrag of the named cluster created.
@@ -125,7 +125,7 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err != nil {
 		return err
 	}
-	emit(r.Recorder, c, d, corev1.EventTypeNormal, "DefragScheduled", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
+	controller.Emit(r.Recorder, c, d, corev1.EventTypeNormal, "DefragScheduled", "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
 	return nil
 }
 
@@ -153,19 +153,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 }
 
 func (r *ScheduleReconciler) warn(c *etcdv1.EtcdCluster, format string, args ...any) {
-	emit(r.Recorder, c, nil, corev1.EventTypeWarning, "InvalidDefragSchedule", format, args...)
-}
-
-// emit records an event of the cluster and logs it.
-func emit(rec events.EventRecorder, c *etcdv1.EtcdCluster, related client.Object, eventType, reason, format string, args ...any) {
-	if rec != nil {
-		if related != nil {
-			rec.Eventf(c, related, eventType, reason, "Defragment", format, args...)
-		} else {
-			rec.Eventf(c, nil, eventType, reason, "Defragment", format, args...)
-		}
-	}
-	ctrl.Log.WithName("events").Info(fmt.Sprintf(format, args...), "object", c.Namespace+"/"+c.Name, "kind", "EtcdCluster", "reason", reason)
+	controller.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, "InvalidDefragSchedule", "Defragment", format, args...)
 }
 
 // SetupWithManager watches clusters and the passes they own.
