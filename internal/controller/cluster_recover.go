@@ -37,6 +37,7 @@ const (
 // recoveryPlan is what a recovery from the requested member would do, or why it must not.
 type recoveryPlan struct {
 	source  string
+	key     string   // names the recovery in the loss statement; stable while etcd has no quorum
 	discard []string // the other members, whose data goes
 	loss    string   // what is lost, said before anything happens
 	refusal string
@@ -82,8 +83,9 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.loss = fmt.Sprintf("recovering from member %s at revision %d (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
-		requested, src.status.Revision, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
+	plan.key = fmt.Sprintf("recovering from member %s at revision %d", requested, src.status.Revision)
+	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
+		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
 }
 
@@ -104,12 +106,16 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 	}
 	plan := planRecovery(requested, v.survivors, names, c.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
 	if plan.refusal != "" {
-		r.announce(c, ReasonRecoveryRefused, "not recovering: "+plan.refusal)
+		if !saidInStatus(c, plan.refusal) {
+			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
+		}
 		return false, waitFor(ReasonRecoveryRefused, "the quorum is lost and %s asks for a recovery, but: %s", AnnotationRecoverFrom, plan.refusal)
 	}
-	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != ReasonQuorumRecovery {
-		r.announce(c, ReasonQuorumRecovery, plan.loss)
-		return false, waitFor(ReasonQuorumRecovery, "%s", plan.loss) // recorded in status before any act
+	// The statement of what is lost must be in status before any act. Progressing may carry
+	// it under ProgressDeadlineExceeded (a quorum lost long ago), so its message is what counts.
+	if !saidInStatus(c, plan.key) {
+		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		return false, waitFor(ReasonQuorumRecovery, "%s", plan.loss)
 	}
 	did, err := r.recoveryAct(ctx, c, v, plan)
 	if err != nil {
@@ -150,11 +156,10 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 	return "waiting for member " + src.Name + " to start as a one-member cluster", nil
 }
 
-// announce records a Warning event once per reason: when Progressing does not say it yet.
-func (r *ClusterReconciler) announce(c *etcdv1.EtcdCluster, reason, msg string) {
-	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != reason {
-		r.event(c, corev1.EventTypeWarning, reason, "RecoverQuorum", "%s", msg)
-	}
+// saidInStatus: Progressing's message says it.
+func saidInStatus(c *etcdv1.EtcdCluster, what string) bool {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	return prev != nil && strings.Contains(prev.Message, what)
 }
 
 // finishRecovery, once etcd answers again: the request is removed (an event says whether a
