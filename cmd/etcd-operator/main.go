@@ -30,6 +30,7 @@ type options struct {
 	leaderElectNS      string
 	imageRepository    string
 	clusterDomain      string
+	maxConcurrent      int
 	zap                zap.Options
 	showVersionAndExit bool
 }
@@ -45,6 +46,7 @@ func main() {
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -118,15 +120,21 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		PodOptions: podOptions,
 
 		ClusterDomain: o.clusterDomain,
+		// One etcd client per cluster, kept between reconciles and rebuilt when its Secrets
+		// or endpoints change; the member controller's rare removals open their own.
+		Clients:                 controller.NewClientCache(mgr.GetClient(), newClient),
+		MaxConcurrentReconciles: o.maxConcurrent,
+		OperatorNamespace:       controller.OperatorNamespace(),
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)
 	}
 	members := &controller.MemberReconciler{
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder("etcd-operator"),
-		NewClient:  newClient,
-		PodOptions: podOptions,
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("etcd-operator"),
+		NewClient:               newClient,
+		PodOptions:              podOptions,
+		MaxConcurrentReconciles: o.maxConcurrent,
 	}
 	if err := members.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdMember controller: %w", err)
