@@ -88,6 +88,7 @@ func invalidCreates() []invalidCreate {
 		{"defrag minReclaim alone", newDefrag("d03", withRule(etcdv1.DefragRule{MinReclaim: qtyPtr("32Mi")})), "rule.minReclaim applies only with rule.quotaUsageAbove"},
 		{"defrag quota usage without %", newDefrag("d04", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80"})), "spec.rule.quotaUsageAbove in body should match"},
 		{"defrag minReclaim above freeSpaceAbove", newDefrag("d05", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qtyPtr("300Mi"), FreeSpaceAbove: qtyPtr("200Mi")})), "rule.minReclaim must not be larger than rule.freeSpaceAbove"},
+		{"defrag reclaiming 0 bytes", newDefrag("d07", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qtyPtr("0")})), "rule.minReclaim must be greater than 0, for example 32Mi"},
 		{"defrag negative TTL", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.TTLSecondsAfterFinished = ptr[int32](-1) }), "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"},
 		{"defrag schedule empty", newCluster("d07", func(c *etcdv1.EtcdCluster) { c.Spec.Defrag = &etcdv1.DefragSchedule{} }), "spec.defrag.schedule in body should be at least 1 chars long"},
 		{"NOSPACE policy unknown", newCluster("d08", func(c *etcdv1.EtcdCluster) { c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: "Never"} }), "spec.alarms.noSpace: Unsupported value: \"Never\""},
