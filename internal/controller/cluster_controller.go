@@ -151,11 +151,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	progressed, stepErr := false, blocked
-	var growErr error
 	if blocked == nil {
 		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
-		// Growing volumes changes no membership: it is no step, and needs no quorum.
+		// Growing volumes changes no membership: it is no step, and needs no quorum. Its
+		// failure is retried as a step's is.
+		var growErr error
 		view.volumes, growErr = r.growVolumes(ctx, cluster, view)
+		stepErr = firstErr(stepErr, growErr)
 	}
 	degraded, err := r.ensurePolicies(ctx, cluster, view)
 	if err != nil {
@@ -164,9 +166,6 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	stepErr = firstErr(stepErr, degraded)
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
-	}
-	if growErr != nil {
-		return ctrl.Result{}, growErr
 	}
 	if stepErr != nil {
 		after := r.retryAfter(req.NamespacedName, stepErr)
