@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:?usage: hack/images.sh OUT_FILE}
-ETCD_VERSIONS=${ETCD_VERSIONS:-"3.6.16 3.5.35"}
+ETCD_VERSIONS=${ETCD_VERSIONS:-"3.6.16 3.6.15 3.5.35"}
 bin=$PWD/bin
 mkdir -p "$bin"
 

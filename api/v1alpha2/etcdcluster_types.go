@@ -20,7 +20,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
-// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version",message="spec.version cannot change yet: this operator version does not upgrade running members; keep the version, or create a new cluster at the new version and restore it from a snapshot"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
 	// cluster: every Pod stops, every member keeps its data and identity.
@@ -30,10 +29,15 @@ type EtcdClusterSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Version is the etcd version, X.Y.Z, 3.5.0 or newer (for example 3.6.16).
+	// Version is the etcd version, X.Y.Z, 3.5.35 or newer (for example 3.6.16). Changing it
+	// upgrades the running members one at a time: to a newer patch, or to the next minor.
+	// etcd supports upgrading to 3.6 from 3.5.26 on; 3.5.35 is the oldest patch the
+	// operator's tests run, so it is the oldest accepted.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z without a 'v', for example 3.6.16"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && int(self.split('.')[1]) >= 5)",message="spec.version must be etcd 3.5.0 or newer in the 3.x line, for example 3.5.21 or 3.6.16"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 35)))",message="spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) > int(oldSelf.split('.')[1]) || (int(self.split('.')[1]) == int(oldSelf.split('.')[1]) && int(self.split('.')[2]) >= int(oldSelf.split('.')[2]))",messageExpression="'spec.version cannot go down from ' + oldSelf + ' to ' + self + ': etcd does not support downgrading a running cluster; keep ' + oldSelf + ' or a newer version, or create a new cluster at ' + self + ' and restore it from a snapshot'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf + ' to ' + self + ': etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set ' + self"
 	Version string `json:"version"`
 
 	// Storage is each member's data directory.
@@ -82,6 +86,15 @@ type EtcdClusterSpec struct {
 	// Options is the typed set of etcd settings the operator passes as flags.
 	// +optional
 	Options *EtcdOptions `json:"options,omitempty"`
+
+	// Defrag defragments the members on a schedule: at each time the schedule names, the
+	// operator creates an EtcdDefrag with this rule.
+	// +optional
+	Defrag *DefragSchedule `json:"defrag,omitempty"`
+
+	// Alarms says what the operator does about etcd's alarms.
+	// +optional
+	Alarms *AlarmPolicy `json:"alarms,omitempty"`
 
 	// ImagePullSecrets of the member Pods.
 	// +kubebuilder:validation:MaxItems=16
@@ -142,6 +155,48 @@ type NetworkPolicySpec struct {
 	ClientNamespaceSelector *metav1.LabelSelector `json:"clientNamespaceSelector,omitempty"`
 }
 
+// DefragSchedule is a periodic defragmentation of a cluster.
+type DefragSchedule struct {
+	// Schedule in cron format (minute hour day-of-month month day-of-week, UTC), for
+	// example "0 3 * * *" for 03:00 every day; also @daily, @hourly, @every 6h.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Schedule string `json:"schedule"`
+
+	// Rule selects the members worth defragmenting, as in an EtcdDefrag; absent is the
+	// default gate (more than 200Mi to reclaim).
+	// +optional
+	Rule *DefragRule `json:"rule,omitempty"`
+
+	// KeepFinished is how many finished scheduled EtcdDefrags are kept; older ones are
+	// deleted. Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	KeepFinished *int32 `json:"keepFinished,omitempty"`
+}
+
+// AlarmPolicy says what the operator does about etcd's alarms. A CORRUPT alarm is never
+// disarmed by the operator.
+type AlarmPolicy struct {
+	// NoSpace is Remediate (the default: compact to the current revision, defragment every
+	// member, disarm the alarm) or Report (only the condition and an event).
+	// +kubebuilder:validation:Enum=Remediate;Report
+	// +kubebuilder:default=Remediate
+	// +optional
+	NoSpace NoSpacePolicy `json:"noSpace,omitempty"`
+}
+
+// NoSpacePolicy is what the operator does about a NOSPACE alarm.
+type NoSpacePolicy string
+
+const (
+	// NoSpaceRemediate compacts, defragments and disarms.
+	NoSpaceRemediate NoSpacePolicy = "Remediate"
+	// NoSpaceReport only reports.
+	NoSpaceReport NoSpacePolicy = "Report"
+)
+
 // StorageMedium selects the backend of a member's data directory.
 // +kubebuilder:validation:Enum="";Memory
 type StorageMedium string
@@ -156,10 +211,12 @@ const (
 // StorageSpec is each member's data directory.
 type StorageSpec struct {
 	// Size of each member's volume (PVC request, or tmpfs size limit with medium Memory).
+	// It may grow on a running cluster: each member's PVC is expanded when its StorageClass
+	// allows volume expansion (the VolumesResized condition says when it does not); tmpfs
+	// members are restarted one at a time with the new limit. It never shrinks.
 	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be greater than 0: it is each member's PVC size, or its tmpfs size limit with medium Memory; for example 1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.storage.size cannot shrink: a volume cannot give back space; keep the size or make it larger"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) <= 0",message="spec.storage.size cannot grow yet: this operator version does not expand member volumes; keep the size"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -333,6 +390,13 @@ const (
 	// ConditionAuthReady is True once authentication is enabled in etcd with the password of
 	// spec.auth.rootCredentialsSecretRef; set only on clusters with spec.auth.enabled.
 	ConditionAuthReady = "AuthReady"
+	// ConditionAlarm is True while etcd has an alarm raised (reason NoSpace or Corrupt; the
+	// message names the members); False with reason NoAlarm otherwise.
+	ConditionAlarm = "Alarm"
+	// ConditionVolumesResized is True while every member's PVC holds spec.storage.size;
+	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
+	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
+	ConditionVolumesResized = "VolumesResized"
 )
 
 // MemberRole is a member's place in the raft group.
@@ -398,6 +462,12 @@ type EtcdClusterStatus struct {
 	// AuthEnabled is true once the operator has enabled authentication in etcd.
 	// +optional
 	AuthEnabled bool `json:"authEnabled,omitempty"`
+
+	// Version is the lowest etcd version the members report running (from etcd, not from
+	// the spec): the version of the cluster. During an upgrade it stays at the old version
+	// until every member runs the new one.
+	// +optional
+	Version string `json:"version,omitempty"`
 
 	// LastProgressTime is when the operator last made a change toward the spec (or began to);
 	// progressDeadlineSeconds counts from it.

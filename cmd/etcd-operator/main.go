@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +26,8 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -36,6 +40,7 @@ type options struct {
 	leaderElectNS      string
 	imageRepository    string
 	agentImage         string
+	clusterDomain      string
 	maxConcurrent      int
 	zap                zap.Options
 	showVersionAndExit bool
@@ -64,6 +69,7 @@ func main() {
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
 	flag.StringVar(&o.agentImage, "agent-image", "", "image of the snapshot and restore agents (this operator's own); read from the operator's Pod (POD_NAMESPACE, POD_NAME) when empty")
+	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
@@ -71,6 +77,10 @@ func main() {
 	if o.showVersionAndExit {
 		fmt.Println(version)
 		return
+	}
+	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "--cluster-domain %q is no DNS domain (%s); for example cluster.local\n", o.clusterDomain, strings.Join(errs, "; "))
+		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	if err := run(o); err != nil {
@@ -137,6 +147,8 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
 		NewClient:  newClient,
 		PodOptions: podOptions,
+
+		ClusterDomain: o.clusterDomain,
 		// One etcd client per cluster, kept between reconciles and rebuilt when its Secrets
 		// or endpoints change; the member controller's rare removals open their own.
 		Clients:                 controller.NewClientCache(mgr.GetClient(), newClient),
@@ -167,6 +179,18 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	schedules := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdSnapshotSchedule controller: %w", err)
+	}
+	passes := &defrag.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
+	if err := passes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("EtcdDefrag controller: %w", err)
+	}
+	defragSchedules := &defrag.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
+	if err := defragSchedules.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("defragmentation schedule controller: %w", err)
+	}
+	noSpace := &alarms.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
+	if err := noSpace.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("NOSPACE remediation controller: %w", err)
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Now is the clock of the progress deadline; time.Now when nil.
 	Now func() time.Time
+	// ClusterDomain is the Kubernetes cluster's DNS domain, for the fully qualified names in
+	// certificates; cluster.local when empty.
+	ClusterDomain string
 	// Clients keeps one etcd client per cluster between reconciles; without it every
 	// reconcile opens a client through NewClient and closes it.
 	Clients *ClientCache
@@ -150,6 +153,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	progressed, stepErr := false, blocked
 	if blocked == nil {
 		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
+		// Growing volumes changes no membership: it is no step, and needs no quorum. Its
+		// failure is retried as a step's is.
+		var growErr error
+		view.volumes, growErr = r.growVolumes(ctx, cluster, view)
+		stepErr = firstErr(stepErr, growErr)
 	}
 	degraded, err := r.ensurePolicies(ctx, cluster, view)
 	if err != nil {
@@ -218,7 +226,9 @@ const (
 )
 
 // inMotionWaits are the wait reasons of work under way that ends by itself.
-var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "RollingUpdate": true}
+// An upgrade waiting for a restarted member to catch up, and a quorum-loss recovery between
+// its acts, are such work.
+var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "RollingUpdate": true, "Upgrading": true, ReasonQuorumRecovery: true}
 
 func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
 	var waiting errWaiting

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -40,6 +41,8 @@ type clusterView struct {
 	// survivors is what each member still says about itself when the member list cannot
 	// be read (no quorum): serializable Status answers, for the QuorumLost report.
 	survivors []survivor
+	// volumes is the VolumesResized condition growVolumes decided; nil leaves it as it is.
+	volumes *metav1.Condition
 }
 
 func (v *clusterView) close() {

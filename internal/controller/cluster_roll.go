@@ -18,7 +18,19 @@ import (
 // a moment ago is seen, and every voter answers. A PVC member comes back with its data and
 // ID; a tmpfs member is replaced, which needs another member to hold the data. Leadership
 // moves away first, so the cluster never waits for an election.
+//
+// A version upgrade goes through here too: once no Pod is outdated, the next member is moved
+// to spec.version (upgradeNextMember), which makes its Pod outdated.
 func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	rolled, err := r.restartOutdatedPod(ctx, c, v)
+	if rolled || err != nil {
+		return rolled, err
+	}
+	return r.upgradeNextMember(ctx, c, v)
+}
+
+// restartOutdatedPod restarts the next member whose Pod is outdated; false when none is.
+func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	// The cache answers the question asked at every reconcile, "is anything outdated?";
 	// only a restart about to happen pays for a live read.
 	pods, err := r.memberPods(ctx, r.Client, c)
@@ -56,7 +68,7 @@ func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.Etcd
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.eventAbout(c, victim, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (%d of %d outdated)", victim.Name, len(outdated), len(v.members))
+	r.eventAbout(c, victim, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
 	return true, nil
 }
 

@@ -29,6 +29,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		s.ClusterID = etcd.FormatID(v.clusterID)
 	}
 	s.Members = memberSummaries(c, v)
+	s.Version = clusterVersion(s.Members, s.Version)
 	s.ReadyMembers, s.Voters, s.Learners = 0, 0, 0
 	for _, m := range s.Members {
 		if m.Ready {
@@ -42,6 +43,11 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		}
 	}
 	setConditions(c, v, step, r.now())
+	r.setAlarmCondition(ctx, c, v)
+	if v.volumes != nil {
+		v.volumes.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)
+	}
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}

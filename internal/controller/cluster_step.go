@@ -53,10 +53,10 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return false, nil
 	}
 	if !v.reachable {
-		return false, unreachable(c, v)
+		return r.withoutQuorum(ctx, c, v)
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+		r.finishRecovery, r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
 			return done && err == nil, err
@@ -66,6 +66,14 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return done, err
 	}
 	return r.rollOutdatedPods(ctx, c, v)
+}
+
+// withoutQuorum: while etcd does not answer, only a recovery a person asked for acts.
+func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if done, err := r.recoverQuorum(ctx, c, v); done || err != nil {
+		return done && err == nil, err
+	}
+	return false, unreachable(c, v)
 }
 
 // unreachable says why no step can be taken while etcd does not answer: a formed cluster

@@ -119,7 +119,7 @@ const issuedStillInUse = "the certificates already issued stay in use: members a
 // cert-manager issues them all at once. When a Secret is missing because its issuer is
 // broken, the issuer is named: it is what needs the fix.
 func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
-	issued := specs.Certificates(c)
+	issued := specs.Certificates(c, r.ClusterDomain)
 	certs := make([]*unstructured.Unstructured, len(issued))
 	var issuing *problem
 	for i, ic := range issued {

@@ -157,7 +157,7 @@ func TestForeignCertificateIsNotTaken(t *testing.T) {
 		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
 		certManagerSpec(c)
 		return c
-	}())
+	}(), "")
 	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true), foreign)
 	h.reconcile()
 	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateConflict, "does not belong to this cluster")

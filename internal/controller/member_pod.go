@@ -73,10 +73,33 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if recordIdentity(have, m) {
 		changed = true
 	}
-	if !changed {
+	if changed {
+		if err := r.Patch(ctx, have, patch); err != nil {
+			return err
+		}
+	}
+	return r.growPVC(ctx, m, have)
+}
+
+// growPVC raises a bound PVC's storage request to the member's size (the cluster controller
+// raises that only when the StorageClass allows expansion); a request never goes down, and
+// an unbound claim cannot change.
+func (r *MemberReconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim) error {
+	want := m.Spec.Storage.Size
+	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if want == nil || want.Cmp(have) <= 0 || pvc.Status.Phase != corev1.ClaimBound {
 		return nil
 	}
-	return r.Patch(ctx, have, patch)
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if pvc.Spec.Resources.Requests == nil {
+		pvc.Spec.Resources.Requests = corev1.ResourceList{}
+	}
+	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = *want
+	if err := r.Patch(ctx, pvc, patch); err != nil {
+		return fmt.Errorf("expanding PVC %s to %s: %w", pvc.Name, want.String(), err)
+	}
+	r.event(m, corev1.EventTypeNormal, "PVCExpanding", "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
+	return nil
 }
 
 // recordIdentity annotates the PVC with the member's etcd member and cluster IDs; true when
@@ -207,6 +230,9 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 	pod := specs.Pod(c, m, r.PodOptions)
 	if joined || err != nil {
 		specs.RequireData(pod, c, m)
+	}
+	if m.Annotations[AnnotationForceNewCluster] == "true" {
+		specs.ForceNewCluster(pod) // a quorum-loss recovery from this member's data
 	}
 	pod.Labels[specs.LabelRole] = string(m.Status.Role)
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {

@@ -144,6 +144,20 @@ func (c *client) Defragment(ctx context.Context, endpoint string) error {
 	return nil
 }
 
+func (c *client) CompactToCurrent(ctx context.Context) (int64, error) {
+	// Any read's header carries the current revision; the key need not exist.
+	resp, err := c.cli.Get(ctx, "compact", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcd current revision: %w", translateError(err))
+	}
+	rev := resp.Header.GetRevision()
+	_, err = c.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return 0, fmt.Errorf("etcd compact to revision %d: %w", rev, translateError(err))
+	}
+	return rev, nil
+}
+
 func (c *client) Alarms(ctx context.Context) ([]Alarm, error) {
 	resp, err := c.cli.AlarmList(ctx)
 	if err != nil {

@@ -133,6 +133,10 @@ type Client interface {
 	// Defragment compacts one endpoint's backend file; it blocks that member
 	// while it runs, so callers do one member at a time.
 	Defragment(ctx context.Context, endpoint string) error
+	// CompactToCurrent compacts the key-value history up to the current revision, which
+	// frees the space old revisions hold (a defragmentation then gives it back to the file
+	// system); it returns that revision.
+	CompactToCurrent(ctx context.Context) (int64, error)
 	Alarms(ctx context.Context) ([]Alarm, error)
 	DisarmAlarm(ctx context.Context, a Alarm) error
 	Auth

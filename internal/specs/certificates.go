@@ -89,10 +89,12 @@ type IssuedCertificate struct {
 // Certificates are the cert-manager Certificates spec.tls asks for: the server certificate,
 // the operator's client certificate and the peer certificate, each only when cert-manager
 // issues it. Each Certificate is named after the Secret it fills.
-func Certificates(c *etcdv1.EtcdCluster) []IssuedCertificate {
+// domain is the Kubernetes cluster's DNS domain (cluster.local when empty), for the fully
+// qualified names.
+func Certificates(c *etcdv1.EtcdCluster, domain string) []IssuedCertificate {
 	var out []IssuedCertificate
 	if t := clientTLS(c); t != nil && t.CertManager != nil {
-		out = append(out, IssuedCertificate{ServerCertificate(c), ServerSecretName(c), t.CertManager.ServerIssuerRef,
+		out = append(out, IssuedCertificate{ServerCertificate(c, domain), ServerSecretName(c), t.CertManager.ServerIssuerRef,
 			"spec.tls.client.certManager.serverIssuerRef"})
 		if ref := t.CertManager.OperatorClientIssuerRef; ref != nil {
 			out = append(out, IssuedCertificate{OperatorClientCertificate(c), OperatorClientSecretName(c), *ref,
@@ -100,7 +102,7 @@ func Certificates(c *etcdv1.EtcdCluster) []IssuedCertificate {
 		}
 	}
 	if p := c.Spec.TLS; p != nil && p.Peer != nil && p.Peer.CertManager != nil {
-		out = append(out, IssuedCertificate{PeerCertificate(c), PeerSecretName(c), p.Peer.CertManager.IssuerRef,
+		out = append(out, IssuedCertificate{PeerCertificate(c, domain), PeerSecretName(c), p.Peer.CertManager.IssuerRef,
 			"spec.tls.peer.certManager.issuerRef"})
 	}
 	return out
@@ -109,20 +111,20 @@ func Certificates(c *etcdv1.EtcdCluster) []IssuedCertificate {
 // ServerCertificate serves the client port. It also authenticates as a client, because
 // etcdctl inside a member Pod presents it (ETCDCTL_CERT) when etcd requires client
 // certificates.
-func ServerCertificate(c *etcdv1.EtcdCluster) *unstructured.Unstructured {
+func ServerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstructured {
 	ref := clientTLS(c).CertManager.ServerIssuerRef
 	spec := certificateSpec(ServerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
-	spec["dnsNames"] = toAny(ServerDNSNames(c))
+	spec["dnsNames"] = toAny(ServerDNSNames(c, domain))
 	spec["ipAddresses"] = []any{"127.0.0.1", "::1"}
 	return certificate(c, ServerSecretName(c), spec)
 }
 
 // PeerCertificate serves the peer port and is presented to other members as a client
 // certificate (peer TLS is always mutual).
-func PeerCertificate(c *etcdv1.EtcdCluster) *unstructured.Unstructured {
+func PeerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstructured {
 	ref := c.Spec.TLS.Peer.CertManager.IssuerRef
 	spec := certificateSpec(PeerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
-	spec["dnsNames"] = toAny(PeerDNSNames(c))
+	spec["dnsNames"] = toAny(PeerDNSNames(c, domain))
 	spec["ipAddresses"] = []any{"127.0.0.1", "::1"}
 	return certificate(c, PeerSecretName(c), spec)
 }
@@ -137,13 +139,18 @@ func OperatorClientCertificate(c *etcdv1.EtcdCluster) *unstructured.Unstructured
 	return certificate(c, OperatorClientSecretName(c), spec)
 }
 
+// DefaultClusterDomain is the Kubernetes cluster's DNS domain unless the operator is told
+// another (--cluster-domain).
+const DefaultClusterDomain = "cluster.local"
+
 // ServerDNSNames are the names clients reach the cluster by: every member (a wildcard, so
 // that scaling needs no new certificate), the client Service and the headless Service, in the
-// short and the fully qualified forms, and localhost for a client inside a member Pod.
-func ServerDNSNames(c *etcdv1.EtcdCluster) []string {
-	names := memberWildcards(c)
-	names = append(names, serviceNames(ClientServiceName(c.Name), c.Namespace)...)
-	names = append(names, serviceNames(HeadlessServiceName(c.Name), c.Namespace)...)
+// short and the fully qualified forms (in the cluster's DNS domain), and localhost for a
+// client inside a member Pod.
+func ServerDNSNames(c *etcdv1.EtcdCluster, domain string) []string {
+	names := memberWildcards(c, domain)
+	names = append(names, serviceNames(ClientServiceName(c.Name), c.Namespace, domain)...)
+	names = append(names, serviceNames(HeadlessServiceName(c.Name), c.Namespace, domain)...)
 	return append(names, "localhost")
 }
 
@@ -151,21 +158,28 @@ func ServerDNSNames(c *etcdv1.EtcdCluster) []string {
 // certificate against the address the connection comes from: a wildcard passes when the
 // address has a PTR record, the headless Service name (which resolves to every member's
 // address, ready or not) passes by forward lookup where there is none.
-func PeerDNSNames(c *etcdv1.EtcdCluster) []string {
-	names := memberWildcards(c)
-	names = append(names, serviceNames(HeadlessServiceName(c.Name), c.Namespace)...)
+func PeerDNSNames(c *etcdv1.EtcdCluster, domain string) []string {
+	names := memberWildcards(c, domain)
+	names = append(names, serviceNames(HeadlessServiceName(c.Name), c.Namespace, domain)...)
 	return append(names, "localhost")
 }
 
-func memberWildcards(c *etcdv1.EtcdCluster) []string {
+func memberWildcards(c *etcdv1.EtcdCluster, domain string) []string {
 	svc := HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
-	return []string{"*." + svc, "*." + svc + ".cluster.local"}
+	return []string{"*." + svc, "*." + svc + "." + orDefaultDomain(domain)}
 }
 
 // serviceNames are the four forms of a Service's name: name, name.ns, name.ns.svc and
-// name.ns.svc.cluster.local.
-func serviceNames(name, namespace string) []string {
-	return []string{name, name + "." + namespace, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"}
+// name.ns.svc.<domain>.
+func serviceNames(name, namespace, domain string) []string {
+	return []string{name, name + "." + namespace, name + "." + namespace + ".svc", name + "." + namespace + ".svc." + orDefaultDomain(domain)}
+}
+
+func orDefaultDomain(domain string) string {
+	if domain == "" {
+		return DefaultClusterDomain
+	}
+	return domain
 }
 
 func certificateSpec(secretName string, ref etcdv1.IssuerReference, usages []any) map[string]any {

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/url"
 	"slices"
 	"testing"
@@ -43,7 +44,7 @@ func str(t *testing.T, u *unstructured.Unstructured, path ...string) string {
 
 func TestCertificatesForCertManagerTLS(t *testing.T) {
 	c := cluster(certManagerTLS)
-	certs := Certificates(c)
+	certs := Certificates(c, "")
 	var got []string
 	for _, ic := range certs {
 		if ic.Object.GroupVersionKind() != CertificateGVK || ic.Object.GetNamespace() != "prod" {
@@ -76,8 +77,8 @@ func TestCertificateUsages(t *testing.T) {
 		cert *unstructured.Unstructured
 		want []string
 	}{
-		{ServerCertificate(c), []string{"digital signature", "server auth", "client auth"}},
-		{PeerCertificate(c), []string{"digital signature", "server auth", "client auth"}},
+		{ServerCertificate(c, ""), []string{"digital signature", "server auth", "client auth"}},
+		{PeerCertificate(c, ""), []string{"digital signature", "server auth", "client auth"}},
 		{OperatorClientCertificate(c), []string{"digital signature", "client auth"}},
 	} {
 		if got := strs(t, tc.cert, "spec", "usages"); !slices.Equal(got, tc.want) {
@@ -94,7 +95,7 @@ func TestCertificateUsages(t *testing.T) {
 // lets crypto/x509 decide, as a client would, whether each name clients use matches.
 func TestServerCertificateCoversEveryName(t *testing.T) {
 	c := cluster(certManagerTLS)
-	server := signedWithSANs(t, strs(t, ServerCertificate(c), "spec", "dnsNames"), strs(t, ServerCertificate(c), "spec", "ipAddresses"))
+	server := signedWithSANs(t, strs(t, ServerCertificate(c, ""), "spec", "dnsNames"), strs(t, ServerCertificate(c, ""), "spec", "ipAddresses"))
 	hosts := []string{"localhost", "127.0.0.1", "::1", "db-client", "db-client.prod", "db-client.prod.svc", "db-client.prod.svc.cluster.local",
 		"db", "db.prod", "db.prod.svc", "db.prod.svc.cluster.local", "db-1.db.prod.svc", "db-7.db.prod.svc.cluster.local"}
 	hosts = append(hosts, urlHost(t, ClientURL(c, "db-12")))
@@ -106,7 +107,7 @@ func TestServerCertificateCoversEveryName(t *testing.T) {
 	if err := server.VerifyHostname("db-1.other.prod.svc"); err == nil {
 		t.Error("server certificate covers another cluster's member")
 	}
-	peer := signedWithSANs(t, strs(t, PeerCertificate(c), "spec", "dnsNames"), strs(t, PeerCertificate(c), "spec", "ipAddresses"))
+	peer := signedWithSANs(t, strs(t, PeerCertificate(c, ""), "spec", "dnsNames"), strs(t, PeerCertificate(c, ""), "spec", "ipAddresses"))
 	for _, h := range []string{urlHost(t, PeerURL(c, "db-3")), "db-3.db.prod.svc.cluster.local", "db.prod.svc", "127.0.0.1"} {
 		if err := peer.VerifyHostname(h); err != nil {
 			t.Errorf("peer certificate does not cover %s: %v", h, err)
@@ -141,7 +142,7 @@ func TestSecretNamesFollowUserSecretsOrDefaults(t *testing.T) {
 	if ServerSecretName(c) != "my-server" || PeerSecretName(c) != "my-peer" || OperatorClientSecretName(c) != "my-op" {
 		t.Errorf("user Secrets: %s %s %s", ServerSecretName(c), PeerSecretName(c), OperatorClientSecretName(c))
 	}
-	if n := len(Certificates(c)); n != 0 {
+	if n := len(Certificates(c, "")); n != 0 {
 		t.Errorf("%d Certificates for user Secrets, want none", n)
 	}
 	c.Spec.TLS.Client.OperatorClientSecretRef = nil
@@ -160,8 +161,34 @@ func TestIssuerKindDefaultsToIssuer(t *testing.T) {
 	c := cluster(certManagerTLS)
 	c.Spec.TLS.Client.CertManager.OperatorClientIssuerRef = nil
 	c.Spec.TLS.Peer = nil
-	certs := Certificates(c)
+	certs := Certificates(c, "")
 	if len(certs) != 1 || str(t, certs[0].Object, "spec", "issuerRef", "kind") != "Issuer" || str(t, certs[0].Object, "spec", "issuerRef", "group") != "cert-manager.io" {
 		t.Fatalf("certificates %v", certs)
+	}
+}
+
+// With another cluster domain, the fully qualified names are in that domain and no longer in
+// cluster.local; the member URLs stay domain-free and are covered either way.
+func TestCertificatesUseTheClusterDomain(t *testing.T) {
+	c := cluster(certManagerTLS)
+	server := signedWithSANs(t, strs(t, ServerCertificate(c, "corp.example"), "spec", "dnsNames"), nil)
+	for _, h := range []string{"db-client.prod.svc.corp.example", "db.prod.svc.corp.example", "db-4.db.prod.svc.corp.example", urlHost(t, ClientURL(c, "db-4"))} {
+		if err := server.VerifyHostname(h); err != nil {
+			t.Errorf("server certificate does not cover %s: %v", h, err)
+		}
+	}
+	for _, h := range []string{"db-client.prod.svc.cluster.local", "db-4.db.prod.svc.cluster.local"} {
+		if err := server.VerifyHostname(h); err == nil {
+			t.Errorf("server certificate for domain corp.example covers %s", h)
+		}
+	}
+	peer := signedWithSANs(t, strs(t, PeerCertificate(c, "corp.example"), "spec", "dnsNames"), nil)
+	for _, h := range []string{"db-3.db.prod.svc.corp.example", urlHost(t, PeerURL(c, "db-3"))} {
+		if err := peer.VerifyHostname(h); err != nil {
+			t.Errorf("peer certificate does not cover %s: %v", h, err)
+		}
+	}
+	if got, want := ServerDNSNames(c, ""), ServerDNSNames(c, DefaultClusterDomain); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("an empty domain is not cluster.local:\n%v\n%v", got, want)
 	}
 }

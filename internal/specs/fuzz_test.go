@@ -41,9 +41,9 @@ func buildAll(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, voters int32) {
 	_ = PDB(c, voters)
 	_ = Selector(c.Name)
 	_ = InitialCluster(c, []string{MemberName(c.Name, 0), m.Name})
-	_ = ServerDNSNames(c)
-	_ = PeerDNSNames(c)
-	for _, ic := range Certificates(c) {
+	_ = ServerDNSNames(c, DefaultClusterDomain)
+	_ = PeerDNSNames(c, DefaultClusterDomain)
+	for _, ic := range Certificates(c, DefaultClusterDomain) {
 		_ = ic.Object
 	}
 	if ClientTLS(c) {

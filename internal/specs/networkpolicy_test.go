@@ -100,7 +100,7 @@ func TestPeerPinMatchesThePeerCertificate(t *testing.T) {
 	if !slices.Contains(args, "--peer-cert-allowed-hostname=db.prod.svc") {
 		t.Fatalf("args %v lack the peer pin", args)
 	}
-	names, _ := PeerCertificate(issued).Object["spec"].(map[string]any)["dnsNames"].([]any)
+	names, _ := PeerCertificate(issued, DefaultClusterDomain).Object["spec"].(map[string]any)["dnsNames"].([]any)
 	if !slices.Contains(names, any("db.prod.svc")) {
 		t.Fatalf("the peer certificate's names %v lack the pinned db.prod.svc: members would refuse each other", names)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -349,4 +350,29 @@ func RequireData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) {
 			}
 		}
 	}
+}
+
+// flagForceNewCluster makes etcd rewrite the membership in its data to itself alone.
+const flagForceNewCluster = "--force-new-cluster"
+
+// ForceNewCluster makes pod, built by Pod for a member with data, start etcd as a new
+// one-member cluster from that data: the quorum-loss recovery's one destructive act (the
+// other members are dropped from the membership). Like RequireData it leaves the template
+// hash alone: the flag must go with the Pod once the cluster answers, never roll with it.
+func ForceNewCluster(pod *corev1.Pod) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == "etcd" && !slices.Contains(pod.Spec.Containers[i].Args, flagForceNewCluster) {
+			pod.Spec.Containers[i].Args = append(pod.Spec.Containers[i].Args, flagForceNewCluster)
+		}
+	}
+}
+
+// ForcesNewCluster reports whether pod starts etcd with --force-new-cluster.
+func ForcesNewCluster(pod *corev1.Pod) bool {
+	for _, ctr := range pod.Spec.Containers {
+		if slices.Contains(ctr.Args, flagForceNewCluster) {
+			return true
+		}
+	}
+	return false
 }

@@ -141,8 +141,8 @@ func newDefrag(name string, edits ...defragEdit) *etcdv1.EtcdDefrag {
 	return d
 }
 
-func withThresholds(t etcdv1.DefragThresholds) defragEdit {
-	return func(d *etcdv1.EtcdDefrag) { d.Spec.Thresholds = &t }
+func withRule(r etcdv1.DefragRule) defragEdit {
+	return func(d *etcdv1.EtcdDefrag) { d.Spec.Rule = &r }
 }
 
 type memberEdit func(*etcdv1.EtcdMember)

@@ -80,7 +80,7 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 	valid := []client.Object{
 		newCluster("ok-single", withReplicas(1)),
 		newCluster("ok-paused", withReplicas(0)),
-		newCluster("ok-seven", withReplicas(7), withVersion("3.5.21")),
+		newCluster("ok-seven", withReplicas(7), withVersion("3.5.35")),
 		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
 		newCluster("ok-byo-mtls",
 			withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), OperatorClientSecretRef: ref("op")}),
@@ -121,8 +121,14 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			s.Spec.Schedule, s.Spec.TimeZone, s.Spec.Suspend = "*/15 2-5 * * 1-5", "Europe/Berlin", true
 			s.Spec.Retention = etcdv1.SnapshotRetention{KeepLast: ptr[int32](7), MaxAge: &metav1.Duration{Duration: 168 * time.Hour}}
 		}),
-		newDefrag("ok-defrag-all"),
-		newDefrag("ok-defrag-some", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("100Mi"), QuotaUsagePercent: ptr[int32](80)})),
+		newDefrag("ok-defrag-default"),
+		newDefrag("ok-defrag-all", withRule(etcdv1.DefragRule{All: true})),
+		newDefrag("ok-defrag-guarded", withRule(etcdv1.DefragRule{FreeSpaceAbove: qtyPtr("200Mi"), QuotaUsageAbove: "80%", MinReclaim: qtyPtr("32Mi")}),
+			func(d *etcdv1.EtcdDefrag) { d.Spec.TTLSecondsAfterFinished = ptr[int32](3600) }),
+		newCluster("ok-defrag-schedule", func(c *etcdv1.EtcdCluster) {
+			c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "0 3 * * *", Rule: &etcdv1.DefragRule{QuotaUsageAbove: "80%"}}
+			c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: etcdv1.NoSpaceReport}
+		}),
 		newMember("ok-member"),
 	}
 	for _, obj := range valid {
@@ -131,6 +137,34 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 				t.Fatalf("%s refused: %v", describe(obj), err)
 			}
 		})
+	}
+}
+
+// A newer patch and the next minor are accepted, one after the other, from the oldest
+// accepted version.
+func TestVersionUpgradesAreAccepted(t *testing.T) {
+	c := newCluster("upgrades", withVersion("3.5.35"))
+	requireCreate(t, c)
+	for _, v := range []string{"3.5.36", "3.6.15", "3.6.16", "3.7.0"} {
+		withVersion(v)(c)
+		if err := k8s.Update(t.Context(), c); err != nil {
+			t.Fatalf("the upgrade to %s was refused: %v", v, err)
+		}
+	}
+}
+
+// spec.storage.size may grow on a running cluster (PVC and tmpfs alike), in steps; the same
+// size written differently is no shrink.
+func TestStorageGrowthIsAccepted(t *testing.T) {
+	for _, medium := range []etcdv1.StorageMedium{"", etcdv1.StorageMediumMemory} {
+		c := newCluster("grow-"+strings.ToLower(string(medium)+"pvc"), withStorage("1Gi", medium))
+		requireCreate(t, c)
+		for _, size := range []string{"2Gi", "2048Mi", "10Gi"} {
+			withStorage(size, medium)(c)
+			if err := k8s.Update(t.Context(), c); err != nil {
+				t.Fatalf("medium %q: growing to %s was refused: %v", medium, size, err)
+			}
+		}
 	}
 }
 

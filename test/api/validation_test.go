@@ -29,8 +29,9 @@ func invalidCreates() []invalidCreate {
 		{"version with v prefix", newCluster("v01", withVersion("v3.6.16")), "spec.version must be an etcd release X.Y.Z"},
 		{"version without patch", newCluster("v02", withVersion("3.6")), "spec.version must be an etcd release X.Y.Z"},
 		{"version empty", newCluster("v03", withVersion("")), "spec.version must be an etcd release X.Y.Z"},
-		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.0 or newer"},
-		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.35 or newer"},
+		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.35 or newer"},
+		{"version 3.5.34", newCluster("v07", withVersion("3.5.34")), "spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"},
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
@@ -92,11 +93,15 @@ func invalidCreates() []invalidCreate {
 		{"schedule keeping none", newSchedule("sc06", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Retention.KeepLast = ptr[int32](0) }), "spec.retention.keepLast in body should be greater than or equal to 1"},
 		{"schedule with an unknown deletion policy", newSchedule("sc07", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.DeletionPolicy = "Keep" }), `spec.deletionPolicy: Unsupported value: "Keep"`},
 		// EtcdDefrag
-		{"defrag with empty thresholds", newDefrag("d01", withThresholds(etcdv1.DefragThresholds{})), "spec.thresholds needs at least one of freeSpacePercent, freeSpaceBytes or quotaUsagePercent"},
-		{"defrag at 0% free", newDefrag("d02", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](0)})), "spec.thresholds.freeSpacePercent in body should be greater than or equal to 1"},
-		{"defrag at 100% free", newDefrag("d03", withThresholds(etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](100)})), "spec.thresholds.freeSpacePercent in body should be less than or equal to 99"},
-		{"defrag above full quota", newDefrag("d04", withThresholds(etcdv1.DefragThresholds{QuotaUsagePercent: ptr[int32](101)})), "spec.thresholds.quotaUsagePercent in body should be less than or equal to 100"},
-		{"defrag at 0 bytes free", newDefrag("d05", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("0")})), "spec.thresholds.freeSpaceBytes must be greater than 0"},
+		{"defrag all and a threshold", newDefrag("d01", withRule(etcdv1.DefragRule{All: true, FreeSpaceAbove: qtyPtr("1Mi")})), "rule.all defragments every member and cannot be combined with freeSpaceAbove, quotaUsageAbove or minReclaim"},
+		{"defrag above 0 bytes free", newDefrag("d02", withRule(etcdv1.DefragRule{FreeSpaceAbove: qtyPtr("0")})), "rule.freeSpaceAbove must be greater than 0"},
+		{"defrag minReclaim alone", newDefrag("d03", withRule(etcdv1.DefragRule{MinReclaim: qtyPtr("32Mi")})), "rule.minReclaim applies only with rule.quotaUsageAbove"},
+		{"defrag quota usage without %", newDefrag("d04", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80"})), "spec.rule.quotaUsageAbove in body should match"},
+		{"defrag minReclaim above freeSpaceAbove", newDefrag("d05", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qtyPtr("300Mi"), FreeSpaceAbove: qtyPtr("200Mi")})), "rule.minReclaim must not be larger than rule.freeSpaceAbove"},
+		{"defrag reclaiming 0 bytes", newDefrag("d07", withRule(etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qtyPtr("0")})), "rule.minReclaim must be greater than 0, for example 32Mi"},
+		{"defrag negative TTL", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.TTLSecondsAfterFinished = ptr[int32](-1) }), "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"},
+		{"defrag schedule empty", newCluster("d07", func(c *etcdv1.EtcdCluster) { c.Spec.Defrag = &etcdv1.DefragSchedule{} }), "spec.defrag.schedule in body should be at least 1 chars long"},
+		{"NOSPACE policy unknown", newCluster("d08", func(c *etcdv1.EtcdCluster) { c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: "Never"} }), "spec.alarms.noSpace: Unsupported value: \"Never\""},
 		{"defrag of no cluster", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to defragment"},
 		// EtcdMember
 		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
@@ -135,7 +140,6 @@ func invalidUpdates() []invalidUpdate {
 	memory := etcdv1.StorageMediumMemory
 	return []invalidUpdate{
 		{"shrink storage", newCluster("u01", withStorage("2Gi", "")), onCluster(withStorage("1Gi", "")), "spec.storage.size cannot shrink"},
-		{"grow storage", newCluster("u02"), onCluster(withStorage("2Gi", "")), "spec.storage.size cannot grow yet"},
 		{"move to tmpfs", newCluster("u03"), onCluster(withStorage("1Gi", memory)), "spec.storage.medium is immutable"},
 		{"move off tmpfs", newCluster("u04", withStorage("1Gi", memory)), onCluster(withStorage("1Gi", "")), "spec.storage.medium is immutable"},
 		{"set a storage class", newCluster("u05"), onCluster(withStorageClass("fast")), "spec.storage.storageClassName is immutable"},
@@ -149,11 +153,13 @@ func invalidUpdates() []invalidUpdate {
 		{"point auth at another Secret", newCluster("u13", withIssuedClientTLS("ca"), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root2")})), "edit the Secret that spec.auth.rootCredentialsSecretRef names"},
 		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), "spec.bootstrap is immutable"},
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.SnapshotLocation{S3: s3("a.db")})), onCluster(withRestore(etcdv1.SnapshotLocation{S3: s3("b.db")})), "spec.bootstrap is immutable"},
-		{"upgrade", newCluster("u16"), onCluster(withVersion("3.6.17")), "spec.version cannot change yet"},
+		{"downgrade a patch", newCluster("u16"), onCluster(withVersion("3.6.15")), "spec.version cannot go down from 3.6.16 to 3.6.15: etcd does not support downgrading a running cluster; keep 3.6.16 or a newer version, or create a new cluster at 3.6.15 and restore it from a snapshot"},
+		{"downgrade a minor", newCluster("u21"), onCluster(withVersion("3.5.35")), "spec.version cannot go down from 3.6.16 to 3.5.35"},
+		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set 3.7.0"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"move a snapshot's destination", newSnapshot("u21"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.Destination.S3.Key = "elsewhere/" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
-		{"change defrag thresholds", newDefrag("u18"), func(o client.Object) {
-			o.(*etcdv1.EtcdDefrag).Spec.Thresholds = &etcdv1.DefragThresholds{FreeSpacePercent: ptr[int32](10)}
+		{"change the defrag rule", newDefrag("u18"), func(o client.Object) {
+			o.(*etcdv1.EtcdDefrag).Spec.Rule = &etcdv1.DefragRule{All: true}
 		}, "spec of an EtcdDefrag is immutable"},
 		{"move a member to another cluster", newMember("u19"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.ClusterName = "other" }, "spec.clusterName is immutable"},
 		{"move a member to tmpfs", newMember("u20"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.Storage.Medium = memory }, "spec.storage.medium is immutable"},

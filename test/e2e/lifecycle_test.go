@@ -31,13 +31,7 @@ func namespace(t *testing.T) string {
 
 func createCluster(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	c := &etcdv1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion},
-	}
-	if err := k8s.Create(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	createClusterAt(t, ns, name, replicas, etcdVersion)
 }
 
 func getCluster(t *testing.T, ns, name string) *etcdv1.EtcdCluster {

@@ -126,11 +126,11 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 	}
 	ca := testpki.NewCA(t)
 	loopback := []string{"127.0.0.1", "::1"}
-	server := testpki.Request{DNSNames: specs.ServerDNSNames(c), IPs: loopback}
+	server := testpki.Request{DNSNames: specs.ServerDNSNames(c, ""), IPs: loopback}
 	clientOnly := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	for secret, r := range map[string]testpki.Request{
 		"byo-server":   server,
-		"byo-peer":     {DNSNames: specs.PeerDNSNames(c), IPs: loopback},
+		"byo-peer":     {DNSNames: specs.PeerDNSNames(c, ""), IPs: loopback},
 		"byo-operator": {CommonName: specs.OperatorClientCommonName, Usages: clientOnly},
 	} {
 		create(t, tlsSecret(ns, secret, ca.SecretData(t, r)))

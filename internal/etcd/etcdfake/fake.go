@@ -40,7 +40,7 @@ const (
 // methods lists the names FailNext accepts: the methods of etcd.Client.
 var methods = []string{
 	"MemberList", "AddLearner", "Promote", "Remove", "Status", "Healthy",
-	"MoveLeader", "Defragment", "Alarms", "DisarmAlarm", "Close",
+	"MoveLeader", "Defragment", "CompactToCurrent", "Alarms", "DisarmAlarm", "Close",
 	"AuthStatus", "Authenticate", "UserAdd", "UserGrantRole", "UserChangePassword", "AuthEnable",
 }
 
@@ -70,6 +70,7 @@ type Cluster struct {
 	members     []*memberState // in the order they were added
 	leader      uint64
 	alarms      []etcd.Alarm
+	compactions int
 	failures    map[string][]injected
 	calls       []string
 	closed      bool
@@ -250,3 +251,14 @@ func (f *Cluster) Leader() uint64 {
 
 // ClusterID returns the cluster's ID.
 func (f *Cluster) ClusterID() uint64 { return f.clusterID }
+
+// ForceNewCluster is what etcd started with --force-new-cluster does with a member's data:
+// the membership becomes that member alone, and it leads. Not recorded in Calls.
+func (f *Cluster) ForceNewCluster(id uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.mustFind(id)
+	m.down = false
+	f.members = []*memberState{m}
+	f.leader = id
+}

@@ -1,6 +1,9 @@
 // Package provisioner gives the local cluster dynamic PersistentVolumes: a directory per claim
 // on the host, bound to the Node the scheduler picked (WaitForFirstConsumer), deleted with its
-// claim (reclaim policy Delete).
+// claim (reclaim policy Delete), and expanded when its claim asks for more (it is the external
+// resizer of its volumes: a directory has no size of its own, so expanding is recording the
+// new capacity on the PersistentVolume and the claim, as a driver that needs no node step
+// would).
 package provisioner
 
 import (
@@ -84,12 +87,61 @@ func (p *Provisioner) Run(ctx context.Context) {
 
 func (p *Provisioner) claimChanged(ctx context.Context, obj any) {
 	claim, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok || !p.wants(ctx, claim) {
+	if !ok {
+		return
+	}
+	if wantsResize(claim) {
+		if err := p.resize(ctx, claim); err != nil {
+			klog.ErrorS(err, "expanding failed; retrying on resync", "claim", klog.KObj(claim))
+		}
+		return
+	}
+	if !p.wants(ctx, claim) {
 		return
 	}
 	if err := p.provision(ctx, claim); err != nil {
 		klog.ErrorS(err, "provisioning failed; retrying on resync", "claim", klog.KObj(claim))
 	}
+}
+
+// wantsResize is true for a bound claim that asks for more than it has.
+func wantsResize(claim *corev1.PersistentVolumeClaim) bool {
+	if claim.Spec.VolumeName == "" || claim.DeletionTimestamp != nil || claim.Status.Phase != corev1.ClaimBound {
+		return false
+	}
+	want := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := claim.Status.Capacity[corev1.ResourceStorage]
+	return want.Cmp(have) > 0
+}
+
+// resize expands one of our volumes to its claim's request: first the PersistentVolume's
+// capacity, then the claim's status, so that a failure in between is retried from the start.
+func (p *Provisioner) resize(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	pv, err := p.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pv.Annotations[provisionedByAnnotation] != Name {
+		return nil // another provisioner's volume
+	}
+	want := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if have := pv.Spec.Capacity[corev1.ResourceStorage]; want.Cmp(have) > 0 {
+		pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
+		if _, err := p.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	claim = claim.DeepCopy()
+	from := claim.Status.Capacity[corev1.ResourceStorage]
+	if claim.Status.Capacity == nil {
+		claim.Status.Capacity = corev1.ResourceList{}
+	}
+	claim.Status.Capacity[corev1.ResourceStorage] = want
+	if _, err := p.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	klog.InfoS("expanded", "volume", pv.Name, "claim", klog.KObj(claim), "from", from.String(), "to", want.String())
+	return nil
 }
 
 // wants is true for a pending claim of our class on which the scheduler has picked a node.

@@ -1,0 +1,213 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// AnnotationRecoverFrom on an EtcdCluster that lost its quorum asks the operator to rebuild
+// it from the named member: that member starts as a new one-member cluster from its own data
+// (etcd's --force-new-cluster, same cluster ID), every other member is removed and its data
+// discarded, and scaling adds new members as learners up to spec.replicas. Only a person sets
+// it: the operator never recovers on its own, and refuses unless the named member answers and
+// no answering member has applied more.
+const AnnotationRecoverFrom = "etcd-operator.cozystack.io/recover-from"
+
+// AnnotationForceNewCluster marks the EtcdMember whose next Pod starts etcd with
+// --force-new-cluster; set and cleared by the recovery only.
+const AnnotationForceNewCluster = "etcd-operator.cozystack.io/force-new-cluster"
+
+// Reasons of a quorum-loss recovery (Progressing, and events).
+const (
+	ReasonQuorumRecovery  = "QuorumRecovery"
+	ReasonRecoveryRefused = "RecoveryRefused"
+)
+
+// recoveryPlan is what a recovery from the requested member would do, or why it must not.
+type recoveryPlan struct {
+	source  string
+	key     string   // names the recovery in the loss statement; stable while etcd has no quorum
+	discard []string // the other members, whose data goes
+	loss    string   // what is lost, said before anything happens
+	refusal string
+}
+
+// planRecovery checks the request against what the members still say about themselves:
+// the source must answer as a voter, and no answering member may have applied more than it
+// (that member's writes would be lost for nothing). members are every EtcdMember's name.
+func planRecovery(requested string, survivors []survivor, members []string, tmpfs bool) recoveryPlan {
+	plan := recoveryPlan{source: requested}
+	if tmpfs {
+		plan.refusal = "a tmpfs cluster cannot be recovered from a member: restarting its Pod with --force-new-cluster would lose the data it is to keep; restore it from a snapshot"
+		return plan
+	}
+	var src *survivor
+	var answering []string
+	for i := range survivors {
+		if survivors[i].answered {
+			answering = append(answering, survivors[i].name)
+		}
+		if survivors[i].name == requested {
+			src = &survivors[i]
+		}
+	}
+	switch {
+	case src == nil || !src.answered:
+		plan.refusal = fmt.Sprintf("member %s does not answer; members that answer: [%s]; set %s to one of them", requested, strings.Join(answering, ", "), AnnotationRecoverFrom)
+		return plan
+	case src.status.IsLearner:
+		plan.refusal = fmt.Sprintf("member %s is a learner and may lack committed writes; recover from a voter", requested)
+		return plan
+	}
+	for _, s := range survivors {
+		if s.answered && s.name != requested && s.status.RaftAppliedIndex > src.status.RaftAppliedIndex {
+			plan.refusal = fmt.Sprintf("member %s has applied more than %s (raft index %d > %d): recovering from %s would lose writes %s has; set %s to %s",
+				s.name, requested, s.status.RaftAppliedIndex, src.status.RaftAppliedIndex, requested, s.name, AnnotationRecoverFrom, s.name)
+			return plan
+		}
+	}
+	for _, name := range members {
+		if name != requested {
+			plan.discard = append(plan.discard, name)
+		}
+	}
+	sort.Strings(plan.discard)
+	plan.key = fmt.Sprintf("recovering from member %s at revision %d", requested, src.status.Revision)
+	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
+		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
+	return plan
+}
+
+// recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
+// reconcile, each looked for before it is done so that a crash repeats nothing: say what will
+// be lost (status and a Warning event) and go no further in that reconcile; then remove every
+// other member (the removal mark: their finalizers take them out of etcd and delete their
+// PVCs once the new cluster answers); then mark the source; then restart its Pod with
+// --force-new-cluster.
+func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	requested := c.Annotations[AnnotationRecoverFrom]
+	if requested == "" || v.reachable || c.Status.ClusterID == "" {
+		return false, nil
+	}
+	names := make([]string, 0, len(v.members))
+	for _, m := range v.members {
+		names = append(names, m.Name)
+	}
+	plan := planRecovery(requested, v.survivors, names, c.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
+	if plan.refusal != "" {
+		if !saidInStatus(c, plan.refusal) {
+			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
+		}
+		return false, waitFor(ReasonRecoveryRefused, "the quorum is lost and %s asks for a recovery, but: %s", AnnotationRecoverFrom, plan.refusal)
+	}
+	// The statement of what is lost must be in status before any act. Progressing may carry
+	// it under ProgressDeadlineExceeded (a quorum lost long ago), so its message is what counts.
+	if !saidInStatus(c, plan.key) {
+		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		return false, waitFor(ReasonQuorumRecovery, "%s", plan.loss)
+	}
+	did, err := r.recoveryAct(ctx, c, v, plan)
+	if err != nil {
+		return true, err
+	}
+	// Each act keeps Progressing on QuorumRecovery (a wait, not a change toward the spec),
+	// so the statement of what is lost stays in status until etcd answers.
+	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, plan.loss)
+}
+
+// recoveryAct makes the next act of the recovery and says what it did or waits for.
+func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, plan recoveryPlan) (string, error) {
+	for _, m := range v.members {
+		if m.Name != plan.source && m.DeletionTimestamp.IsZero() {
+			r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s", m.Name, plan.source)
+			return "removed member " + m.Name, r.markAndDelete(ctx, c, m, failpoint.AfterRemovalMark)
+		}
+	}
+	src := memberNamed(v.members, plan.source)
+	if src == nil {
+		return "waiting for the EtcdMember of " + plan.source + " to be rebuilt from its PVC", nil
+	}
+	if src.Annotations[AnnotationForceNewCluster] != "true" {
+		patch := client.MergeFrom(src.DeepCopy())
+		if src.Annotations == nil {
+			src.Annotations = map[string]string{}
+		}
+		src.Annotations[AnnotationForceNewCluster] = "true"
+		return "marked member " + src.Name + " to start with --force-new-cluster", r.Patch(ctx, src, patch)
+	}
+	if pod := v.pods[src.Name]; pod != nil && pod.DeletionTimestamp.IsZero() && !specs.ForcesNewCluster(pod) {
+		deleted, err := r.deletePod(ctx, pod)
+		if deleted {
+			r.eventAbout(c, src, corev1.EventTypeWarning, "ForcingNewCluster", "RecoverQuorum", "restarting member %s with --force-new-cluster: it becomes a one-member cluster with its data", src.Name)
+		}
+		return "restarting member " + src.Name + " with --force-new-cluster", err
+	}
+	return "waiting for member " + src.Name + " to start as a one-member cluster", nil
+}
+
+// saidInStatus: Progressing's message says it.
+func saidInStatus(c *etcdv1.EtcdCluster, what string) bool {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	return prev != nil && strings.Contains(prev.Message, what)
+}
+
+// finishRecovery, once etcd answers again: the request is removed (an event says whether a
+// recovery happened), then the source's mark, then the Pod that still carries
+// --force-new-cluster is restarted without it before any member joins (a restart of its
+// container would otherwise drop the new members again).
+func (r *ClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	var forced *etcdv1.EtcdMember
+	for _, m := range v.members {
+		if m.Annotations[AnnotationForceNewCluster] == "true" {
+			forced = m
+		}
+	}
+	if from := c.Annotations[AnnotationRecoverFrom]; from != "" {
+		patch := client.MergeFrom(c.DeepCopy())
+		delete(c.Annotations, AnnotationRecoverFrom)
+		if err := r.Patch(ctx, c, patch); err != nil {
+			return true, err
+		}
+		if forced != nil {
+			r.event(c, corev1.EventTypeNormal, "QuorumRecovered", "RecoverQuorum", "the cluster answers again as a one-member cluster from %s; new members are added as learners up to %d", forced.Name, ptrOr(c.Spec.Replicas, 3))
+		} else {
+			r.event(c, corev1.EventTypeNormal, "RecoveryNotNeeded", "RecoverQuorum", "etcd has a quorum: nothing was recovered, %s=%s removed", AnnotationRecoverFrom, from)
+		}
+		return true, nil
+	}
+	if forced != nil {
+		patch := client.MergeFrom(forced.DeepCopy())
+		delete(forced.Annotations, AnnotationForceNewCluster)
+		return true, r.Patch(ctx, forced, patch)
+	}
+	for _, m := range v.members {
+		if pod := v.pods[m.Name]; pod != nil && pod.DeletionTimestamp.IsZero() && specs.ForcesNewCluster(pod) {
+			if deleted, err := r.deletePod(ctx, pod); !deleted || err != nil {
+				return err != nil, err
+			}
+			r.eventAbout(c, m, corev1.EventTypeNormal, "RestartingWithoutForce", "RecoverQuorum", "restarting member %s without --force-new-cluster before members join", m.Name)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// deletePod deletes that very Pod; false when it was already gone (a stale cache).
+func (r *ClusterReconciler) deletePod(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func answered(name string, applied uint64, learner bool) survivor {
+	return survivor{name: name, answered: true, status: etcd.Status{MemberID: 7, Revision: 42, RaftTerm: 3, RaftAppliedIndex: applied, IsLearner: learner}}
+}
+
+func TestPlanRecovery(t *testing.T) {
+	down := survivor{name: "db-2"}
+	members := []string{"db-1", "db-2", "db-3"}
+	for _, tc := range []struct {
+		name      string
+		requested string
+		survivors []survivor
+		tmpfs     bool
+		refusal   string // part of the refusal; "" when it goes ahead
+	}{
+		{"the only survivor", "db-1", []survivor{answered("db-1", 100, false), down, {name: "db-3"}}, false, ""},
+		{"the most advanced of two", "db-1", []survivor{answered("db-1", 100, false), answered("db-3", 90, false), down}, false, ""},
+		{"equal survivors", "db-3", []survivor{answered("db-1", 100, false), answered("db-3", 100, false), down}, false, ""},
+		{"a member that does not answer", "db-2", []survivor{answered("db-1", 100, false), down}, false, "member db-2 does not answer; members that answer: [db-1]"},
+		{"a member nobody knows", "db-9", []survivor{answered("db-1", 100, false)}, false, "member db-9 does not answer"},
+		{"a less advanced member", "db-3", []survivor{answered("db-1", 100, false), answered("db-3", 90, false)}, false, "member db-1 has applied more than db-3 (raft index 100 > 90)"},
+		{"a learner", "db-1", []survivor{answered("db-1", 100, true)}, false, "is a learner"},
+		{"tmpfs", "db-1", []survivor{answered("db-1", 100, false)}, true, "a tmpfs cluster cannot be recovered from a member"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planRecovery(tc.requested, tc.survivors, members, tc.tmpfs)
+			if tc.refusal == "" {
+				if plan.refusal != "" {
+					t.Fatalf("refused: %s", plan.refusal)
+				}
+				want := "recovering from member " + tc.requested + " at revision 42 (raft term 3, applied index 100)"
+				if !strings.Contains(plan.loss, want) || !strings.Contains(plan.loss, "are lost") {
+					t.Errorf("loss %q does not say %q", plan.loss, want)
+				}
+				if got := strings.Join(plan.discard, ","); strings.Contains(got, tc.requested) || len(plan.discard) != 2 {
+					t.Errorf("discard %q", got)
+				}
+				return
+			}
+			if !strings.Contains(plan.refusal, tc.refusal) {
+				t.Fatalf("refusal %q, want %q", plan.refusal, tc.refusal)
+			}
+		})
+	}
+}
+
+func (h *harness) annotateCluster(key, value string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Annotations = map[string]string{key: value}
+	if err := h.api.Patch(context.Background(), c, patch); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// startPodOf creates a member's Pod as the member controller would, Ready.
+func (h *harness) startPodOf(name string) *corev1.Pod {
+	h.t.Helper()
+	m := &etcdv1.EtcdMember{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
+		h.t.Fatal(err)
+	}
+	pod := specs.Pod(h.clusterObj(), m, h.r.PodOptions)
+	if m.Annotations[AnnotationForceNewCluster] == "true" {
+		specs.ForceNewCluster(pod)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.api.Create(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+	return pod
+}
+
+// survivorPodGone: db-1's Pod, the survivor's in these tests, is deleted.
+func (h *harness) survivorPodGone() bool {
+	err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, &corev1.Pod{})
+	return apierrors.IsNotFound(err)
+}
+
+// A recovery from the survivor of 3: nothing happens without the annotation; with it, what
+// is lost is stated first, then the other members are removed, the survivor restarts with
+// --force-new-cluster, and once etcd answers the request and the flag are gone before any
+// member is added.
+func TestRecoveryFromTheSurvivor(t *testing.T) {
+	h := runningHarness(t)
+	h.startPodOf("db-1")
+	survivorID := h.etcdID("db-1")
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.reconcile()
+	h.reconcile()
+	if len(h.members()) != 3 || h.survivorPodGone() {
+		t.Fatal("the operator acted on a lost quorum without being asked")
+	}
+
+	// The quorum was lost long ago: Progressing is past its deadline throughout.
+	h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.reconcile()
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonProgressDeadlineExceeded || !strings.Contains(pr.Message, "recovering from member db-1") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
+		t.Fatalf("Progressing before any act: %+v", pr)
+	}
+	if len(h.members()) != 3 {
+		t.Fatal("a member was removed before the loss was recorded in status")
+	}
+
+	h.checkRecoveryActs()
+	pod := h.startPodOf("db-1")
+	if !specs.ForcesNewCluster(pod) {
+		t.Fatal("the survivor's new Pod does not force a new cluster")
+	}
+	h.etcd.ForceNewCluster(survivorID)
+
+	h.checkRecoveryFinished()
+	h.startPodOf("db-1")
+	h.reconcile() // scaling adds a new member
+	if got := len(h.members()); got != 2 {
+		t.Fatalf("%d members after the recovery, want a new one added", got)
+	}
+}
+
+// A recovery from a member that is not the most advanced is refused and reported; nothing
+// is removed.
+func TestRecoveryFromAMemberThatDoesNotAnswerIsRefused(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-2")
+	h.reconcile()
+	h.reconcile()
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 does not answer; members that answer: [db-1]") {
+		t.Fatalf("Progressing %+v", pr)
+	}
+	if len(h.members()) != 3 {
+		t.Fatal("a refused recovery removed members")
+	}
+}
+
+// checkRecoveryActs reconciles through the acts: db-2 and db-3 removed, db-1 marked and its
+// Pod restarted, Progressing on QuorumRecovery throughout.
+func (h *harness) checkRecoveryActs() {
+	t := h.t
+	t.Helper()
+	for range 4 { // db-2 removed, db-3 removed, db-1 marked, db-1's Pod restarted
+		h.reconcile()
+	}
+	if got := len(h.members()); got != 1 || h.members()[0].Annotations[AnnotationForceNewCluster] != "true" || !h.survivorPodGone() {
+		t.Fatalf("after the acts: %d members, %+v, Pod gone %v", got, h.members()[0].Annotations, h.survivorPodGone())
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "recovering from member db-1") {
+		t.Fatalf("Progressing during the acts: %+v", pr)
+	}
+}
+
+// checkRecoveryFinished reconciles a recovered cluster: the request, the mark and the forced
+// Pod go, and no member is added before.
+func (h *harness) checkRecoveryFinished() {
+	t := h.t
+	t.Helper()
+	h.reconcile() // the request goes
+	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFrom]; ok {
+		t.Fatal("the recovery request is still there")
+	}
+	h.reconcile() // the mark goes
+	h.reconcile() // the Pod with the flag goes
+	if !h.survivorPodGone() || h.members()[0].Annotations[AnnotationForceNewCluster] != "" {
+		t.Fatal("the forced Pod or the mark outlived the recovery")
+	}
+	if got := len(h.members()); got != 1 {
+		t.Fatalf("%d members before the forced Pod was replaced", got)
+	}
+}

@@ -1,0 +1,309 @@
+package defrag
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// defragmentTimeout bounds one member's defragmentation, which blocks that member.
+const defragmentTimeout = 5 * time.Minute
+
+// Reconciler runs EtcdDefrag passes. Each reconcile gives one member its outcome and
+// records it, so a pass interrupted by a crash goes on with the next member.
+type Reconciler struct {
+	client.Client
+	Recorder  events.EventRecorder
+	NewClient controller.ClientFactory
+	// Now is the clock of startedAt, finishedAt and the TTL; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now().Truncate(time.Second))
+	}
+	return metav1.NewTime(time.Now().Truncate(time.Second))
+}
+
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags/status,verbs=get;update;patch
+
+// Reconcile takes one EtcdDefrag one member further.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	d := &etcdv1.EtcdDefrag{}
+	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if finished(d) {
+		return r.expire(ctx, d)
+	}
+	c := &etcdv1.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}, c)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, "ClusterNotFound", fmt.Sprintf("EtcdCluster %s does not exist", d.Spec.ClusterRef.Name))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if other, err := r.runningPass(ctx, d); err != nil || other != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "AnotherPassRunning", fmt.Sprintf("EtcdDefrag %s is defragmenting this cluster; one pass at a time", other))
+	}
+	names, err := r.memberNames(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(names) == 0 {
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.wait(ctx, d, "NoRunningMember", "the cluster has no running member (paused or not bootstrapped)")
+	}
+	return r.step(ctx, d, c, names)
+}
+
+// step looks at etcd and gives the next member its outcome.
+func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.EtcdCluster, names []string) (ctrl.Result, error) {
+	endpointOf := func(name string) string { return specs.ClientURL(c, name) }
+	endpoints := make([]string, 0, len(names))
+	for _, n := range names {
+		endpoints = append(endpoints, endpointOf(n))
+	}
+	cli, err := r.NewClient(ctx, c, endpoints)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "EtcdUnreachable", err.Error())
+	}
+	defer func() { _ = cli.Close() }()
+	view, err := look(ctx, cli, names, endpointOf)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "EtcdUnreachable", err.Error())
+	}
+	if r.start(d, names) {
+		r.event(d, corev1.EventTypeNormal, "DefragStarted", "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
+	}
+	name, ok := nextMember(d.Status.Members, view)
+	if !ok {
+		return ctrl.Result{}, r.complete(ctx, d)
+	}
+	v := decide(d.Spec.Rule, view, name)
+	if v.moveLeader {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.moveLeader(ctx, cli, d, view, name)
+	}
+	row := r.process(ctx, cli, view, name, v)
+	setRow(d, row)
+	if row.Outcome == etcdv1.DefragOutcomeDefragmented {
+		d.Status.Defragmented++
+	}
+	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
+}
+
+// start sets the pass Running with a Pending row per member; true when it changed d.
+func (r *Reconciler) start(d *etcdv1.EtcdDefrag, names []string) bool {
+	if d.Status.Phase == etcdv1.EtcdDefragPhaseRunning {
+		return false
+	}
+	now := r.now()
+	d.Status.Phase, d.Status.StartedAt = etcdv1.EtcdDefragPhaseRunning, &now
+	d.Status.Members = nil
+	for _, n := range names {
+		d.Status.Members = append(d.Status.Members, etcdv1.MemberDefragStatus{Name: n, Outcome: etcdv1.DefragOutcomePending})
+	}
+	meta.RemoveStatusCondition(&d.Status.Conditions, "Waiting")
+	return true
+}
+
+// process defragments the member or records why not.
+func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView, name string, v verdict) etcdv1.MemberDefragStatus {
+	m := view.members[name]
+	now := r.now()
+	role := etcdv1.DefragRoleFollower
+	if m.id == view.leader && m.id != 0 {
+		role = etcdv1.DefragRoleLeader
+	}
+	row := etcdv1.MemberDefragStatus{Name: name, Role: role, Outcome: v.outcome, Reason: v.reason, Message: v.message,
+		DBSizeBefore: m.sizes.dbSize, FinishedAt: &now}
+	if !v.defragment {
+		return row
+	}
+	defragCtx, cancel := context.WithTimeout(ctx, defragmentTimeout)
+	defer cancel()
+	if err := cli.Defragment(defragCtx, m.endpoint); err != nil {
+		row.Outcome, row.Reason, row.Message = etcdv1.DefragOutcomeFailed, ReasonDefragmentFailed, err.Error()
+		return row
+	}
+	row.Outcome = etcdv1.DefragOutcomeDefragmented
+	if st, err := cli.Status(ctx, m.endpoint); err == nil {
+		row.DBSizeAfter = st.DBSize
+		row.ReclaimedBytes = max(0, row.DBSizeBefore-st.DBSize)
+	}
+	finishedAt := r.now()
+	row.FinishedAt = &finishedAt
+	return row
+}
+
+// moveLeader hands leadership to another healthy voter before the leader is defragmented,
+// and remembers in the member's row that it led.
+func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.EtcdDefrag, view passView, name string) error {
+	from := view.members[name].id
+	for _, to := range view.healthyVoterIDs {
+		if to == from {
+			continue
+		}
+		if err := cli.MoveLeader(ctx, to); err != nil {
+			return fmt.Errorf("moving leadership away from %s before defragmenting it: %w", name, err)
+		}
+		r.event(d, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership away from %s before defragmenting it", name)
+		row := rowOf(d, name)
+		row.Role = etcdv1.DefragRoleLeader
+		setRow(d, row)
+		return r.Status().Update(ctx, d)
+	}
+	return fmt.Errorf("no other healthy voter to take leadership from %s", name)
+}
+
+func rowOf(d *etcdv1.EtcdDefrag, name string) etcdv1.MemberDefragStatus {
+	for _, row := range d.Status.Members {
+		if row.Name == name {
+			return row
+		}
+	}
+	return etcdv1.MemberDefragStatus{Name: name}
+}
+
+// setRow replaces the member's row; a role recorded earlier (leader) is kept.
+func setRow(d *etcdv1.EtcdDefrag, row etcdv1.MemberDefragStatus) {
+	for i := range d.Status.Members {
+		if d.Status.Members[i].Name == row.Name {
+			if d.Status.Members[i].Role == etcdv1.DefragRoleLeader {
+				row.Role = etcdv1.DefragRoleLeader
+			}
+			d.Status.Members[i] = row
+			return
+		}
+	}
+	d.Status.Members = append(d.Status.Members, row)
+}
+
+// complete ends a pass whose members all have an outcome: Failed when one failed.
+func (r *Reconciler) complete(ctx context.Context, d *etcdv1.EtcdDefrag) error {
+	skipped, failed := 0, 0
+	for _, row := range d.Status.Members {
+		switch row.Outcome {
+		case etcdv1.DefragOutcomeSkipped:
+			skipped++
+		case etcdv1.DefragOutcomeFailed:
+			failed++
+		}
+	}
+	msg := fmt.Sprintf("%d defragmented, %d skipped, %d failed", d.Status.Defragmented, skipped, failed)
+	if failed > 0 {
+		return r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, "MemberFailed", msg)
+	}
+	return r.finish(ctx, d, etcdv1.EtcdDefragPhaseComplete, "Complete", msg)
+}
+
+func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etcdv1.EtcdDefragPhase, reason, message string) error {
+	now := r.now()
+	d.Status.Phase, d.Status.CompletedAt = phase, &now
+	status := metav1.ConditionTrue
+	eventType := corev1.EventTypeNormal
+	if phase == etcdv1.EtcdDefragPhaseFailed {
+		status, eventType = metav1.ConditionFalse, corev1.EventTypeWarning
+	}
+	meta.RemoveStatusCondition(&d.Status.Conditions, "Waiting")
+	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: d.Generation})
+	r.event(d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
+	return r.Status().Update(ctx, d)
+}
+
+// wait records why a pass has not started (or cannot go on) and leaves it Pending.
+func (r *Reconciler) wait(ctx context.Context, d *etcdv1.EtcdDefrag, reason, message string) error {
+	before := d.DeepCopy()
+	if d.Status.Phase == "" {
+		d.Status.Phase = etcdv1.EtcdDefragPhasePending
+	}
+	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: "Waiting", Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: d.Generation})
+	if equalStatus(before, d) {
+		return nil
+	}
+	log.FromContext(ctx).Info("defragmentation waits", "reason", reason, "message", message)
+	return r.Status().Patch(ctx, d, client.MergeFrom(before))
+}
+
+func equalStatus(a, b *etcdv1.EtcdDefrag) bool {
+	ca, cb := meta.FindStatusCondition(a.Status.Conditions, "Waiting"), meta.FindStatusCondition(b.Status.Conditions, "Waiting")
+	return a.Status.Phase == b.Status.Phase && ca != nil && cb != nil && ca.Reason == cb.Reason && ca.Message == cb.Message
+}
+
+func finished(d *etcdv1.EtcdDefrag) bool {
+	return d.Status.Phase == etcdv1.EtcdDefragPhaseComplete || d.Status.Phase == etcdv1.EtcdDefragPhaseFailed
+}
+
+// expire deletes a finished pass once its TTL has run out.
+func (r *Reconciler) expire(ctx context.Context, d *etcdv1.EtcdDefrag) (ctrl.Result, error) {
+	if d.Spec.TTLSecondsAfterFinished == nil || d.Status.CompletedAt == nil {
+		return ctrl.Result{}, nil
+	}
+	left := d.Status.CompletedAt.Add(time.Duration(*d.Spec.TTLSecondsAfterFinished) * time.Second).Sub(r.now().Time)
+	if left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, d, client.Preconditions{UID: &d.UID}))
+}
+
+// runningPass names another pass running on the same cluster.
+func (r *Reconciler) runningPass(ctx context.Context, d *etcdv1.EtcdDefrag) (string, error) {
+	list := &etcdv1.EtcdDefragList{}
+	if err := r.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {
+		return "", err
+	}
+	for _, other := range list.Items {
+		if other.Name != d.Name && other.Spec.ClusterRef.Name == d.Spec.ClusterRef.Name && other.Status.Phase == etcdv1.EtcdDefragPhaseRunning {
+			return other.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// memberNames are the cluster's members that should be running, by name.
+func (r *Reconciler) memberNames(ctx context.Context, c *etcdv1.EtcdCluster) ([]string, error) {
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range list.Items {
+		if m.Spec.ClusterName == c.Name && !m.Spec.Dormant && m.DeletionTimestamp.IsZero() {
+			names = append(names, m.Name)
+		}
+	}
+	return names, nil
+}
+
+func (r *Reconciler) event(d *etcdv1.EtcdDefrag, eventType, reason, action, format string, args ...any) {
+	controller.Emit(r.Recorder, d, nil, eventType, reason, action, format, args...)
+}
+
+// SetupWithManager watches EtcdDefrags.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1.EtcdDefrag{}).
+		Named("etcddefrag").
+		Complete(r)
+}

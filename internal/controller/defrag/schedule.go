@@ -1,0 +1,166 @@
+package defrag
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
+)
+
+// LabelSchedule marks the EtcdDefrags that spec.defrag of the named cluster created.
+const LabelSchedule = "etcd-operator.cozystack.io/defrag-schedule"
+
+// AnnotationScheduledTime on a scheduled EtcdDefrag is the time it was due (RFC 3339).
+const AnnotationScheduledTime = "etcd-operator.cozystack.io/scheduled-time"
+
+// ScheduleReconciler creates an EtcdDefrag at each time an EtcdCluster's spec.defrag names.
+// It keeps no state of its own: the last scheduled EtcdDefrag says when the schedule last
+// fired, and its name is the due time, so a second attempt at the same time is a no-op.
+type ScheduleReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *ScheduleReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile fires the cluster's schedule when due and prunes old scheduled passes.
+func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if c.Spec.Defrag == nil || !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	sched, err := cron.ParseStandard(c.Spec.Defrag.Schedule)
+	if err != nil {
+		r.warn(c, "spec.defrag.schedule %q is no cron schedule (%v); for example \"0 3 * * *\" or @daily", c.Spec.Defrag.Schedule, err)
+		return ctrl.Result{}, nil
+	}
+	passes, err := r.scheduledPasses(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	due, next := dueTime(sched, lastScheduled(c, passes), r.now())
+	if !due.IsZero() {
+		if err := r.create(ctx, c, due); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.prune(ctx, c, passes); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: time.Until(next) + time.Second}, nil
+}
+
+// dueTime is the latest time the schedule names after last and not after now (zero when
+// none), and the next time after now. Missed times are not made up: one pass covers them.
+func dueTime(sched cron.Schedule, last, now time.Time) (due, next time.Time) {
+	if horizon := now.Add(-7 * 24 * time.Hour); last.Before(horizon) {
+		last = horizon // a schedule added to an old cluster: nothing older than a week matters
+	}
+	t := sched.Next(last)
+	for i := 0; !t.After(now) && i < 100000; i++ {
+		due = t
+		t = sched.Next(t)
+	}
+	return due, t
+}
+
+// lastScheduled is the due time of the newest scheduled pass, or the cluster's creation.
+func lastScheduled(c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) time.Time {
+	last := c.CreationTimestamp.Time
+	for _, p := range passes {
+		if t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationScheduledTime]); err == nil && t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (r *ScheduleReconciler) scheduledPasses(ctx context.Context, c *etcdv1.EtcdCluster) ([]etcdv1.EtcdDefrag, error) {
+	list := &etcdv1.EtcdDefragList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelSchedule: c.Name}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// create makes the pass due at due; it is owned by the cluster and goes with it.
+func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, due time.Time) error {
+	d := &etcdv1.EtcdDefrag{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: c.Name + "-defrag-" + strconv.FormatInt(due.Unix(), 10), Namespace: c.Namespace,
+			Labels:      map[string]string{LabelSchedule: c.Name},
+			Annotations: map[string]string{AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
+		},
+		Spec: etcdv1.EtcdDefragSpec{ClusterRef: corev1.LocalObjectReference{Name: c.Name}, Rule: c.Spec.Defrag.Rule.DeepCopy()},
+	}
+	if err := controllerutil.SetControllerReference(c, d, r.Scheme()); err != nil {
+		return err
+	}
+	err := r.Create(ctx, d)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	controller.Emit(r.Recorder, c, d, corev1.EventTypeNormal, "DefragScheduled", "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
+	return nil
+}
+
+// prune deletes finished scheduled passes beyond spec.defrag.keepFinished, oldest first.
+func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) error {
+	keep := 3
+	if k := c.Spec.Defrag.KeepFinished; k != nil {
+		keep = int(*k)
+	}
+	var done []etcdv1.EtcdDefrag
+	for _, p := range passes {
+		if finished(&p) {
+			done = append(done, p)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool {
+		return done[i].Annotations[AnnotationScheduledTime] > done[j].Annotations[AnnotationScheduledTime]
+	})
+	for i := keep; i < len(done); i++ {
+		if err := r.Delete(ctx, &done[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *ScheduleReconciler) warn(c *etcdv1.EtcdCluster, format string, args ...any) {
+	controller.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, "InvalidDefragSchedule", "Defragment", format, args...)
+}
+
+// SetupWithManager watches clusters and the passes they own.
+func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1.EtcdCluster{}).
+		Owns(&etcdv1.EtcdDefrag{}).
+		Named("etcddefrag-schedule").
+		Complete(r)
+}

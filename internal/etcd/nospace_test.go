@@ -1,0 +1,88 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A member with a 4 MiB quota, filled by rewriting one key, raises NOSPACE and refuses
+// writes; compacting to the current revision, defragmenting and disarming (what the operator's
+// remediation does) makes it writable again, with a smaller database file.
+func TestNoSpaceIsClearedByCompactDefragmentDisarm(t *testing.T) {
+	t.Parallel()
+	m := newMemberSpec(t, "full", "http", "--quota-backend-bytes", "4194304")
+	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
+	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
+	waitForLeader(t, c, m.clientURL)
+	kv, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = kv.Close() }()
+
+	fillToQuota(t, kv)
+	alarms, err := c.Alarms(shortContext(t))
+	if err != nil || len(alarms) != 1 || alarms[0].Type != AlarmNoSpace {
+		t.Fatalf("alarms %+v, %v; want one NOSPACE", alarms, err)
+	}
+	before, err := c.Status(shortContext(t), m.clientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	compactAndDefragment(t, c, m.clientURL)
+	after, err := c.Status(shortContext(t), m.clientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.DBSize >= before.DBSize {
+		t.Fatalf("the database file did not shrink: %d -> %d bytes", before.DBSize, after.DBSize)
+	}
+	if err := c.DisarmAlarm(shortContext(t), alarms[0]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := kv.Put(ctx, "after", "writable"); err != nil {
+		t.Fatalf("still not writable after the remediation: %v", err)
+	}
+	if left, err := c.Alarms(shortContext(t)); err != nil || len(left) != 0 {
+		t.Fatalf("alarms left: %+v, %v", left, errors.Join(err))
+	}
+}
+
+// fillToQuota rewrites one key with 64 KiB values until etcd refuses with NOSPACE.
+func fillToQuota(t *testing.T, kv *clientv3.Client) {
+	t.Helper()
+	value := strings.Repeat("x", 64<<10)
+	var full error
+	for i := 0; i < 500 && full == nil; i++ {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, full = kv.Put(ctx, "filler", value)
+		cancel()
+	}
+	if full == nil || !strings.Contains(full.Error(), "database space exceeded") {
+		t.Fatalf("500 rewrites of a 64 KiB value did not fill a 4 MiB quota: %v", full)
+	}
+}
+
+// compactAndDefragment compacts to the current revision (twice: the second is a no-op that
+// must not fail) and defragments the member.
+func compactAndDefragment(t *testing.T, c Client, endpoint string) {
+	t.Helper()
+	rev, err := c.CompactToCurrent(shortContext(t))
+	if err != nil || rev <= 1 {
+		t.Fatalf("CompactToCurrent = %d, %v", rev, err)
+	}
+	if again, err := c.CompactToCurrent(shortContext(t)); err != nil || again != rev {
+		t.Fatalf("a second compaction at the same revision = %d, %v; want %d and no error", again, err, rev)
+	}
+	if err := c.Defragment(shortContext(t), endpoint); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// readThrough makes a linearizable read through one member: it answers only once that
+// member has applied every write committed before the read.
+func readThrough(t *testing.T, ip, prefix string) int {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ip + ":2379"}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(resp.Count)
+}
+
+// destroy deletes members' Pods at once (no grace) and their PVCs, and waits until the PVCs
+// are gone: their data is lost.
+func destroy(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		meta := metav1.ObjectMeta{Namespace: ns, Name: name}
+		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: meta}, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Delete(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 2*time.Minute, "the PVCs of "+strings.Join(names, ", ")+" gone", func() error {
+		for _, name := range names {
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.PersistentVolumeClaim{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("PVC %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Two of three members destroyed (Pods and PVCs) while the operator is down, so that it
+// cannot replace the first before the second goes: the cluster has no quorum and stays so
+// until a person asks for a recovery from the survivor. Then it is back to 3 voters under the
+// same cluster ID with the survivor's member ID, and every write the survivor had is there.
+// The operator is stopped and started: not parallel.
+func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
+	ns, before, w := loadedCluster(t, "lost", 3)
+	w.stopAndVerify(t, 10)
+	survivor := before.Status.Members[0]
+	written := readThrough(t, memberIPs(t, ns, "lost")[survivor.Name], "lost")
+	t.Logf("survivor %s has applied %d writes", survivor.Name, written)
+
+	setOperatorReplicas(t, 0)
+	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
+	eventually(t, 3*time.Minute, "QuorumLost naming the survivor", func() error {
+		av := meta.FindStatusCondition(getCluster(t, ns, "lost").Status.Conditions, etcdv1.ConditionAvailable)
+		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, "1 of 3 members answer") {
+			return fmt.Errorf("Available %+v", av)
+		}
+		return nil
+	})
+
+	c := getCluster(t, ns, "lost")
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations["etcd-operator.cozystack.io/recover-from"] = survivor.Name
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+	after := waitSettled(t, ns, "lost", 3, 6*time.Minute)
+	if after.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
+	}
+	if ids := memberIDs(after); ids[survivor.Name] != survivor.ID {
+		t.Fatalf("the survivor %s has ID %q, was %s: %v", survivor.Name, ids[survivor.Name], survivor.ID, ids)
+	}
+	if _, ok := after.Annotations["etcd-operator.cozystack.io/recover-from"]; ok {
+		t.Error("the recovery request outlived the recovery")
+	}
+	for reason, part := range map[string]string{
+		"QuorumRecovery":  "recovering from member " + survivor.Name,
+		"QuorumRecovered": "one-member cluster from " + survivor.Name,
+	} {
+		if !eventAbout(t, ns, reason, part) {
+			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
+		}
+	}
+	w.stopAndVerify(t, 10) // every acknowledged write, read back through the recovered cluster
+}

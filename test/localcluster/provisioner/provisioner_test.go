@@ -1,0 +1,78 @@
+package provisioner
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func boundClaim(request, capacity string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns", UID: "u1"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			VolumeName: "pvc-u1",
+			Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(request)}},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(capacity)}},
+	}
+}
+
+func volume(provisioner, capacity string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-u1", Annotations: map[string]string{provisionedByAnnotation: provisioner}},
+		Spec:       corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(capacity)}},
+	}
+}
+
+// A bound claim asking for more gets it on its volume and in its status; another
+// provisioner's volume is left alone.
+func TestResizeExpandsOurVolumesOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name, provisioner, wantPV, wantClaim string
+	}{
+		{"ours", Name, "2Gi", "2Gi"},
+		{"another provisioner's", "other", "1Gi", "1Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := boundClaim("2Gi", "1Gi")
+			client := fake.NewClientset(claim, volume(tc.provisioner, "1Gi"))
+			p := New(client, t.TempDir())
+			if !wantsResize(claim) {
+				t.Fatal("a bound claim asking for more is not wanted for a resize")
+			}
+			p.claimChanged(context.Background(), claim)
+			pv, err := client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-u1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "data", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pvSize, claimSize := pv.Spec.Capacity[corev1.ResourceStorage], got.Status.Capacity[corev1.ResourceStorage]
+			if pvSize.String() != tc.wantPV || claimSize.String() != tc.wantClaim {
+				t.Errorf("volume %s, claim %s; want %s and %s", pvSize.String(), claimSize.String(), tc.wantPV, tc.wantClaim)
+			}
+		})
+	}
+}
+
+func TestWantsResizeOnlyABoundClaimAskingForMore(t *testing.T) {
+	pending := boundClaim("2Gi", "1Gi")
+	pending.Status.Phase = corev1.ClaimPending
+	for name, claim := range map[string]*corev1.PersistentVolumeClaim{
+		"at size":      boundClaim("1Gi", "1Gi"),
+		"same size":    boundClaim("1024Mi", "1Gi"),
+		"smaller":      boundClaim("1Gi", "2Gi"),
+		"pending":      pending,
+		"not provided": {},
+	} {
+		if wantsResize(claim) {
+			t.Errorf("%s: wanted for a resize", name)
+		}
+	}
+}
