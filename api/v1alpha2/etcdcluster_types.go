@@ -87,6 +87,23 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Tolerations of the member Pods, e.g. to run etcd on tainted control-plane or dedicated
+	// nodes. A change rolls the members one at a time.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeSelector of the member Pods: they run only on nodes with all these labels. A change
+	// rolls the members one at a time.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// PriorityClassName of the member Pods: a high priority keeps etcd from being preempted by
+	// less important Pods. A change rolls the members one at a time.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // StorageMedium selects the backend of a member's data directory.

@@ -59,13 +59,27 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 			Affinity:                  c.Spec.Affinity.DeepCopy(),
 			TopologySpreadConstraints: spreadConstraints(c),
 			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),
+			Tolerations:               append([]corev1.Toleration(nil), c.Spec.Tolerations...),
+			NodeSelector:              copyMap(c.Spec.NodeSelector),
+			PriorityClassName:         c.Spec.PriorityClassName,
 		},
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationPodTemplateHash] = templateHash(pod)
+	pod.Annotations[AnnotationPodTemplateHash] = templateHash(c, m)
 	return pod
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
 }
 
 // AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
@@ -73,15 +87,49 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 // the spec would build now.
 const AnnotationPodTemplateHash = "etcd-operator.cozystack.io/pod-template-hash"
 
-// templateHash fingerprints a Pod's labels, annotations and spec. encoding/json writes map
-// keys in order, so equal Pods hash alike.
-func templateHash(pod *corev1.Pod) string {
-	data, err := json.Marshal(struct {
-		Labels, Annotations map[string]string
-		Spec                corev1.PodSpec
-	}{pod.Labels, pod.Annotations, pod.Spec})
+// PodFormat is the version of how this operator builds member Pods out of a spec. Bump it in
+// a release whose Pod builder change must reach running members (a new required flag, a fixed
+// probe that would otherwise never pass): that release then rolls every member once, and its
+// release notes must say so (docs/install.md lists them). Any other change of the builder
+// (defaults, the --etcd-image-repository flag) reaches a member at its next restart or roll.
+const PodFormat = 1
+
+// podInputs is what a member's Pod depends on that the cluster's owner decides: the fields of
+// the EtcdCluster and EtcdMember specs that reach the Pod, and PodFormat. Everything the
+// operator itself decides stays out, so that upgrading the operator does not restart every
+// member of every cluster. TestEveryClusterSpecFieldIsClassified fails when a new spec field
+// is not sorted into these inputs or out of them.
+type podInputs struct {
+	Format                    int
+	Member                    etcdv1.EtcdMemberSpec
+	TLS                       *etcdv1.EtcdClusterTLS
+	Auth                      *etcdv1.AuthSpec
+	Resources                 corev1.ResourceRequirements
+	AdditionalMetadata        *etcdv1.AdditionalMetadata
+	Affinity                  *corev1.Affinity
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint
+	Options                   *etcdv1.EtcdOptions
+	ImagePullSecrets          []corev1.LocalObjectReference
+	Tolerations               []corev1.Toleration
+	NodeSelector              map[string]string
+	PriorityClassName         string
+}
+
+// templateHash fingerprints a member's podInputs. encoding/json writes map keys in order, so
+// equal inputs hash alike.
+func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
+	member := *m.Spec.DeepCopy()
+	member.Dormant = false // a dormant member has no Pod; waking it must not count as a change
+	s := &c.Spec
+	data, err := json.Marshal(podInputs{
+		Format: PodFormat, Member: member, TLS: s.TLS, Auth: s.Auth, Resources: s.Resources,
+		AdditionalMetadata: s.AdditionalMetadata, Affinity: s.Affinity,
+		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
+		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
+		NodeSelector: s.NodeSelector, PriorityClassName: s.PriorityClassName,
+	})
 	if err != nil {
-		panic(fmt.Sprintf("a Pod always marshals: %v", err))
+		panic(fmt.Sprintf("pod inputs always marshal: %v", err))
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
