@@ -6,21 +6,29 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/version"
 )
 
 type options struct {
 	metricsAddr        string
+	metricsSecure      bool
+	watchNamespaces    string
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
@@ -29,12 +37,11 @@ type options struct {
 	showVersionAndExit bool
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 turns it off")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers whose token may get /metrics (ClusterRole etcd-operator-metrics-reader); false serves plain HTTP to anyone")
+	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose EtcdClusters the operator manages; empty means all")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
@@ -43,7 +50,7 @@ func main() {
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 	if o.showVersionAndExit {
-		fmt.Println(version)
+		fmt.Println(version.Version)
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
@@ -71,7 +78,8 @@ func run(o options) error {
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
+		Cache:                   cacheOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "etcd-operator.cozystack.io",
@@ -85,14 +93,42 @@ func run(o options) error {
 	if err := setUpControllers(mgr, o); err != nil {
 		return err
 	}
+	if err := crmetrics.Registry.Register(&metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics")}); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting", "version", version)
+	ctrl.Log.Info("starting", "version", version.Version)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsOptions: HTTPS with a self-signed certificate, and every request's bearer token
+// checked with the API server (TokenReview, then SubjectAccessReview for GET /metrics).
+func metricsOptions(o options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
+}
+
+// cacheOptions limits the informers to the watched namespaces, when given: the operator then
+// needs RBAC in those namespaces only (docs/install.md).
+func cacheOptions(o options) cache.Options {
+	var opts cache.Options
+	for _, ns := range strings.Split(o.watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }
 
 func setUpControllers(mgr ctrl.Manager, o options) error {

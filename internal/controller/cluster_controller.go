@@ -20,6 +20,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -144,6 +145,7 @@ func emit(rec events.EventRecorder, regarding, related client.Object, eventType,
 	if rec != nil {
 		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
 	}
+	metrics.Event(eventType, reason)
 	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
 }
 

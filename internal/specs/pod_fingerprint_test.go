@@ -77,9 +77,13 @@ func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
 		"resources": func(c *etcdv1.EtcdCluster) {
 			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		},
-		"options":           func(c *etcdv1.EtcdCluster) { c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionRetention: "1h"} },
-		"metadata":          func(c *etcdv1.EtcdCluster) { c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"a": "b"}} },
-		"tolerations":       func(c *etcdv1.EtcdCluster) { c.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}} },
+		"options": func(c *etcdv1.EtcdCluster) { c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionRetention: "1h"} },
+		"metadata": func(c *etcdv1.EtcdCluster) {
+			c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"a": "b"}}
+		},
+		"tolerations": func(c *etcdv1.EtcdCluster) {
+			c.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+		},
 		"nodeSelector":      func(c *etcdv1.EtcdCluster) { c.Spec.NodeSelector = map[string]string{"disk": "ssd"} },
 		"priorityClassName": func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = "high" },
 		"imagePullSecrets":  func(c *etcdv1.EtcdCluster) { c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} },
