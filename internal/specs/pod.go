@@ -193,7 +193,27 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 		"--strict-reconfig-check=true",
 	}
 	args = append(args, tlsArgs(c)...)
+	if c.Spec.Options == nil || c.Spec.Options.QuotaBackendBytes == nil {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(DefaultQuotaBackendBytes(m.Spec.Storage.Size), 10))
+	}
 	return append(args, OptionArgs(c.Spec.Options)...)
+}
+
+// maxDefaultQuota is etcd's advice for the largest backend: 8 GiB.
+const maxDefaultQuota = 8 << 30
+
+// DefaultQuotaBackendBytes is the quota when spec.options.quotaBackendBytes is not set: half
+// the member's volume, at most 8 GiB. etcd's own default (2 GiB) is larger than the default
+// 1Gi volume, so the disk would fill before the quota: etcd then fails its WAL writes and
+// stops, where at the quota it raises the NOSPACE alarm and keeps serving reads and deletes.
+// The other half holds the WAL (five 64 MiB files kept by default), snapshots, and the copy
+// a defragmentation writes next to the database.
+func DefaultQuotaBackendBytes(size *resource.Quantity) int64 {
+	volume := int64(1 << 30)
+	if size != nil {
+		volume = size.Value()
+	}
+	return min(volume/2, maxDefaultQuota)
 }
 
 func tlsArgs(c *etcdv1.EtcdCluster) []string {

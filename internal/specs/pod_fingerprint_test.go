@@ -2,6 +2,7 @@ package specs
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,6 +125,36 @@ func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
 	for f := range reflect.TypeFor[etcdv1.EtcdClusterSpec]().Fields() {
 		if !inputs[f.Name] && !notInPod[f.Name] {
 			t.Errorf("EtcdClusterSpec.%s is neither in podInputs (internal/specs/pod.go) nor known not to reach the Pod: sort it", f.Name)
+		}
+	}
+}
+
+func TestQuotaDefaultsToHalfTheVolume(t *testing.T) {
+	tests := []struct {
+		size, quota string
+		want        string
+	}{
+		{"1Gi", "", "--quota-backend-bytes=536870912"},
+		{"4Gi", "", "--quota-backend-bytes=2147483648"},
+		{"100Gi", "", "--quota-backend-bytes=8589934592"},
+		{"1Gi", "300Mi", "--quota-backend-bytes=314572800"},
+	}
+	for _, tt := range tests {
+		c := cluster(func(c *etcdv1.EtcdCluster) {
+			size := resource.MustParse(tt.size)
+			c.Spec.Storage.Size = &size
+			if tt.quota != "" {
+				c.Spec.Options = &etcdv1.EtcdOptions{QuotaBackendBytes: ptr(resource.MustParse(tt.quota))}
+			}
+		})
+		var quotas []string
+		for _, a := range EtcdArgs(c, member(c, "db-1")) {
+			if strings.HasPrefix(a, "--quota-backend-bytes=") {
+				quotas = append(quotas, a)
+			}
+		}
+		if len(quotas) != 1 || quotas[0] != tt.want {
+			t.Errorf("size %s, quota %q: %v, want [%s]", tt.size, tt.quota, quotas, tt.want)
 		}
 	}
 }
