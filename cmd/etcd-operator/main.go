@@ -8,10 +8,14 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -116,10 +120,15 @@ func metricsOptions(o options) metricsserver.Options {
 	return opts
 }
 
-// cacheOptions limits the informers to the watched namespaces, when given: the operator then
-// needs RBAC in those namespaces only (docs/install.md).
+// cacheOptions limits the informers to the watched namespaces, when given (the operator then
+// needs RBAC in those namespaces only, docs/install.md), and the Pods, PVCs, Services and
+// PDBs cached to those the operator made (all carry its managed-by label): unrelated objects
+// of the same kinds do not grow its memory.
 func cacheOptions(o options) cache.Options {
-	var opts cache.Options
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: owned, &corev1.PersistentVolumeClaim{}: owned, &corev1.Service{}: owned, &policyv1.PodDisruptionBudget{}: owned,
+	}}
 	for _, ns := range strings.Split(o.watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			if opts.DefaultNamespaces == nil {
