@@ -53,34 +53,27 @@ const (
 	ResultFailure = "failure"
 )
 
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
 var (
-	membershipChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MembershipChangesName,
-		Help: "Membership changes made in etcd by the operator, by kind (add, promote, remove, remove_orphan, replace, recreate) and result.",
-	}, []string{"kind", "result"})
-	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: ReconcileErrorsName,
-		Help: "EtcdCluster reconcile steps that failed, by reason (Timeout, Conflict, NotFound, Forbidden, APIError, Other).",
-	}, []string{"reason"})
-	events = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: EventsName,
-		Help: "Kubernetes events the operator recorded, by type and reason (docs/reasons.md says what each means).",
-	}, []string{"type", "reason"})
+	membershipChanges = counter(MembershipChangesName,
+		"Membership changes made in etcd by the operator, by kind (add, promote, remove, remove_orphan, replace, recreate) and result.",
+		"kind", "result")
+	reconcileErrors = counter(ReconcileErrorsName,
+		"EtcdCluster reconcile steps that failed, by reason (Timeout, Conflict, NotFound, Forbidden, APIError, Other).", "reason")
+	events = counter(EventsName,
+		"Kubernetes events the operator recorded, by type and reason (docs/reasons.md says what each means).", "type", "reason")
 	timeToAvailable = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    TimeToAvailableName,
 		Help:    "Seconds from an EtcdCluster's creation to its first Available=True.",
 		Buckets: []float64{2, 5, 10, 20, 30, 60, 120, 300, 600},
 	})
 	// Snapshots counts snapshots taken by the operator, by result; for the snapshot controller.
-	Snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: SnapshotsName,
-		Help: "Snapshots taken by the operator, by result.",
-	}, []string{"result"})
+	Snapshots = counter(SnapshotsName, "Snapshots taken by the operator, by result.", "result")
 	// Defrags counts member defragmentations by the operator, by result; for the defrag controller.
-	Defrags = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: DefragsName,
-		Help: "Member defragmentations made by the operator, by result.",
-	}, []string{"result"})
+	Defrags = counter(DefragsName, "Member defragmentations made by the operator, by result.", "result")
 )
 
 func init() {
