@@ -5,6 +5,7 @@ package chart
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,8 +186,9 @@ func TestValuesReachTheObjects(t *testing.T) {
 		"resources.limits.memory=512Mi",
 	)
 	deploy := mustGet(t, objects, "Deployment/operators/eo")
-	if replicas, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas"); replicas != 2 {
-		t.Errorf("replicas = %d", replicas)
+	// The decoder reads numbers as JSON does (float64): compare their text.
+	if replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
+		t.Errorf("replicas = %v", replicas)
 	}
 	got := args(t, objects)
 	for _, want := range []string{"--leader-elect=false", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd"} {
