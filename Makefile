@@ -37,6 +37,7 @@ chart-sync: ## Copy the generated CRDs and RBAC rules into the Helm chart (no ha
 	rm -f $(CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_reader_role.yaml $(CHART)/files/rbac/
+	mkdir -p $(CHART)/files/monitoring && cp deploy/monitoring/* $(CHART)/files/monitoring/
 
 .PHONY: verify-generated
 verify-generated: generate manifests chart-sync ## Fail when generated files (and the chart's copies) are stale.

@@ -239,3 +239,31 @@ func TestCRDsAreTheGeneratedOnes(t *testing.T) {
 		t.Errorf("helm template --include-crds renders %d CRDs, want %d", n, len(generated))
 	}
 }
+
+// The dashboard and alert rules of deploy/monitoring ship in the chart when asked for.
+func TestMonitoringObjects(t *testing.T) {
+	if objects := render(t); objects["PrometheusRule/operators/eo"] != nil || objects["ConfigMap/operators/eo-dashboard"] != nil {
+		t.Error("monitoring objects rendered though not enabled")
+	}
+	objects := render(t, "monitoring.grafanaDashboard.enabled=true", "monitoring.prometheusRule.enabled=true")
+	dashboard, _, _ := unstructured.NestedString(mustGet(t, objects, "ConfigMap/operators/eo-dashboard").Object, "data", "etcd-operator.json")
+	want, err := os.ReadFile("../../deploy/monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(dashboard) != strings.TrimSpace(string(want)) {
+		t.Error("the dashboard ConfigMap differs from deploy/monitoring/grafana-dashboard.json: run make chart-sync")
+	}
+	groups, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PrometheusRule/operators/eo").Object, "spec", "groups")
+	data, err := os.ReadFile("../../deploy/monitoring/prometheus-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules map[string]any
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(groups) != fmt.Sprint(rules["groups"]) {
+		t.Error("the PrometheusRule's groups differ from deploy/monitoring/prometheus-rules.yaml: run make chart-sync")
+	}
+}
