@@ -16,4 +16,5 @@ export E2E_KUBECTL
 # The Helm chart's test installs charts/etcd-operator with this helm.
 E2E_HELM=${E2E_HELM:-$(hack/tool.sh helm)}
 export E2E_HELM
-go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+# Tests that leave the operator alone run E2E_PARALLEL at a time (see test/e2e/suite_test.go).
+go test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
