@@ -24,6 +24,7 @@ import (
 // The operator's metrics are served over HTTPS to a metrics reader's token only, and its own
 // series follow a scale from 1 to 3 members.
 func TestMetricsAreSecureAndFollowAScale(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ip := operatorPodIP(t)
 	for name, token := range map[string]string{"no token": "", "a made-up token": "not-a-token"} {
@@ -55,6 +56,15 @@ func TestMetricsAreSecureAndFollowAScale(t *testing.T) {
 		return nil
 	})
 	cluster := map[string]string{"namespace": ns, "cluster": "metrics"}
+	// The membership counters have no cluster label (one series per kind and result): tests
+	// running alongside this one add members too, so the scale's two are a floor.
+	atLeast := func(what string, got, want float64) {
+		if got < want {
+			t.Errorf("%s: %v, want at least %v", what, got, want)
+		}
+	}
+	atLeast("members added by the scale", delta(before, after, metrics.MembershipChangesName, map[string]string{"kind": "add", "result": "success"}), 2)
+	atLeast("members promoted by the scale", delta(before, after, metrics.MembershipChangesName, map[string]string{"kind": "promote", "result": "success"}), 2)
 	checks := []struct {
 		what string
 		got  float64
@@ -64,8 +74,6 @@ func TestMetricsAreSecureAndFollowAScale(t *testing.T) {
 		{"desired members", sample(after, metrics.MembersDesiredName, cluster), 3},
 		{"Available phase", sample(after, metrics.ClusterInfoName, map[string]string{"namespace": ns, "cluster": "metrics", "phase": "Available"}), 1},
 		{"Available condition", sample(after, metrics.ClusterConditionName, map[string]string{"namespace": ns, "cluster": "metrics", "condition": "Available"}), 1},
-		{"members added by the scale", delta(before, after, metrics.MembershipChangesName, map[string]string{"kind": "add", "result": "success"}), 2},
-		{"members promoted by the scale", delta(before, after, metrics.MembershipChangesName, map[string]string{"kind": "promote", "result": "success"}), 2},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
