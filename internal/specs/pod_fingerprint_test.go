@@ -124,7 +124,9 @@ func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
 	}
 	for f := range reflect.TypeFor[etcdv1.EtcdClusterSpec]().Fields() {
 		if !inputs[f.Name] && !notInPod[f.Name] {
-			t.Errorf("EtcdClusterSpec.%s is neither in podInputs (internal/specs/pod.go) nor known not to reach the Pod: sort it", f.Name)
+			t.Errorf("EtcdClusterSpec.%s is neither in podInputs nor known not to reach the Pod: if it reaches member Pods, "+
+				"add it to podInputs and templateHash in internal/specs/pod.go (a change then rolls members); if not, add it "+
+				"to notInPod in this test with a comment saying why", f.Name)
 		}
 	}
 }
