@@ -84,6 +84,7 @@ func run(o options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(o),
 		Cache:                   cacheOptions(o),
+		Client:                  clientOptions(),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "etcd-operator.cozystack.io",
@@ -128,7 +129,7 @@ func cacheOptions(o options) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: owned, &corev1.PersistentVolumeClaim{}: owned, &corev1.Service{}: owned, &policyv1.PodDisruptionBudget{}: owned,
-	}}
+	}, DefaultTransform: cache.TransformStripManagedFields()} // nothing reads managedFields
 	for _, ns := range strings.Split(o.watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			if opts.DefaultNamespaces == nil {
@@ -138,6 +139,15 @@ func cacheOptions(o options) cache.Options {
 		}
 	}
 	return opts
+}
+
+// clientOptions: Secrets are read from the API server, never from the cache. Their names are
+// the users' (root credentials, their own certificates) or cert-manager's, so no label scopes
+// them, and a cache would hold every Secret of the watched namespaces with its data. The
+// cluster controller watches Secrets' metadata only, to look at a cluster again when one of
+// its Secrets changes.
+func clientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
 func setUpControllers(mgr ctrl.Manager, o options) error {

@@ -37,3 +37,18 @@ func TestCacheOptions(t *testing.T) {
 		t.Errorf("ByObject scopes %d kinds, want Pods, PVCs, Services and PDBs", len(all.ByObject))
 	}
 }
+
+// Secrets are never served from the cache: it would hold every Secret of the watched
+// namespaces, data included.
+func TestSecretsAreReadLive(t *testing.T) {
+	opts := clientOptions()
+	if opts.Cache == nil {
+		t.Fatal("no client cache options: Secrets would be cached")
+	}
+	for _, obj := range opts.Cache.DisableFor {
+		if _, ok := obj.(*corev1.Secret); ok {
+			return
+		}
+	}
+	t.Errorf("Secrets are not in the client's DisableFor (%v): the cache would hold them all", opts.Cache.DisableFor)
+}

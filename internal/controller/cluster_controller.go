@@ -130,7 +130,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A PVC deleted or a Pod lost decides a replacement: look at the cluster at once.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		// Metadata only: the name is all the mapping needs, and Secrets are read live
+		// (cmd/etcd-operator's clientOptions), so no Secret's data is held in memory.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		Complete(r)
 }
