@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,7 +22,7 @@ const (
 	kustomizeNS   = "etcd-operator-system"
 )
 
-func helm(t *testing.T, args ...string) string {
+func helm(t *testing.T, args ...string) {
 	t.Helper()
 	bin := os.Getenv("E2E_HELM")
 	if bin == "" {
@@ -32,12 +31,9 @@ func helm(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm %s: %v: %s", strings.Join(args, " "), err, out)
 	}
-	return stdout.String()
 }
 
 // scaleKustomizeOperator sets the replicas of the operator that hack/e2e.sh deployed from
