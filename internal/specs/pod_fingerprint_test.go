@@ -117,6 +117,9 @@ func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
 		"Bootstrap": true, // consulted once, at the first bootstrap, by the controller
 		"Storage":   true, // reaches the Pod through the EtcdMember's spec.storage
 		"Version":   true, // reaches the Pod through the EtcdMember's spec.version
+		// What becomes of the PVCs when the cluster is deleted: PVC owner references only.
+		"PersistentVolumeClaimRetentionPolicy": true,
+		"NetworkPolicy":                        true, // an object of its own beside the Pods
 	}
 	inputs := map[string]bool{}
 	for f := range reflect.TypeFor[podInputs]().Fields() {
