@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -129,9 +128,11 @@ func metricsOptions(o options) metricsserver.Options {
 // of the same kinds do not grow its memory.
 func cacheOptions(o options) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: owned, &corev1.PersistentVolumeClaim{}: owned, &corev1.Service{}: owned, &policyv1.PodDisruptionBudget{}: owned,
-	}, DefaultTransform: cache.TransformStripManagedFields()} // nothing reads managedFields
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{},
+		DefaultTransform: cache.TransformStripManagedFields()} // nothing reads managedFields
+	for _, kind := range controller.LabelScoped() {
+		opts.ByObject[kind] = owned
+	}
 	for _, ns := range strings.Split(o.watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			if opts.DefaultNamespaces == nil {
@@ -174,6 +175,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	}
 	members := &controller.MemberReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("etcd-operator"),
 		NewClient:               newClient,
 		PodOptions:              podOptions,
