@@ -7,6 +7,17 @@ CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 GO_TEST_FLAGS ?= -count=1
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+DIST ?= dist
+CHART = charts/etcd-operator
+# Chart versions are SemVer: v1.2.3 -> 1.2.3, anything else -> 0.0.0-<it>.
+CHART_VERSION ?= $(shell echo '$(VERSION)' | sed -E 's/^v//; /^[0-9]+[.][0-9]+[.][0-9]+/!s/^/0.0.0-/')
+IMAGE ?= ghcr.io/quorumkeeper/etcd-operator:$(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# The one set of binary flags for make build and make image: static, version stamped.
+GO_BUILD = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION)"
+
 .PHONY: all
 all: build
 
@@ -21,9 +32,17 @@ manifests: ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from the code
 	$(CONTROLLER_GEN) crd rbac:roleName=etcd-operator-manager paths=./api/... paths=./internal/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs and RBAC rules into the Helm chart (no hand copy).
+	rm -f $(CHART)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_reader_role.yaml $(CHART)/files/rbac/
+	mkdir -p $(CHART)/files/monitoring && cp deploy/monitoring/* $(CHART)/files/monitoring/
+
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+verify-generated: generate manifests chart-sync ## Fail when generated files (and the chart's copies) are stale.
+	@git diff --exit-code -- api config $(CHART) && test -z "$$(git status --porcelain -- $(CHART))" || \
+		{ echo "generated files are stale: run 'make generate manifests chart-sync' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt:
@@ -39,7 +58,23 @@ lint: vet ## go vet and golangci-lint.
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
-	CGO_ENABLED=0 go build -o bin/etcd-operator ./cmd/etcd-operator
+	$(GO_BUILD) -o bin/etcd-operator ./cmd/etcd-operator
+
+.PHONY: image
+image: ## The operator's OCI image (IMAGE_PLATFORMS, no container daemon) under DIST; prints the OCI layout's directory last.
+	@for p in $(IMAGE_PLATFORMS); do \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o bin/$${p/\//-}/etcd-operator ./cmd/etcd-operator >&2; \
+	done
+	@go run ./hack/image build -out $(DIST) -ref $(IMAGE) -version $(VERSION) -revision "$(REVISION)" \
+		$(foreach p,$(IMAGE_PLATFORMS),$(p)=bin/$(subst /,-,$(p))/etcd-operator)
+
+.PHONY: release
+release: ## dist/install.yaml (config/default with IMAGE) and the packaged Helm chart.
+	@mkdir -p $(DIST)
+	"$$(hack/testbed.sh envtest | tail -n1)/kubectl" kustomize config/default | \
+		sed 's|image: etcd-operator:dev|image: $(IMAGE)|' >$(DIST)/install.yaml
+	"$$(hack/tool.sh helm)" package $(CHART) --version $(CHART_VERSION) --app-version $(VERSION) -d $(DIST)
+	@echo $(DIST)/install.yaml
 
 ##@ Test bed
 
@@ -64,13 +99,17 @@ local-down: ## Stop the local cluster and remove every trace of it.
 ##@ Tests
 
 .PHONY: test
-test: verify-generated lint test-unit test-api test-localcluster test-e2e robustness ## Everything CI runs.
+test: verify-generated lint test-unit test-chart test-api test-localcluster test-e2e robustness ## Everything CI runs.
 
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes.
 	hack/testbed.sh etcd >/dev/null
 	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/...
+
+.PHONY: test-chart
+test-chart: ## helm lint and helm template of charts/etcd-operator, checked.
+	HELM="$$(hack/tool.sh helm)" go test $(GO_TEST_FLAGS) ./test/chart/
 
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.

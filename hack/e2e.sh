@@ -13,5 +13,8 @@ source hack/operator-up.sh
 # The TLS journey's tests run the documented kubectl commands with this kubectl.
 E2E_KUBECTL=${E2E_KUBECTL:-$(hack/testbed.sh kube | tail -n1)/kubectl}
 export E2E_KUBECTL
+# The Helm chart's test installs charts/etcd-operator with this helm.
+E2E_HELM=${E2E_HELM:-$(hack/tool.sh helm)}
+export E2E_HELM
 # Tests that leave the operator alone run E2E_PARALLEL at a time (see test/e2e/suite_test.go).
 go test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

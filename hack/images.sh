@@ -11,8 +11,12 @@ ETCD_VERSIONS=${ETCD_VERSIONS:-"3.6.16 3.6.15 3.5.35"}
 bin=$PWD/bin
 mkdir -p "$bin"
 
-echo "[images] building the operator and the toolbox" >&2
-CGO_ENABLED=0 go build -o "$bin/etcd-operator" ./cmd/etcd-operator
+echo "[images] building the operator's image and the toolbox" >&2
+# The operator runs from its OCI image, built as make image builds it (for this machine's
+# platform only) and unpacked: the image's files, entrypoint and env are what the node runs.
+platform=linux/$(go env GOARCH)
+layout=$(make --no-print-directory image IMAGE_PLATFORMS="$platform" DIST="$bin/image" IMAGE=etcd-operator:dev | tail -n1)
+operator=$(go run ./hack/image unpack -layout "$layout" -platform "$platform" -dir "$bin/image/root" -key etcd-operator:dev)
 CGO_ENABLED=0 go build -o "$bin/toolbox" ./test/localcluster/toolbox
 
 {
@@ -28,11 +32,8 @@ quay.io/coreos/etcd:v$v:
   env: [PATH=/usr/local/bin:/usr/bin:/bin]
 YAML
   done
+  echo "$operator"
   cat <<YAML
-etcd-operator:dev:
-  files:
-    /etcd-operator: $bin/etcd-operator
-  entrypoint: [/etcd-operator]
 localcluster/toolbox:v1:
   files:
     /toolbox: $bin/toolbox

@@ -2,7 +2,7 @@
 # Builds a pinned Go tool from the module proxy into a versioned cache outside the repository
 # and prints its path; a second call reuses the cached binary.
 #
-#   hack/tool.sh controller-gen | golangci-lint
+#   hack/tool.sh controller-gen | golangci-lint | helm
 set -euo pipefail
 
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
@@ -10,7 +10,8 @@ CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
 case "${1:-}" in
 controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen version=v0.23.0 ;;
 golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 ;;
-*) echo "usage: $0 controller-gen | golangci-lint" >&2; exit 2 ;;
+helm) pkg=helm.sh/helm/v3/cmd/helm version=v3.22.0 ;;
+*) echo "usage: $0 controller-gen | golangci-lint | helm" >&2; exit 2 ;;
 esac
 
 dir="$CACHE/tools/$1-$version"

@@ -101,6 +101,23 @@ type EtcdClusterSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
+	// Tolerations of the member Pods, e.g. to run etcd on tainted control-plane or dedicated
+	// nodes. A change rolls the members one at a time.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeSelector of the member Pods: they run only on nodes with all these labels. A change
+	// rolls the members one at a time.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// PriorityClassName of the member Pods: a high priority keeps etcd from being preempted by
+	// less important Pods. A change rolls the members one at a time.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
 	// PersistentVolumeClaimRetentionPolicy says what happens to the members' PVCs when the
 	// EtcdCluster is deleted. Default: whenDeleted Retain, so that a mistaken delete keeps the
 	// data; an EtcdCluster created again with the same name adopts the kept PVCs.
@@ -354,7 +371,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'periodic' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^([0-9]+|([0-9]+h)?([0-9]+m)?([0-9]+s)?)$')",message="spec.options.autoCompactionRetention must be a duration such as \"24h\", \"30m\" or a number of hours with autoCompactionMode periodic"
 type EtcdOptions struct {
 	// QuotaBackendBytes is the backend size quota (--quota-backend-bytes), at most 8Gi is
-	// etcd's advice; above it etcd raises the NOSPACE alarm.
+	// etcd's advice; above it etcd raises the NOSPACE alarm. Default: half of
+	// spec.storage.size (512Mi with the default 1Gi volume), at most 8Gi, so that the alarm
+	// comes before a full disk; set it at most about half the volume.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi (etcd advises 8Gi at most), for example 2Gi"
 	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`

@@ -14,13 +14,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -30,11 +34,15 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/version"
 )
 
 type options struct {
 	metricsAddr        string
+	metricsSecure      bool
+	watchNamespaces    string
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
@@ -53,9 +61,6 @@ var agents = map[string]func([]string) int{
 	"copy-self":      agent.RunCopySelf,
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	if len(os.Args) > 1 {
 		if agentMain, ok := agents[os.Args[1]]; ok {
@@ -63,7 +68,9 @@ func main() {
 		}
 	}
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 turns it off")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers whose token may get /metrics (ClusterRole etcd-operator-metrics-reader); false serves plain HTTP to anyone")
+	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose EtcdClusters the operator manages; empty means all")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
@@ -75,7 +82,7 @@ func main() {
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 	if o.showVersionAndExit {
-		fmt.Println(version)
+		fmt.Println(version.Version)
 		return
 	}
 	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
@@ -107,7 +114,9 @@ func run(o options) error {
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
+		Cache:                   cacheOptions(o),
+		Client:                  clientOptions(),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "etcd-operator.cozystack.io",
@@ -126,14 +135,58 @@ func run(o options) error {
 	if err := setUpControllers(mgr, o); err != nil {
 		return err
 	}
+	if err := crmetrics.Registry.Register(&metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics")}); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting", "version", version)
+	ctrl.Log.Info("starting", "version", version.Version)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsOptions: HTTPS with a self-signed certificate, and every request's bearer token
+// checked with the API server (TokenReview, then SubjectAccessReview for GET /metrics).
+func metricsOptions(o options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
+}
+
+// cacheOptions limits the informers to the watched namespaces, when given (the operator then
+// needs RBAC in those namespaces only, docs/install.md), and the Pods, PVCs, Services and
+// PDBs cached to those the operator made (all carry its managed-by label): unrelated objects
+// of the same kinds do not grow its memory.
+func cacheOptions(o options) cache.Options {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{},
+		DefaultTransform: cache.TransformStripManagedFields()} // nothing reads managedFields
+	for _, kind := range controller.LabelScoped() {
+		opts.ByObject[kind] = owned
+	}
+	for _, ns := range strings.Split(o.watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+// clientOptions: Secrets are read from the API server, never from the cache. Their names are
+// the users' (root credentials, their own certificates) or cert-manager's, so no label scopes
+// them, and a cache would hold every Secret of the watched namespaces with its data. The
+// cluster controller watches Secrets' metadata only, to look at a cluster again when one of
+// its Secrets changes.
+func clientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
 func setUpControllers(mgr ctrl.Manager, o options) error {
@@ -160,6 +213,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	}
 	members := &controller.MemberReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("etcd-operator"),
 		NewClient:               newClient,
 		PodOptions:              podOptions,

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,14 +90,17 @@ func (cc *ClientCache) Len() int {
 	return len(cc.entries)
 }
 
-// fingerprint names everything a client of c depends on. Secrets are read from the manager's
-// cache, so this costs no API request.
+// fingerprint names everything a client of c depends on. Only the Secrets' metadata is read
+// (their resourceVersion): the manager serves it from the metadata informer the cluster
+// controller's Secret watch keeps, so this costs no API request, while whole Secrets are
+// never cached (cmd/etcd-operator's clientOptions).
 func (cc *ClientCache) fingerprint(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (string, error) {
 	sorted := slices.Clone(endpoints)
 	slices.Sort(sorted)
 	parts := []string{string(c.UID), strings.Join(sorted, ",")}
 	for _, name := range clientSecretNames(c) {
-		s := &corev1.Secret{}
+		s := &metav1.PartialObjectMetadata{}
+		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		err := cc.Reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
 		switch {
 		case apierrors.IsNotFound(err):

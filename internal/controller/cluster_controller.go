@@ -27,6 +27,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -207,7 +208,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A PVC deleted or a Pod lost decides a replacement: look at the cluster at once.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		// Metadata only: the name is all the mapping needs, and Secrets are read live
+		// (cmd/etcd-operator's clientOptions), so no Secret's data is held in memory.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -272,6 +275,7 @@ func emit(rec events.EventRecorder, regarding, related client.Object, eventType,
 	if rec != nil {
 		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
 	}
+	metrics.Event(eventType, reason)
 	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
 }
 

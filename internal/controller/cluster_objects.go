@@ -44,7 +44,7 @@ func (r *ClusterReconciler) ensureServices(ctx context.Context, c *etcdv1.EtcdCl
 // builder says, writing only when something differs.
 func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdCluster, want *corev1.Service) error {
 	have := &corev1.Service{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
+	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
 	if apierrors.IsNotFound(err) {
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
@@ -73,7 +73,7 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 // getOwned reads the cluster's child object of that name into obj: false when there is none,
 // a NameConflict problem when one exists that the cluster does not control.
 func (r *ClusterReconciler) getOwned(ctx context.Context, c *etcdv1.EtcdCluster, name string, obj client.Object, kind string) (bool, error) {
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
+	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

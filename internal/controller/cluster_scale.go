@@ -115,7 +115,9 @@ func (r *ClusterReconciler) freeName(ctx context.Context, c *etcdv1.EtcdCluster,
 		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) || v.pods[name] != nil {
 			continue
 		}
-		err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
+		// Read live: the cache holds only PVCs with the operator's label, and a PVC of that
+		// name without it (relabelled, or kept from elsewhere) must keep the name taken too.
+		err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
 		if apierrors.IsNotFound(err) {
 			return name, nil
 		}

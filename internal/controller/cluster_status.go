@@ -15,6 +15,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -48,6 +49,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		v.volumes.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)
 	}
+	metrics.ObserveStatus(before, c, step.err, r.now())
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}

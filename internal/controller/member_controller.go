@@ -33,6 +33,9 @@ const memberFinalizer = "etcd-operator.cozystack.io/member"
 // MemberReconciler realizes EtcdMembers: the PVC, the Pod, and the removal from etcd.
 type MemberReconciler struct {
 	client.Client
+	// APIReader reads what the label-scoped cache cannot hold (LabelScoped); nil in tests
+	// whose client is not a cache.
+	APIReader  client.Reader
 	Recorder   events.EventRecorder
 	NewClient  ClientFactory
 	PodOptions specs.PodOptions

@@ -41,7 +41,7 @@ var errDataLost = errors.New("data lost")
 // at the end of a deliberate removal from etcd.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, have)
+	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, have)
 	if apierrors.IsNotFound(err) {
 		if joined, err := r.joined(ctx, c, m); err != nil || joined {
 			return errors.Join(errDataLost, err)

@@ -65,13 +65,27 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 			Affinity:                  c.Spec.Affinity.DeepCopy(),
 			TopologySpreadConstraints: spreadConstraints(c),
 			ImagePullSecrets:          append([]corev1.LocalObjectReference(nil), c.Spec.ImagePullSecrets...),
+			Tolerations:               append([]corev1.Toleration(nil), c.Spec.Tolerations...),
+			NodeSelector:              copyMap(c.Spec.NodeSelector),
+			PriorityClassName:         c.Spec.PriorityClassName,
 		},
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationPodTemplateHash] = templateHash(pod)
+	pod.Annotations[AnnotationPodTemplateHash] = templateHash(c, m)
 	return pod
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
 }
 
 // AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
@@ -79,15 +93,49 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 // the spec would build now.
 const AnnotationPodTemplateHash = "etcd-operator.cozystack.io/pod-template-hash"
 
-// templateHash fingerprints a Pod's labels, annotations and spec. encoding/json writes map
-// keys in order, so equal Pods hash alike.
-func templateHash(pod *corev1.Pod) string {
-	data, err := json.Marshal(struct {
-		Labels, Annotations map[string]string
-		Spec                corev1.PodSpec
-	}{pod.Labels, pod.Annotations, pod.Spec})
+// PodFormat is the version of how this operator builds member Pods out of a spec. Bump it in
+// a release whose Pod builder change must reach running members (a new required flag, a fixed
+// probe that would otherwise never pass): that release then rolls every member once, and its
+// release notes must say so (docs/install.md lists them). Any other change of the builder
+// (defaults, the --etcd-image-repository flag) reaches a member at its next restart or roll.
+const PodFormat = 1
+
+// podInputs is what a member's Pod depends on that the cluster's owner decides: the fields of
+// the EtcdCluster and EtcdMember specs that reach the Pod, and PodFormat. Everything the
+// operator itself decides stays out, so that upgrading the operator does not restart every
+// member of every cluster. TestEveryClusterSpecFieldIsClassified fails when a new spec field
+// is not sorted into these inputs or out of them.
+type podInputs struct {
+	Format                    int
+	Member                    etcdv1.EtcdMemberSpec
+	TLS                       *etcdv1.EtcdClusterTLS
+	Auth                      *etcdv1.AuthSpec
+	Resources                 corev1.ResourceRequirements
+	AdditionalMetadata        *etcdv1.AdditionalMetadata
+	Affinity                  *corev1.Affinity
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint
+	Options                   *etcdv1.EtcdOptions
+	ImagePullSecrets          []corev1.LocalObjectReference
+	Tolerations               []corev1.Toleration
+	NodeSelector              map[string]string
+	PriorityClassName         string
+}
+
+// templateHash fingerprints a member's podInputs. encoding/json writes map keys in order, so
+// equal inputs hash alike.
+func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
+	member := *m.Spec.DeepCopy()
+	member.Dormant = false // a dormant member has no Pod; waking it must not count as a change
+	s := &c.Spec
+	data, err := json.Marshal(podInputs{
+		Format: PodFormat, Member: member, TLS: s.TLS, Auth: s.Auth, Resources: s.Resources,
+		AdditionalMetadata: s.AdditionalMetadata, Affinity: s.Affinity,
+		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
+		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
+		NodeSelector: s.NodeSelector, PriorityClassName: s.PriorityClassName,
+	})
 	if err != nil {
-		panic(fmt.Sprintf("a Pod always marshals: %v", err))
+		panic(fmt.Sprintf("pod inputs always marshal: %v", err))
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
@@ -151,7 +199,27 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 		"--strict-reconfig-check=true",
 	}
 	args = append(args, tlsArgs(c)...)
+	if c.Spec.Options == nil || c.Spec.Options.QuotaBackendBytes == nil {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(DefaultQuotaBackendBytes(m.Spec.Storage.Size), 10))
+	}
 	return append(args, OptionArgs(c.Spec.Options)...)
+}
+
+// maxDefaultQuota is etcd's advice for the largest backend: 8 GiB.
+const maxDefaultQuota = 8 << 30
+
+// DefaultQuotaBackendBytes is the quota when spec.options.quotaBackendBytes is not set: half
+// the member's volume, at most 8 GiB. etcd's own default (2 GiB) is larger than the default
+// 1Gi volume, so the disk would fill before the quota: etcd then fails its WAL writes and
+// stops, where at the quota it raises the NOSPACE alarm and keeps serving reads and deletes.
+// The other half holds the WAL (five 64 MiB files kept by default), snapshots, and the copy
+// a defragmentation writes next to the database.
+func DefaultQuotaBackendBytes(size *resource.Quantity) int64 {
+	volume := int64(1 << 30)
+	if size != nil {
+		volume = size.Value()
+	}
+	return min(volume/2, maxDefaultQuota)
 }
 
 func tlsArgs(c *etcdv1.EtcdCluster) []string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,6 +66,9 @@ func invalidCreates() []invalidCreate {
 		{"restore from a host without scheme", newCluster("b08", withRestore(etcdv1.SnapshotLocation{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Endpoint = "minio:9000"; return l }()})), "endpoint must be a URL starting with http:// or https://"},
 		{"restore from a bad bucket name", newCluster("b09", withRestore(etcdv1.SnapshotLocation{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Bucket = "My_Backups"; return l }()})), "bucket must be a valid S3 bucket name"},
 		{"restore from outside the volume", newCluster("b10", withRestore(etcdv1.SnapshotLocation{PVC: pvc("../other/a.db")})), "subPath must be a relative path inside the volume without '..'"},
+		// spec.tolerations, spec.priorityClassName
+		{"33 tolerations", newCluster("p01", func(c *etcdv1.EtcdCluster) { c.Spec.Tolerations = make([]corev1.Toleration, 33) }), "spec.tolerations: Too many: 33: must have at most 32 items"},
+		{"priority class name too long", newCluster("p02", func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = strings.Repeat("p", 254) }), "spec.priorityClassName: Too long: may not be more than 253"},
 		// spec.options
 		{"unknown compaction mode", newCluster("o01", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: "hourly"})), `spec.options.autoCompactionMode: Unsupported value: "hourly"`},
 		{"retention without mode", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "24h"})), "spec.options.autoCompactionRetention needs spec.options.autoCompactionMode"},

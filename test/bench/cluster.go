@@ -36,6 +36,8 @@ type bench struct {
 	opts options
 	// operatorStarted identifies the operator process measured: its start time.
 	operatorStarted float64
+	// metricsToken is a metrics reader's token for the operator's secure metrics endpoint.
+	metricsToken string
 }
 
 func newBench(o options) (*bench, error) {

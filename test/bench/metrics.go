@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	dto "github.com/prometheus/client_model/go"
@@ -13,13 +12,13 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorumkeeper/etcd-operator/test/operatormetrics"
 )
 
 const (
-	operatorNamespace = "etcd-operator-system"
-	// operatorMetricsPort is the operator's --metrics-bind-address in config/manager.
-	operatorMetricsPort = "8080"
-	processStarted      = "process_start_time_seconds"
+	operatorNamespace = operatormetrics.Namespace
+	processStarted    = "process_start_time_seconds"
 )
 
 type families map[string]*dto.MetricFamily
@@ -60,8 +59,10 @@ func grown(before, after map[string]float64) map[string]float64 {
 	return out
 }
 
-// operatorMetrics scrapes the operator's Pod directly: Pod IPs are reachable from the host,
-// and the operator's metrics endpoint needs no credentials.
+// operatorMetrics scrapes the operator's Pod directly (Pod IPs are reachable from the host)
+// with a metrics reader's token. Each scrape may make the operator check the token with the
+// API server (TokenReview, SubjectAccessReview: POSTs that store nothing); countWrites takes
+// them out.
 func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
 	pods := &corev1.PodList{}
 	if err := b.k8s.List(ctx, pods, client.InNamespace(operatorNamespace),
@@ -80,19 +81,21 @@ func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
 	if ip == "" {
 		return nil, fmt.Errorf("no ready operator Pod in %s", operatorNamespace)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, operatorMetricsPort)+"/metrics", nil)
+	if b.metricsToken == "" {
+		token, err := operatormetrics.Token(ctx, b.kube)
+		if err != nil {
+			return nil, err
+		}
+		b.metricsToken = token
+	}
+	status, body, err := operatormetrics.Get(ctx, ip, b.metricsToken)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("operator metrics: HTTP %d: %s", status, body)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("operator metrics: %s", resp.Status)
-	}
-	return parseMetrics(resp.Body)
+	return parseMetrics(bytes.NewReader(body))
 }
 
 // apiserverMetrics are the apiserver's own counters: they see every client's requests.
@@ -124,8 +127,9 @@ func apiserverWrites(f families) map[string]float64 {
 		default:
 			return ""
 		}
-		if l["resource"] == "leases" || l["resource"] == "nodes" {
-			return ""
+		switch l["resource"] {
+		case "leases", "nodes", "tokenreviews", "subjectaccessreviews":
+			return "" // heartbeats, and the metrics endpoint's reviews of the bench's scrapes
 		}
 		resource := l["resource"]
 		if l["group"] != "" {
@@ -136,4 +140,15 @@ func apiserverWrites(f families) map[string]float64 {
 		}
 		return l["verb"] + " " + resource
 	})
+}
+
+// reviews counts the TokenReviews and SubjectAccessReviews the API server answered: only the
+// operator's metrics endpoint makes them here, checking the bench's own scrapes.
+func reviews(f families) float64 {
+	return f.sumBy("apiserver_request_total", func(l map[string]string) string {
+		if l["verb"] == "POST" && (l["resource"] == "tokenreviews" || l["resource"] == "subjectaccessreviews") {
+			return "reviews"
+		}
+		return ""
+	})["reviews"]
 }

@@ -11,7 +11,8 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// The journey's cluster with authentication (docs/tls-journey.md, step 5): root's password
+// The journey's cluster with authentication (docs/tls-journey.md, step 5, in a namespace of
+// its own with step 1's CA, as the journey says): root's password
 // from the Secret is the only way in; a changed Secret changes it; scaling and a pause with
 // resume work with TLS and auth on and keep the members' identities.
 func TestAuthRootPasswordScaleAndPause(t *testing.T) {

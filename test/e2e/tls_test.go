@@ -58,6 +58,13 @@ func TestTLSJourney(t *testing.T) {
 
 	app := journeyAppClient(t, ns)
 	checkMutualTLS(t, ns, journeyCluster, member, access{TLS: secretTLS(t, app, clientServiceHost(ns, journeyCluster))})
+
+	// Step 5 says why its cluster goes into a namespace of its own: applied over step 2's
+	// cluster, the API server refuses it (TestAuthRootPasswordScaleAndPause runs step 5).
+	if _, err := runKubectl(ns, journeyManifest(t, "etcd-cluster-auth.yaml"), "apply", "-f", "-"); err == nil ||
+		!strings.Contains(err.Error(), "spec.auth cannot be added") {
+		t.Fatalf("step 5's cluster applied over step 2's: %v; want the refusal the journey describes", err)
+	}
 }
 
 // checkCertificateEvents asserts that the cluster's events say which Certificates the

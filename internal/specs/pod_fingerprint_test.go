@@ -1,0 +1,167 @@
+package specs
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+func TestSchedulingFieldsReachTheMemberPod(t *testing.T) {
+	toleration := corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}
+	tests := []struct {
+		name  string
+		edit  func(*etcdv1.EtcdCluster)
+		check func(*testing.T, corev1.PodSpec)
+	}{
+		{"none set leaves the scheduler's defaults", func(*etcdv1.EtcdCluster) {}, func(t *testing.T, s corev1.PodSpec) {
+			if s.Tolerations != nil || s.NodeSelector != nil || s.PriorityClassName != "" {
+				t.Errorf("tolerations %v, nodeSelector %v, priorityClassName %q: want none", s.Tolerations, s.NodeSelector, s.PriorityClassName)
+			}
+		}},
+		{"tolerations", func(c *etcdv1.EtcdCluster) { c.Spec.Tolerations = []corev1.Toleration{toleration} }, func(t *testing.T, s corev1.PodSpec) {
+			if !reflect.DeepEqual(s.Tolerations, []corev1.Toleration{toleration}) {
+				t.Errorf("tolerations = %v", s.Tolerations)
+			}
+		}},
+		{"nodeSelector", func(c *etcdv1.EtcdCluster) { c.Spec.NodeSelector = map[string]string{"disk": "ssd"} }, func(t *testing.T, s corev1.PodSpec) {
+			if s.NodeSelector["disk"] != "ssd" || len(s.NodeSelector) != 1 {
+				t.Errorf("nodeSelector = %v", s.NodeSelector)
+			}
+		}},
+		{"priorityClassName", func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = "system-cluster-critical" }, func(t *testing.T, s corev1.PodSpec) {
+			if s.PriorityClassName != "system-cluster-critical" {
+				t.Errorf("priorityClassName = %q", s.PriorityClassName)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster(tt.edit)
+			pod := Pod(c, member(c, "db-1"), PodOptions{})
+			tt.check(t, pod.Spec)
+			if c.Spec.NodeSelector != nil {
+				pod.Spec.NodeSelector["disk"] = "changed"
+				if c.Spec.NodeSelector["disk"] != "ssd" {
+					t.Error("the Pod shares its nodeSelector map with the cluster's spec")
+				}
+			}
+		})
+	}
+}
+
+func hashOf(c *etcdv1.EtcdCluster, opts PodOptions) string {
+	return Pod(c, member(c, "db-1"), opts).Annotations[AnnotationPodTemplateHash]
+}
+
+// An operator upgrade or a changed image repository must not roll members; a user's change
+// that reaches the Pod must.
+func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
+	base := hashOf(cluster(), PodOptions{})
+	if got := hashOf(cluster(), PodOptions{ImageRepository: "mirror.example/etcd"}); got != base {
+		t.Error("a changed --etcd-image-repository changes the fingerprint: every member would roll")
+	}
+	unchanged := map[string]func(*etcdv1.EtcdCluster){
+		"replicas":                func(c *etcdv1.EtcdCluster) { c.Spec.Replicas = ptr(int32(5)) },
+		"progressDeadlineSeconds": func(c *etcdv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr(int32(60)) },
+	}
+	for name, edit := range unchanged {
+		if hashOf(cluster(edit), PodOptions{}) != base {
+			t.Errorf("changing %s changes the fingerprint: it does not reach the Pod", name)
+		}
+	}
+	changed := map[string]func(*etcdv1.EtcdCluster){
+		"resources": func(c *etcdv1.EtcdCluster) {
+			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		},
+		"options": func(c *etcdv1.EtcdCluster) { c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionRetention: "1h"} },
+		"metadata": func(c *etcdv1.EtcdCluster) {
+			c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"a": "b"}}
+		},
+		"tolerations": func(c *etcdv1.EtcdCluster) {
+			c.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+		},
+		"nodeSelector":      func(c *etcdv1.EtcdCluster) { c.Spec.NodeSelector = map[string]string{"disk": "ssd"} },
+		"priorityClassName": func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = "high" },
+		"imagePullSecrets":  func(c *etcdv1.EtcdCluster) { c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} },
+		"affinity":          func(c *etcdv1.EtcdCluster) { c.Spec.Affinity = &corev1.Affinity{} },
+	}
+	for name, edit := range changed {
+		if hashOf(cluster(edit), PodOptions{}) == base {
+			t.Errorf("changing %s leaves the fingerprint alone: running members would never get it", name)
+		}
+	}
+	c := cluster()
+	m := member(c, "db-1")
+	m.Spec.Version = "3.6.17"
+	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] == base {
+		t.Error("a member's new version leaves the fingerprint alone")
+	}
+	m = member(c, "db-1")
+	m.Spec.Dormant = true
+	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] != base {
+		t.Error("waking a dormant member counts as a change")
+	}
+}
+
+// A field added to EtcdClusterSpec must be sorted: into podInputs (it reaches the Pod, so a
+// change must roll members) or into notInPod (it does not). Without this, a new field that
+// reaches the Pod would never reach running members.
+func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
+	notInPod := map[string]bool{
+		"Replicas": true, "ProgressDeadlineSeconds": true,
+		"Bootstrap": true, // consulted once, at the first bootstrap, by the controller
+		"Storage":   true, // reaches the Pod through the EtcdMember's spec.storage
+		"Version":   true, // reaches the Pod through the EtcdMember's spec.version
+		// What becomes of the PVCs when the cluster is deleted: PVC owner references only.
+		"PersistentVolumeClaimRetentionPolicy": true,
+		"NetworkPolicy":                        true, // an object of its own beside the Pods
+		"Defrag":                               true, // a schedule the operator runs through etcd's API
+		"Alarms":                               true, // how the operator answers an alarm, through etcd's API
+	}
+	inputs := map[string]bool{}
+	for f := range reflect.TypeFor[podInputs]().Fields() {
+		inputs[f.Name] = true
+	}
+	for f := range reflect.TypeFor[etcdv1.EtcdClusterSpec]().Fields() {
+		if !inputs[f.Name] && !notInPod[f.Name] {
+			t.Errorf("EtcdClusterSpec.%s is neither in podInputs nor known not to reach the Pod: if it reaches member Pods, "+
+				"add it to podInputs and templateHash in internal/specs/pod.go (a change then rolls members); if not, add it "+
+				"to notInPod in this test with a comment saying why", f.Name)
+		}
+	}
+}
+
+func TestQuotaDefaultsToHalfTheVolume(t *testing.T) {
+	tests := []struct {
+		size, quota string
+		want        string
+	}{
+		{"1Gi", "", "--quota-backend-bytes=536870912"},
+		{"4Gi", "", "--quota-backend-bytes=2147483648"},
+		{"100Gi", "", "--quota-backend-bytes=8589934592"},
+		{"1Gi", "300Mi", "--quota-backend-bytes=314572800"},
+	}
+	for _, tt := range tests {
+		c := cluster(func(c *etcdv1.EtcdCluster) {
+			size := resource.MustParse(tt.size)
+			c.Spec.Storage.Size = &size
+			if tt.quota != "" {
+				c.Spec.Options = &etcdv1.EtcdOptions{QuotaBackendBytes: ptr(resource.MustParse(tt.quota))}
+			}
+		})
+		var quotas []string
+		for _, a := range EtcdArgs(c, member(c, "db-1")) {
+			if strings.HasPrefix(a, "--quota-backend-bytes=") {
+				quotas = append(quotas, a)
+			}
+		}
+		if len(quotas) != 1 || quotas[0] != tt.want {
+			t.Errorf("size %s, quota %q: %v, want [%s]", tt.size, tt.quota, quotas, tt.want)
+		}
+	}
+}
