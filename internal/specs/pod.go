@@ -95,7 +95,8 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 		Image:   image,
 		Command: []string{"/usr/local/bin/etcd"},
 		Args:    EtcdArgs(c, m),
-		Env:     etcdctlEnv(c, m),
+		// No ETCDCTL_* variables: etcdctl refuses to run when a variable and the matching
+		// flag are both set, and people type the flags (see docs/tls.md).
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: ClientPort},
 			{Name: "peer", ContainerPort: PeerPort},
@@ -197,18 +198,6 @@ func OptionArgs(o *etcdv1.EtcdOptions) []string {
 		args = append(args, "--snapshot-count="+strconv.FormatInt(*o.SnapshotCount, 10))
 	}
 	return args
-}
-
-// etcdctlEnv lets `kubectl exec <member> -- etcdctl ...` talk to the member without flags.
-func etcdctlEnv(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: "ETCDCTL_ENDPOINTS", Value: ClientURL(c, m.Name)}}
-	if ClientTLS(c) {
-		env = append(env,
-			corev1.EnvVar{Name: "ETCDCTL_CACERT", Value: serverTLSDir + "/ca.crt"},
-			corev1.EnvVar{Name: "ETCDCTL_CERT", Value: serverTLSDir + "/tls.crt"},
-			corev1.EnvVar{Name: "ETCDCTL_KEY", Value: serverTLSDir + "/tls.key"})
-	}
-	return env
 }
 
 // DefaultResources are the etcd container's requests when spec.resources is empty.

@@ -120,6 +120,13 @@ func TestTLSArgsAndMounts(t *testing.T) {
 	if len(pod.Spec.Volumes) != 3 || pod.Spec.Containers[0].Image != "registry.local/etcd:v3.6.16" {
 		t.Errorf("volumes %d, image %s", len(pod.Spec.Volumes), pod.Spec.Containers[0].Image)
 	}
+	// etcdctl exits with "conflicting environment variable is shadowed by corresponding
+	// command-line flag" when an ETCDCTL_ variable and its flag are both given.
+	for _, e := range pod.Spec.Containers[0].Env {
+		if strings.HasPrefix(e.Name, "ETCDCTL_") {
+			t.Errorf("the etcd container sets %s; etcdctl --%s would refuse to run", e.Name, strings.ToLower(strings.TrimPrefix(e.Name, "ETCDCTL_")))
+		}
+	}
 }
 
 func TestPDBKeepsQuorumOfVoters(t *testing.T) {
