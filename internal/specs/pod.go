@@ -185,7 +185,8 @@ func OptionArgs(o *etcdv1.EtcdOptions) []string {
 		return nil
 	}
 	var args []string
-	if o.QuotaBackendBytes != nil {
+	// 0 is etcd's default quota; leaving the flag out says so plainly.
+	if o.QuotaBackendBytes != nil && !o.QuotaBackendBytes.IsZero() {
 		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
 	}
 	if o.AutoCompactionMode != "" {

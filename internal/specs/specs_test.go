@@ -175,3 +175,14 @@ func TestSpreadConstraintsGetTheClusterSelector(t *testing.T) {
 		t.Fatal("the builder changed its input")
 	}
 }
+
+// A quota of 0 is etcd's default (Cozystack's API says so too): no flag is passed.
+func TestZeroQuotaMeansEtcdDefault(t *testing.T) {
+	args := OptionArgs(&etcdv1.EtcdOptions{QuotaBackendBytes: ptr(resource.MustParse("0")), AutoCompactionRetention: "1.5h"})
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--quota-backend-bytes") }) {
+		t.Errorf("args %v pass a quota for 0", args)
+	}
+	if !slices.Contains(args, "--auto-compaction-retention=1.5h") {
+		t.Errorf("args %v lack the retention", args)
+	}
+}

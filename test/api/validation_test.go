@@ -30,7 +30,6 @@ func invalidCreates() []invalidCreate {
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
-		{"replicas above 9", newCluster("r02", withReplicas(11)), "should be less than or equal to 9"},
 		{"zero progress deadline", newCluster("r03", func(c *etcdv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr[int32](0) }), "spec.progressDeadlineSeconds in body should be greater than or equal to 1"},
 		// spec.storage
 		{"unknown medium", newCluster("s01", withStorage("1Gi", "Disk")), `spec.storage.medium: Unsupported value: "Disk"`},
@@ -62,11 +61,12 @@ func invalidCreates() []invalidCreate {
 		{"restore from outside the volume", newCluster("b10", withRestore(etcdv1.SnapshotLocation{PVC: pvc("../other/a.db")})), "subPath must be a relative path inside the volume without '..'"},
 		// spec.options
 		{"unknown compaction mode", newCluster("o01", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: "hourly"})), `spec.options.autoCompactionMode: Unsupported value: "hourly"`},
-		{"retention without mode", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "24h"})), "spec.options.autoCompactionRetention needs spec.options.autoCompactionMode"},
+		{"retention without mode as words", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "a day"})), "must be a duration such as \"24h\""},
 		{"revision retention as duration", newCluster("o03", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionRevision, AutoCompactionRetention: "24h"})), "must be a number of revisions"},
 		{"periodic retention as words", newCluster("o04", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "one day"})), "must be a duration such as \"24h\""},
-		{"zero quota", newCluster("o05", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("0")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
-		{"quota too large", newCluster("o06", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("200Gi")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
+		{"negative quota", newCluster("o05", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("-1")})), "spec.options.quotaBackendBytes must be between 0 (etcd's default, 2Gi) and 100Gi"},
+		{"quota too large", newCluster("o06", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("200Gi")})), "spec.options.quotaBackendBytes must be between 0 (etcd's default, 2Gi) and 100Gi"},
+		{"sub-millisecond retention", newCluster("o08", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "1.5x"})), "must be a duration such as \"24h\", \"1.5h\""},
 		{"zero snapshot count", newCluster("o07", withOptions(etcdv1.EtcdOptions{SnapshotCount: ptr[int64](0)})), "spec.options.snapshotCount in body should be greater than or equal to 1"},
 		// EtcdSnapshot
 		{"snapshot to no destination", newSnapshot("sn01", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
