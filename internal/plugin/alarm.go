@@ -1,0 +1,81 @@
+package plugin
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+)
+
+// AlarmRow is one raised alarm.
+type AlarmRow struct {
+	MemberID string `json:"memberID"`
+	Alarm    string `json:"alarm"`
+}
+
+func newAlarmCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{Use: "alarm", Short: "List or disarm etcd's alarms (NOSPACE, CORRUPT)"}
+	list := &cobra.Command{
+		Use:               "list CLUSTER",
+		Short:             "List the alarms raised in the cluster",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeClusterThenMember(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := o.connect(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			alarms, err := s.Etcd.Alarms(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rows := alarmRows(alarms)
+			return o.print(rows, func(w *tabwriter.Writer) {
+				fmt.Fprintln(w, "MEMBER ID\tALARM")
+				for _, r := range rows {
+					fmt.Fprintf(w, "%s\t%s\n", r.MemberID, r.Alarm)
+				}
+			})
+		},
+	}
+	disarm := &cobra.Command{
+		Use:               "disarm CLUSTER",
+		Short:             "Disarm every alarm (after freeing space: compact and defrag first)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeClusterThenMember(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := o.connect(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			alarms, err := s.Etcd.Alarms(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, a := range alarms {
+				if err := s.Etcd.DisarmAlarm(cmd.Context(), a); err != nil {
+					return err
+				}
+				fmt.Fprintf(o.Out, "disarmed %s of member %s\n", a.Type, etcd.FormatID(a.MemberID))
+			}
+			if len(alarms) == 0 {
+				fmt.Fprintln(o.Out, "no alarm raised")
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(list, disarm)
+	return cmd
+}
+
+func alarmRows(alarms []etcd.Alarm) []AlarmRow {
+	rows := make([]AlarmRow, 0, len(alarms))
+	for _, a := range alarms {
+		rows = append(rows, AlarmRow{MemberID: etcd.FormatID(a.MemberID), Alarm: a.Type})
+	}
+	return rows
+}

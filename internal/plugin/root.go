@@ -1,0 +1,55 @@
+// Package plugin is `kubectl etcd`: one file per command, a Session that reaches a cluster's
+// members through the API server's port-forward, and pure decisions with table tests.
+package plugin
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Options are the flags every command shares: kubectl's connection flags and -o.
+type Options struct {
+	loading   *clientcmd.ClientConfigLoadingRules
+	overrides *clientcmd.ConfigOverrides
+	Output    string
+	Out, Err  io.Writer
+}
+
+// NewRootCommand is `kubectl etcd` with every subcommand.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	o := &Options{
+		loading:   clientcmd.NewDefaultClientConfigLoadingRules(),
+		overrides: &clientcmd.ConfigOverrides{},
+		Out:       out, Err: errOut,
+	}
+	root := &cobra.Command{
+		Use:           "kubectl-etcd",
+		Short:         "Inspect and operate the etcd clusters of etcd-operator",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl etcd"},
+	}
+	flags := root.PersistentFlags()
+	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path of the kubeconfig file")
+	flags.StringVar(&o.overrides.CurrentContext, "context", "", "kubeconfig context to use")
+	flags.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "namespace of the cluster")
+	flags.StringVarP(&o.Output, "output", "o", "", "output format: table (default), json or yaml")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		switch o.Output {
+		case "", "table", "json", "yaml":
+			return nil
+		}
+		return fmt.Errorf("--output %q: use json, yaml or leave it out for a table", o.Output)
+	}
+	root.AddCommand(
+		newStatusCommand(o), newMembersCommand(o), newDefragCommand(o), newCompactCommand(o),
+		newAlarmCommand(o), newMoveLeaderCommand(o), newSnapshotCommand(o),
+		newPauseCommand(o), newResumeCommand(o), newAddMemberCommand(o), newRemoveMemberCommand(o),
+		newReplaceMemberCommand(o),
+	)
+	return root
+}
