@@ -41,6 +41,10 @@ lint: vet ## go vet and golangci-lint.
 build: ## Build the operator binary into bin/.
 	CGO_ENABLED=0 go build -o bin/etcd-operator ./cmd/etcd-operator
 
+.PHONY: plugin
+plugin: ## Build the kubectl etcd plugin into bin/kubectl-etcd (put bin/ on PATH to use it).
+	CGO_ENABLED=0 go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+
 ##@ Test bed
 
 .PHONY: envtest-assets
