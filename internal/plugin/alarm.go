@@ -17,17 +17,8 @@ type AlarmRow struct {
 
 func newAlarmCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{Use: "alarm", Short: "List or disarm etcd's alarms (NOSPACE, CORRUPT)"}
-	list := &cobra.Command{
-		Use:               "list CLUSTER",
-		Short:             "List the alarms raised in the cluster",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	list := o.command("list CLUSTER", "List the alarms raised in the cluster", cobra.ExactArgs(1), 0,
+		o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			alarms, err := s.Etcd.Alarms(cmd.Context())
 			if err != nil {
 				return err
@@ -39,19 +30,9 @@ func newAlarmCommand(o *Options) *cobra.Command {
 					fmt.Fprintf(w, "%s\t%s\n", r.MemberID, r.Alarm)
 				}
 			})
-		},
-	}
-	disarm := &cobra.Command{
-		Use:               "disarm CLUSTER",
-		Short:             "Disarm every alarm (after freeing space: compact and defrag first)",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+		}))
+	disarm := o.command("disarm CLUSTER", "Disarm every alarm (after freeing space: compact and defrag first)", cobra.ExactArgs(1), 0,
+		o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			alarms, err := s.Etcd.Alarms(cmd.Context())
 			if err != nil {
 				return err
@@ -66,8 +47,7 @@ func newAlarmCommand(o *Options) *cobra.Command {
 				fmt.Fprintln(o.Out, "no alarm raised")
 			}
 			return nil
-		},
-	}
+		}))
 	cmd.AddCommand(list, disarm)
 	return cmd
 }

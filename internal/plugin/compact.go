@@ -9,17 +9,8 @@ import (
 
 func newCompactCommand(o *Options) *cobra.Command {
 	var revision int64
-	cmd := &cobra.Command{
-		Use:               "compact CLUSTER",
-		Short:             "Compact the key history up to the current (or a given) revision",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	cmd := o.command("compact CLUSTER", "Compact the key history up to the current (or a given) revision",
+		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			cli, err := s.clientv3For(s.anyEndpoint())
 			if err != nil {
 				return err
@@ -37,8 +28,7 @@ func newCompactCommand(o *Options) *cobra.Command {
 			}
 			fmt.Fprintf(o.Out, "compacted revision %d\n", revision)
 			return nil
-		},
-	}
+		}))
 	cmd.Flags().Int64Var(&revision, "revision", 0, "revision to compact to (default: the current one)")
 	return cmd
 }

@@ -11,33 +11,25 @@ import (
 
 func newDefragCommand(o *Options) *cobra.Command {
 	var all bool
-	cmd := &cobra.Command{
-		Use:               "defrag CLUSTER [MEMBER | --all]",
-		Short:             "Defragment one member, or every member one at a time with the leader last",
-		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.completeClusterThenMember(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := o.command("defrag CLUSTER [MEMBER | --all]", "Defragment one member, or every member one at a time with the leader last",
+		cobra.RangeArgs(1, 2), 1, func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 2) {
 				return errors.New("name one MEMBER or pass --all")
 			}
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			targets, err := s.defragTargets(cmd.Context(), args[1:])
-			if err != nil {
-				return err
-			}
-			for _, name := range targets {
-				if err := s.defragOne(cmd.Context(), name); err != nil {
+			return o.withSession(func(cmd *cobra.Command, s *Session, args []string) error {
+				targets, err := s.defragTargets(cmd.Context(), args[1:])
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(o.Out, "defragmented %s\n", name)
-			}
-			return nil
-		},
-	}
+				for _, name := range targets {
+					if err := s.defragOne(cmd.Context(), name); err != nil {
+						return err
+					}
+					fmt.Fprintf(o.Out, "defragmented %s\n", name)
+				}
+				return nil
+			})(cmd, args)
+		})
 	cmd.Flags().BoolVar(&all, "all", false, "defragment every member, one at a time, the leader last")
 	return cmd
 }

@@ -21,17 +21,8 @@ type MemberRow struct {
 }
 
 func newMembersCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:               "members CLUSTER",
-		Short:             "etcd's member list: IDs, names, peer and client URLs, learners",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	return o.command("members CLUSTER", "etcd's member list: IDs, names, peer and client URLs, learners",
+		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			_, members, err := s.Etcd.MemberList(cmd.Context())
 			if err != nil {
 				return err
@@ -47,8 +38,7 @@ func newMembersCommand(o *Options) *cobra.Command {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", r.ID, dash(r.Name), state, r.Learner, strings.Join(r.PeerURLs, ","), strings.Join(r.ClientURLs, ","))
 				}
 			})
-		},
-	}
+		}))
 }
 
 func memberRows(members []etcd.Member) []MemberRow {

@@ -9,17 +9,8 @@ import (
 )
 
 func newMoveLeaderCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:               "move-leader CLUSTER MEMBER",
-		Short:             "Hand leadership to a voting member",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: o.completeClusterThenMember(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	return o.command("move-leader CLUSTER MEMBER", "Hand leadership to a voting member",
+		cobra.ExactArgs(2), 1, o.withSession(func(cmd *cobra.Command, s *Session, args []string) error {
 			id, err := s.memberID(cmd, args[1])
 			if err != nil {
 				return err
@@ -29,8 +20,7 @@ func newMoveLeaderCommand(o *Options) *cobra.Command {
 			}
 			fmt.Fprintf(o.Out, "%s (%s) leads\n", args[1], etcd.FormatID(id))
 			return nil
-		},
-	}
+		}))
 }
 
 // memberID is the etcd ID of a member, from etcd's own member list.

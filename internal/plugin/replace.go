@@ -17,12 +17,8 @@ const AnnotationReplace = "etcd-operator.cozystack.io/replace"
 
 func newReplaceMemberCommand(o *Options) *cobra.Command {
 	var force bool
-	cmd := &cobra.Command{
-		Use:               "replace-member CLUSTER MEMBER",
-		Short:             "Ask the operator to replace a member with a fresh one (annotation on its EtcdMember)",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: o.completeClusterThenMember(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := o.command("replace-member CLUSTER MEMBER", "Ask the operator to replace a member with a fresh one (annotation on its EtcdMember)",
+		cobra.ExactArgs(2), 1, func(cmd *cobra.Command, args []string) error {
 			s, err := o.load(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -32,11 +28,8 @@ func newReplaceMemberCommand(o *Options) *cobra.Command {
 				return err
 			}
 			voters, ready := readyVoters(s)
-			if err := checkReplace(voters, ready, isReadyVoter(s, m)); err != nil {
-				if !force {
-					return fmt.Errorf("%w (--force does it anyway)", err)
-				}
-				fmt.Fprintf(o.Err, "WARNING: %v; going ahead because of --force\n", err)
+			if err := o.overridable(checkReplace(voters, ready, isReadyVoter(s, m)), force); err != nil {
+				return err
 			}
 			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationReplace: "true"}}})
 			if err := s.Kube.Client.Patch(cmd.Context(), m, client.RawPatch("application/merge-patch+json", body)); err != nil {
@@ -44,8 +37,7 @@ func newReplaceMemberCommand(o *Options) *cobra.Command {
 			}
 			fmt.Fprintf(o.Out, "asked the operator to replace %s (annotation %s=true); follow it with kubectl etcd status %s\n", m.Name, AnnotationReplace, s.Cluster.Name)
 			return nil
-		},
-	}
+		})
 	cmd.Flags().BoolVar(&force, "force", false, "replace even when the quorum could be lost meanwhile")
 	return cmd
 }

@@ -17,41 +17,24 @@ import (
 const AnnotationPausedReplicas = "etcd-operator.cozystack.io/paused-replicas"
 
 func newPauseCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:               "pause CLUSTER",
-		Short:             "Stop every member (spec.replicas 0); data and identities stay for resume",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, c, err := o.clusterOnly(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+	return o.command("pause CLUSTER", "Stop every member (spec.replicas 0); data and identities stay for resume",
+		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
 			n := replicasOf(c)
 			if n == 0 {
 				return fmt.Errorf("cluster %s is already paused", c.Name)
 			}
-			if err := patchReplicas(cmd.Context(), k, c, 0, map[string]any{AnnotationPausedReplicas: strconv.Itoa(int(n))}); err != nil {
+			if err := patchReplicas(ctx, k, c, 0, map[string]any{AnnotationPausedReplicas: strconv.Itoa(int(n))}); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.Out, "paused %s (%d members; kubectl etcd resume %s brings them back)\n", c.Name, n, c.Name)
 			return nil
-		},
-	}
+		}))
 }
 
 func newResumeCommand(o *Options) *cobra.Command {
 	var replicas int32
-	cmd := &cobra.Command{
-		Use:               "resume CLUSTER",
-		Short:             "Start a paused cluster again with the member count it had",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, c, err := o.clusterOnly(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+	cmd := o.command("resume CLUSTER", "Start a paused cluster again with the member count it had",
+		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
 			if replicasOf(c) != 0 {
 				return fmt.Errorf("cluster %s is not paused (spec.replicas %d)", c.Name, replicasOf(c))
 			}
@@ -62,13 +45,12 @@ func newResumeCommand(o *Options) *cobra.Command {
 			if n < 1 {
 				return fmt.Errorf("cluster %s has no recorded size (annotation %s): pass --replicas N", c.Name, AnnotationPausedReplicas)
 			}
-			if err := patchReplicas(cmd.Context(), k, c, n, map[string]any{AnnotationPausedReplicas: nil}); err != nil {
+			if err := patchReplicas(ctx, k, c, n, map[string]any{AnnotationPausedReplicas: nil}); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.Out, "resumed %s with %d members\n", c.Name, n)
 			return nil
-		},
-	}
+		}))
 	cmd.Flags().Int32Var(&replicas, "replicas", 0, "member count when pause recorded none")
 	return cmd
 }
@@ -84,42 +66,50 @@ func newRemoveMemberCommand(o *Options) *cobra.Command {
 // scaleCommand changes spec.replicas by delta when checkScale allows it, or with --force.
 func scaleCommand(o *Options, use, short string, delta int32) *cobra.Command {
 	var force bool
-	cmd := &cobra.Command{
-		Use: use, Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, c, err := o.clusterOnly(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			current := replicasOf(c)
-			if current == 0 {
-				return fmt.Errorf("cluster %s is paused: kubectl etcd resume %s first", c.Name, c.Name)
-			}
-			target := current + delta
-			if err := checkScale(int(current), int(target), int(c.Status.ReadyMembers)); err != nil {
-				if !force {
-					return fmt.Errorf("%w (--force does it anyway)", err)
-				}
-				fmt.Fprintf(o.Err, "WARNING: %v; going ahead because of --force\n", err)
-			}
-			if err := patchReplicas(cmd.Context(), k, c, target, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "%s: spec.replicas %d -> %d; the operator does the change one member at a time\n", c.Name, current, target)
-			return nil
-		},
-	}
+	cmd := o.command(use, short, cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
+		current := replicasOf(c)
+		if current == 0 {
+			return fmt.Errorf("cluster %s is paused: kubectl etcd resume %s first", c.Name, c.Name)
+		}
+		target := current + delta
+		if err := o.overridable(checkScale(int(current), int(target), int(c.Status.ReadyMembers)), force); err != nil {
+			return err
+		}
+		if err := patchReplicas(ctx, k, c, target, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "%s: spec.replicas %d -> %d; the operator does the change one member at a time\n", c.Name, current, target)
+		return nil
+	}))
 	cmd.Flags().BoolVar(&force, "force", false, "change the member count even when the quorum could be lost")
 	return cmd
 }
 
-func (o *Options) clusterOnly(ctx context.Context, name string) (*Kube, *etcdv1.EtcdCluster, error) {
-	k, err := o.kube()
-	if err != nil {
-		return nil, nil, err
+// withCluster reads the cluster named by the first argument for run; no etcd connection.
+func (o *Options) withCluster(run func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		k, err := o.kube()
+		if err != nil {
+			return err
+		}
+		c, err := k.Cluster(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), k, c)
 	}
-	c, err := k.Cluster(ctx, name)
-	return k, c, err
+}
+
+// overridable passes a refusal through, or with force only warns about it.
+func (o *Options) overridable(refusal error, force bool) error {
+	if refusal == nil {
+		return nil
+	}
+	if !force {
+		return fmt.Errorf("%w (--force does it anyway)", refusal)
+	}
+	fmt.Fprintf(o.Err, "WARNING: %v; going ahead because of --force\n", refusal)
+	return nil
 }
 
 func replicasOf(c *etcdv1.EtcdCluster) int32 {

@@ -53,3 +53,21 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	)
 	return root
 }
+
+// command is a subcommand whose first argument is a cluster (completed from the namespace)
+// and whose next memberArgs arguments are members of it.
+func (o *Options) command(use, short string, args cobra.PositionalArgs, memberArgs int, run func(*cobra.Command, []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args, ValidArgsFunction: o.completeClusterThenMember(memberArgs), RunE: run}
+}
+
+// withSession connects to the cluster named by the first argument for the length of run.
+func (o *Options) withSession(run func(cmd *cobra.Command, s *Session, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		s, err := o.connect(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return run(cmd, s, args)
+	}
+}

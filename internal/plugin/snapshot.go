@@ -124,17 +124,8 @@ func waitSnapshot(ctx context.Context, k *Kube, snap *etcdv1.EtcdSnapshot, timeo
 }
 
 func newSnapshotSaveCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:               "save CLUSTER FILE",
-		Short:             "Stream a snapshot from the leader to a local file",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	return o.command("save CLUSTER FILE", "Stream a snapshot from the leader to a local file",
+		cobra.ExactArgs(2), 0, o.withSession(func(cmd *cobra.Command, s *Session, args []string) error {
 			endpoint := s.leaderEndpoint(cmd.Context())
 			version, err := snapshot.SaveWithVersion(cmd.Context(), zap.NewNop(), s.clientv3Config(endpoint), args[1])
 			if err != nil {
@@ -146,8 +137,7 @@ func newSnapshotSaveCommand(o *Options) *cobra.Command {
 			}
 			fmt.Fprintf(o.Out, "saved %s: %d bytes, etcd storage version %s\n", args[1], fi.Size(), version)
 			return nil
-		},
-	}
+		}))
 }
 
 // leaderEndpoint is the leader's forwarded endpoint (the most recent data), else any.

@@ -45,24 +45,15 @@ type ClusterStatus struct {
 }
 
 func newStatusCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:               "status CLUSTER",
-		Short:             "One table of every member (ID, version, DB size, leader, raft, alarms, Pod) and the cluster's conditions",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.completeClusterThenMember(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.connect(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+	return o.command("status CLUSTER",
+		"One table of every member (ID, version, DB size, leader, raft, alarms, Pod) and the cluster's conditions",
+		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			st, err := s.clusterStatus(cmd.Context())
 			if err != nil {
 				return err
 			}
 			return o.print(st, func(w *tabwriter.Writer) { writeStatus(w, st) })
-		},
-	}
+		}))
 }
 
 func (s *Session) clusterStatus(ctx context.Context) (ClusterStatus, error) {
