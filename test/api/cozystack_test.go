@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/convert"
 )
 
 // Every manifest in the shapes Cozystack's v1alpha2 API documents (testdata/cozystack) is
@@ -65,5 +66,30 @@ func TestCozystackStatusFieldsAreKept(t *testing.T) {
 	}
 	if err := json.Unmarshal(s.Observed.Raw, &observed); err != nil || observed["version"] != "3.6.11" || observed["replicas"] != float64(3) {
 		t.Fatalf("status.observed = %s (%v); want replicas 3, version 3.6.11", s.Observed.Raw, err)
+	}
+}
+
+// The official etcd operator's guide cluster (operator.etcd.io/v1alpha1), converted by
+// `kubectl etcd convert`, is accepted by the apiserver as it is printed.
+func TestConvertedGuideClusterApplies(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "operator-etcd-io", "guide-cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	results, err := convert.Manifests(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := convert.YAML(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), filepath.Join(assetsDir, "kubectl"), "--kubeconfig", kubeconfig, "apply",
+		"--dry-run=server", "--validate=strict", "-n", ns, "-f", "-")
+	cmd.Stdin = strings.NewReader(strings.ReplaceAll(string(manifest), "namespace: cpaas-system", "namespace: "+ns))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "etcdcluster.etcd-operator.cozystack.io/etcd-main created (server dry run)") {
+		t.Fatalf("kubectl apply --dry-run=server of the converted manifest: %v\n%s\n%s", err, out, manifest)
 	}
 }
