@@ -10,11 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// forward opens a local port that reaches port remote of a Pod through the API server, so
-// members are reachable from outside the cluster network. stop closes it.
-func forward(cfg *rest.Config, namespace, pod string, remote int) (local uint16, stop func(), err error) {
+// forward opens a local port that reaches a member Pod's client port through the API server,
+// so members are reachable from outside the cluster network. stop closes it.
+func forward(cfg *rest.Config, namespace, pod string) (local uint16, stop func(), err error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return 0, nil, err
@@ -27,7 +29,7 @@ func forward(cfg *rest.Config, namespace, pod string, remote int) (local uint16,
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
 	stopCh, readyCh := make(chan struct{}), make(chan struct{})
 	var errOut strings.Builder
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", remote)}, stopCh, readyCh, io.Discard, &errOut)
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", specs.ClientPort)}, stopCh, readyCh, io.Discard, &errOut)
 	if err != nil {
 		return 0, nil, err
 	}

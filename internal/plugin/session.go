@@ -47,7 +47,7 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 		if !ok || pod.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		port, stop, err := forward(s.Kube.Config, s.Kube.Namespace, m.Name, specs.ClientPort)
+		port, stop, err := forward(s.Kube.Config, s.Kube.Namespace, m.Name)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -1,8 +1,13 @@
 package plugin
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 func TestSnapshotFlagsMakeOneDestination(t *testing.T) {
@@ -11,10 +16,11 @@ func TestSnapshotFlagsMakeOneDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := snap.Spec.Destination
-	if snap.Name != "nightly" || snap.Namespace != "ns" || snap.Spec.ClusterRef.Name != "db" || d.PVC != nil || d.S3 == nil ||
-		d.S3.Bucket != "b" || d.S3.Endpoint != "https://s3.example.com" || d.S3.CredentialsSecretRef.Name != "creds" || !d.S3.ForcePathStyle {
-		t.Fatalf("S3 snapshot %+v %+v", snap.ObjectMeta, d.S3)
+	want := &etcdv1.S3SnapshotLocation{Endpoint: "https://s3.example.com", Bucket: "b", Key: "db", ForcePathStyle: true,
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}
+	if snap.Name != "nightly" || snap.Namespace != "ns" || snap.Spec.ClusterRef.Name != "db" || snap.Spec.Destination.PVC != nil ||
+		!reflect.DeepEqual(snap.Spec.Destination.S3, want) {
+		t.Fatalf("S3 snapshot %+v %+v", snap.ObjectMeta, snap.Spec.Destination.S3)
 	}
 	pvc := &snapshotFlags{pvc: "backups", pvcSubPath: "db/a.db"}
 	snap, err = pvc.object("ns", "db")

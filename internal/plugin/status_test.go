@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +29,10 @@ func TestStatusRowsJoinTheOperatorsViewWithEtcdsAnswers(t *testing.T) {
 	if len(rows) != 3 || rows[0].Name != "db-1" || rows[2].Name != "db-3" {
 		t.Fatalf("rows %+v", rows)
 	}
-	r := rows[0]
-	if r.MemberID != "a" || !r.Leader || r.Version != "3.6.16" || r.DBSize != 100 || r.DBSizeInUse != 60 || r.RaftTerm != 2 || r.RaftIndex != 9 ||
-		len(r.Alarms) != 1 || r.Alarms[0] != "NOSPACE" || r.Node != "n1" || !r.Ready || r.Endpoint != "http://db-1.db.prod.svc:2379" {
-		t.Errorf("db-1 %+v", r)
+	want := StatusRow{Name: "db-1", MemberID: "a", Endpoint: "http://db-1.db.prod.svc:2379", Version: "3.6.16", DBSize: 100, DBSizeInUse: 60,
+		Leader: true, RaftTerm: 2, RaftIndex: 9, Alarms: []string{"NOSPACE"}, Pod: "db-1", Node: "n1", Ready: true}
+	if !reflect.DeepEqual(rows[0], want) {
+		t.Errorf("db-1\n got %+v\nwant %+v", rows[0], want)
 	}
 	if rows[1].Error != "deadline exceeded" || rows[1].Ready || rows[1].Node != "n2" {
 		t.Errorf("db-2 (not answering) %+v", rows[1])

@@ -55,18 +55,20 @@ func mustPlugin(t *testing.T, bin, ns string, args ...string) string {
 
 // etcdStatus is one entry of `etcdctl endpoint status -w json`, etcd's own answer.
 type etcdStatus struct {
-	Status struct {
-		Header struct {
-			MemberID json.Number `json:"member_id"`
-		} `json:"header"`
-		Version     string      `json:"version"`
-		DBSize      int64       `json:"dbSize"`
-		DBSizeInUse int64       `json:"dbSizeInUse"`
-		Leader      json.Number `json:"leader"`
-		RaftIndex   uint64      `json:"raftIndex"`
-		RaftTerm    uint64      `json:"raftTerm"`
-		IsLearner   bool        `json:"isLearner"`
-	} `json:"Status"`
+	Status etcdMemberStatus `json:"Status"`
+}
+
+type etcdMemberStatus struct {
+	Header struct {
+		MemberID json.Number `json:"member_id"`
+	} `json:"header"`
+	Version     string      `json:"version"`
+	DBSize      int64       `json:"dbSize"`
+	DBSizeInUse int64       `json:"dbSizeInUse"`
+	Leader      json.Number `json:"leader"`
+	RaftIndex   uint64      `json:"raftIndex"`
+	RaftTerm    uint64      `json:"raftTerm"`
+	IsLearner   bool        `json:"isLearner"`
 }
 
 // etcdSelfStatus asks a member about itself with etcdctl inside its Pod, as root.
@@ -246,20 +248,9 @@ func checkPluginStatus(t *testing.T, bin, ns, password string, members []string)
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: row.Name}, pod); err != nil {
 			t.Fatal(err)
 		}
-		checks := map[string]bool{
-			"member ID":  row.MemberID == hexID(t, want.Header.MemberID),
-			"version":    row.Version == want.Version,
-			"leader":     row.Leader == (want.Leader.String() == want.Header.MemberID.String()),
-			"learner":    row.Learner == want.IsLearner,
-			"raft term":  want.RaftTerm <= row.RaftTerm && row.RaftTerm <= a.Status.RaftTerm,
-			"raft index": want.RaftIndex <= row.RaftIndex && row.RaftIndex <= a.Status.RaftIndex,
-			"db size":    want.DBSize <= row.DBSize && row.DBSize <= a.Status.DBSize,
-			"db in use":  row.DBSizeInUse > 0 && row.DBSizeInUse <= row.DBSize,
-			"pod":        row.Pod == pod.Name && row.Node == pod.Spec.NodeName && row.Node != "",
-			"ready":      row.Ready,
-			"endpoint":   row.Endpoint == fmt.Sprintf("https://%s.%s.%s.svc:2379", row.Name, journeyCluster, ns),
-			"alarms":     len(row.Alarms) == 0 && row.Error == "",
-		}
+		checks := statusChecks(row, b.Status, a.Status, pod)
+		checks["endpoint"] = row.Endpoint == fmt.Sprintf("https://%s.%s.%s.svc:2379", row.Name, journeyCluster, ns)
+		checks["member ID"] = row.MemberID == hexID(t, want.Header.MemberID)
 		for field, ok := range checks {
 			if !ok {
 				t.Errorf("status of %s: %s differs from etcd's answer: plugin %+v, etcd before %+v, after %+v", row.Name, field, row, want, a.Status)
@@ -277,6 +268,24 @@ func checkPluginStatus(t *testing.T, bin, ns, password string, members []string)
 		t.Errorf("status table:\n%s", table)
 	}
 	return leader
+}
+
+// statusChecks compares one row of the plugin's status with the member's own answers from
+// just before (b) and just after (a): what cannot change at rest must be equal, what only
+// grows must lie between the two.
+func statusChecks(row plugin.StatusRow, b, a etcdMemberStatus, pod *corev1.Pod) map[string]bool {
+	return map[string]bool{
+		"version":    row.Version == b.Version,
+		"leader":     row.Leader == (b.Leader.String() == b.Header.MemberID.String()),
+		"learner":    row.Learner == b.IsLearner,
+		"raft term":  b.RaftTerm <= row.RaftTerm && row.RaftTerm <= a.RaftTerm,
+		"raft index": b.RaftIndex <= row.RaftIndex && row.RaftIndex <= a.RaftIndex,
+		"db size":    b.DBSize <= row.DBSize && row.DBSize <= a.DBSize,
+		"db in use":  row.DBSizeInUse > 0 && row.DBSizeInUse <= row.DBSize,
+		"pod":        row.Pod == pod.Name && row.Node == pod.Spec.NodeName && row.Node != "",
+		"ready":      row.Ready,
+		"alarms":     len(row.Alarms) == 0 && row.Error == "",
+	}
 }
 
 // checkSnapshotFile asks etcdutl, when the test bed has built it, whether the file is a sound

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -42,19 +44,19 @@ func TestConvertTheGuidesCluster(t *testing.T) {
 		t.Fatalf("%v %v", results, err)
 	}
 	c := results[0].Cluster
-	if c.Name != "etcd-main" || c.Namespace != "cpaas-system" || *c.Spec.Replicas != 3 || c.Spec.Version != "3.5.21" {
-		t.Errorf("metadata/size/version: %s/%s %d %s", c.Namespace, c.Name, *c.Spec.Replicas, c.Spec.Version)
+	ref := etcdv1.IssuerReference{Name: "etcd-ca-issuer", Kind: "Issuer"}
+	size, class, replicas := resource.MustParse("10Gi"), "sc-topolvm", int32(3)
+	want := etcdv1.EtcdClusterSpec{
+		Replicas: &replicas, Version: "3.5.21",
+		Storage: etcdv1.StorageSpec{Size: &size, StorageClassName: &class},
+		TLS: &etcdv1.EtcdClusterTLS{
+			Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ref, OperatorClientIssuerRef: &ref}},
+			Peer:   &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: ref}},
+		},
+		Options: &etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "24h"},
 	}
-	if *c.Spec.Storage.StorageClassName != "sc-topolvm" || c.Spec.Storage.Size.String() != "10Gi" {
-		t.Errorf("storage %+v", c.Spec.Storage)
-	}
-	tls := c.Spec.TLS
-	want := etcdv1.IssuerReference{Name: "etcd-ca-issuer", Kind: "Issuer"}
-	if tls.Client.CertManager.ServerIssuerRef != want || *tls.Client.CertManager.OperatorClientIssuerRef != want || tls.Peer.CertManager.IssuerRef != want {
-		t.Errorf("tls %+v", tls)
-	}
-	if o := c.Spec.Options; o.AutoCompactionMode != etcdv1.AutoCompactionPeriodic || o.AutoCompactionRetention != "24h" {
-		t.Errorf("options %+v", o)
+	if c.Name != "etcd-main" || c.Namespace != "cpaas-system" || !equality.Semantic.DeepEqual(c.Spec, want) {
+		t.Errorf("converted %s/%s\n got %+v\nwant %+v", c.Namespace, c.Name, c.Spec, want)
 	}
 	notes := strings.Join(results[0].Notes, "\n")
 	for _, want := range []string{"volumeSizeLimit 20Gi", "validityDuration 87600h"} {
