@@ -14,7 +14,7 @@ func newConvertCommand(o *Options) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "convert -f FILE",
-		Short: "Print an operator.etcd.io/v1alpha1 EtcdCluster manifest as this operator's, with notes on what does not carry over",
+		Short: "Print an operator.etcd.io or etcd.aenix.io EtcdCluster manifest as this operator's, with notes on what does not carry over",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {

@@ -1,5 +1,6 @@
 // Package convert translates an EtcdCluster of the official etcd operator
-// (operator.etcd.io/v1alpha1) into this operator's EtcdCluster. It is pure: manifests in,
+// (operator.etcd.io/v1alpha1) or of the legacy StatefulSet-based operator
+// (etcd.aenix.io/v1alpha1) into this operator's EtcdCluster. It is pure: manifests in,
 // manifests and notes out.
 package convert
 
@@ -80,14 +81,18 @@ func Manifests(r io.Reader) ([]Result, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		res, err := One(raw)
+		convertOne := One
+		if raw["apiVersion"] == LegacyAPIVersion {
+			convertOne = Legacy
+		}
+		res, err := convertOne(raw)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, res)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no EtcdCluster of " + SourceAPIVersion + " in the input")
+		return nil, errors.New("no EtcdCluster of " + SourceAPIVersion + " or " + LegacyAPIVersion + " in the input")
 	}
 	return out, nil
 }
@@ -105,10 +110,7 @@ func One(raw map[string]any) (Result, error) {
 	if src.APIVersion != SourceAPIVersion || src.Kind != "EtcdCluster" {
 		return Result{}, fmt.Errorf("%s %s/%s is not an EtcdCluster of %s", src.Kind, src.APIVersion, src.Metadata.Name, SourceAPIVersion)
 	}
-	c := &etcdv1.EtcdCluster{}
-	c.APIVersion, c.Kind = etcdv1.GroupVersion.String(), "EtcdCluster"
-	c.Name, c.Namespace = src.Metadata.Name, src.Metadata.Namespace
-	c.Labels, c.Annotations = src.Metadata.Labels, src.Metadata.Annotations
+	c := newCluster(src.Metadata)
 	var notes []string
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 
