@@ -25,7 +25,9 @@ type Session struct {
 	// Endpoints maps a member name to its local forwarded client URL; members without a
 	// running Pod are absent.
 	Endpoints map[string]string
-	Etcd      etcd.Client
+	// Unreachable are the members with a running Pod that could not be forwarded to.
+	Unreachable map[string]error
+	Etcd        etcd.Client
 	config    etcd.Config
 	stops     []func()
 }
@@ -49,15 +51,17 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 		}
 		port, stop, err := forward(s.Kube.Config, s.Kube.Namespace, m.Name)
 		if err != nil {
-			s.Close()
-			return nil, err
+			// One member's Pod going away must not hide the others: status shows the error.
+			s.Unreachable[m.Name] = err
+			continue
 		}
 		s.stops = append(s.stops, stop)
 		s.Endpoints[m.Name] = fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
 		endpoints = append(endpoints, s.Endpoints[m.Name])
 	}
 	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("cluster %s has no running member Pod to talk to", cluster)
+		s.Close()
+		return nil, fmt.Errorf("cluster %s has no running member Pod to talk to (%v)", cluster, s.Unreachable)
 	}
 	// The operator's own way of building a client: the CA from the server Secret, its client
 	// certificate where etcd requires one, root's password where auth is on.
@@ -97,7 +101,7 @@ func (o *Options) load(ctx context.Context, cluster string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Kube: k, Cluster: c, Members: members, Pods: pods, Endpoints: map[string]string{}}, nil
+	return &Session{Kube: k, Cluster: c, Members: members, Pods: pods, Endpoints: map[string]string{}, Unreachable: map[string]error{}}, nil
 }
 
 // clientv3For is a raw etcd client of one endpoint, for what the operator's client does not
@@ -146,6 +150,9 @@ func (s *Session) statuses(ctx context.Context) map[string]memberStatus {
 		})
 	}
 	wg.Wait()
+	for name, err := range s.Unreachable {
+		out[name] = memberStatus{Err: err}
+	}
 	return out
 }
 
