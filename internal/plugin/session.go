@@ -28,8 +28,8 @@ type Session struct {
 	// Unreachable are the members with a running Pod that could not be forwarded to.
 	Unreachable map[string]error
 	Etcd        etcd.Client
-	config    etcd.Config
-	stops     []func()
+	config      etcd.Config
+	stops       []func()
 }
 
 // connect reads the cluster, forwards a local port to every running member Pod and opens an
