@@ -32,6 +32,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl etcd"},
 	}
+	root.SetOut(out)
+	root.SetErr(errOut)
 	flags := root.PersistentFlags()
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path of the kubeconfig file")
 	flags.StringVar(&o.overrides.CurrentContext, "context", "", "kubeconfig context to use")
