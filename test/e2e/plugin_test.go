@@ -106,123 +106,139 @@ func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
 	password := string(getSecret(t, ns, "secure-root").Data["password"])
 	members := []string{journeyCluster + "-1", journeyCluster + "-2", journeyCluster + "-3"}
 
-	leader := checkPluginStatus(t, bin, ns, password, members)
+	p := pluginRun{bin: bin, ns: ns, password: password, members: members}
+	p.leader = checkPluginStatus(t, bin, ns, password, members)
+	t.Run("members", p.pluginMembers)
+	t.Run("compact", p.pluginCompact)
+	t.Run("defrag --all, leader last", p.pluginDefrag)
+	t.Run("alarm", p.pluginAlarm)
+	t.Run("move-leader", p.pluginMoveLeader)
+	t.Run("snapshot save", p.pluginSnapshotSave)
+	t.Run("pause and resume", p.pluginPauseResume)
+	t.Run("add-member and remove-member", p.pluginAddRemove)
+	t.Run("replace-member", p.pluginReplace)
+}
 
-	t.Run("members", func(t *testing.T) {
-		var rows []plugin.MemberRow
-		if err := json.Unmarshal([]byte(mustPlugin(t, bin, ns, "members", journeyCluster, "-o", "json")), &rows); err != nil {
-			t.Fatal(err)
+// pluginRun is the cluster the plugin test works on.
+type pluginRun struct {
+	bin, ns, password, leader string
+	members                   []string
+}
+
+func (p pluginRun) pluginMembers(t *testing.T) {
+	var rows []plugin.MemberRow
+	if err := json.Unmarshal([]byte(mustPlugin(t, p.bin, p.ns, "members", journeyCluster, "-o", "json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	list := guideEtcdctl(t, p.ns, journeyCluster, p.members[0], "--user", "root:"+p.password, "member", "list")
+	if len(rows) != 3 {
+		t.Fatalf("members: %+v", rows)
+	}
+	for _, r := range rows {
+		if !strings.Contains(list, r.ID+", started, "+r.Name+", ") || r.Learner {
+			t.Errorf("member %+v is not in etcdctl's list as a started voter:\n%s", r, list)
 		}
-		list := guideEtcdctl(t, ns, journeyCluster, members[0], "--user", "root:"+password, "member", "list")
-		if len(rows) != 3 {
-			t.Fatalf("members: %+v", rows)
+	}
+}
+
+func (p pluginRun) pluginCompact(t *testing.T) {
+	guideEtcdctl(t, p.ns, journeyCluster, p.members[0], "--user", "root:"+p.password, "put", "k", "v1")
+	guideEtcdctl(t, p.ns, journeyCluster, p.members[0], "--user", "root:"+p.password, "put", "k", "v2")
+	out := mustPlugin(t, p.bin, p.ns, "compact", journeyCluster)
+	var rev int64
+	if _, err := fmt.Sscanf(out, "compacted revision %d", &rev); err != nil {
+		t.Fatalf("compact said %q", out)
+	}
+	_, err := runKubectl(p.ns, "", guideEtcdctlArgs(p.ns, journeyCluster, p.members[1], "--user", "root:"+p.password, "get", "k", fmt.Sprintf("--rev=%d", rev-1))...)
+	if err == nil || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("reading revision %d after compacting to %d: %v; want compacted", rev-1, rev, err)
+	}
+}
+
+func (p pluginRun) pluginDefrag(t *testing.T) {
+	out := mustPlugin(t, p.bin, p.ns, "defrag", journeyCluster, "--all")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || lines[2] != "defragmented "+p.leader {
+		t.Fatalf("defrag --all said %q; want three members, %s last", out, p.leader)
+	}
+	if out := mustPlugin(t, p.bin, p.ns, "defrag", journeyCluster, p.members[0]); strings.TrimSpace(out) != "defragmented "+p.members[0] {
+		t.Fatalf("defrag %s said %q", p.members[0], out)
+	}
+}
+
+func (p pluginRun) pluginAlarm(t *testing.T) {
+	if out := strings.TrimSpace(mustPlugin(t, p.bin, p.ns, "alarm", "list", journeyCluster, "-o", "json")); out != "[]" {
+		t.Fatalf("alarm list: %q", out)
+	}
+	if out := strings.TrimSpace(mustPlugin(t, p.bin, p.ns, "alarm", "disarm", journeyCluster)); out != "no alarm raised" {
+		t.Fatalf("alarm disarm: %q", out)
+	}
+}
+
+func (p pluginRun) pluginMoveLeader(t *testing.T) {
+	target := p.members[0]
+	if target == p.leader {
+		target = p.members[1]
+	}
+	mustPlugin(t, p.bin, p.ns, "move-leader", journeyCluster, target)
+	st := etcdSelfStatus(t, p.ns, target, p.password)
+	if st.Status.Leader.String() != st.Status.Header.MemberID.String() {
+		t.Fatalf("%s does not lead after move-leader: leader %s, itself %s", target, st.Status.Leader, st.Status.Header.MemberID)
+	}
+}
+
+func (p pluginRun) pluginSnapshotSave(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secure.db")
+	out := mustPlugin(t, p.bin, p.ns, "snapshot", "save", journeyCluster, file)
+	fi, err := os.Stat(file)
+	if err != nil || fi.Size() == 0 || !strings.Contains(out, fmt.Sprintf("%d bytes", fi.Size())) {
+		t.Fatalf("snapshot save said %q; file %v %v", out, fi, err)
+	}
+	checkSnapshotFile(t, file)
+}
+
+func (p pluginRun) pluginPauseResume(t *testing.T) {
+	before := memberIDs(getCluster(t, p.ns, journeyCluster))
+	mustPlugin(t, p.bin, p.ns, "pause", journeyCluster)
+	c := getCluster(t, p.ns, journeyCluster)
+	if *c.Spec.Replicas != 0 || c.Annotations[plugin.AnnotationPausedReplicas] != "3" {
+		t.Fatalf("after pause: replicas %d, annotation %q", *c.Spec.Replicas, c.Annotations[plugin.AnnotationPausedReplicas])
+	}
+	eventually(t, 3*time.Minute, "no member Pod left", func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(p.ns)); err != nil {
+			return err
 		}
-		for _, r := range rows {
-			if !strings.Contains(list, r.ID+", started, "+r.Name+", ") || r.Learner {
-				t.Errorf("member %+v is not in etcdctl's list as a started voter:\n%s", r, list)
+		for _, pod := range pods.Items {
+			if strings.HasPrefix(pod.Name, journeyCluster+"-") {
+				return fmt.Errorf("Pod %s still there", pod.Name)
 			}
 		}
+		return nil
 	})
+	mustPlugin(t, p.bin, p.ns, "resume", journeyCluster)
+	after := memberIDs(waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute))
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("members before pause %v, after resume %v", before, after)
+	}
+	if _, ok := getCluster(t, p.ns, journeyCluster).Annotations[plugin.AnnotationPausedReplicas]; ok {
+		t.Fatal("resume left the paused-replicas annotation")
+	}
+}
 
-	t.Run("compact", func(t *testing.T) {
-		guideEtcdctl(t, ns, journeyCluster, members[0], "--user", "root:"+password, "put", "k", "v1")
-		guideEtcdctl(t, ns, journeyCluster, members[0], "--user", "root:"+password, "put", "k", "v2")
-		out := mustPlugin(t, bin, ns, "compact", journeyCluster)
-		var rev int64
-		if _, err := fmt.Sscanf(out, "compacted revision %d", &rev); err != nil {
-			t.Fatalf("compact said %q", out)
-		}
-		_, err := runKubectl(ns, "", guideEtcdctlArgs(ns, journeyCluster, members[1], "--user", "root:"+password, "get", "k", fmt.Sprintf("--rev=%d", rev-1))...)
-		if err == nil || !strings.Contains(err.Error(), "compacted") {
-			t.Fatalf("reading revision %d after compacting to %d: %v; want compacted", rev-1, rev, err)
-		}
-	})
+func (p pluginRun) pluginAddRemove(t *testing.T) {
+	mustPlugin(t, p.bin, p.ns, "add-member", journeyCluster)
+	waitSettled(t, p.ns, journeyCluster, 4, 5*time.Minute)
+	mustPlugin(t, p.bin, p.ns, "remove-member", journeyCluster)
+	waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute)
+}
 
-	t.Run("defrag --all, leader last", func(t *testing.T) {
-		out := mustPlugin(t, bin, ns, "defrag", journeyCluster, "--all")
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 || lines[2] != "defragmented "+leader {
-			t.Fatalf("defrag --all said %q; want three members, %s last", out, leader)
-		}
-		if out := mustPlugin(t, bin, ns, "defrag", journeyCluster, members[0]); strings.TrimSpace(out) != "defragmented "+members[0] {
-			t.Fatalf("defrag %s said %q", members[0], out)
-		}
-	})
-
-	t.Run("alarm", func(t *testing.T) {
-		if out := strings.TrimSpace(mustPlugin(t, bin, ns, "alarm", "list", journeyCluster, "-o", "json")); out != "[]" {
-			t.Fatalf("alarm list: %q", out)
-		}
-		if out := strings.TrimSpace(mustPlugin(t, bin, ns, "alarm", "disarm", journeyCluster)); out != "no alarm raised" {
-			t.Fatalf("alarm disarm: %q", out)
-		}
-	})
-
-	t.Run("move-leader", func(t *testing.T) {
-		target := members[0]
-		if target == leader {
-			target = members[1]
-		}
-		mustPlugin(t, bin, ns, "move-leader", journeyCluster, target)
-		st := etcdSelfStatus(t, ns, target, password)
-		if st.Status.Leader.String() != st.Status.Header.MemberID.String() {
-			t.Fatalf("%s does not lead after move-leader: leader %s, itself %s", target, st.Status.Leader, st.Status.Header.MemberID)
-		}
-	})
-
-	t.Run("snapshot save", func(t *testing.T) {
-		file := filepath.Join(t.TempDir(), "secure.db")
-		out := mustPlugin(t, bin, ns, "snapshot", "save", journeyCluster, file)
-		fi, err := os.Stat(file)
-		if err != nil || fi.Size() == 0 || !strings.Contains(out, fmt.Sprintf("%d bytes", fi.Size())) {
-			t.Fatalf("snapshot save said %q; file %v %v", out, fi, err)
-		}
-		checkSnapshotFile(t, file)
-	})
-
-	t.Run("pause and resume", func(t *testing.T) {
-		before := memberIDs(getCluster(t, ns, journeyCluster))
-		mustPlugin(t, bin, ns, "pause", journeyCluster)
-		c := getCluster(t, ns, journeyCluster)
-		if *c.Spec.Replicas != 0 || c.Annotations[plugin.AnnotationPausedReplicas] != "3" {
-			t.Fatalf("after pause: replicas %d, annotation %q", *c.Spec.Replicas, c.Annotations[plugin.AnnotationPausedReplicas])
-		}
-		eventually(t, 3*time.Minute, "no member Pod left", func() error {
-			pods := &corev1.PodList{}
-			if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
-				return err
-			}
-			for _, p := range pods.Items {
-				if strings.HasPrefix(p.Name, journeyCluster+"-") {
-					return fmt.Errorf("Pod %s still there", p.Name)
-				}
-			}
-			return nil
-		})
-		mustPlugin(t, bin, ns, "resume", journeyCluster)
-		after := memberIDs(waitSettled(t, ns, journeyCluster, 3, 5*time.Minute))
-		if fmt.Sprint(before) != fmt.Sprint(after) {
-			t.Fatalf("members before pause %v, after resume %v", before, after)
-		}
-		if _, ok := getCluster(t, ns, journeyCluster).Annotations[plugin.AnnotationPausedReplicas]; ok {
-			t.Fatal("resume left the paused-replicas annotation")
-		}
-	})
-
-	t.Run("add-member and remove-member", func(t *testing.T) {
-		mustPlugin(t, bin, ns, "add-member", journeyCluster)
-		waitSettled(t, ns, journeyCluster, 4, 5*time.Minute)
-		mustPlugin(t, bin, ns, "remove-member", journeyCluster)
-		waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
-	})
-
-	t.Run("replace-member", func(t *testing.T) {
-		mustPlugin(t, bin, ns, "replace-member", journeyCluster, members[1])
-		out := kubectl(t, ns, "get", "etcdmember", members[1], "-o", "jsonpath={.metadata.annotations.etcd-operator\\.cozystack\\.io/replace}")
-		if out != "true" {
-			t.Fatalf("replace annotation on %s: %q", members[1], out)
-		}
-	})
+func (p pluginRun) pluginReplace(t *testing.T) {
+	mustPlugin(t, p.bin, p.ns, "replace-member", journeyCluster, p.members[1])
+	out := kubectl(t, p.ns, "get", "etcdmember", p.members[1], "-o", "jsonpath={.metadata.annotations.etcd-operator\\.cozystack\\.io/replace}")
+	if out != "true" {
+		t.Fatalf("replace annotation on %s: %q", p.members[1], out)
+	}
 }
 
 // checkPluginStatus compares `kubectl etcd status -o json` with what each member says about

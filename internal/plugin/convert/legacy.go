@@ -145,8 +145,7 @@ func legacyPod(c *etcdv1.EtcdCluster, src *legacySource) []string {
 	if len(pt.Metadata.Labels) > 0 || len(pt.Metadata.Annotations) > 0 {
 		c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: pt.Metadata.Labels, Annotations: pt.Metadata.Annotations}
 	}
-	s := pt.Spec
-	if len(s.NodeSelector) > 0 || len(s.Tolerations) > 0 || s.PriorityClassName != "" || s.RuntimeClassName != nil || s.SchedulerName != "" {
+	if dropsScheduling(pt.Spec) {
 		notes = append(notes, "spec.podTemplate nodeSelector, tolerations, priorityClassName, runtimeClassName and schedulerName have no counterpart yet; dropped")
 	}
 	return notes
@@ -206,4 +205,10 @@ func legacySecurity(c *etcdv1.EtcdCluster, src *legacySource) []string {
 		notes = append(notes, fmt.Sprintf("auth: create the Secret %s-root with a key password; root gets that password (the legacy root had none)", c.Name))
 	}
 	return notes
+}
+
+// dropsScheduling is true when the Pod template sets scheduling fields that have no
+// counterpart in EtcdClusterSpec.
+func dropsScheduling(s corev1.PodSpec) bool {
+	return len(s.NodeSelector) > 0 || len(s.Tolerations) > 0 || s.PriorityClassName != "" || s.RuntimeClassName != nil || s.SchedulerName != ""
 }
