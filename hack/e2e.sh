@@ -13,4 +13,5 @@ source hack/operator-up.sh
 # The TLS journey's tests run the documented kubectl commands with this kubectl.
 E2E_KUBECTL=${E2E_KUBECTL:-$(hack/testbed.sh kube | tail -n1)/kubectl}
 export E2E_KUBECTL
-go test -count=1 -timeout 40m -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+# Tests that leave the operator alone run E2E_PARALLEL at a time (see test/e2e/suite_test.go).
+go test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

@@ -12,11 +12,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -105,6 +107,15 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{RequeueAfter: resyncPeriod}, nil
 }
 
+// clusterOfLabeled maps an object carrying the cluster label to its EtcdCluster.
+func clusterOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[specs.LabelCluster]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
 // resyncPeriod is how often a cluster at rest is looked at again.
 const resyncPeriod = time.Minute
 
@@ -115,6 +126,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// A PVC deleted or a Pod lost decides a replacement: look at the cluster at once.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
 		Complete(r)

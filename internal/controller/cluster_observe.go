@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -28,6 +29,15 @@ type clusterView struct {
 	leader      uint64
 	versions    map[uint64]string
 	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
+	// pvcs and pods are the cluster's PVCs and Pods by name, from the cache: with etcd's
+	// member list they say where each member's data lives and whether it is still there.
+	pvcs map[string]*corev1.PersistentVolumeClaim
+	pods map[string]*corev1.Pod
+	// corrupt are the members etcd raised a CORRUPT alarm for.
+	corrupt map[uint64]bool
+	// survivors is what each member still says about itself when the member list cannot
+	// be read (no quorum): serializable Status answers, for the QuorumLost report.
+	survivors []survivor
 }
 
 func (v *clusterView) close() {
@@ -65,8 +75,17 @@ func ordinal(name string) int {
 // observe asks etcd, through every member that should be running, for the member list and
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
-	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}}
+	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, corrupt: map[uint64]bool{}}
+	if err := r.observeObjects(ctx, c, view); err != nil {
+		return nil, err
+	}
 	endpoints := runningEndpoints(c, members)
+	if len(endpoints) == 0 && ptrOr(c.Spec.Replicas, 3) > 0 {
+		// Every EtcdMember is gone or going (kubectl delete etcdmembers --all): ask whatever
+		// else may still run, found through the PVCs, the Pods and the last status. A paused
+		// cluster has nothing running to ask.
+		endpoints = survivingEndpoints(c, view)
+	}
 	if len(endpoints) == 0 {
 		return view, nil
 	}
@@ -80,9 +99,13 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 	defer cancel()
 	clusterID, list, err := cli.MemberList(listCtx)
 	if err != nil {
+		if c.Status.ClusterID != "" {
+			view.survivors = askSurvivors(ctx, cli, c, view)
+		}
 		return view, nil
 	}
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
+	view.corrupt = corruptMembers(ctx, cli)
 	observations := make([]memberObservation, len(list))
 	var wg sync.WaitGroup
 	for i, m := range list {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -18,6 +19,8 @@ func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 // adoptOrphanVoters recreates the EtcdMember of a voter whose EtcdMember was deleted by hand:
 // its PVC was kept by the member's finalizer, so the member comes back with its data and ID.
+// A voter whose data is gone too (no PVC, or tmpfs) is never started again under its ID: it
+// is removed from etcd when the quorum holds without it, and scaling adds a new member.
 func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	for _, em := range v.etcdMembers {
 		if em.IsLearner || !em.IsStarted() || v.ownerOf(c, em) != nil || !strings.HasPrefix(em.Name, c.Name+"-") {
@@ -25,6 +28,13 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 		}
 		if memberNamed(v.members, em.Name) != nil {
 			return true, waitFor("Scaling", "member %s is going away", em.Name)
+		}
+		kept, err := r.dataKept(ctx, c, em)
+		if err != nil {
+			return true, err
+		}
+		if !kept {
+			return r.removeDeadVoter(ctx, c, v, em)
 		}
 		m := r.newMember(c, em.Name, etcdv1.MemberBootstrap{
 			InitialCluster:      specs.InitialCluster(c, []string{em.Name}),
@@ -35,7 +45,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 			return true, err
 		}
 		patch := client.MergeFrom(m.DeepCopy())
-		m.Status.MemberID, m.Status.Role = em.IDHex(), etcdv1.RoleVoter
+		m.Status.MemberID, m.Status.Role, m.Status.ClusterID = em.IDHex(), etcdv1.RoleVoter, etcd.FormatID(v.clusterID)
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, err
 		}
@@ -57,17 +67,18 @@ func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v 
 	if len(v.learners()) > 0 {
 		return false, waitFor("Scaling", "a learner is catching up")
 	}
-	total, healthy := v.voters()
 	if len(active) == replicas {
 		return false, nil
 	}
-	if healthy < total {
-		return false, waitFor("MembersUnhealthy", "not scaling: %d of %d voters healthy", healthy, total)
-	}
 	if len(active) < replicas {
+		// The new member is promoted only if the larger voter set keeps a healthy quorum;
+		// an unhealthy voter does not stop that, so a dead one can be replaced.
+		if total, healthy := v.voters(); healthy+1 < quorum(total+1) {
+			return false, waitFor("MembersUnhealthy", "not scaling out: %d of %d voters healthy", healthy, total)
+		}
 		return true, r.scaleOut(ctx, c, v)
 	}
-	return true, r.scaleIn(ctx, c, v)
+	return r.scaleIn(ctx, c, v)
 }
 
 // scaleOut creates the next member; addPending then adds it to etcd as a learner.
@@ -100,7 +111,8 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 func (r *ClusterReconciler) freeName(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, error) {
 	for i := 1; ; i++ {
 		name := specs.MemberName(c.Name, i)
-		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) {
+		// A Pod of that name may be a replaced member's, still terminating.
+		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) || v.pods[name] != nil {
 			continue
 		}
 		err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
@@ -125,34 +137,30 @@ func (v *clusterView) etcdMemberNamed(name string) bool {
 // scaleIn marks the member to remove and deletes its EtcdMember; the member's finalizer
 // moves leadership away if needed and removes it from etcd before its data goes. The quorum
 // of the smaller voter set must be healthy.
-func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	victim := v.removalCandidate(c)
 	if victim == nil {
-		return waitFor("Scaling", "no member can be removed safely")
+		return false, waitFor("Scaling", "no member can be removed safely")
 	}
-	total, healthy := v.voters()
-	if em, ok := v.etcdMemberFor(c, victim); ok && !em.IsLearner {
-		afterHealthy := healthy
-		if v.healthy[em.ID] {
-			afterHealthy--
-		}
-		if afterHealthy < quorum(total-1) {
-			return waitFor("MembersUnhealthy", "removing %s would leave %d healthy of %d voters", victim.Name, afterHealthy, total-1)
-		}
+	if err := v.removable(c, victim); err != nil {
+		return false, err
 	}
-	patch := client.MergeFrom(victim.DeepCopy())
-	if victim.Annotations == nil {
-		victim.Annotations = map[string]string{}
-	}
-	victim.Annotations[AnnotationRemove] = "true"
-	if err := r.Patch(ctx, victim, patch); err != nil {
-		return err
-	}
-	failpoint.Crash(c, failpoint.AfterRemovalMark)
-	if err := r.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	if err := r.markAndDelete(ctx, c, victim, failpoint.AfterRemovalMark); err != nil {
+		return true, err
 	}
 	r.eventAbout(c, victim, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
+	return true, nil
+}
+
+// removable projects the quorum without m, right before its removal is started.
+func (v *clusterView) removable(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	em, ok := v.etcdMemberFor(c, m)
+	if !ok {
+		return nil
+	}
+	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
+		return waitFor("MembersUnhealthy", "not removing %s: %s", m.Name, why)
+	}
 	return nil
 }
 
@@ -165,6 +173,10 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			continue
 		}
 		if len(v.active()) > replicas {
+			// The mark may be old: the health it was decided on is not today's.
+			if err := v.removable(c, m); err != nil {
+				return false, err
+			}
 			if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}

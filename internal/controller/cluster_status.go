@@ -78,29 +78,40 @@ type stepResult struct {
 	err        error
 }
 
-// setConditions turns the view into Available, Progressing and Degraded with reasons a
-// person can act on.
-func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
-	replicas := int(ptrOr(c.Spec.Replicas, 3))
+// availableCondition says whether the cluster serves: paused, bootstrapping, unreachable, its
+// quorum lost (with what each member still has), or healthy.
+func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) metav1.Condition {
 	total, healthy := v.voters()
-	stepErr := step.err
-	var waiting errWaiting
-	isWaiting := errors.As(stepErr, &waiting)
-
 	available := metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse}
 	switch {
 	case replicas == 0:
 		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
+	case !v.reachable && v.clientErr != nil:
+		available.Reason, available.Message = "Unreachable", "no etcd client could be opened: "+v.clientErr.Error()
 	case !v.reachable:
-		available.Reason, available.Message = "Unreachable", "no member answers"
+		// etcd's member list is a linearizable read: without a quorum nothing answers it,
+		// but each member still says what it has.
+		available.Reason, available.Message = ReasonQuorumLost, quorumLostMessage(v.survivors)
 	case healthy >= quorum(total):
 		available.Status, available.Reason = metav1.ConditionTrue, "QuorumHealthy"
 		available.Message = fmt.Sprintf("%d of %d voters healthy", healthy, total)
 	default:
-		available.Reason, available.Message = "QuorumLost", fmt.Sprintf("only %d of %d voters healthy", healthy, total)
+		available.Reason, available.Message = ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
 	}
+	return available
+}
+
+// setConditions turns the view into Available, Progressing and Degraded with reasons a
+// person can act on.
+func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
+	replicas := int(ptrOr(c.Spec.Replicas, 3))
+	stepErr := step.err
+	var waiting errWaiting
+	isWaiting := errors.As(stepErr, &waiting)
+
+	available := availableCondition(c, v, replicas)
 
 	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Idle", Message: "the cluster matches its spec"}
 	if inMotion(v, replicas) || isWaiting {

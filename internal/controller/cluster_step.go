@@ -31,25 +31,27 @@ func waitFor(reason, format string, args ...any) error {
 	return errWaiting{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// step makes at most one change, the first that applies, in this order: bootstrap, pause,
-// resume, bookkeeping of IDs, finishing an interrupted add, promotion, adoption, scaling. It
-// reports whether it changed something.
+// step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
+// members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, replacing a
+// damaged member, finishing an interrupted add, promotion, adoption, scaling. It reports
+// whether it changed something.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
-	if done, err := r.bootstrap(ctx, c, v, replicas); done || err != nil {
-		return done && err == nil, err
-	}
-	if done, err := r.pauseOrResume(ctx, c, v, replicas); done || err != nil {
-		return done && err == nil, err
+	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
+		r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
+	} {
+		if done, err := act(ctx, c, v, replicas); done || err != nil {
+			return done && err == nil, err
+		}
 	}
 	if replicas == 0 {
 		return false, nil
 	}
 	if !v.reachable {
-		return false, waitFor("Unreachable", "etcd does not answer through any member")
+		return false, unreachable(c, v)
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.recordIdentities, r.removeOrphanLearners, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+		r.recordIdentities, r.removeOrphanLearners, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
 			return done && err == nil, err
@@ -59,6 +61,15 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return done, err
 	}
 	return r.rollOutdatedPods(ctx, c, v)
+}
+
+// unreachable says why no step can be taken while etcd does not answer: a formed cluster
+// that lost its quorum, or one whose members never answered.
+func unreachable(c *etcdv1.EtcdCluster, v *clusterView) error {
+	if c.Status.ClusterID != "" {
+		return waitFor(ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
+	}
+	return waitFor("Unreachable", "etcd does not answer through any member")
 }
 
 func ptrOr[T any](p *T, fallback T) T {
@@ -266,7 +277,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			continue
 		}
 		if m.Status.MemberID != "" {
-			continue // it was in etcd and is gone: the member controller replaces it
+			continue // it was in etcd and is gone: replaceDamaged replaces it
 		}
 		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
 		if err != nil {

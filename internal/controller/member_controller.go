@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -62,7 +65,12 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	if m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
-		if err := r.ensurePVC(ctx, cluster, m); err != nil {
+		err := r.ensurePVC(ctx, cluster, m)
+		if errors.Is(err, errDataLost) {
+			// Unknown (etcd unreachable) counts as lost: asked again soon.
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, r.setStatus(ctx, m, "", dataLostCondition("its PVC is gone"))
+		}
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -74,7 +82,8 @@ func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Pod{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		// PVCs are owned by the cluster (see ensurePVC); the member label finds their member.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(memberOfLabeled)).
 		Named("etcdmember").
 		Complete(r)
 }
@@ -118,7 +127,11 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		// The cluster is being deleted: garbage collection removes the Pod and PVC.
 	case m.Annotations[AnnotationRemove] == "true":
 		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
-			r.event(m, corev1.EventTypeWarning, "RemoveFailed", "RemoveMember", "removing %s from etcd: %v", m.Name, err)
+			reason := "RemoveFailed"
+			if errors.Is(err, errRemovalRefused) {
+				reason = "RemoveRefused"
+			}
+			r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 		}
 		if err := r.deletePVC(ctx, m); err != nil {
@@ -135,7 +148,9 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 }
 
 // removeFromEtcd takes the member out of the quorum, once: a member etcd no longer knows is
-// already removed.
+// already removed. The quorum is projected again right here, with each voter's health asked
+// now: the decision to remove may be old (a mark left by a crash, a replacement decided a
+// while ago), and removing a voter must never leave the others without a healthy majority.
 func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	if m.Status.MemberID == "" {
 		return nil // never added to etcd
@@ -144,26 +159,23 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 	if err != nil {
 		return err
 	}
-	var others []string
-	members := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
-		return err
-	}
-	for _, o := range members.Items {
-		if o.Name != m.Name && !o.Spec.Dormant {
-			others = append(others, specs.ClientURL(c, o.Name))
-		}
-	}
-	if len(others) == 0 {
-		return errors.New("no other member to ask")
-	}
-	cli, err := r.NewClient(ctx, c, others)
+	cli, err := r.clientViaOthers(ctx, c, m)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = cli.Close() }()
 	opCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	_, list, err := cli.MemberList(opCtx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
+		return nil
+	}
+	if ok, why := removalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
+		return fmt.Errorf("%w: %s", errRemovalRefused, why)
+	}
 	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
 		return err
 	}
@@ -176,6 +188,79 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 		r.clusterEvent(c, m, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
+}
+
+// errRemovalRefused: the voters left after the removal would not keep a healthy quorum.
+var errRemovalRefused = errors.New("removal refused")
+
+// voterHealth asks each started voter for a quorum read through it.
+func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[uint64]bool {
+	healthy := make(map[uint64]bool, len(list))
+	for _, em := range list {
+		if em.IsLearner || len(em.ClientURLs) == 0 {
+			continue
+		}
+		healthy[em.ID] = cli.Healthy(ctx, em.ClientURLs[0]) == nil
+	}
+	return healthy
+}
+
+// clientViaOthers opens a client through the cluster's other members that should run.
+func (r *MemberReconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
+	var others []string
+	members := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	for _, o := range members.Items {
+		if o.Name != m.Name && !o.Spec.Dormant {
+			others = append(others, specs.ClientURL(c, o.Name))
+		}
+	}
+	if len(others) == 0 {
+		return nil, errors.New("no other member to ask")
+	}
+	return r.NewClient(ctx, c, others)
+}
+
+// joined asks etcd whether m has started as a member (published its name): then it holds
+// data that etcd counts on, and an empty start under its ID would lose committed writes. A
+// member with no ID yet has not joined; one that etcd no longer lists was removed and must
+// not start under that ID either. An error when etcd cannot be asked.
+func (r *MemberReconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+	if m.Status.MemberID == "" {
+		return false, nil
+	}
+	id, err := etcd.ParseID(m.Status.MemberID)
+	if err != nil {
+		return false, err
+	}
+	cli, err := r.clientViaOthers(ctx, c, m)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = cli.Close() }()
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, list, err := cli.MemberList(listCtx)
+	if err != nil {
+		return false, err
+	}
+	for _, em := range list {
+		if em.ID == id {
+			return em.IsStarted(), nil
+		}
+	}
+	return true, nil
+}
+
+// memberOfLabeled maps an object carrying the member label to its EtcdMember.
+func memberOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[specs.LabelMember]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {

@@ -2,14 +2,16 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,14 +26,28 @@ func equalStatus(a, b *etcdv1.EtcdMember) bool {
 	return equality.Semantic.DeepEqual(a.Status, b.Status)
 }
 
+// errDataLost says a member that etcd counts on has lost its data: it must not start again
+// under its ID; the cluster controller replaces it.
+var errDataLost = errors.New("data lost")
+
 // ensurePVC creates the member's PVC, or takes back one kept from an EtcdMember deleted by
-// hand, and records the member's etcd identity on it.
+// hand, and records the member's etcd identity on it. A member that has started in etcd gets
+// no new, empty PVC: errDataLost.
+//
+// The PVC is owned by the EtcdCluster, not by the EtcdMember: with the member as owner,
+// `kubectl delete etcdmember --cascade=foreground` (or any deletion whose garbage collection
+// wins the race with the member's finalizer) would take the data. The member's finalizer
+// deletes the PVC itself, and only at the end of a deliberate removal from etcd; deleting
+// the EtcdCluster lets garbage collection take it.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, have)
 	if apierrors.IsNotFound(err) {
+		if joined, err := r.joined(ctx, c, m); err != nil || joined {
+			return errors.Join(errDataLost, err)
+		}
 		want := specs.PVC(c, m)
-		if err := controllerutil.SetControllerReference(m, want, r.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -43,11 +59,14 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err != nil {
 		return err
 	}
+	if !have.DeletionTimestamp.IsZero() {
+		return nil // going with its data: the cluster controller replaces the member
+	}
 	patch := client.MergeFrom(have.DeepCopy())
 	changed := false
-	if !metav1.IsControlledBy(have, m) {
+	if !metav1.IsControlledBy(have, c) {
 		have.OwnerReferences = nil
-		if err := controllerutil.SetControllerReference(m, have, r.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(c, have, r.Scheme()); err != nil {
 			return err
 		}
 		changed = true
@@ -135,13 +154,21 @@ func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMemb
 	return &cond, nil
 }
 
-// createPod starts the member. A tmpfs member whose Pod is gone after it had served lost its
-// data: it is replaced (removed from etcd and created anew) rather than restarted empty.
+// createPod starts the member. A member that has joined starts so that it refuses an empty
+// data directory (specs.RequireData). A tmpfs member that has joined lost its data with its
+// Pod: it gets no new Pod; the cluster controller replaces it under a new ID.
 func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
-	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory && meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1.MemberConditionJoined) {
-		return ctrl.Result{}, r.replace(ctx, m, "its tmpfs data went with its Pod")
+	joined, err := r.joined(ctx, c, m)
+	if err != nil && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // ask etcd again before starting it empty
+	}
+	if joined && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return ctrl.Result{}, r.setStatus(ctx, m, "", dataLostCondition("its tmpfs data went with its Pod"))
 	}
 	pod := specs.Pod(c, m, r.PodOptions)
+	if joined || err != nil {
+		specs.RequireData(pod, c, m)
+	}
 	pod.Labels[specs.LabelRole] = string(m.Status.Role)
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
@@ -156,18 +183,13 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, "PodStarting", "the Pod was created"))
 }
 
-// replace marks the member for removal and deletes it; the cluster controller adds a new one.
-func (r *MemberReconciler) replace(ctx context.Context, m *etcdv1.EtcdMember, why string) error {
-	patch := client.MergeFrom(m.DeepCopy())
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[AnnotationRemove] = "true"
-	if err := r.Patch(ctx, m, patch); err != nil {
-		return err
-	}
-	r.event(m, corev1.EventTypeWarning, "MemberReplaced", "ReplaceMember", "replacing member %s: %s", m.Name, why)
-	return client.IgnoreNotFound(r.Delete(ctx, m))
+// ReasonDataLost is a member's Ready reason when it has joined etcd and its data is gone: it
+// is not started again under its ID.
+const ReasonDataLost = "DataLost"
+
+func dataLostCondition(why string) metav1.Condition {
+	return readyCondition(metav1.ConditionFalse, ReasonDataLost,
+		why+": the member is not started again under its ID; the operator replaces it when the quorum holds without it")
 }
 
 // syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
@@ -196,6 +218,10 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 			return readyCondition(metav1.ConditionFalse, ReasonImagePullFailed, fmt.Sprintf(
 				"image %s cannot be pulled (%s: %s): check spec.version, the operator's --etcd-image-repository and spec.imagePullSecrets",
 				cs.Image, w.Reason, w.Message))
+		case w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil:
+			// Why it exits matters more than that it backs off: an OOM kill or a bad flag is
+			// for a person; a data error gets the member replaced.
+			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message+"; last exit: "+exitSummary(cs.LastTerminationState.Terminated))
 		default:
 			return readyCondition(metav1.ConditionFalse, w.Reason, w.Message)
 		}
@@ -214,4 +240,28 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 		return readyCondition(metav1.ConditionFalse, "PodPending", fmt.Sprintf("Pod %s is pending", pod.Name))
 	}
 	return readyCondition(metav1.ConditionFalse, "PodNotReady", "etcd does not answer its readiness check yet")
+}
+
+// exitSummary says how a container ended: its reason and code, and, from the tail of its
+// log, what etcd said last (the "msg" and "error" of its JSON line, without the timestamp,
+// so that the same crash repeated does not rewrite the status).
+func exitSummary(t *corev1.ContainerStateTerminated) string {
+	out := fmt.Sprintf("%s, code %d", t.Reason, t.ExitCode)
+	lines := strings.Split(strings.TrimSpace(t.Message), "\n")
+	last := lines[len(lines)-1]
+	var line struct{ Msg, Error string }
+	switch {
+	case last == "":
+	case json.Unmarshal([]byte(last), &line) == nil && line.Msg != "":
+		out += ": " + line.Msg
+		if line.Error != "" {
+			out += ": " + line.Error
+		}
+	default:
+		if len(last) > 200 {
+			last = last[:200]
+		}
+		out += ": " + last
+	}
+	return out
 }

@@ -59,3 +59,26 @@ func TestVolumeProblemNamesAMissingStorageClass(t *testing.T) {
 		}
 	}
 }
+
+func TestPodReadinessSaysWhyACrashLoopingMemberExits(t *testing.T) {
+	pod := func(reason string, code int32, message string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, Message: message}},
+		}}}}
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{pod("OOMKilled", 137, ""), "last exit: OOMKilled, code 137"},
+		{pod("Error", 1, "{\"level\":\"info\",\"msg\":\"x\"}\n{\"level\":\"fatal\",\"ts\":\"2026\",\"msg\":\"error verifying flags\",\"error\":\"unknown flag\"}\n"),
+			"last exit: Error, code 1: error verifying flags: unknown flag"},
+		{pod("Error", 2, "panic: boom"), "last exit: Error, code 2: panic: boom"},
+	} {
+		got := podReadiness(tc.pod)
+		if got.Reason != "CrashLoopBackOff" || !strings.HasSuffix(got.Message, tc.want) || strings.Contains(got.Message, "2026") {
+			t.Errorf("%+v, want a message ending in %q", got, tc.want)
+		}
+	}
+}

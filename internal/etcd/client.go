@@ -220,6 +220,7 @@ func statusFromPB(resp *clientv3.StatusResponse) Status {
 		RaftIndex:        resp.RaftIndex,
 		RaftAppliedIndex: resp.RaftAppliedIndex,
 		RaftTerm:         resp.RaftTerm,
+		Revision:         resp.Header.GetRevision(),
 		IsLearner:        resp.IsLearner,
 		Errors:           append([]string(nil), resp.Errors...),
 	}

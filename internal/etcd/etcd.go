@@ -63,6 +63,7 @@ type Status struct {
 	RaftTerm         uint64
 	IsLearner        bool
 	Errors           []string
+	Revision         int64 // the member's own key-value revision, read without a quorum
 }
 
 // Alarm types etcd raises.

@@ -36,6 +36,13 @@ const (
 	AfterDormantFlip     = "dormant-flip"     // pause or resume: one member flipped of several
 )
 
+// The steps of replacing members whose data is lost, and of rebuilding members from PVCs.
+const (
+	AfterReplaceMark     = "replace-mark"      // damaged member marked for removal, not deleted
+	AfterRebuildMember   = "rebuild-member"    // an EtcdMember rebuilt from its PVC, status written
+	AfterDeadVoterRemove = "dead-voter-remove" // a voter without data removed from etcd, no event
+)
+
 // enabled is read once: failpoints cannot be turned on in a running operator.
 var enabled = os.Getenv(EnvVar) == "enabled"
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -266,4 +267,28 @@ func spreadConstraints(c *etcdv1.EtcdCluster) []corev1.TopologySpreadConstraint 
 		return nil
 	}
 	return out
+}
+
+// RequireData makes pod, built by Pod, refuse to start on an empty data directory: it names
+// only the member itself in --initial-cluster, with --initial-cluster-state=existing. etcd
+// reads these flags only when its data directory is empty; for a member that has joined,
+// empty means its data is lost, and etcd would otherwise fetch the membership from its peers
+// and start as the same voter with an empty log, able to vote before it caught up. With no
+// peer to ask, it exits with "cannot fetch cluster info from peer urls", which the operator
+// reads as lost data and answers by replacing the member under a new ID.
+//
+// The Pod's template hash is left as Pod computed it: these flags change nothing for a
+// member that has its data, and must not restart members when the operator starts using them.
+func RequireData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) {
+	for i := range pod.Spec.Containers {
+		args := pod.Spec.Containers[i].Args
+		for j, arg := range args {
+			switch {
+			case strings.HasPrefix(arg, "--initial-cluster="):
+				args[j] = "--initial-cluster=" + InitialCluster(c, []string{m.Name})
+			case strings.HasPrefix(arg, "--initial-cluster-state="):
+				args[j] = "--initial-cluster-state=" + string(etcdv1.InitialClusterStateExisting)
+			}
+		}
+	}
 }

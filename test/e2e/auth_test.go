@@ -15,6 +15,7 @@ import (
 // from the Secret is the only way in; a changed Secret changes it; scaling and a pause with
 // resume work with TLS and auth on and keep the members' identities.
 func TestAuthRootPasswordScaleAndPause(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster-auth.yaml")

@@ -39,6 +39,7 @@ func waitDegradedFor(t *testing.T, ns, name, reason string) {
 // Members that cannot start say why in the cluster's status and in events, and such a
 // cluster, whose etcd never answered, is still deleted completely.
 func TestMembersThatCannotStartSayWhyAndTheClusterStillDeletes(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	one := int32(1)
 	missingClass := "no-such-class"
@@ -60,6 +61,7 @@ func TestMembersThatCannotStartSayWhyAndTheClusterStillDeletes(t *testing.T) {
 
 // A paused cluster (no member running, etcd unreachable) is deleted completely too.
 func TestDeletingAPausedClusterRemovesEverything(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "asleep", 3)
 	waitSettled(t, ns, "asleep", 3, 4*time.Minute)

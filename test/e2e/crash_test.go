@@ -68,6 +68,7 @@ func TestOperatorKilledDuringScaleOutConverges(t *testing.T) {
 }
 
 func TestBootstrapFive(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "five", 5)
 	w := startWriter(t, ns, "five", "five")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	size := resource.MustParse("64Mi")
 	replicas := int32(3)
@@ -35,25 +36,12 @@ func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	var after *etcdv1.EtcdCluster
-	eventually(t, 4*time.Minute, "the lost member replaced by a new one", func() error {
-		after = getCluster(t, ns, "mem")
-		ids := memberIDs(after)
-		for name, id := range ids {
-			if id == victim.ID {
-				return fmt.Errorf("member %s (%s) is still in the cluster", victim.ID, name)
-			}
-		}
-		if len(after.Status.Members) != 3 || after.Status.Voters != 3 || after.Status.ReadyMembers != 3 {
-			return fmt.Errorf("members %v, voters %d, ready %d", ids, after.Status.Voters, after.Status.ReadyMembers)
-		}
-		return nil
-	})
-	waitSettled(t, ns, "mem", 3, 2*time.Minute)
+	waitReplaced(t, ns, "mem", before, victim)
 	w.stopAndVerify(t, 20)
 }
 
 func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "oops", 3)
 	before := waitSettled(t, ns, "oops", 3, 4*time.Minute)
@@ -93,6 +81,7 @@ func TestMemberDeletedByHandKeepsItsDataAndID(t *testing.T) {
 }
 
 func TestSpecChangeMidScaleConverges(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "turn", 3)
 	waitSettled(t, ns, "turn", 3, 4*time.Minute)
@@ -110,6 +99,7 @@ func TestSpecChangeMidScaleConverges(t *testing.T) {
 }
 
 func TestDeletingAClusterRemovesEverything(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "bye", 3)
 	waitSettled(t, ns, "bye", 3, 4*time.Minute)

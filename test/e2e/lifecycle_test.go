@@ -88,6 +88,7 @@ func memberIDs(c *etcdv1.EtcdCluster) map[string]string {
 }
 
 func TestBootstrapAndScaleThroughLearners(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "scale", 1)
 	waitSettled(t, ns, "scale", 1, 3*time.Minute)
@@ -126,6 +127,7 @@ func membersInEvents(t *testing.T, ns, reason string) []string {
 }
 
 func TestBootstrapThree(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "three", 3)
 	w := startWriter(t, ns, "three", "three")
@@ -138,6 +140,7 @@ func TestBootstrapThree(t *testing.T) {
 }
 
 func TestPauseAndResumeKeepIdentity(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "pause", 3)
 	before := waitSettled(t, ns, "pause", 3, 4*time.Minute)
@@ -199,6 +202,7 @@ func sorted(m map[string]string) []string {
 }
 
 func TestDeletedPodOfPVCMemberComesBackWithItsIdentity(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "heal", 3)
 	before := waitSettled(t, ns, "heal", 3, 4*time.Minute)

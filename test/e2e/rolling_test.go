@@ -14,6 +14,7 @@ import (
 // A changed Pod spec (here the memory request and a label from additionalMetadata) reaches
 // every member, one restart at a time, with the same member IDs and no lost write.
 func TestChangedPodSpecRollsThroughTheMembers(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "roll", 3)
 	before := waitSettled(t, ns, "roll", 3, 4*time.Minute)

@@ -2,6 +2,12 @@
 // one in $KUBECONFIG (make test-e2e starts the local cluster and deploys the operator). A
 // client writes through the client Service during every operation, and every write etcd
 // acknowledged is read back afterwards.
+//
+// Tests that kill, restart or reconfigure the operator (its Pods, its Deployment, its
+// failpoints) run one at a time. Every other test calls t.Parallel() first: go test runs those
+// together once the one-at-a-time tests have finished, so no operator restart lands in the
+// middle of another test (E2E_PARALLEL in hack/e2e.sh sets how many at once). Each test has a
+// namespace of its own.
 package e2e
 
 import (

@@ -26,6 +26,7 @@ const journeyCluster = "secure"
 // three-member cluster with mutual TLS on both ports, etcdctl inside a member, TLS-only
 // ports, and an application certificate that gets in where a client without one does not.
 func TestTLSJourney(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster.yaml")
@@ -107,6 +108,7 @@ func checkMutualTLS(t *testing.T, ns, cluster, member string, withCert access) {
 // documents) settles and serves; replacing the server certificate while a client writes is
 // seen by every member at its next handshake, and no write fails.
 func TestTLSBringYourOwnSecrets(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	const name = "byo"
 	replicas := int32(3)
@@ -161,6 +163,7 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 // peer certificates, no write fails, and the operator, now with its new client certificate,
 // still scales the cluster.
 func TestTLSForcedRenewal(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	applyJourney(t, ns, "etcd-cluster.yaml")
 	waitIssuerNotFound(t, ns)

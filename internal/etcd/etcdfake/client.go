@@ -141,6 +141,7 @@ func (f *Cluster) Status(ctx context.Context, endpoint string) (etcd.Status, err
 		Version:     f.version,
 		DBSize:      m.dbSize,
 		DBSizeInUse: m.dbSizeInUse,
+		RaftTerm:    1,
 		IsLearner:   m.IsLearner,
 	}, nil
 }
@@ -149,7 +150,10 @@ func (f *Cluster) Healthy(ctx context.Context, endpoint string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	early, lost := f.begin(ctx, "Healthy", endpoint)
-	_, err := f.serving(endpoint)
+	m, err := f.serving(endpoint)
+	if err == nil && m.unhealthy {
+		err = fmt.Errorf("%s (member %x fails quorum reads): %w", endpoint, m.ID, ErrNoQuorum)
+	}
 	return firstError(early, err, f.withQuorum(), lost)
 }
 

@@ -55,6 +55,7 @@ type memberState struct {
 	etcd.Member
 	caughtUp    bool
 	down        bool
+	unhealthy   bool // answers Status but fails quorum reads (Healthy)
 	dbSize      int64
 	dbSizeInUse int64
 }
@@ -129,6 +130,14 @@ func (f *Cluster) SetDown(id uint64, down bool) {
 	defer f.mu.Unlock()
 	f.mustFind(id).down = down
 	f.electIfNeeded()
+}
+
+// SetUnhealthy makes a member that is up fail Healthy (a quorum read through it) while it
+// still answers Status and counts toward raft's quorum, like a member behind a slow disk.
+func (f *Cluster) SetUnhealthy(id uint64, unhealthy bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mustFind(id).unhealthy = unhealthy
 }
 
 // SetLeader makes a voter the leader, as an election would.

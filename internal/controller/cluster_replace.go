@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// reader reads around the cache: a decision that costs a member's data is confirmed live.
+func (r *ClusterReconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// rebuildFromPVCs recreates, while etcd cannot be reached, the EtcdMember of every PVC that
+// records a member ID of this cluster and has no EtcdMember: after `kubectl delete
+// etcdmembers --all` (or of a majority) no Pod runs and nothing answers, but the PVCs say
+// where each member's data lives. Each member comes back with its name, its data and its ID
+// (its Pod starts with only itself in its initial cluster, so etcd reads the data it has).
+func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	if v.reachable || c.Status.ClusterID == "" {
+		return false, nil
+	}
+	var rebuilt []string
+	for _, name := range knownMemberNames(c, v) {
+		if v.pvcs[name] == nil || memberNamed(v.members, name) != nil {
+			continue
+		}
+		// Live: a PVC the cache still shows may be one a removal has just deleted.
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pvc); client.IgnoreNotFound(err) != nil {
+			return true, err
+		} else if err != nil || !rebuildable(c, pvc) {
+			continue
+		}
+		m := r.newMember(c, name, etcdv1.MemberBootstrap{
+			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+			ClusterToken: c.Status.ClusterToken,
+		})
+		m.Spec.Dormant = replicas == 0
+		if err := r.createMember(ctx, c, m); err != nil {
+			return true, err
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.ClusterID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], c.Status.ClusterID, lastRole(c, name)
+		if err := r.Status().Patch(ctx, m, patch); err != nil {
+			return true, err
+		}
+		failpoint.Crash(c, failpoint.AfterRebuildMember)
+		r.eventAbout(c, m, corev1.EventTypeWarning, "MemberRebuilt", "RecreateMember",
+			"etcd does not answer and EtcdMember %s was gone: rebuilt it from its PVC as member %s, with its data", name, m.Status.MemberID)
+		rebuilt = append(rebuilt, name)
+	}
+	return len(rebuilt) > 0, nil
+}
+
+// rebuildable: the PVC holds a member's data of this very cluster.
+func rebuildable(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[specs.AnnotationMemberID] == "" {
+		return false
+	}
+	cid := pvc.Annotations[specs.AnnotationClusterID]
+	return cid == "" || cid == c.Status.ClusterID
+}
+
+// lastRole is the member's role in the last status, voter when unknown.
+func lastRole(c *etcdv1.EtcdCluster, name string) etcdv1.MemberRole {
+	for _, m := range c.Status.Members {
+		if m.Name == name && m.Role != "" {
+			return m.Role
+		}
+	}
+	return etcdv1.RoleVoter
+}
+
+// replaceDamaged replaces a member whose data is lost or unusable (planReplacement): it is
+// marked for removal and its EtcdMember deleted; the member's finalizer projects the quorum
+// again, removes it from etcd and deletes its PVC; scaling then adds a fresh member, with a
+// new name, ID and PVC, as a learner. Refused, and reported, while the quorum would not hold.
+func (r *ClusterReconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	plan := planReplacement(v.facts(c), v.etcdMembers, v.healthy)
+	if plan == nil {
+		return false, nil
+	}
+	if plan.refusal != "" {
+		return false, r.refuseReplacement(c, memberNamed(v.members, plan.member),
+			fmt.Sprintf("member %s must be replaced (%s), but not now: %s", plan.member, plan.why, plan.refusal))
+	}
+	m := memberNamed(v.members, plan.member)
+	if still, err := r.stillDamaged(ctx, c, v, m); !still || err != nil {
+		return false, err
+	}
+	r.eventAbout(c, m, corev1.EventTypeWarning, "MemberReplacing", "ReplaceMember",
+		"replacing member %s (%s): %s; a new member with a new ID takes its place", m.Name, m.Status.MemberID, plan.why)
+	return true, r.markAndDelete(ctx, c, m, failpoint.AfterReplaceMark)
+}
+
+// stillDamaged looks at the member's PVC and Pod again, live: a cache that has not seen them
+// yet must not cost a member its data.
+func (r *ClusterReconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, m *etcdv1.EtcdMember) (bool, error) {
+	live := *v
+	live.members = []*etcdv1.EtcdMember{m}
+	live.pvcs, live.pods = map[string]*corev1.PersistentVolumeClaim{}, map[string]*corev1.Pod{}
+	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.reader().Get(ctx, key, pvc); err == nil {
+		live.pvcs[m.Name] = pvc
+	} else if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	pod := &corev1.Pod{}
+	if err := r.reader().Get(ctx, key, pod); err == nil {
+		live.pods[m.Name] = pod
+	} else if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	return damage(live.facts(c)[0]) != "", nil
+}
+
+// markAndDelete marks a member for removal and deletes its EtcdMember; only with the mark
+// does its finalizer take it out of etcd and delete its PVC. step is the failpoint between.
+func (r *ClusterReconciler) markAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, step string) error {
+	if m.Annotations[AnnotationRemove] != "true" {
+		patch := client.MergeFrom(m.DeepCopy())
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[AnnotationRemove] = "true"
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return err
+		}
+	}
+	failpoint.Crash(c, step)
+	if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// dataKept reports whether a voter etcd knows, with no EtcdMember, still has its data: its
+// PVC exists (read live), is not being deleted and records this member's ID (or none yet).
+// A tmpfs member's data went with its Pod.
+func (r *ClusterReconciler) dataKept(ctx context.Context, c *etcdv1.EtcdCluster, em etcd.Member) (bool, error) {
+	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return false, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: em.Name}, pvc)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	id := pvc.Annotations[specs.AnnotationMemberID]
+	return pvc.DeletionTimestamp.IsZero() && (id == "" || id == em.IDHex()), nil
+}
+
+// removeDeadVoter takes a voter whose data is gone out of etcd, when the voters left keep a
+// healthy quorum; scaling then adds a new member in its place.
+func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, em etcd.Member) (bool, error) {
+	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
+		return false, r.refuseReplacement(c, nil,
+			fmt.Sprintf("voter %s (%s) has no EtcdMember and no data left, but it cannot be removed now: %s", em.Name, em.IDHex(), why))
+	}
+	if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
+		return true, fmt.Errorf("removing voter %s whose data is gone: %w", em.Name, err)
+	}
+	failpoint.Crash(c, failpoint.AfterDeadVoterRemove)
+	r.event(c, corev1.EventTypeWarning, "DeadMemberRemoved", "RemoveMember",
+		"removed voter %s (%s) from etcd: its EtcdMember and its data are gone; a new member will take its place", em.Name, em.IDHex())
+	return true, nil
+}
+
+// refuseReplacement reports a replacement the quorum cannot afford now: Progressing says
+// ReplacementRefused, and a Warning event is recorded when the refusal begins.
+func (r *ClusterReconciler) refuseReplacement(c *etcdv1.EtcdCluster, related *etcdv1.EtcdMember, msg string) error {
+	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != ReasonReplacementRefused {
+		var rel client.Object
+		if related != nil {
+			rel = related
+		}
+		r.eventAbout(c, rel, corev1.EventTypeWarning, ReasonReplacementRefused, "ReplaceMember", "%s", msg)
+	}
+	return waitFor(ReasonReplacementRefused, "%s", msg)
+}

@@ -1,0 +1,353 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// This file holds what keeps a member's identity and its data together: what the operator
+// observes beyond etcd's member list (PVCs, Pods, alarms, what each member still says when
+// there is no quorum), the quorum projection made right before every removal, and the pure
+// decision of which damaged member to replace.
+
+// AnnotationReplace on an EtcdMember asks the operator to replace that member: remove it
+// from etcd and add a fresh member (new name, new ID, new PVC), when the quorum holds
+// without it.
+const AnnotationReplace = "etcd-operator.cozystack.io/replace"
+
+// ReasonQuorumLost is Available's reason (and Progressing's) while fewer than a majority of
+// voters answer; the message says what each member still has.
+const ReasonQuorumLost = "QuorumLost"
+
+// ReasonReplacementRefused is Progressing's reason while a damaged member cannot be replaced
+// because the remaining voters would not keep a healthy quorum.
+const ReasonReplacementRefused = "ReplacementRefused"
+
+// observeObjects lists the cluster's PVCs and Pods from the cache.
+func (r *ClusterReconciler) observeObjects(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, pvcs, sel...); err != nil {
+		return err
+	}
+	v.pvcs = map[string]*corev1.PersistentVolumeClaim{}
+	for i := range pvcs.Items {
+		v.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, sel...); err != nil {
+		return err
+	}
+	v.pods = map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		v.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return nil
+}
+
+// knownMemberNames are every member name that may still have a running etcd: EtcdMembers
+// (also those being deleted), PVCs, Pods and the last status.
+func knownMemberNames(c *etcdv1.EtcdCluster, v *clusterView) []string {
+	seen := map[string]bool{}
+	for _, m := range v.members {
+		seen[m.Name] = true
+	}
+	for name := range v.pvcs {
+		seen[name] = true
+	}
+	for name := range v.pods {
+		seen[name] = true
+	}
+	for _, m := range c.Status.Members {
+		seen[m.Name] = true
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Slice(out, func(i, j int) bool { return ordinal(out[i]) < ordinal(out[j]) })
+	return out
+}
+
+// survivingEndpoints are the client URLs of every member that may still run.
+func survivingEndpoints(c *etcdv1.EtcdCluster, v *clusterView) []string {
+	var out []string
+	for _, name := range knownMemberNames(c, v) {
+		out = append(out, specs.ClientURL(c, name))
+	}
+	return out
+}
+
+// survivor is what one member says about itself without a quorum.
+type survivor struct {
+	name     string
+	answered bool
+	status   etcd.Status
+}
+
+// askSurvivors asks every member that may run for its status, which each answers from its
+// own state (no quorum needed): its revision, raft term and index, and whom it takes for
+// the leader.
+func askSurvivors(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, v *clusterView) []survivor {
+	names := knownMemberNames(c, v)
+	out := make([]survivor, len(names))
+	done := make(chan struct{}, len(names))
+	for i, name := range names {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			st, err := cli.Status(sctx, specs.ClientURL(c, name))
+			out[i] = survivor{name: name, answered: err == nil, status: st}
+		}()
+	}
+	for range names {
+		<-done
+	}
+	return out
+}
+
+// quorumLostMessage says what each member still has, so that a person can see which one is
+// the most advanced before deciding anything.
+func quorumLostMessage(survivors []survivor) string {
+	if len(survivors) == 0 {
+		return "no member answers, and no member, PVC or Pod is known to ask"
+	}
+	parts := make([]string, 0, len(survivors))
+	answered := 0
+	for _, s := range survivors {
+		if !s.answered {
+			parts = append(parts, s.name+": not answering")
+			continue
+		}
+		answered++
+		role := "follower"
+		switch {
+		case s.status.IsLearner:
+			role = "learner"
+		case s.status.Leader == 0:
+			role = "no leader"
+		case s.status.Leader == s.status.MemberID:
+			role = "leader"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s): revision %d, raft term %d, raft index %d, %s",
+			s.name, etcd.FormatID(s.status.MemberID), s.status.Revision, s.status.RaftTerm, s.status.RaftIndex, role))
+	}
+	return fmt.Sprintf("the member list cannot be read (no quorum); %d of %d members answer: %s",
+		answered, len(survivors), strings.Join(parts, "; "))
+}
+
+// corruptMembers are the members with a CORRUPT alarm; an error leaves the set empty.
+func corruptMembers(ctx context.Context, cli etcd.Client) map[uint64]bool {
+	out := map[uint64]bool{}
+	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	alarms, err := cli.Alarms(actx)
+	if err != nil {
+		return out
+	}
+	for _, a := range alarms {
+		if a.Type == etcd.AlarmCorrupt {
+			out[a.MemberID] = true
+		}
+	}
+	return out
+}
+
+// removalVerdict projects the quorum after removing member id: the voters left must keep a
+// healthy majority. Removing a learner, or a member etcd does not know, never touches the
+// quorum. ok is false with the reason when the removal must not happen.
+func removalVerdict(members []etcd.Member, healthy map[uint64]bool, id uint64) (ok bool, why string) {
+	var victim *etcd.Member
+	total, alive := 0, 0
+	for i, m := range members {
+		if m.ID == id {
+			victim = &members[i]
+			continue
+		}
+		if m.IsLearner {
+			continue
+		}
+		total++
+		if healthy[m.ID] {
+			alive++
+		}
+	}
+	if victim == nil || victim.IsLearner {
+		return true, ""
+	}
+	if total == 0 {
+		return false, fmt.Sprintf("member %s is the only voter", victim.IDHex())
+	}
+	if alive < quorum(total) {
+		return false, fmt.Sprintf("removing member %s would leave %d healthy of %d voters, below the quorum of %d",
+			victim.IDHex(), alive, total, quorum(total))
+	}
+	return true, ""
+}
+
+// memberFacts is what the operator observed about one EtcdMember, as planReplacement needs it.
+type memberFacts struct {
+	name       string
+	id         uint64
+	inEtcd     bool // etcd's member list has it
+	started    bool // it published its name: it has (had) data that etcd counts on
+	healthy    bool
+	memory     bool // tmpfs: its data lives as long as its Pod
+	pvcPresent bool // its PVC exists and is not being deleted
+	podPresent bool
+	dataError  string // why its etcd exits on its data, from the Pod's last termination
+	corrupt    bool
+	asked      bool // the replace annotation
+	recorded   bool // its status records a member ID: it was in etcd once
+	deleting   bool
+}
+
+// damage says why a member's data is lost or unusable, "" when it is not.
+func damage(f memberFacts) string {
+	switch {
+	case f.deleting:
+		return ""
+	case f.asked:
+		return "its replacement was asked for (" + AnnotationReplace + ")"
+	case !f.inEtcd && f.recorded:
+		return "etcd no longer lists its member ID: it was removed outside the operator"
+	case !f.inEtcd || !f.started:
+		return "" // nothing etcd counts on yet: a fresh start is a first start
+	case f.corrupt:
+		return "etcd raised a CORRUPT alarm for it"
+	case f.memory && !f.podPresent:
+		return "its tmpfs data went with its Pod"
+	case !f.memory && !f.pvcPresent:
+		return "its PVC is gone"
+	case f.dataError != "" && !f.healthy:
+		// Only while it is down: a member that exited once and serves again has its data.
+		return "it cannot start on its data: " + f.dataError
+	}
+	return ""
+}
+
+// replacementPlan is planReplacement's decision: which member to replace and why, or why
+// not now.
+type replacementPlan struct {
+	member  string
+	why     string
+	refusal string // non-empty: the replacement must wait, for this reason
+}
+
+// planReplacement picks the damaged member to replace next: unhealthy ones first (removing
+// them costs the quorum nothing), and only when the quorum projected without it holds.
+// nil when no member is damaged.
+func planReplacement(facts []memberFacts, members []etcd.Member, healthy map[uint64]bool) *replacementPlan {
+	var damaged []memberFacts
+	for _, f := range facts {
+		if damage(f) != "" {
+			damaged = append(damaged, f)
+		}
+	}
+	if len(damaged) == 0 {
+		return nil
+	}
+	sort.SliceStable(damaged, func(i, j int) bool { return !damaged[i].healthy && damaged[j].healthy })
+	var refused *replacementPlan
+	for _, f := range damaged {
+		plan := &replacementPlan{member: f.name, why: damage(f)}
+		if !f.inEtcd {
+			return plan
+		}
+		if ok, why := removalVerdict(members, healthy, f.id); !ok {
+			plan.refusal = why
+			if refused == nil {
+				refused = plan
+			}
+			continue
+		}
+		return plan
+	}
+	return refused
+}
+
+// dataErrorMarks are what etcd says when it exits because of its data: an empty data
+// directory for a member that has joined (it is started with only itself in its initial
+// cluster, see specs.RestartArgs, and so finds no peer to fetch the cluster from), a WAL or
+// snapshot it cannot read, a backend it cannot recover.
+var dataErrorMarks = []string{
+	"cannot fetch cluster info from peer urls",
+	// A founding member's container restarted in place (same Pod, founding flags) on an
+	// empty data directory: etcd finds itself published by its peers and refuses.
+	"has already been bootstrapped",
+	"wal: crc mismatch", "walpb: crc mismatch", "failed to open wal", "failed to read wal",
+	"wal: file not found", "wal: slice bounds out of range", "wal: max entry size limit exceeded",
+	"snap: crc mismatch", "snap: empty snapshot", "failed to recover v3 backend",
+	"failed to find database snapshot file", "failed to open database", "database file",
+	// A panic's message may fall out of the termination message's tail behind the goroutine
+	// dump; the frames that read the data stay in it.
+	"(*wal).readall", "wal.openforread", "(*snapshotter).load", "recoversnapshotbackend",
+}
+
+// dataError reads a member Pod's last container termination: the etcd exit line of a data
+// error, "" for anything else (an OOM kill or a bad flag is reported, not taken for lost
+// data).
+func dataError(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil || t.ExitCode == 0 || t.Reason == "OOMKilled" {
+				continue
+			}
+			if mark := dataErrorMark(t.Message); mark != "" {
+				return mark
+			}
+		}
+	}
+	return ""
+}
+
+func dataErrorMark(message string) string {
+	lower := strings.ToLower(message)
+	for _, mark := range dataErrorMarks {
+		if strings.Contains(lower, mark) {
+			return mark
+		}
+	}
+	return ""
+}
+
+// facts gathers memberFacts for every EtcdMember of the view.
+func (v *clusterView) facts(c *etcdv1.EtcdCluster) []memberFacts {
+	out := make([]memberFacts, 0, len(v.members))
+	for _, m := range v.members {
+		f := memberFacts{
+			name:     m.Name,
+			memory:   m.Spec.Storage.Medium == etcdv1.StorageMediumMemory,
+			asked:    m.Annotations[AnnotationReplace] == "true",
+			deleting: !m.DeletionTimestamp.IsZero() || m.Spec.Dormant,
+			recorded: m.Status.MemberID != "",
+		}
+		if pvc := v.pvcs[m.Name]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
+			f.pvcPresent = true
+		}
+		if pod := v.pods[m.Name]; pod != nil && pod.DeletionTimestamp.IsZero() {
+			f.podPresent = true
+			f.dataError = dataError(pod)
+		}
+		if em, ok := v.etcdMemberFor(c, m); ok {
+			f.id, f.inEtcd, f.started = em.ID, true, em.IsStarted()
+			f.healthy, f.corrupt = v.healthy[em.ID], v.corrupt[em.ID]
+		}
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// memberHarness is a member reconciler over a fake API and a fake etcd of three started
+// voters db-1..db-3, with their EtcdMembers (finalizer set, IDs recorded) and PVCs.
+type memberHarness struct {
+	t       *testing.T
+	api     client.Client
+	etcd    *etcdfake.Cluster
+	r       *MemberReconciler
+	cluster *etcdv1.EtcdCluster
+	ids     map[string]uint64
+}
+
+func newMemberHarness(t *testing.T, medium etcdv1.StorageMedium) *memberHarness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = etcdv1.AddToScheme(scheme)
+	size := resource.MustParse("1Gi")
+	replicas := int32(3)
+	c := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "cluster-uid"},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.16", Storage: etcdv1.StorageSpec{Size: &size, Medium: medium}},
+	}
+	h := &memberHarness{t: t, etcd: etcdfake.New(), cluster: c, ids: map[string]uint64{}}
+	objs := []client.Object{c}
+	for i := 1; i <= 3; i++ {
+		name := specs.MemberName("db", i)
+		em := h.etcd.SeedMember(name, specs.PeerURL(c, name), specs.ClientURL(c, name))
+		h.ids[name] = em.ID
+		m := &etcdv1.EtcdMember{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), Labels: specs.MemberLabels("db", name), Finalizers: []string{memberFinalizer}},
+			Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: c.Spec.Storage, Bootstrap: etcdv1.MemberBootstrap{
+				InitialCluster: specs.InitialCluster(c, []string{"db-1", "db-2", "db-3"}), InitialClusterState: etcdv1.InitialClusterStateNew,
+			}},
+			Status: etcdv1.EtcdMemberStatus{MemberID: em.IDHex(), ClusterID: etcd.FormatID(h.etcd.ClusterID()), Role: etcdv1.RoleVoter},
+		}
+		objs = append(objs, m)
+		if medium != etcdv1.StorageMediumMemory {
+			pvc := specs.PVC(c, m)
+			pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "etcd-operator.cozystack.io/v1alpha2", Kind: "EtcdMember", Name: name, UID: m.UID, Controller: ptrTo(true)}}
+			objs = append(objs, pvc)
+		}
+	}
+	h.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
+	if err := h.api.Get(context.Background(), client.ObjectKeyFromObject(c), c); err != nil {
+		t.Fatal(err)
+	}
+	h.r = &MemberReconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+		return unclosable{h.etcd}, nil
+	}}
+	return h
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func (h *memberHarness) reconcile(name string) {
+	h.t.Helper()
+	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}); err != nil {
+		h.t.Fatalf("reconcile %s: %v", name, err)
+	}
+}
+
+// get reads obj's namesake in the namespace "ns"; nil when it does not exist.
+func get[T client.Object](h *memberHarness, name string, obj T) T {
+	h.t.Helper()
+	var none T
+	err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return none
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return obj
+}
+
+func (h *memberHarness) member(name string) *etcdv1.EtcdMember {
+	return get(h, name, &etcdv1.EtcdMember{})
+}
+
+func (h *memberHarness) pvc(name string) *corev1.PersistentVolumeClaim {
+	return get(h, name, &corev1.PersistentVolumeClaim{})
+}
+
+func (h *memberHarness) pod(name string) *corev1.Pod { return get(h, name, &corev1.Pod{}) }
+
+// remove marks a member for removal (or not) and deletes it: its finalizer runs.
+func (h *memberHarness) remove(name string, marked bool) {
+	h.t.Helper()
+	m := h.member(name)
+	if marked {
+		m.Annotations = map[string]string{AnnotationRemove: "true"}
+		if err := h.api.Update(context.Background(), m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if err := h.api.Delete(context.Background(), m); err != nil {
+		h.t.Fatal(err)
+	}
+	h.reconcile(name)
+}
+
+func TestFinalizerOfARemovalTakesTheMemberOutOfEtcdThenItsPVC(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.etcd.SetLeader(h.ids["db-2"])
+	h.remove("db-2", true)
+	if calls := h.etcd.CallsTo("Remove"); !slices.Equal(calls, []string{"Remove(" + etcd.FormatID(h.ids["db-2"]) + ")"}) {
+		t.Fatalf("Remove calls %v", calls)
+	}
+	if len(h.etcd.CallsTo("MoveLeader")) != 1 || h.etcd.Leader() == h.ids["db-2"] {
+		t.Fatalf("leadership not moved away first: %v", h.etcd.Calls())
+	}
+	if h.pvc("db-2") != nil {
+		t.Fatal("the PVC of a removed member was kept")
+	}
+	if h.member("db-2") != nil {
+		t.Fatal("the finalizer was not released")
+	}
+}
+
+func TestFinalizerRefusesARemovalTheQuorumCannotTake(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.etcd.SetDown(h.ids["db-3"], true) // a mark decided while db-3 was well
+	h.remove("db-1", true)
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("removed although only db-2 would stay healthy: %v", calls)
+	}
+	if h.pvc("db-1") == nil || h.member("db-1") == nil {
+		t.Fatal("the data or the finalizer went without the removal")
+	}
+	h.etcd.SetDown(h.ids["db-3"], false)
+	h.reconcile("db-1")
+	if len(h.etcd.CallsTo("Remove")) != 1 || h.member("db-1") != nil {
+		t.Fatal("the removal was not carried out once the quorum could take it")
+	}
+}
+
+func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.remove("db-2", false)
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("a deletion by hand removed the member from etcd: %v", calls)
+	}
+	pvc := h.pvc("db-2")
+	if pvc == nil || !metav1.IsControlledBy(pvc, h.cluster) {
+		t.Fatalf("PVC %+v, want it kept and owned by the cluster", pvc)
+	}
+	if h.member("db-2") != nil {
+		t.Fatal("the finalizer was not released")
+	}
+}
+
+func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
+	h := newMemberHarness(t, "")
+	m := h.member("db-2")
+	if err := h.r.deletePVC(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if h.pvc("db-2") != nil {
+		t.Fatal("deletePVC left the PVC")
+	}
+	if err := h.r.deletePVC(context.Background(), m); err != nil {
+		t.Fatalf("deleting a PVC that is gone: %v", err)
+	}
+	if err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
+		t.Fatalf("rescuing a PVC that is gone: %v (must not create one)", err)
+	}
+}
+
+func TestEnsurePVCOwnsByTheClusterAndRecordsTheIdentity(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.reconcile("db-1")
+	pvc := h.pvc("db-1")
+	if !metav1.IsControlledBy(pvc, h.cluster) {
+		t.Fatalf("owners %+v: a foreground deletion of the EtcdMember would take the data", pvc.OwnerReferences)
+	}
+	if pvc.Annotations[specs.AnnotationMemberID] != etcd.FormatID(h.ids["db-1"]) || pvc.Annotations[specs.AnnotationClusterID] == "" {
+		t.Fatalf("annotations %v", pvc.Annotations)
+	}
+}
+
+func TestEnsurePVCDoesNotRecreateTheDataOfAJoinedMember(t *testing.T) {
+	h := newMemberHarness(t, "")
+	if err := h.api.Delete(context.Background(), h.pvc("db-2")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-2")
+	if h.pvc("db-2") != nil {
+		t.Fatal("an empty PVC was created for a member etcd counts on")
+	}
+	h.expectNotStarted("db-2")
+	// etcd unreachable: the same answer, a known ID is never started on empty data.
+	h.etcd.FailNext("MemberList", errors.New("no quorum"))
+	h.reconcile("db-2")
+	if h.pvc("db-2") != nil {
+		t.Fatal("an empty PVC was created while etcd could not be asked")
+	}
+}
+
+func TestEnsurePVCCreatesTheVolumeOfALearnerThatNeverStarted(t *testing.T) {
+	h := newMemberHarness(t, "")
+	added, _, err := h.etcd.AddLearner(context.Background(), []string{specs.PeerURL(h.cluster, "db-4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-4", Namespace: "ns", Labels: specs.MemberLabels("db", "db-4"), Finalizers: []string{memberFinalizer}},
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: h.cluster.Spec.Storage, Bootstrap: etcdv1.MemberBootstrap{
+			InitialCluster: specs.InitialCluster(h.cluster, []string{"db-1", "db-2", "db-3", "db-4"}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+		}},
+	}
+	if err := h.api.Create(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	m.Status.MemberID = added.IDHex()
+	if err := h.api.Status().Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-4")
+	if h.pvc("db-4") == nil {
+		t.Fatal("no PVC for a learner that has not started yet")
+	}
+	pod := h.pod("db-4")
+	if pod == nil || !slices.Contains(pod.Spec.Containers[0].Args, "--initial-cluster="+m.Spec.Bootstrap.InitialCluster) {
+		t.Fatalf("the first start of a learner must name its peers: %+v", pod)
+	}
+}
+
+func TestPodOfAJoinedMemberRefusesEmptyData(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.reconcile("db-1")
+	pod := h.pod("db-1")
+	if pod == nil {
+		t.Fatal("no Pod")
+	}
+	args := strings.Join(pod.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--initial-cluster="+specs.InitialCluster(h.cluster, []string{"db-1"})+" ") ||
+		!strings.Contains(args, "--initial-cluster-state=existing") {
+		t.Fatalf("args %s: a restart on an empty data directory would rejoin under the same ID", args)
+	}
+	want := specs.Pod(h.cluster, h.member("db-1"), h.r.PodOptions).Annotations[specs.AnnotationPodTemplateHash]
+	if pod.Annotations[specs.AnnotationPodTemplateHash] != want {
+		t.Fatal("the template hash changed: every member would be restarted")
+	}
+}
+
+func TestTmpfsMemberThatJoinedGetsNoNewPod(t *testing.T) {
+	h := newMemberHarness(t, etcdv1.StorageMediumMemory)
+	h.reconcile("db-2")
+	h.expectNotStarted("db-2")
+}
+
+// expectNotStarted: the member, which lost its data, has no Pod and says why.
+func (h *memberHarness) expectNotStarted(name string) {
+	h.t.Helper()
+	if h.pod(name) != nil {
+		h.t.Fatalf("a Pod was started for %s, which joined etcd and lost its data", name)
+	}
+	ready := meta.FindStatusCondition(h.member(name).Status.Conditions, etcdv1.MemberConditionReady)
+	if ready == nil || ready.Reason != ReasonDataLost {
+		h.t.Fatalf("Ready %+v", ready)
+	}
+}

@@ -1,0 +1,416 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func voter(id uint64) etcd.Member {
+	return etcd.Member{ID: id, Name: "m" + etcd.FormatID(id), ClientURLs: []string{"http://m" + etcd.FormatID(id)}}
+}
+
+func TestRemovalVerdictProjectsTheQuorumWithoutTheMember(t *testing.T) {
+	three := []etcd.Member{voter(1), voter(2), voter(3)}
+	learner := voter(4)
+	learner.IsLearner = true
+	cases := []struct {
+		name    string
+		members []etcd.Member
+		healthy map[uint64]bool
+		remove  uint64
+		ok      bool
+	}{
+		{"healthy follower of 3 healthy", three, map[uint64]bool{1: true, 2: true, 3: true}, 3, true},
+		{"dead voter, the other two healthy", three, map[uint64]bool{1: true, 2: true}, 3, true},
+		{"healthy voter while another is dead", three, map[uint64]bool{1: true, 2: true}, 1, false},
+		{"dead voter while another is dead too", three, map[uint64]bool{1: true}, 3, false},
+		{"the only voter", []etcd.Member{voter(1)}, map[uint64]bool{1: true}, 1, false},
+		{"a learner, whatever the health", append(slices.Clone(three), learner), map[uint64]bool{}, 4, true},
+		{"a member etcd does not know", three, map[uint64]bool{}, 9, true},
+		{"one of 5 with 2 dead", []etcd.Member{voter(1), voter(2), voter(3), voter(4), voter(5)}, map[uint64]bool{1: true, 2: true, 3: true}, 5, true},
+		{"a healthy one of 5 with 2 dead", []etcd.Member{voter(1), voter(2), voter(3), voter(4), voter(5)}, map[uint64]bool{1: true, 2: true, 3: true}, 1, false},
+	}
+	for _, tc := range cases {
+		ok, why := removalVerdict(tc.members, tc.healthy, tc.remove)
+		if ok != tc.ok || (!ok && why == "") {
+			t.Errorf("%s: ok %v (%q), want %v", tc.name, ok, why, tc.ok)
+		}
+	}
+}
+
+func TestPlanReplacementPicksADamagedMemberTheQuorumCanLose(t *testing.T) {
+	three := []etcd.Member{voter(1), voter(2), voter(3)}
+	all := map[uint64]bool{1: true, 2: true, 3: true}
+	ok := func(name string, id uint64, healthy bool) memberFacts {
+		return memberFacts{name: name, id: id, inEtcd: true, started: true, healthy: healthy, pvcPresent: true, podPresent: true}
+	}
+	with := func(f memberFacts, edit func(*memberFacts)) memberFacts { edit(&f); return f }
+	cases := []struct {
+		name    string
+		facts   []memberFacts
+		healthy map[uint64]bool
+		member  string // "" for no plan
+		refused bool
+	}{
+		{"all well", []memberFacts{ok("a", 1, true), ok("b", 2, true), ok("c", 3, true)}, all, "", false},
+		{"PVC gone", []memberFacts{ok("a", 1, true), with(ok("b", 2, true), func(f *memberFacts) { f.pvcPresent = false }), ok("c", 3, true)}, all, "b", false},
+		{"PVC gone, another voter down: refused",
+			[]memberFacts{ok("a", 1, true), with(ok("b", 2, true), func(f *memberFacts) { f.pvcPresent = false }), ok("c", 3, false)},
+			map[uint64]bool{1: true, 2: true}, "b", true},
+		{"the unhealthy damaged one first",
+			[]memberFacts{with(ok("a", 1, true), func(f *memberFacts) { f.asked = true }), with(ok("b", 2, false), func(f *memberFacts) { f.corrupt = true }), ok("c", 3, true)},
+			map[uint64]bool{1: true, 3: true}, "b", false},
+		{"tmpfs Pod lost", []memberFacts{ok("a", 1, true), with(ok("b", 2, false), func(f *memberFacts) { f.memory, f.podPresent = true, false }), ok("c", 3, true)},
+			map[uint64]bool{1: true, 3: true}, "b", false},
+		{"data error in the last exit", []memberFacts{with(ok("a", 1, false), func(f *memberFacts) { f.dataError = "wal: crc mismatch" }), ok("b", 2, true), ok("c", 3, true)},
+			map[uint64]bool{2: true, 3: true}, "a", false},
+		{"data error long ago, serving now", []memberFacts{with(ok("a", 1, true), func(f *memberFacts) { f.dataError = "wal: crc mismatch" }), ok("b", 2, true), ok("c", 3, true)}, all, "", false},
+		{"never started: a first start is no loss", []memberFacts{ok("a", 1, true), ok("b", 2, true), ok("c", 3, true), {name: "d", id: 4, inEtcd: true}}, all, "", false},
+		{"removed from etcd by hand", []memberFacts{ok("a", 1, true), {name: "d", id: 4, recorded: true, pvcPresent: true, podPresent: true}}, map[uint64]bool{1: true}, "d", false},
+		{"asked for, not in etcd", []memberFacts{ok("a", 1, true), {name: "d", asked: true}}, map[uint64]bool{1: true}, "d", false},
+		{"being deleted already", []memberFacts{ok("a", 1, true), with(ok("b", 2, true), func(f *memberFacts) { f.pvcPresent, f.deleting = false, true }), ok("c", 3, true)}, all, "", false},
+	}
+	for _, tc := range cases {
+		plan := planReplacement(tc.facts, three, tc.healthy)
+		switch {
+		case tc.member == "" && plan != nil:
+			t.Errorf("%s: planned %+v, want nothing", tc.name, *plan)
+		case tc.member != "" && plan == nil:
+			t.Errorf("%s: no plan, want %s", tc.name, tc.member)
+		case plan != nil && (plan.member != tc.member || (plan.refusal != "") != tc.refused || plan.why == ""):
+			t.Errorf("%s: planned %+v, want %s refused=%v", tc.name, *plan, tc.member, tc.refused)
+		}
+	}
+}
+
+func TestDataErrorTellsDataFromOtherCrashes(t *testing.T) {
+	pod := func(reason, message string, code int32) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, Message: message, ExitCode: code}},
+		}}}}
+	}
+	cases := []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs"}`, 1), true},
+		{pod("Error", `{"level":"fatal","msg":"failed to open WAL","error":"wal: crc mismatch"}`, 1), true},
+		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}`, 1), true},
+		{pod("Error", `{"level":"panic","msg":"failed to recover v3 backend from snapshot","error":"failed to find database snapshot file (snap: snapshot file doesn't exist)"}`, 2), true},
+		{pod("Error", "\tgo.etcd.io/etcd/server/v3/storage/wal.(*WAL).ReadAll(0xc000)\n\tgo.etcd.io/etcd/server/v3/etcdserver.bootstrapWALFromSnapshot(...)", 2), true},
+		{pod("OOMKilled", "wal: crc mismatch", 137), false},
+		{pod("Error", `{"level":"fatal","msg":"error verifying flags","error":"unknown flag: --quota-backend"}`, 1), false},
+		{pod("Completed", "cannot fetch cluster info from peer urls", 0), false},
+		{nil, false},
+	}
+	for i, tc := range cases {
+		if got := dataError(tc.pod) != ""; got != tc.want {
+			t.Errorf("case %d: data error %v, want %v", i, got, tc.want)
+		}
+	}
+}
+
+// annotatePVCs records each member's ID on its PVC, as the member controller does.
+func (h *harness) annotatePVCs() {
+	h.t.Helper()
+	for _, m := range h.members() {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: m.Name}, pvc); err != nil {
+			h.t.Fatal(err)
+		}
+		pvc.Annotations = map[string]string{specs.AnnotationMemberID: m.Status.MemberID, specs.AnnotationClusterID: m.Status.ClusterID}
+		if err := h.api.Update(context.Background(), pvc); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+func (h *harness) deleteMember(name string) {
+	h.t.Helper()
+	if err := h.api.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// deleteVictimObject deletes the PVC or the Pod of db-2, the member these tests damage.
+func (h *harness) deleteVictimObject(kind string) {
+	const victim = "db-2"
+	h.t.Helper()
+	var err error
+	switch kind {
+	case "pvc":
+		err = h.api.Delete(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: victim}})
+	case "pod":
+		err = h.api.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: victim}})
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) etcdID(name string) uint64 {
+	h.t.Helper()
+	for _, m := range h.etcd.Members() {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	h.t.Fatalf("no etcd member %s", name)
+	return 0
+}
+
+func (h *harness) condition(condType string) metav1.Condition {
+	h.t.Helper()
+	cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, condType)
+	if cond == nil {
+		h.t.Fatalf("no condition %s", condType)
+	}
+	return *cond
+}
+
+func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas int32
+		deleted  []string
+	}{
+		{"all three", 3, []string{"db-1", "db-2", "db-3"}},
+		{"two of three", 3, []string{"db-1", "db-2"}},
+		{"the only one", 1, []string{"db-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.setReplicas(tc.replicas)
+			h.reconcile()
+			h.running()
+			h.annotatePVCs()
+			want := map[string]string{}
+			for _, m := range h.members() {
+				want[m.Name] = m.Status.MemberID
+			}
+			for _, name := range tc.deleted {
+				h.deleteMember(name) // the finalizer let go; the Pod went with the EtcdMember
+				h.etcd.SetDown(h.etcdID(name), true)
+			}
+			h.reconcile()
+			got := map[string]string{}
+			for _, m := range h.members() {
+				got[m.Name] = m.Status.MemberID
+				if m.Spec.Bootstrap.InitialCluster != specs.InitialCluster(h.clusterObj(), []string{m.Name}) && slices.Contains(tc.deleted, m.Name) {
+					t.Errorf("%s rebuilt with initial cluster %q, want only itself", m.Name, m.Spec.Bootstrap.InitialCluster)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("members %v, want %v rebuilt", got, want)
+			}
+			for name, id := range want {
+				if got[name] != id {
+					t.Fatalf("%s rebuilt as %q, was %q", name, got[name], id)
+				}
+			}
+			if removes := h.etcd.CallsTo("Remove"); len(removes) > 0 {
+				t.Fatalf("membership changed: %v", removes)
+			}
+		})
+	}
+}
+
+func TestQuorumLostSaysWhatEachMemberHas(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.reconcile()
+	av := h.condition(etcdv1.ConditionAvailable)
+	if av.Reason != ReasonQuorumLost || !strings.Contains(av.Message, "db-1 (1): revision 0, raft term 1") ||
+		!strings.Contains(av.Message, "db-2: not answering") || !strings.Contains(av.Message, "1 of 3 members answer") {
+		t.Fatalf("Available %+v", av)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumLost {
+		t.Fatalf("Progressing %+v", pr)
+	}
+}
+
+func TestJoinedMemberWhosePVCIsGoneIsReplacedUnderANewID(t *testing.T) {
+	h := runningHarness(t)
+	lost := h.etcdID("db-2")
+	h.deleteVictimObject("pvc")
+	h.reconcile() // db-2 marked and deleted (its finalizer would remove it from etcd)
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatalf("db-2 kept: %v", names(h.members()))
+	}
+	h.reconcile() // no finalizer here: etcd still lists db-2, a voter without data
+	if removes := h.etcd.CallsTo("Remove"); !slices.Equal(removes, []string{"Remove(" + etcd.FormatID(lost) + ")"}) {
+		t.Fatalf("Remove calls %v, want db-2's ID once", removes)
+	}
+	h.reconcile() // scale out to 3 again: the name is free (no EtcdMember, PVC, Pod or etcd member)
+	h.reconcile() // and add it as a learner
+	fresh := memberNamed(h.members(), "db-2")
+	if fresh == nil || fresh.Status.MemberID == "" || fresh.Status.MemberID == etcd.FormatID(lost) || fresh.Status.Role != etcdv1.RoleLearner {
+		t.Fatalf("members %v, want a new learner with a new ID in db-2's place", names(h.members()))
+	}
+}
+
+func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
+	h := runningHarness(t)
+	recorder := events.NewFakeRecorder(20)
+	h.r.Recorder = recorder
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.deleteVictimObject("pvc") // its Pod still serves, but the data is going
+	h.reconcile()
+	h.reconcile()
+	if got := names(h.members()); len(got) != 3 {
+		t.Fatalf("a member was removed although the quorum needs it: %v", got)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonReplacementRefused || !strings.Contains(pr.Message, "db-2") {
+		t.Fatalf("Progressing %+v", pr)
+	}
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("removed from etcd: %v", calls)
+	}
+	if got := drain(recorder); len(got) != 1 || !strings.Contains(got[0], ReasonReplacementRefused) {
+		t.Fatalf("events %v, want one ReplacementRefused for the refusal", got)
+	}
+	h.etcd.SetDown(h.etcdID("db-3"), false)
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatal("db-2 not replaced once the quorum could lose it")
+	}
+}
+
+func TestReplaceAnnotationAndCorruptAlarmReplaceTheMember(t *testing.T) {
+	h := runningHarness(t)
+	m := h.members()[0]
+	m.Annotations = map[string]string{AnnotationReplace: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-1") {
+		t.Fatal("db-1 not replaced although asked")
+	}
+	h = runningHarness(t)
+	h.etcd.RaiseAlarm(etcd.Alarm{MemberID: h.etcdID("db-3"), Type: etcd.AlarmCorrupt})
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-3") {
+		t.Fatal("db-3 not replaced despite its CORRUPT alarm")
+	}
+}
+
+func TestDeadVoterIsRemovedWhenScalingIn(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.SetDown(h.etcdID("db-1"), true)
+	h.setReplicas(2)
+	h.reconcile()
+	if got := names(h.members()); !slices.Equal(got, []string{"db-2", "db-3"}) {
+		t.Fatalf("members %v, want the dead db-1 removed", got)
+	}
+}
+
+func TestScaleOutWhileAVoterIsDead(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.SetDown(h.etcdID("db-1"), true)
+	h.setReplicas(5)
+	h.reconcile()
+	if n := len(h.members()); n != 4 {
+		t.Fatalf("%d members, want a fourth: 2 healthy voters of 3 keep the quorum of 4 with the new one", n)
+	}
+}
+
+func TestLeftoverRemovalMarkIsNotCarriedOutWithoutQuorum(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.markForRemoval("db-1") // marked while all was well; then db-3 died
+	h.setReplicas(2)
+	h.reconcile()
+	if got := names(h.members()); !slices.Contains(got, "db-1") {
+		t.Fatalf("members %v: the marked db-1 was removed although only db-2 would stay healthy", got)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "below the quorum") {
+		t.Fatalf("Progressing %+v", pr)
+	}
+}
+
+func tmpfsHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	c := h.clusterObj()
+	c.Spec.Storage.Medium = etcdv1.StorageMediumMemory
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	h.running()
+	return h
+}
+
+func TestTmpfsMemberWhosePodIsLostIsReplaced(t *testing.T) {
+	h := tmpfsHarness(t)
+	h.deleteVictimObject("pod")
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatalf("db-2 kept its identity without its data: %v", names(h.members()))
+	}
+}
+
+func TestTmpfsVoterDeletedByHandIsRemovedNotRecreated(t *testing.T) {
+	h := tmpfsHarness(t)
+	id := h.etcdID("db-2")
+	h.deleteMember("db-2")
+	h.deleteVictimObject("pod") // garbage collection takes it with its data
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatal("db-2 recreated under its old ID on empty tmpfs")
+	}
+	if removes := h.etcd.CallsTo("Remove"); !slices.Equal(removes, []string{"Remove(" + etcd.FormatID(id) + ")"}) {
+		t.Fatalf("Remove calls %v", removes)
+	}
+}
+
+func TestVoterDeletedByHandWithItsPVCIsRecreatedWithItsID(t *testing.T) {
+	h := runningHarness(t)
+	id := h.members()[1].Status.MemberID
+	h.deleteMember("db-2")
+	h.reconcile()
+	m := h.members()[1]
+	if m.Name != "db-2" || m.Status.MemberID != id {
+		t.Fatalf("db-2 recreated as %s/%s, want its ID %s", m.Name, m.Status.MemberID, id)
+	}
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("removed from etcd: %v", calls)
+	}
+}
+
+func drain(r *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestMemberRemovedFromEtcdByHandIsReplaced(t *testing.T) {
+	h := runningHarness(t)
+	if err := h.etcd.Remove(context.Background(), h.etcdID("db-2")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatal("db-2, removed from etcd by hand, is kept: its Pod can only crash")
+	}
+}
