@@ -82,6 +82,9 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 			down = append(down, m.Name)
 			continue
 		}
+		if adoptedPodIsCurrent(m, pod) {
+			continue
+		}
 		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] {
 			outdated = append(outdated, m)
 		}

@@ -135,7 +135,7 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 	b := m.Spec.Bootstrap
 	args := []string{
 		"--name=" + m.Name,
-		"--data-dir=" + DataDir + "/data",
+		"--data-dir=" + MemberDataDir(m),
 		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme(PeerTLS(c)), PeerPort),
 		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme(ClientTLS(c)), ClientPort),
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
@@ -234,7 +234,7 @@ func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: m.Spec.Storage.Size}
 	} else {
-		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.Name}
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(m)}
 	}
 	vols := []corev1.Volume{data}
 	if t := m.Spec.TLS; t != nil && t.ServerSecretName != "" {
