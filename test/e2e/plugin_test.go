@@ -233,11 +233,23 @@ func (p pluginRun) pluginAddRemove(t *testing.T) {
 	waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute)
 }
 
+// pluginReplace asks for a member's replacement and checks that the operator carries it out:
+// the member's etcd ID leaves the cluster and a new member takes its place.
 func (p pluginRun) pluginReplace(t *testing.T) {
-	mustPlugin(t, p.bin, p.ns, "replace-member", journeyCluster, p.members[1])
-	out := kubectl(t, p.ns, "get", "etcdmember", p.members[1], "-o", "jsonpath={.metadata.annotations.etcd-operator\\.cozystack\\.io/replace}")
-	if out != "true" {
-		t.Fatalf("replace annotation on %s: %q", p.members[1], out)
+	before := memberIDs(waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute))
+	victim, _, _ := strings.Cut(sorted(before)[0], "=")
+	mustPlugin(t, p.bin, p.ns, "replace-member", journeyCluster, victim)
+	eventually(t, 5*time.Minute, "the operator replaces "+victim, func() error {
+		if !eventAbout(t, p.ns, "MemberReplacing", victim) {
+			return fmt.Errorf("no MemberReplacing event about %s", victim)
+		}
+		return nil
+	})
+	after := memberIDs(waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute))
+	for name, id := range after {
+		if id == before[victim] {
+			t.Errorf("member %s still has the replaced member's ID %s: %v", name, id, after)
+		}
 	}
 }
 
