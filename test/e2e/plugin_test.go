@@ -97,6 +97,7 @@ func hexID(t *testing.T, n json.Number) string {
 // status field by field against etcd's own answers, members, compact, defrag, alarms,
 // move-leader, snapshot save, pause/resume, add/remove-member and replace-member.
 func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
+	t.Parallel()
 	bin := buildPlugin(t)
 	ns := namespace(t)
 	journeyCA(t, ns)
