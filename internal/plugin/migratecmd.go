@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.etcd.io/etcd/client/v3/snapshot"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,15 +106,9 @@ func (f *migrateFlags) safetySnapshot(ctx context.Context, o *Options, s *Sessio
 	if f.snapshotFile == "" {
 		return errors.New("--apply takes a safety snapshot first: name its local file with --snapshot-file FILE, or pass --skip-snapshot")
 	}
-	version, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), s.clientv3Config(s.leaderEndpoint(ctx)), f.snapshotFile)
-	if err != nil {
-		return fmt.Errorf("safety snapshot to %s (nothing was changed): %w", f.snapshotFile, err)
+	if err := o.saveSnapshot(ctx, s, f.snapshotFile); err != nil {
+		return fmt.Errorf("safety snapshot (nothing was changed): %w", err)
 	}
-	fi, err := os.Stat(f.snapshotFile)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "safety snapshot %s: %d bytes, etcd storage version %s\n", f.snapshotFile, fi.Size(), version)
 	return nil
 }
 

@@ -126,18 +126,22 @@ func waitSnapshot(ctx context.Context, k *Kube, snap *etcdv1.EtcdSnapshot, timeo
 func newSnapshotSaveCommand(o *Options) *cobra.Command {
 	return o.command("save CLUSTER FILE", "Stream a snapshot from the leader to a local file",
 		cobra.ExactArgs(2), 0, o.withSession(func(cmd *cobra.Command, s *Session, args []string) error {
-			endpoint := s.leaderEndpoint(cmd.Context())
-			version, err := snapshot.SaveWithVersion(cmd.Context(), zap.NewNop(), s.clientv3Config(endpoint), args[1])
-			if err != nil {
-				return fmt.Errorf("snapshot to %s: %w", args[1], err)
-			}
-			fi, err := os.Stat(args[1])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "saved %s: %d bytes, etcd storage version %s\n", args[1], fi.Size(), version)
-			return nil
+			return o.saveSnapshot(cmd.Context(), s, args[1])
 		}))
+}
+
+// saveSnapshot streams a snapshot from the leader into file and says how large it is.
+func (o *Options) saveSnapshot(ctx context.Context, s *Session, file string) error {
+	version, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), s.clientv3Config(s.leaderEndpoint(ctx)), file)
+	if err != nil {
+		return fmt.Errorf("snapshot to %s: %w", file, err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "saved %s: %d bytes, etcd storage version %s\n", file, fi.Size(), version)
+	return nil
 }
 
 // leaderEndpoint is the leader's forwarded endpoint (the most recent data), else any.
