@@ -92,6 +92,8 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		newDefrag("ok-defrag-all"),
 		newDefrag("ok-defrag-some", withThresholds(etcdv1.DefragThresholds{FreeSpaceBytes: qtyPtr("100Mi"), QuotaUsagePercent: ptr[int32](80)})),
 		newMember("ok-member"),
+		newMember("ok-adopted-root", adoptedAt("/var/lib/etcd")),
+		newMember("ok-adopted-subdir", adoptedAt("/var/lib/etcd/default.etcd")),
 	}
 	for _, obj := range valid {
 		t.Run(obj.GetName(), func(t *testing.T) {

@@ -88,6 +88,12 @@ func invalidCreates() []invalidCreate {
 		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
 		{"member with unknown cluster state", newMember("m02", func(m *etcdv1.EtcdMember) { m.Spec.Bootstrap.InitialClusterState = "join" }), `spec.bootstrap.initialClusterState: Unsupported value: "join"`},
 		{"member of no cluster", newMember("m03", func(m *etcdv1.EtcdMember) { m.Spec.ClusterName = "" }), "spec.clusterName in body should be at least 1 chars long"},
+		{"adopted member with its data outside its volume", newMember("m04", adoptedAt("/var/lib/etcd/../../etc")), "spec.adopted.dataDir must be /var/lib/etcd or a directory under it"},
+		{"adopted member with its data in another mount", newMember("m05", adoptedAt("/data")), "spec.adopted.dataDir must be /var/lib/etcd or a directory under it"},
+		{"member adopted from an unknown operator", newMember("m06", func(m *etcdv1.EtcdMember) {
+			adoptedAt("/var/lib/etcd")(m)
+			m.Spec.Adopted.From = "elsewhere"
+		}), `spec.adopted.from: Unsupported value: "elsewhere"`},
 	}
 }
 
@@ -142,6 +148,7 @@ func invalidUpdates() []invalidUpdate {
 		}, "spec of an EtcdDefrag is immutable"},
 		{"move a member to another cluster", newMember("u19"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.ClusterName = "other" }, "spec.clusterName is immutable"},
 		{"move a member to tmpfs", newMember("u20"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.Storage.Medium = memory }, "spec.storage.medium is immutable"},
+		{"move an adopted member's data", newMember("u21", adoptedAt("/var/lib/etcd")), func(o client.Object) { adoptedAt("/var/lib/etcd/data")(o.(*etcdv1.EtcdMember)) }, "spec.adopted is immutable"},
 	}
 }
 
@@ -211,4 +218,11 @@ func requireUnchanged(t *testing.T, created client.Object) {
 // describe is used in failure messages of the valid-spec tests.
 func describe(obj client.Object) string {
 	return fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+}
+
+// adoptedAt marks a member as adopted from Cozystack's operator with its data at dataDir.
+func adoptedAt(dataDir string) memberEdit {
+	return func(m *etcdv1.EtcdMember) {
+		m.Spec.Adopted = &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-" + m.Name, DataDir: dataDir}
+	}
 }
