@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -20,8 +21,8 @@ func TestWaitForAdoptionNamesPendingMembers(t *testing.T) {
 		t.Errorf("adopted members only: %v", err)
 	}
 	err := waitForAdoption(c, &clusterView{members: []*etcdv1.EtcdMember{ours, theirs}})
-	w, ok := err.(errWaiting)
-	if !ok || w.reason != ReasonAdoptionPending || !strings.Contains(w.message, "members cz-x7k2p were created by another operator") ||
+	var w errWaiting
+	if !errors.As(err, &w) || w.reason != ReasonAdoptionPending || !strings.Contains(w.message, "members cz-x7k2p were created by another operator") ||
 		!strings.Contains(w.message, "kubectl etcd migrate cozystack cz -n ns") {
 		t.Errorf("got %v", err)
 	}

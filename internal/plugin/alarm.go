@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,9 +24,9 @@ func newAlarmCommand(o *Options) *cobra.Command {
 			}
 			rows := alarmRows(alarms)
 			return o.print(rows, func(w *tabwriter.Writer) {
-				fmt.Fprintln(w, "MEMBER ID\tALARM")
+				row(w, "MEMBER ID\tALARM\n")
 				for _, r := range rows {
-					fmt.Fprintf(w, "%s\t%s\n", r.MemberID, r.Alarm)
+					row(w, "%s\t%s\n", r.MemberID, r.Alarm)
 				}
 			})
 		}))
@@ -41,10 +40,10 @@ func newAlarmCommand(o *Options) *cobra.Command {
 				if err := s.Etcd.DisarmAlarm(cmd.Context(), a); err != nil {
 					return err
 				}
-				fmt.Fprintf(o.Out, "disarmed %s of member %s\n", a.Type, etcd.FormatID(a.MemberID))
+				say(o.Out, "disarmed %s of member %s\n", a.Type, etcd.FormatID(a.MemberID))
 			}
 			if len(alarms) == 0 {
-				fmt.Fprintln(o.Out, "no alarm raised")
+				say(o.Out, "no alarm raised\n")
 			}
 			return nil
 		}))

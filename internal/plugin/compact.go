@@ -26,7 +26,7 @@ func newCompactCommand(o *Options) *cobra.Command {
 			if _, err := cli.Compact(cmd.Context(), revision, clientv3.WithCompactPhysical()); err != nil {
 				return fmt.Errorf("compact to revision %d: %w", revision, err)
 			}
-			fmt.Fprintf(o.Out, "compacted revision %d\n", revision)
+			say(o.Out, "compacted revision %d\n", revision)
 			return nil
 		}))
 	cmd.Flags().Int64Var(&revision, "revision", 0, "revision to compact to (default: the current one)")

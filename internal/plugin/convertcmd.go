@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"errors"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -20,7 +19,7 @@ func newConvertCommand(o *Options) *cobra.Command {
 			if file == "" {
 				return errors.New("name the manifest with -f FILE (- reads standard input)")
 			}
-			var in io.Reader = cmd.InOrStdin()
+			in := cmd.InOrStdin()
 			if file != "-" {
 				f, err := os.Open(file)
 				if err != nil {

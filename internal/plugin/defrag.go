@@ -25,7 +25,7 @@ func newDefragCommand(o *Options) *cobra.Command {
 					if err := s.defragOne(cmd.Context(), name); err != nil {
 						return err
 					}
-					fmt.Fprintf(o.Out, "defragmented %s\n", name)
+					say(o.Out, "defragmented %s\n", name)
 				}
 				return nil
 			})(cmd, args)

@@ -43,7 +43,7 @@ func forward(cfg *rest.Config, namespace, pod string) (local uint16, stop func()
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) != 1 {
 		close(stopCh)
-		return 0, nil, fmt.Errorf("port-forward to Pod %s: no local port: %v", pod, err)
+		return 0, nil, fmt.Errorf("port-forward to Pod %s: no local port: %w", pod, err)
 	}
 	return ports[0].Local, func() { close(stopCh) }, nil
 }

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"fmt"
 	"strings"
 	"text/tabwriter"
 
@@ -29,13 +28,13 @@ func newMembersCommand(o *Options) *cobra.Command {
 			}
 			rows := memberRows(members)
 			return o.print(rows, func(w *tabwriter.Writer) {
-				fmt.Fprintln(w, "ID\tNAME\tSTATUS\tLEARNER\tPEER URLS\tCLIENT URLS")
+				row(w, "ID\tNAME\tSTATUS\tLEARNER\tPEER URLS\tCLIENT URLS\n")
 				for _, r := range rows {
 					state := "started"
 					if !r.Started {
 						state = "unstarted"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", r.ID, dash(r.Name), state, r.Learner, strings.Join(r.PeerURLs, ","), strings.Join(r.ClientURLs, ","))
+					row(w, "%s\t%s\t%s\t%t\t%s\t%s\n", r.ID, dash(r.Name), state, r.Learner, strings.Join(r.PeerURLs, ","), strings.Join(r.ClientURLs, ","))
 				}
 			})
 		}))

@@ -50,16 +50,16 @@ func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(o.Out, plan.Describe())
+	say(o.Out, "%s", plan.Describe())
 	if len(plan.Refusals) > 0 {
 		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", plan.Cluster, len(plan.Refusals))
 	}
 	if len(plan.Members) == 0 {
-		fmt.Fprintf(o.Out, "nothing to do: every member of %s is adopted\n", plan.Cluster)
+		say(o.Out, "nothing to do: every member of %s is adopted\n", plan.Cluster)
 		return nil
 	}
 	if !f.apply {
-		fmt.Fprintln(o.Out, "dry run: nothing was changed. Stop Cozystack's operator and install this operator's CRDs first, then run again with --apply")
+		say(o.Out, "dry run: nothing was changed. Stop Cozystack's operator and install this operator's CRDs first, then run again with --apply\n")
 		return nil
 	}
 	if err := f.safetySnapshot(ctx, o, s); err != nil {
@@ -69,9 +69,9 @@ func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
 		if err := adoptMember(ctx, s.Kube, change); err != nil {
 			return fmt.Errorf("adopting member %s (the members before it are adopted; run the command again to continue): %w", change.Member, err)
 		}
-		fmt.Fprintf(o.Out, "adopted member %s\n", change.Member)
+		say(o.Out, "adopted member %s\n", change.Member)
 	}
-	fmt.Fprintf(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted\n", plan.Cluster)
+	say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted\n", plan.Cluster)
 	return nil
 }
 

@@ -18,7 +18,7 @@ func newMoveLeaderCommand(o *Options) *cobra.Command {
 			if err := s.Etcd.MoveLeader(cmd.Context(), id); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s (%s) leads\n", args[1], etcd.FormatID(id))
+			say(o.Out, "%s (%s) leads\n", args[1], etcd.FormatID(id))
 			return nil
 		}))
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
@@ -43,4 +44,16 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// row writes one line of a table. A tabwriter only buffers: the output's own error comes
+// back from Flush, which print returns.
+func row(w *tabwriter.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}
+
+// say writes a line of progress or outcome for the person running the command. A terminal
+// or pipe that stopped reading has nothing to tell the command, which has done its work.
+func say(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
 }

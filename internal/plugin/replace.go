@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +34,7 @@ func newReplaceMemberCommand(o *Options) *cobra.Command {
 			if err := s.Kube.Client.Patch(cmd.Context(), m, client.RawPatch("application/merge-patch+json", body)); err != nil {
 				return explainForbidden(err, "patch etcdmembers.etcd-operator.cozystack.io")
 			}
-			fmt.Fprintf(o.Out, "asked the operator to replace %s (annotation %s=true); follow it with kubectl etcd status %s\n", m.Name, AnnotationReplace, s.Cluster.Name)
+			say(o.Out, "asked the operator to replace %s (annotation %s=true); follow it with kubectl etcd status %s\n", m.Name, AnnotationReplace, s.Cluster.Name)
 			return nil
 		})
 	cmd.Flags().BoolVar(&force, "force", false, "replace even when the quorum could be lost meanwhile")

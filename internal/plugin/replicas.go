@@ -26,7 +26,7 @@ func newPauseCommand(o *Options) *cobra.Command {
 			if err := patchReplicas(ctx, k, c, 0, map[string]any{AnnotationPausedReplicas: strconv.Itoa(int(n))}); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "paused %s (%d members; kubectl etcd resume %s brings them back)\n", c.Name, n, c.Name)
+			say(o.Out, "paused %s (%d members; kubectl etcd resume %s brings them back)\n", c.Name, n, c.Name)
 			return nil
 		}))
 }
@@ -48,7 +48,7 @@ func newResumeCommand(o *Options) *cobra.Command {
 			if err := patchReplicas(ctx, k, c, n, map[string]any{AnnotationPausedReplicas: nil}); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "resumed %s with %d members\n", c.Name, n)
+			say(o.Out, "resumed %s with %d members\n", c.Name, n)
 			return nil
 		}))
 	cmd.Flags().Int32Var(&replicas, "replicas", 0, "member count when pause recorded none")
@@ -78,7 +78,7 @@ func scaleCommand(o *Options, use, short string, delta int32) *cobra.Command {
 		if err := patchReplicas(ctx, k, c, target, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "%s: spec.replicas %d -> %d; the operator does the change one member at a time\n", c.Name, current, target)
+		say(o.Out, "%s: spec.replicas %d -> %d; the operator does the change one member at a time\n", c.Name, current, target)
 		return nil
 	}))
 	cmd.Flags().BoolVar(&force, "force", false, "change the member count even when the quorum could be lost")
@@ -108,7 +108,7 @@ func (o *Options) overridable(refusal error, force bool) error {
 	if !force {
 		return fmt.Errorf("%w (--force does it anyway)", refusal)
 	}
-	fmt.Fprintf(o.Err, "WARNING: %v; going ahead because of --force\n", refusal)
+	say(o.Err, "WARNING: %v; going ahead because of --force\n", refusal)
 	return nil
 }
 

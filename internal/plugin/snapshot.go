@@ -52,13 +52,13 @@ func newSnapshotCommand(o *Options) *cobra.Command {
 			if err := k.Client.Create(cmd.Context(), snap); err != nil {
 				return explainForbidden(err, "create etcdsnapshots.etcd-operator.cozystack.io")
 			}
-			fmt.Fprintf(o.Err, "created EtcdSnapshot %s, waiting up to %s\n", snap.Name, f.timeout)
+			say(o.Err, "created EtcdSnapshot %s, waiting up to %s\n", snap.Name, f.timeout)
 			done, err := waitSnapshot(cmd.Context(), k, snap, f.timeout)
 			if err != nil {
 				return err
 			}
 			return o.print(done.Status, func(w *tabwriter.Writer) {
-				fmt.Fprintf(w, "%s\t%s\t%d bytes\t%s\n", done.Name, done.Status.Artifact.URI, done.Status.Artifact.SizeBytes, done.Status.Artifact.Checksum)
+				row(w, "%s\t%s\t%d bytes\t%s\n", done.Name, done.Status.Artifact.URI, done.Status.Artifact.SizeBytes, done.Status.Artifact.Checksum)
 			})
 		},
 	}
@@ -140,7 +140,7 @@ func (o *Options) saveSnapshot(ctx context.Context, s *Session, file string) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "saved %s: %d bytes, etcd storage version %s\n", file, fi.Size(), version)
+	say(o.Out, "saved %s: %d bytes, etcd storage version %s\n", file, fi.Size(), version)
 	return nil
 }
 

@@ -97,25 +97,25 @@ func statusRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods map[str
 }
 
 func writeStatus(w *tabwriter.Writer, st ClusterStatus) {
-	fmt.Fprintln(w, "NAME\tMEMBER ID\tENDPOINT\tVERSION\tDB SIZE\tIN USE\tLEADER\tRAFT TERM\tRAFT INDEX\tLEARNER\tALARMS\tPOD\tNODE\tREADY")
+	row(w, "NAME\tMEMBER ID\tENDPOINT\tVERSION\tDB SIZE\tIN USE\tLEADER\tRAFT TERM\tRAFT INDEX\tLEARNER\tALARMS\tPOD\tNODE\tREADY\n")
 	for _, r := range st.Members {
 		alarms := strings.Join(r.Alarms, ",")
 		if alarms == "" {
 			alarms = "-"
 		}
 		if r.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%t\n", r.Name, dash(r.MemberID), r.Endpoint, "error: "+r.Error, dash(r.Pod), dash(r.Node), r.Ready)
+			row(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%t\n", r.Name, dash(r.MemberID), r.Endpoint, "error: "+r.Error, dash(r.Pod), dash(r.Node), r.Ready)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%d\t%d\t%t\t%s\t%s\t%s\t%t\n", r.Name, r.MemberID, r.Endpoint, r.Version,
+		row(w, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%d\t%d\t%t\t%s\t%s\t%s\t%t\n", r.Name, r.MemberID, r.Endpoint, r.Version,
 			humanBytes(r.DBSize), humanBytes(r.DBSizeInUse), r.Leader, r.RaftTerm, r.RaftIndex, r.Learner, alarms, dash(r.Pod), dash(r.Node), r.Ready)
 	}
 	_ = w.Flush()
 	if len(st.Conditions) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
+		row(w, "\n")
+		row(w, "CONDITION\tSTATUS\tREASON\tMESSAGE\n")
 		for _, c := range st.Conditions {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+			row(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
 }

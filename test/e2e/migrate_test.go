@@ -350,7 +350,7 @@ func cozystackPod(ns, name, initial string, owner []metav1.OwnerReference) *core
 					fmt.Sprintf("--initial-advertise-peer-urls=http://%s.cz.%s.svc:2380", name, ns),
 					"--initial-cluster=" + initial, "--initial-cluster-token=cz-token", "--initial-cluster-state=new",
 					"--listen-metrics-urls=http://0.0.0.0:2381"},
-				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}, {Name: "metrics", ContainerPort: 2381}},
+				Ports:        []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}, {Name: "metrics", ContainerPort: 2381}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
 				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2380)}},
 					InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 3},
