@@ -68,12 +68,12 @@ local-down: ## Stop the local cluster and remove every trace of it.
 ##@ Tests
 
 .PHONY: test
-test: verify-generated lint test-unit test-api test-localcluster test-e2e ## Everything CI runs.
+test: verify-generated lint test-unit test-api test-localcluster test-e2e robustness ## Everything CI runs.
 
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer against real etcd processes.
 	hack/testbed.sh etcd >/dev/null
-	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
+	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/...
 
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.
@@ -92,6 +92,10 @@ test-api: ## CRD validation and defaults against a real kube-apiserver.
 .PHONY: test-e2e
 test-e2e: ## The operator, deployed from config/, on the local cluster; stops the cluster after.
 	hack/e2e.sh
+
+.PHONY: robustness
+robustness: ## Faults injected while a recorded workload runs; checks linearizability, watches, lost writes (ROBUSTNESS_TRIALS=30 for the long form).
+	hack/robustness.sh
 
 ##@ Benchmarks
 

@@ -89,6 +89,59 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PersistentVolumeClaimRetentionPolicy says what happens to the members' PVCs when the
+	// EtcdCluster is deleted. Default: whenDeleted Retain, so that a mistaken delete keeps the
+	// data; an EtcdCluster created again with the same name adopts the kept PVCs.
+	// +kubebuilder:default={whenDeleted: Retain}
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *PVCRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+
+	// NetworkPolicy, when enabled, makes the operator keep a NetworkPolicy over the member
+	// Pods: peers (2380) only from members of this cluster, clients (2379) only from Pods that
+	// clientSelector selects (and the operator), metrics (2381) from anywhere.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// PVCRetentionAction is what becomes of the members' PVCs.
+// +kubebuilder:validation:Enum=Retain;Delete
+type PVCRetentionAction string
+
+const (
+	// PVCRetain keeps the PVCs (and the data) when the cluster is deleted.
+	PVCRetain PVCRetentionAction = "Retain"
+	// PVCDelete deletes the PVCs with the cluster.
+	PVCDelete PVCRetentionAction = "Delete"
+)
+
+// PVCRetentionPolicy is named and shaped after a StatefulSet's
+// persistentVolumeClaimRetentionPolicy. Scale-in always deletes the removed member's PVC: the
+// member has left etcd, its data can never serve again.
+type PVCRetentionPolicy struct {
+	// WhenDeleted is Retain (default: the PVCs outlive the EtcdCluster and a new EtcdCluster
+	// of the same name in the same namespace adopts them, with their data and member IDs) or
+	// Delete (the PVCs go with the EtcdCluster).
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenDeleted PVCRetentionAction `json:"whenDeleted,omitempty"`
+}
+
+// NetworkPolicySpec is the optional NetworkPolicy over the member Pods.
+type NetworkPolicySpec struct {
+	// Enabled creates the NetworkPolicy <cluster>; false (or absent) removes it.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// ClientSelector selects the Pods (in the cluster's namespace) that may reach the client
+	// port 2379. Empty selects none; the operator reaches every port regardless.
+	// +optional
+	ClientSelector *metav1.LabelSelector `json:"clientSelector,omitempty"`
+
+	// ClientNamespaceSelector, if set, lets Pods matching clientSelector in the namespaces it
+	// selects reach 2379 too (instead of the cluster's namespace only).
+	// +optional
+	ClientNamespaceSelector *metav1.LabelSelector `json:"clientNamespaceSelector,omitempty"`
 }
 
 // StorageMedium selects the backend of a member's data directory.
@@ -397,6 +450,11 @@ type CozystackCompatibleStatus struct {
 // EtcdCluster is an etcd cluster the operator runs: members, their Pods and volumes, Services,
 // a PodDisruptionBudget and, where configured, certificates.
 //
+// The name is checked at creation only (existing clusters keep working): it names the
+// headless Service <name>, the client Service <name>-client (a DNS-1035 label of at most 63
+// characters) and the members <name>-<n>, which are Pod host names.
+//
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || (self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 56)",optionalOldSelf=true,message="metadata.name must be a DNS label of at most 56 characters that starts with a letter (a-z, 0-9 and '-'): it names the Services <name> and <name>-client and the member Pods <name>-<n>; for example orders-etcd"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=etcd,categories=etcd-operator
 // +kubebuilder:subresource:status

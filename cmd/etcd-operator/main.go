@@ -25,6 +25,7 @@ type options struct {
 	leaderElect        bool
 	leaderElectNS      string
 	imageRepository    string
+	maxConcurrent      int
 	zap                zap.Options
 	showVersionAndExit bool
 }
@@ -39,6 +40,7 @@ func main() {
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -106,15 +108,21 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
 		NewClient:  newClient,
 		PodOptions: podOptions,
+		// One etcd client per cluster, kept between reconciles and rebuilt when its Secrets
+		// or endpoints change; the member controller's rare removals open their own.
+		Clients:                 controller.NewClientCache(mgr.GetClient(), newClient),
+		MaxConcurrentReconciles: o.maxConcurrent,
+		OperatorNamespace:       controller.OperatorNamespace(),
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdCluster controller: %w", err)
 	}
 	members := &controller.MemberReconciler{
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder("etcd-operator"),
-		NewClient:  newClient,
-		PodOptions: podOptions,
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("etcd-operator"),
+		NewClient:               newClient,
+		PodOptions:              podOptions,
+		MaxConcurrentReconciles: o.maxConcurrent,
 	}
 	if err := members.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("EtcdMember controller: %w", err)

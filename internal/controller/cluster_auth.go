@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +113,40 @@ func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.applyPassword(ctx, c, v, wanted); err != nil {
 		return err
 	}
-	return r.markAuthEnabled(ctx, c)
+	note, err := unmanagedAuth(ctx, v.etcd)
+	if err != nil {
+		return err
+	}
+	return r.markAuthEnabled(ctx, c, note)
+}
+
+// unmanagedAuth names the users and roles besides root, which the operator never creates:
+// made by hand, or left from before authentication was enabled, they keep what they were
+// granted. The operator reports them and deletes nothing: they may be the application's.
+func unmanagedAuth(ctx context.Context, cli etcd.Client) (string, error) {
+	users, err := cli.UserList(ctx)
+	if err != nil {
+		return "", err
+	}
+	roles, err := cli.RoleList(ctx)
+	if err != nil {
+		return "", err
+	}
+	notRoot := func(names []string, root string) []string {
+		var out []string
+		for _, n := range names {
+			if n != root {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	users, roles = notRoot(users, etcd.RootUser), notRoot(roles, etcd.RootRole)
+	if len(users) == 0 && len(roles) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("; users the operator did not create: [%s], roles: [%s]; they keep every permission granted to them (also before authentication was on): review them with etcdctl user get and role get, and remove what should not be there",
+		strings.Join(users, ", "), strings.Join(roles, ", ")), nil
 }
 
 // reportRefusedLogin says so when etcd refused every password the operator knows: the
@@ -138,7 +173,7 @@ func (r *ClusterReconciler) setAuthCondition(ctx context.Context, c *etcdv1.Etcd
 // know the password to log in again. While auth is off, etcd needs no login for any of it.
 func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, wanted string) error {
 	if why := notAtRest(c, v); why != "" {
-		return r.setAuthCondition(ctx, c, problemf(ReasonWaitingForCluster, "authentication is enabled once the cluster is up: %s", why))
+		return r.setAuthCondition(ctx, c, problemf(ReasonWaitingForCluster, "authentication is enabled once a quorum of voters is healthy; until then the client Service %s has no endpoints: %s", specs.ClientServiceName(c.Name), why))
 	}
 	if err := r.recordApplied(ctx, c, wanted); err != nil {
 		return err
@@ -154,27 +189,30 @@ func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := v.etcd.UserGrantRole(ctx, etcd.RootUser, etcd.RootRole); err != nil {
 		return fmt.Errorf("granting root the root role: %w", err)
 	}
+	// Listed while auth is still off, when no login is needed: users made before it keep
+	// their roles once it is on.
+	note, err := unmanagedAuth(ctx, v.etcd)
+	if err != nil {
+		return err
+	}
 	if err := v.etcd.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
 	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
-	return r.markAuthEnabled(ctx, c)
+	return r.markAuthEnabled(ctx, c, note)
 }
 
-// notAtRest says why the cluster is not ready for auth to be enabled: every member must be
-// bootstrapped, voting and healthy, so that the switch does not race a membership change.
+// notAtRest says why auth cannot be enabled yet: a quorum of voters must be healthy. Not
+// every member: one that cannot be scheduled would keep a cluster meant to have auth serving
+// without it for as long. Enabling is one raft proposal, which members that join later
+// receive like any other.
 func notAtRest(c *etcdv1.EtcdCluster, v *clusterView) string {
-	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	total, healthy := v.voters()
 	switch {
-	case replicas == 0:
+	case ptrOr(c.Spec.Replicas, 3) == 0:
 		return "the cluster is paused"
-	case len(v.learners()) > 0:
-		return "a learner is catching up"
-	case len(v.active()) != replicas || len(v.members) != replicas || total != replicas:
-		return fmt.Sprintf("%d of %d members are voting", total, replicas)
-	case healthy < total:
-		return fmt.Sprintf("%d of %d voters are healthy", healthy, total)
+	case total == 0 || healthy < quorum(total):
+		return fmt.Sprintf("%d of %d voters are healthy, a quorum is needed", healthy, total)
 	}
 	return ""
 }
@@ -217,9 +255,12 @@ func (r *ClusterReconciler) recordApplied(ctx context.Context, c *etcdv1.EtcdClu
 		if err := controllerutil.SetControllerReference(c, s, r.Scheme()); err != nil {
 			return err
 		}
-		return r.Create(ctx, s)
+		return refusedByAPI(r.Create(ctx, s), "Secret", s.Name)
 	}
 	if err != nil {
+		return err
+	}
+	if err := notOurs(s, c, "Secret", "EtcdCluster"); err != nil {
 		return err
 	}
 	if string(s.Data[rootPasswordKey]) == password {
@@ -229,8 +270,10 @@ func (r *ClusterReconciler) recordApplied(ctx context.Context, c *etcdv1.EtcdClu
 	return r.Update(ctx, s)
 }
 
-// markAuthEnabled records in the status that etcd has auth on with the wanted password.
-func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// markAuthEnabled records in the status that etcd has auth on with the wanted password, and
+// names the users and roles the operator did not create (note), with a Warning event when
+// that list changes.
+func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdCluster, note string) error {
 	if !c.Status.AuthEnabled {
 		patch := client.MergeFrom(c.DeepCopy())
 		c.Status.AuthEnabled = true
@@ -238,6 +281,12 @@ func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdC
 			return err
 		}
 	}
-	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: ReasonAuthEnabled,
-		Message: fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)})
+	msg := fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name) + note
+	if old := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAuthReady); note != "" && (old == nil || old.Message != msg) {
+		r.event(c, corev1.EventTypeWarning, ReasonUnmanagedAuth, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
+	}
+	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: ReasonAuthEnabled, Message: msg})
 }
+
+// ReasonUnmanagedAuth is the Warning event naming users and roles the operator did not make.
+const ReasonUnmanagedAuth = "UnmanagedUsersOrRoles"

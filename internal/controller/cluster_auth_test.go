@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -94,17 +96,45 @@ func TestAuthEnabledOnceTheClusterIsUp(t *testing.T) {
 	checkNoPasswordIn(t, h, firstPassword)
 }
 
-func TestAuthWaitsForTheClusterToBeUp(t *testing.T) {
+// Auth goes on as soon as a quorum of voters is healthy, not when every member is: one
+// member that never starts must not keep the cluster serving without auth. Until then the
+// client Service selects no Pod.
+func TestAuthIsEnabledOnceAQuorumIsHealthy(t *testing.T) {
 	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
 	h.reconcile()
 	c := h.clusterObj()
-	first := h.members()[0]
-	h.etcd.SeedMember(first.Name, specs.PeerURL(c, first.Name), specs.ClientURL(c, first.Name)) // 1 of 3 up
+	var ids []uint64
+	for _, m := range h.members() {
+		ids = append(ids, h.etcd.SeedMember(m.Name, specs.PeerURL(c, m.Name), specs.ClientURL(c, m.Name)).ID)
+	}
+	h.etcd.SetDown(ids[1], true)
+	h.etcd.SetDown(ids[2], true) // 1 of 3 voters: no quorum
 	h.reconcile()
 	if h.etcd.AuthEnabled() || len(h.etcd.CallsTo("UserAdd")) != 0 {
-		t.Fatalf("auth touched before every member is up: %v", h.etcd.Calls())
+		t.Fatalf("auth touched without a quorum: %v", h.etcd.Calls())
 	}
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, ReasonWaitingForCluster, "1 of 3 members are voting")
+	if sel := h.clientServiceSelector(); sel[specs.LabelMember] != "" || len(sel) != len(specs.ClusterLabels("db"))+1 {
+		t.Fatalf("client Service selects %v before auth is on; want no member Pod", sel)
+	}
+
+	h.etcd.SetDown(ids[1], false) // 2 of 3: a quorum, the third still down
+	h.reconcile()
+	if !h.etcd.AuthEnabled() {
+		t.Fatalf("auth not enabled with a healthy quorum; calls %v", h.etcd.Calls())
+	}
+	h.reconcile()
+	if sel := h.clientServiceSelector(); len(sel) != len(specs.ClusterLabels("db")) {
+		t.Fatalf("client Service selects %v once auth is on; want the cluster's members", sel)
+	}
+}
+
+func (h *secureHarness) clientServiceSelector() map[string]string {
+	h.t.Helper()
+	svc := &corev1.Service{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-client"}, svc); err != nil {
+		h.t.Fatal(err)
+	}
+	return svc.Spec.Selector
 }
 
 func TestAuthGateKeepsMembersBackWithoutAPassword(t *testing.T) {
@@ -207,5 +237,27 @@ func checkNoPasswordIn(t *testing.T, h *secureHarness, passwords ...string) {
 				t.Fatalf("a password shows in %q", s)
 			}
 		}
+	}
+}
+
+// Users and roles the operator did not make (here, before auth was on) are named in AuthReady
+// and a Warning event, and left alone.
+func TestUsersAndRolesTheOperatorDidNotCreateAreReported(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
+	h.etcd.SeedUser("app", "app-Pa55word", "writer")
+	h.etcd.SeedRole("writer")
+	h.reconcile()
+	h.running()
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "users the operator did not create: [app], roles: [writer]")
+	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "Warning "+ReasonUnmanagedAuth) {
+		t.Fatalf("no %s warning among events:\n%s", ReasonUnmanagedAuth, ev)
+	}
+	if h.etcd.Password("app") != "app-Pa55word" {
+		t.Fatal("the operator changed a user it did not create")
+	}
+	h.reconcile()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("the same users were announced again: %q", ev)
 	}
 }

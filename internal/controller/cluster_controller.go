@@ -5,17 +5,22 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,6 +45,31 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Now is the clock of the progress deadline; time.Now when nil.
 	Now func() time.Time
+	// Clients keeps one etcd client per cluster between reconciles; without it every
+	// reconcile opens a client through NewClient and closes it.
+	Clients *ClientCache
+	// MaxConcurrentReconciles is how many clusters are reconciled at once; 1 when 0.
+	MaxConcurrentReconciles int
+	// OperatorNamespace is where the operator runs, which spec.networkPolicy admits to the
+	// client port; "" admits the operator's Pods from any namespace.
+	OperatorNamespace string
+
+	backoffOnce sync.Once
+	backoff     workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+// openClient is the cluster's etcd client: the cached one when there is a cache.
+func (r *ClusterReconciler) openClient(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (etcd.Client, error) {
+	if r.Clients != nil {
+		return r.Clients.Client(ctx, c, endpoints)
+	}
+	return r.NewClient(ctx, c, endpoints)
+}
+
+func (r *ClusterReconciler) forgetClient(key types.NamespacedName) {
+	if r.Clients != nil {
+		r.Clients.Forget(key)
+	}
 }
 
 func (r *ClusterReconciler) now() time.Time {
@@ -57,20 +87,52 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
+// operator may not have (someone else's, refused by the API server) comes back as degraded,
+// for the status, and the rest still runs; any other error stops the reconcile.
+func (r *ClusterReconciler) ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (degraded, err error) {
+	for _, ensure := range []func() error{
+		func() error { return r.ensurePDB(ctx, c, v) },
+		func() error { return r.ensureNetworkPolicy(ctx, c) },
+	} {
+		if err := ensure(); err != nil {
+			if !isDegradedWait(err) {
+				return nil, err
+			}
+			degraded = firstErr(degraded, err)
+		}
+	}
+	return degraded, nil
+}
+
 // Reconcile brings one cluster one step closer to its spec.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetClient(req.NamespacedName)
+			r.forgetFailures(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // garbage collection removes what it owns; member finalizers let go
+		r.forgetClient(req.NamespacedName)
+		r.forgetFailures(req.NamespacedName)
+		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
+		// retained are released first.
+		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
+	}
+	if err := r.ensureRetention(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.ensureIdentity(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensureServices(ctx, cluster); err != nil {
-		return ctrl.Result{}, err
+	// A Service that is someone else's or that the API server refuses holds the cluster
+	// back (members need their DNS names) and is reported in the status, not only logged.
+	blocked := r.ensureServices(ctx, cluster)
+	if blocked != nil && !isDegradedWait(blocked) {
+		return ctrl.Result{}, blocked
 	}
 	members, err := r.listMembers(ctx, cluster)
 	if err != nil {
@@ -85,17 +147,24 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	progressed, stepErr := r.secureStep(stepCtx, cluster, view)
-	if err := r.ensurePDB(ctx, cluster, view); err != nil {
+	progressed, stepErr := false, blocked
+	if blocked == nil {
+		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
+	}
+	degraded, err := r.ensurePolicies(ctx, cluster, view)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	stepErr = firstErr(stepErr, degraded)
 	if err := r.updateStatus(ctx, cluster, view, stepResult{progressed: progressed, err: stepErr}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if stepErr != nil {
-		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error())
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		after := r.retryAfter(req.NamespacedName, stepErr)
+		log.FromContext(ctx).Info("step not done yet", "reason", stepErr.Error(), "retryAfter", after.String())
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
+	r.forgetFailures(req.NamespacedName)
 	if progressed {
 		// A change to etcd alone (a promotion) changes no object the controller watches: look
 		// again soon to record its effect and take the next step.
@@ -126,12 +195,47 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		// A PVC deleted or a Pod lost decides a replacement: look at the cluster at once.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfLabeled)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("etcdcluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// Retries of a step that did not happen. Work in motion that no watched object reports (a
+// learner catching up, founding members electing a leader, a member going away) is looked at
+// again every second, as before. Anything else that repeats (etcd unreachable, unhealthy
+// voters, a missing Secret, a failed call) backs off exponentially per cluster, from 1 s to
+// a minute, so that one stuck cluster does not take the workers from the others. Changes to
+// watched objects (a Secret created, a member's Pod ready) still wake the cluster at once;
+// any step that succeeds resets the backoff.
+const (
+	retryBase = time.Second
+	retryMax  = resyncPeriod
+)
+
+// inMotionWaits are the wait reasons of work under way that ends by itself.
+var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "RollingUpdate": true}
+
+func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
+	var waiting errWaiting
+	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.reason] {
+		r.forgetFailures(key)
+		return retryBase
+	}
+	return r.failures().When(key)
+}
+
+func (r *ClusterReconciler) forgetFailures(key types.NamespacedName) { r.failures().Forget(key) }
+
+func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.NamespacedName] {
+	r.backoffOnce.Do(func() {
+		r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryBase, retryMax)
+	})
+	return r.backoff
 }
 
 func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
@@ -159,6 +263,19 @@ func emit(rec events.EventRecorder, regarding, related client.Object, eventType,
 		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
 	}
 	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
+}
+
+// isDegradedWait is true for a child object the cluster cannot have (see childProblem).
+func isDegradedWait(err error) bool {
+	var w errWaiting
+	return errors.As(err, &w) && w.degraded
+}
+
+func firstErr(first, next error) error {
+	if first != nil {
+		return first
+	}
+	return next
 }
 
 func ignoreConflict(err error) error {

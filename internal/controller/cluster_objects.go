@@ -2,9 +2,14 @@ package controller
 
 import (
 	"context"
+	"os"
 	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,9 +49,15 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "Service", want.Name)
 	}
 	if err != nil {
+		return err
+	}
+	// Clusters "db" and "db-client" would share the Service "db-client" (the first's client
+	// Service, the second's headless one): whichever comes second is refused here, before it
+	// creates members whose DNS names would resolve to the other's Pods.
+	if err := notOurs(have, c, "Service", "EtcdCluster"); err != nil {
 		return err
 	}
 	if reflect.DeepEqual(have.Labels, want.Labels) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
@@ -56,7 +67,7 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Labels, have.Spec.Selector, have.Spec.Ports = want.Labels, want.Spec.Selector, want.Spec.Ports
 	have.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
-	return r.Patch(ctx, have, patch)
+	return refusedByAPI(r.Patch(ctx, have, patch), "Service", have.Name)
 }
 
 // ensurePDB keeps a PodDisruptionBudget over the voters; a paused cluster has none.
@@ -68,6 +79,11 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 		return err
 	}
 	exists := err == nil
+	if exists {
+		if err := notOurs(have, c, "PodDisruptionBudget", "EtcdCluster"); err != nil {
+			return err
+		}
+	}
 	if ptrOr(c.Spec.Replicas, 3) == 0 || voters == 0 {
 		if exists && ptrOr(c.Spec.Replicas, 3) == 0 {
 			return client.IgnoreNotFound(r.Delete(ctx, have))
@@ -79,12 +95,59 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return client.IgnoreAlreadyExists(r.Create(ctx, want))
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "PodDisruptionBudget", want.Name)
 	}
 	if reflect.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
 		return nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
-	return r.Patch(ctx, have, patch)
+	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
+}
+
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+
+// ensureNetworkPolicy keeps the NetworkPolicy spec.networkPolicy asks for, and removes the
+// operator's own when it is turned off.
+func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	have := &networkingv1.NetworkPolicy{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.NetworkPolicyName(c.Name)}, have)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	exists := err == nil
+	if exists {
+		if err := notOurs(have, c, "NetworkPolicy", "EtcdCluster"); err != nil {
+			return err
+		}
+	}
+	if c.Spec.NetworkPolicy == nil || !c.Spec.NetworkPolicy.Enabled {
+		if exists {
+			return client.IgnoreNotFound(r.Delete(ctx, have))
+		}
+		return nil
+	}
+	want := specs.NetworkPolicy(c, specs.OperatorPeer(r.OperatorNamespace))
+	if !exists {
+		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+			return err
+		}
+		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "NetworkPolicy", want.Name)
+	}
+	if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec = want.Spec
+	return refusedByAPI(r.Patch(ctx, have, patch), "NetworkPolicy", have.Name)
+}
+
+// OperatorNamespace is the namespace of the operator's Pod, read from its service account
+// mount; "" outside a Pod.
+func OperatorNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

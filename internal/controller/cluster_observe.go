@@ -89,7 +89,7 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if len(endpoints) == 0 {
 		return view, nil
 	}
-	cli, err := r.NewClient(ctx, c, endpoints)
+	cli, err := r.openClient(ctx, c, endpoints)
 	if err != nil {
 		view.clientErr = err
 		return view, nil

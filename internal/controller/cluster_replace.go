@@ -41,7 +41,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 		}
 		// Live: a PVC the cache still shows may be one a removal has just deleted.
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pvc); client.IgnoreNotFound(err) != nil {
+		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: v.pvcs[name].Name}, pvc); client.IgnoreNotFound(err) != nil {
 			return true, err
 		} else if err != nil || !rebuildable(c, pvc) {
 			continue
@@ -51,6 +51,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 			ClusterToken: c.Status.ClusterToken,
 		})
 		m.Spec.Dormant = replicas == 0
+		m.Spec.Adopted = specs.AdoptionOf(pvc)
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}

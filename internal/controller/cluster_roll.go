@@ -85,11 +85,22 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 		if adoptedPodIsCurrent(m, pod) {
 			continue
 		}
-		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] {
+		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] ||
+			joinedWithPeerFlags(c, m, pod) {
 			outdated = append(outdated, m)
 		}
 	}
 	return outdated, down
+}
+
+// joinedWithPeerFlags: a voter added by scale-out still runs in the Pod it joined with,
+// whose flags would let it rejoin under its ID on an emptied data directory
+// (specs.RefillsEmptyData). Its one restart gets it a Pod that refuses empty data. tmpfs
+// members are left alone: their data survives container restarts and goes only with the
+// Pod, which is never recreated under their ID.
+func joinedWithPeerFlags(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
+	return m.Status.Role == etcdv1.RoleVoter && m.Status.MemberID != "" &&
+		m.Spec.Storage.Medium != etcdv1.StorageMediumMemory && specs.RefillsEmptyData(pod, c, m)
 }
 
 func podReady(pod *corev1.Pod) bool {

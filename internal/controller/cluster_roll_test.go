@@ -140,3 +140,40 @@ func assertProgressingReason(t *testing.T, h *harness, reason string) {
 	}
 	t.Fatalf("Progressing reason is not %s: %+v", reason, h.clusterObj().Status.Conditions)
 }
+
+// A voter added by scale-out runs in the Pod it joined with, whose flags name its peers:
+// it is restarted once (followers first, as any roll), into a Pod that refuses an empty data
+// directory, and then left alone.
+func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
+	h := runningHarness(t)
+	for _, m := range h.members() {
+		if m.Name != "db-2" {
+			continue
+		}
+		m.Spec.Bootstrap.InitialClusterState = etcdv1.InitialClusterStateExisting
+		if err := h.api.Update(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.startPods()
+	h.reconcile()
+	if got := h.podNames(); !slices.Equal(got, []string{"db-1", "db-3"}) {
+		t.Fatalf("Pods %v, want db-2's restarted", got)
+	}
+	// The member controller starts a joined member with only itself named.
+	c := h.clusterObj()
+	for _, m := range h.members() {
+		if m.Name == "db-2" {
+			pod := specs.Pod(c, m, h.r.PodOptions)
+			specs.RequireData(pod, c, m)
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			if err := h.api.Create(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("restarted again: %v", got)
+	}
+}

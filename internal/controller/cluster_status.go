@@ -128,9 +128,12 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 	progressing = applyDeadline(c, progressing, step.progressed, now)
 
 	degraded := metav1.Condition{Type: etcdv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AllMembersHealthy", Message: "every member is healthy"}
-	if sick := unhealthyMembers(c, v); replicas > 0 && len(sick) > 0 {
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, "MembersUnhealthy"
+	if sick, reason := unhealthyMembers(c, v); replicas > 0 && len(sick) > 0 {
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, reason
 		degraded.Message = "unhealthy: " + strings.Join(sick, ", ")
+	}
+	if isWaiting && waiting.degraded {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, waiting.reason, waiting.message
 	}
 	for _, cond := range []metav1.Condition{available, progressing, degraded} {
 		cond.ObservedGeneration = c.Generation
@@ -186,9 +189,11 @@ func inMotion(v *clusterView, replicas int) bool {
 }
 
 // unhealthyMembers names members that should run but do not answer, with what their
-// EtcdMember says about why (PVC pending, image not found, ...).
-func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) []string {
-	var out []string
+// EtcdMember says about why (PVC pending, image not found, ...), and the Degraded reason:
+// MembersUnhealthy, or the member's own reason when a child object of it is refused or
+// someone else's (NameConflict, ObjectRefused), which needs a person.
+func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) (out []string, reason string) {
+	reason = "MembersUnhealthy"
 	for _, m := range v.active() {
 		em, ok := v.etcdMemberFor(c, m)
 		if ok && v.healthy[em.ID] {
@@ -197,11 +202,14 @@ func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) []string {
 		why := "not answering"
 		if cond := meta.FindStatusCondition(m.Status.Conditions, etcdv1.MemberConditionReady); cond != nil && cond.Status != metav1.ConditionTrue {
 			why = cond.Reason
+			if cond.Reason == ReasonNameConflict || cond.Reason == ReasonObjectRefused {
+				reason = cond.Reason
+			}
 			if cond.Message != "" {
 				why += ": " + cond.Message
 			}
 		}
 		out = append(out, fmt.Sprintf("%s (%s)", m.Name, why))
 	}
-	return out
+	return out, reason
 }

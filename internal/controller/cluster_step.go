@@ -23,7 +23,12 @@ import (
 const AnnotationRemove = "etcd-operator.cozystack.io/remove"
 
 // errWaiting says the cluster is not ready for the next change; the reconcile comes back soon.
-type errWaiting struct{ reason, message string }
+// degraded marks a wait on something broken (a child object the cluster cannot have), which
+// Degraded reports too.
+type errWaiting struct {
+	reason, message string
+	degraded        bool
+}
 
 func (e errWaiting) Error() string { return e.message }
 
@@ -87,6 +92,10 @@ func ptrOr[T any](p *T, fallback T) T {
 func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
 	if c.Status.ClusterID != "" || v.reachable {
 		return false, nil
+	}
+	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
+	if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
+		return done, err
 	}
 	names := foundingNames(c, v.members, replicas)
 	if len(names) == 0 {
@@ -182,10 +191,15 @@ func (r *ClusterReconciler) createMember(ctx context.Context, c *etcdv1.EtcdClus
 		return err
 	}
 	err := r.Create(ctx, m)
-	if err == nil || isAlreadyExists(err) {
-		return nil
+	if isAlreadyExists(err) {
+		// Ours from an earlier attempt, or someone else's that must not be taken for ours.
+		have := &etcdv1.EtcdMember{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(m), have); err != nil {
+			return err
+		}
+		return notOurs(have, c, "EtcdMember", "EtcdCluster")
 	}
-	return err
+	return refusedByAPI(err, "EtcdMember", m.Name)
 }
 
 // pauseOrResume flips every member's dormant flag; no membership changes, so a paused

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +50,8 @@ func problemf(reason, format string, args ...any) *problem {
 
 // secureStep is step behind the gates of TLS and auth: no member is created before its
 // certificates and the root password are readable (a Pod without its Secrets cannot start,
-// and a cluster meant to have auth must not serve without it), and auth is enabled or its
-// password rotated once the cluster is at rest.
+// and a cluster meant to have auth must not serve without it), auth is enabled as soon as a
+// quorum of voters is healthy, and root's password is rotated once the cluster is at rest.
 func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	if err := r.ensureTLS(ctx, c); err != nil {
 		return false, err
@@ -61,6 +62,16 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.reportRefusedLogin(ctx, c, v); err != nil {
 		return false, err
 	}
+	// Auth goes on as soon as a quorum answers, before any other step: until then members
+	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
+	if authWanted(c) && !c.Status.AuthEnabled && v.reachable {
+		if err := r.ensureAuth(ctx, c, v); err != nil {
+			return false, err
+		}
+		if c.Status.AuthEnabled {
+			return true, nil
+		}
+	}
 	progressed, err := r.step(ctx, c, v)
 	if err != nil || progressed {
 		return progressed, err
@@ -69,13 +80,16 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 }
 
 // ensureTLS creates the cert-manager Certificates spec.tls asks for and checks that every
-// certificate Secret exists with valid keys. It records TLSReady, and until it is True it
-// returns an errWaiting, which keeps members from being created and requeues.
+// certificate Secret exists with valid keys. It records TLSReady. Only a Secret that is
+// missing or unusable holds the cluster back (an errWaiting, which keeps members from being
+// created and requeues): the certificates are per cluster (wildcards over the members), so
+// healing, scaling and rolling need no new certificate and go on while an issuer is broken.
+// Such a problem only stops renewal, and TLSReady says so.
 func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if c.Spec.TLS == nil {
 		return nil
 	}
-	p, err := r.tlsProblem(ctx, c)
+	p, blocking, err := r.tlsProblem(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -83,43 +97,76 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 		Message: "every certificate Secret exists with tls.crt, tls.key and ca.crt"}
 	if p != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.message
+		if !blocking {
+			cond.Message += "; " + issuedStillInUse
+		}
 	}
 	if err := r.setCondition(ctx, c, cond); err != nil {
 		return err
 	}
-	if p != nil {
+	if p != nil && blocking {
 		return waitFor(p.reason, "%s", p.message)
 	}
 	return nil
 }
 
-// tlsProblem is the first thing missing for TLS. Every Certificate is asked for before any
-// Secret is checked, so that cert-manager issues them all at once.
-func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (*problem, error) {
+// issuedStillInUse ends TLSReady's message when the issuer fails but every Secret is usable.
+const issuedStillInUse = "the certificates already issued stay in use: members are still healed, scaled and restarted with them; only a new issue or renewal waits for the fix"
+
+// tlsProblem is the first thing missing for TLS, and whether it blocks the cluster (a Secret
+// the members or the operator need is missing or unusable) or only the issuing of new
+// certificates. Every Certificate is asked for before any Secret is checked, so that
+// cert-manager issues them all at once. When a Secret is missing because its issuer is
+// broken, the issuer is named: it is what needs the fix.
+func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
 	issued := specs.Certificates(c)
 	certs := make([]*unstructured.Unstructured, len(issued))
+	var issuing *problem
 	for i, ic := range issued {
-		if p, err := r.checkIssuer(ctx, c, ic); p != nil || err != nil {
-			return p, err
+		ip, err := r.checkIssuer(ctx, c, ic)
+		if err != nil {
+			return nil, false, err
 		}
-		have, p, err := r.applyCertificate(ctx, c, ic)
-		if p != nil || err != nil {
-			return p, err
+		if ip != nil {
+			issuing = firstProblem(issuing, ip)
+			continue
 		}
+		have, cp, err := r.applyCertificate(ctx, c, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		if cp != nil && cp.reason == ReasonCertificateConflict {
+			return cp, true, nil // someone else's Certificate would fill the cluster's Secret
+		}
+		issuing = firstProblem(issuing, cp)
 		certs[i] = have
 	}
-	for i, ic := range issued {
-		s := tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)}
-		if p, err := r.checkTLSSecret(ctx, c, s, certs[i]); p != nil || err != nil {
-			return p, err
+	secrets := make([]tlsSecret, 0, len(issued)+3)
+	for _, ic := range issued {
+		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)})
+	}
+	secrets = append(secrets, userTLSSecrets(c)...)
+	for i, s := range secrets {
+		var cert *unstructured.Unstructured
+		if i < len(certs) {
+			cert = certs[i]
+		}
+		sp, err := r.checkTLSSecret(ctx, c, s, cert)
+		if err != nil {
+			return nil, false, err
+		}
+		if sp != nil {
+			return firstProblem(issuing, sp), true, nil
 		}
 	}
-	for _, s := range userTLSSecrets(c) {
-		if p, err := r.checkTLSSecret(ctx, c, s, nil); p != nil || err != nil {
-			return p, err
-		}
+	return issuing, false, nil
+}
+
+func firstProblem(first, next *problem) *problem {
+	if first != nil {
+		return first
 	}
-	return nil, nil
+	return next
 }
 
 // tlsSecret is a certificate Secret the cluster needs, the keys it must have, and where it
@@ -206,6 +253,9 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 			return nil, nil, err
 		}
 		if err := r.Create(ctx, want); err != nil {
+			if isRefusal(err) {
+				return nil, problemf(ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
+			}
 			return nil, nil, client.IgnoreAlreadyExists(err)
 		}
 		r.eventAbout(c, want, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
@@ -333,20 +383,9 @@ func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Ob
 }
 
 func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
-	var names []string
-	if specs.ClientTLS(c) {
-		names = append(names, specs.ServerSecretName(c), specs.OperatorClientSecretName(c))
-	}
+	names := clientSecretNames(c)
 	if specs.PeerTLS(c) {
 		names = append(names, specs.PeerSecretName(c))
 	}
-	if authWanted(c) {
-		names = append(names, c.Spec.Auth.RootCredentialsSecretRef.Name, specs.RootAppliedSecretName(c.Name))
-	}
-	for _, n := range names {
-		if n != "" && n == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(names, name)
 }

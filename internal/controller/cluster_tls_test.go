@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,5 +246,40 @@ func TestSecretEventsReachTheClustersThatUseThem(t *testing.T) {
 		if len(got) != want {
 			t.Errorf("Secret %s maps to %v, want %d cluster(s)", name, got, want)
 		}
+	}
+}
+
+// TestIssuerNotReadyDoesNotStopHealing: certificates are per cluster, so an issuer that turns
+// NotReady on a healthy cluster stops only renewal. A member lost by hand is recreated and a
+// scale-out goes on with the Secrets already issued; TLSReady says what waits.
+func TestIssuerNotReadyDoesNotStopHealing(t *testing.T) {
+	ca := caIssuer(true)
+	testCA := testpki.NewCA(t)
+	h := newSecureHarness(t, true, certManagerSpec, ca,
+		secret("db-server-tls", tlsData(t, testCA, "server")),
+		secret("db-operator-client-tls", tlsData(t, testCA, "operator")),
+		secret("db-peer-tls", tlsData(t, testCA, "peer")))
+	h.reconcile()
+	h.running()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+
+	setReady(ca, false, "ErrSigningCA")
+	if err := h.api.Update(context.Background(), ca); err != nil {
+		t.Fatal(err)
+	}
+	lost := h.members()[1]
+	if err := h.api.Delete(context.Background(), lost); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "only a new issue or renewal waits")
+	if got := names(h.members()); !slices.Contains(got, lost.Name) {
+		t.Fatalf("members %v: %s was not recreated while the issuer is not ready", got, lost.Name)
+	}
+
+	h.setReplicas(4)
+	h.reconcile()
+	if got := names(h.members()); len(got) != 4 {
+		t.Fatalf("members %v: no scale-out while the issuer is not ready", got)
 	}
 }

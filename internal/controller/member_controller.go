@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,6 +36,8 @@ type MemberReconciler struct {
 	Recorder   events.EventRecorder
 	NewClient  ClientFactory
 	PodOptions specs.PodOptions
+	// MaxConcurrentReconciles is how many members are reconciled at once; 1 when 0.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/finalizers,verbs=update
@@ -74,10 +77,26 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, r.setStatus(ctx, m, "", dataLostCondition("its PVC is gone"))
 		}
 		if err != nil {
-			return ctrl.Result{}, err
+			return r.blocked(ctx, m, err)
 		}
 	}
-	return r.ensurePod(ctx, cluster, m)
+	res, err := r.ensurePod(ctx, cluster, m)
+	if err != nil {
+		return r.blocked(ctx, m, err)
+	}
+	return res, nil
+}
+
+// blocked reports a child object the member cannot have (someone else's PVC or Pod of that
+// name, or one the API server refuses) in its Ready condition, which the cluster's Degraded
+// condition repeats, and looks again later: nothing the operator watches tells when a
+// quota or a webhook changes its mind. Other errors go back to the controller.
+func (r *MemberReconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
+	var w errWaiting
+	if !errors.As(err, &w) || !w.degraded {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, m.Status.PodName, readyCondition(metav1.ConditionFalse, w.reason, w.message))
 }
 
 // SetupWithManager watches members and the Pods and PVCs they own.
@@ -88,6 +107,7 @@ func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// PVCs are owned by the cluster (see ensurePVC); the member label finds their member.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(memberOfLabeled)).
 		Named("etcdmember").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
@@ -127,7 +147,11 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 	}
 	switch {
 	case cluster == nil:
-		// The cluster is being deleted: garbage collection removes the Pod and PVC.
+		// The cluster is being deleted: garbage collection removes the Pod, and the PVC
+		// unless the cluster retains it (whenDeleted Retain).
+		if err := r.keepPVCOfDeletedCluster(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
 	case m.Annotations[AnnotationRemove] == "true":
 		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
 			reason := "RemoveFailed"
@@ -297,8 +321,8 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) 
 	return client.IgnoreNotFound(err)
 }
 
-// rescuePVC makes the cluster the PVC's owner, so garbage collection of the member does not
-// take the data with it.
+// rescuePVC takes the member off the PVC's owners (ownPVCPerPolicy), so garbage collection
+// of the member does not take the data with it.
 func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
@@ -309,8 +333,7 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
-	pvc.OwnerReferences = nil
-	if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
+	if changed, err := ownPVCPerPolicy(c, pvc, r.Scheme()); err != nil || !changed {
 		return err
 	}
 	return r.Patch(ctx, pvc, patch)
@@ -319,7 +342,7 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // needsAttention are the Ready reasons that will not pass without a person: each gets a
 // Warning event when it first appears.
 var needsAttention = map[string]bool{
-	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true,
+	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true, ReasonNameConflict: true, ReasonObjectRefused: true,
 	"CreateContainerConfigError": true, "CrashLoopBackOff": true,
 }
 

@@ -168,8 +168,8 @@ func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 		t.Fatalf("a deletion by hand removed the member from etcd: %v", calls)
 	}
 	pvc := h.pvc("db-2")
-	if pvc == nil || !metav1.IsControlledBy(pvc, h.cluster) {
-		t.Fatalf("PVC %+v, want it kept and owned by the cluster", pvc)
+	if pvc == nil || len(pvc.OwnerReferences) != 0 {
+		t.Fatalf("PVC %+v, want it kept with no owner (whenDeleted Retain)", pvc)
 	}
 	if h.member("db-2") != nil {
 		t.Fatal("the finalizer was not released")
@@ -193,12 +193,12 @@ func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
 	}
 }
 
-func TestEnsurePVCOwnsByTheClusterAndRecordsTheIdentity(t *testing.T) {
+func TestEnsurePVCOwnsPerPolicyAndRecordsTheIdentity(t *testing.T) {
 	h := newMemberHarness(t, "")
 	h.reconcile("db-1")
 	pvc := h.pvc("db-1")
-	if !metav1.IsControlledBy(pvc, h.cluster) {
-		t.Fatalf("owners %+v: a foreground deletion of the EtcdMember would take the data", pvc.OwnerReferences)
+	if len(pvc.OwnerReferences) != 0 {
+		t.Fatalf("owners %+v: a foreground deletion of the EtcdMember or the cluster would take the data", pvc.OwnerReferences)
 	}
 	if pvc.Annotations[specs.AnnotationMemberID] != etcd.FormatID(h.ids["db-1"]) || pvc.Annotations[specs.AnnotationClusterID] == "" {
 		t.Fatalf("annotations %v", pvc.Annotations)

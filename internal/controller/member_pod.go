@@ -34,11 +34,11 @@ var errDataLost = errors.New("data lost")
 // hand, and records the member's etcd identity on it. A member that has started in etcd gets
 // no new, empty PVC: errDataLost.
 //
-// The PVC is owned by the EtcdCluster, not by the EtcdMember: with the member as owner,
-// `kubectl delete etcdmember --cascade=foreground` (or any deletion whose garbage collection
-// wins the race with the member's finalizer) would take the data. The member's finalizer
-// deletes the PVC itself, and only at the end of a deliberate removal from etcd; deleting
-// the EtcdCluster lets garbage collection take it.
+// The PVC is never owned by the EtcdMember: with the member as owner, `kubectl delete
+// etcdmember --cascade=foreground` (or any deletion whose garbage collection wins the race
+// with the member's finalizer) would take the data. Who owns it follows the cluster's
+// retention policy (ownPVCPerPolicy). The member's finalizer deletes the PVC itself, and only
+// at the end of a deliberate removal from etcd.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
@@ -47,11 +47,11 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 			return errors.Join(errDataLost, err)
 		}
 		want := specs.PVC(c, m)
-		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+		if _, err := ownPVCPerPolicy(c, want, r.Scheme()); err != nil {
 			return err
 		}
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+			return refusedByAPI(err, "PersistentVolumeClaim", want.Name)
 		}
 		r.event(m, corev1.EventTypeNormal, "PVCCreated", "CreatePVC", "created PVC %s", want.Name)
 		return nil
@@ -62,27 +62,57 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !have.DeletionTimestamp.IsZero() {
 		return nil // going with its data: the cluster controller replaces the member
 	}
-	patch := client.MergeFrom(have.DeepCopy())
-	changed := false
-	if !metav1.IsControlledBy(have, c) {
-		have.OwnerReferences = nil
-		if err := controllerutil.SetControllerReference(c, have, r.Scheme()); err != nil {
-			return err
-		}
-		changed = true
+	if !pvcOfMember(have, c, m) {
+		return notOurs(have, m, "PersistentVolumeClaim", "EtcdMember")
 	}
-	if m.Status.MemberID != "" && have.Annotations[specs.AnnotationMemberID] != m.Status.MemberID {
-		if have.Annotations == nil {
-			have.Annotations = map[string]string{}
-		}
-		have.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
-		have.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+	patch := client.MergeFrom(have.DeepCopy())
+	changed, err := ownPVCPerPolicy(c, have, r.Scheme())
+	if err != nil {
+		return err
+	}
+	if recordIdentity(have, m) {
 		changed = true
 	}
 	if !changed {
 		return nil
 	}
 	return r.Patch(ctx, have, patch)
+}
+
+// recordIdentity annotates the PVC with the member's etcd member and cluster IDs; true when
+// it changed. The cluster ID is known only after the member ID for a member added by
+// scale-out; it is recorded when it appears, so that kept PVCs tell which etcd cluster they
+// belong to.
+func recordIdentity(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) bool {
+	if m.Status.MemberID == "" || (pvc.Annotations[specs.AnnotationMemberID] == m.Status.MemberID &&
+		(m.Status.ClusterID == "" || pvc.Annotations[specs.AnnotationClusterID] == m.Status.ClusterID)) {
+		return false
+	}
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
+	pvc.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+	return true
+}
+
+// pvcOfMember says whether an existing PVC holds this member's data, and may be taken over:
+// it is controlled by this member or an earlier EtcdMember of the same name (deleted by
+// hand), by the cluster (the member finalizer's rescue), or by nothing while its labels name
+// this cluster and member (kept when an EtcdCluster of this name was deleted with
+// whenDeleted Retain). Anything else is someone else's and is never taken.
+func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	ref := metav1.GetControllerOf(pvc)
+	switch {
+	case ref == nil:
+		return pvc.Labels[specs.LabelCluster] == c.Name && pvc.Labels[specs.LabelMember] == m.Name &&
+			pvc.Labels[specs.LabelManagedBy] == specs.ManagerName
+	case ref.Kind == "EtcdMember":
+		return ref.Name == m.Name
+	case ref.Kind == "EtcdCluster":
+		return ref.UID == c.UID
+	}
+	return false
 }
 
 // ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and
@@ -108,6 +138,8 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 		return r.createPod(ctx, c, m)
 	case !pod.DeletionTimestamp.IsZero():
 		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case !podOfMember(pod, m):
+		return ctrl.Result{}, notOurs(pod, m, "Pod", "EtcdMember")
 	}
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
 		return ctrl.Result{}, err
@@ -116,6 +148,13 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 		return ctrl.Result{}, err
 	}
 	return r.mirrorPodState(ctx, m, pod)
+}
+
+// podOfMember: the Pod is this member's, or an earlier EtcdMember's of the same name that
+// garbage collection is about to delete.
+func podOfMember(pod *corev1.Pod, m *etcdv1.EtcdMember) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind == "EtcdMember" && ref.Name == m.Name
 }
 
 // mirrorPodState puts the Pod's readiness, or why it cannot start, into the member's status.
@@ -180,7 +219,7 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return ctrl.Result{}, nil // the namespace is going, and the member with it
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, refusedByAPI(err, "Pod", pod.Name)
 	}
 	r.event(m, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created Pod %s", pod.Name)
 	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, "PodStarting", "the Pod was created"))

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,8 +96,19 @@ func enableRootAuth(t *testing.T, c Client, password string) {
 			t.Fatal(err)
 		}
 	}
+	expectOnlyRoot(t, c)
 	if err := c.AuthEnable(shortContext(t)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// expectOnlyRoot checks UserList and RoleList against a cluster where only root exists.
+func expectOnlyRoot(t *testing.T, c Client) {
+	t.Helper()
+	users, uerr := c.UserList(shortContext(t))
+	roles, rerr := c.RoleList(shortContext(t))
+	if uerr != nil || rerr != nil || !slices.Equal(users, []string{RootUser}) || slices.ContainsFunc(roles, func(r string) bool { return r != RootRole }) {
+		t.Fatalf("users %v (%v), roles %v (%v); want root only", users, uerr, roles, rerr)
 	}
 }
 

@@ -262,6 +262,22 @@ func (c *client) UserChangePassword(ctx context.Context, user, password string) 
 	return nil
 }
 
+func (c *client) UserList(ctx context.Context) ([]string, error) {
+	resp, err := c.cli.UserList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("etcd user list: %w", translateError(err))
+	}
+	return resp.Users, nil
+}
+
+func (c *client) RoleList(ctx context.Context) ([]string, error) {
+	resp, err := c.cli.RoleList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("etcd role list: %w", translateError(err))
+	}
+	return resp.Roles, nil
+}
+
 func (c *client) AuthEnable(ctx context.Context) error {
 	if _, err := c.cli.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("etcd enable auth: %w", translateError(err))

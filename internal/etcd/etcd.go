@@ -156,6 +156,10 @@ type Auth interface {
 	UserGrantRole(ctx context.Context, user, role string) error
 	// UserChangePassword sets a user's password; ErrUserNotFound for an unknown user.
 	UserChangePassword(ctx context.Context, user, password string) error
+	// UserList names every user; RoleList every role etcd stores (the built-in root role
+	// may be absent). Both need root once authentication is on.
+	UserList(ctx context.Context) ([]string, error)
+	RoleList(ctx context.Context) ([]string, error)
 	// AuthEnable turns authentication on; a no-op when it is on. It needs user root with
 	// the root role: ErrRootUserNotExist or ErrRootRoleNotExist otherwise.
 	AuthEnable(ctx context.Context) error

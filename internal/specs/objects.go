@@ -57,13 +57,20 @@ func servicePort(name string, port int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}
 }
 
-// ClientService is what applications connect to: ready members only.
+// ClientService is what applications connect to: ready members only. A cluster meant to have
+// auth serves no application before the operator has enabled auth (status.authEnabled): the
+// selector then also asks for an empty member label, which no member Pod has (the operator's
+// own labels win over spec.additionalMetadata), so the Service has no endpoints.
 func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+	selector := ClusterLabels(c.Name)
+	if c.Spec.Auth != nil && c.Spec.Auth.Enabled && !c.Status.AuthEnabled {
+		selector[LabelMember] = ""
+	}
 	return &corev1.Service{
 		ObjectMeta: objectMeta(c, ClientServiceName(c.Name), ClusterLabels(c.Name)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: ClusterLabels(c.Name),
+			Selector: selector,
 			Ports: []corev1.ServicePort{
 				servicePort("client", ClientPort),
 			},

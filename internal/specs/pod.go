@@ -92,7 +92,7 @@ func ptr[T any](v T) *T { return &v }
 
 func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) corev1.Container {
 	return corev1.Container{
-		Name:    "etcd",
+		Name:    ContainerName,
 		Image:   image,
 		Command: []string{"/usr/local/bin/etcd"},
 		Args:    EtcdArgs(c, m),
@@ -167,8 +167,23 @@ func tlsArgs(c *etcdv1.EtcdCluster) []string {
 			"--peer-key-file="+peerTLSDir+"/tls.key",
 			"--peer-trusted-ca-file="+peerTLSDir+"/ca.crt",
 			"--peer-client-cert-auth=true")
+		if name := PeerAllowedHostname(c); name != "" {
+			args = append(args, "--peer-cert-allowed-hostname="+name)
+		}
 	}
 	return args
+}
+
+// PeerAllowedHostname pins who may talk to a member as a peer: only a certificate valid for
+// this cluster's headless Service name, not any certificate the peer CA signed (an issuer
+// shared by several clusters signs theirs too). Set for peer certificates the operator asks
+// cert-manager for, which carry that name (PeerDNSNames); a peer Secret of the user's own
+// (spec.tls.peer.secretRef) may not, so it is not pinned: docs/tls.md says what to put in it.
+func PeerAllowedHostname(c *etcdv1.EtcdCluster) string {
+	if !PeerTLS(c) || c.Spec.TLS.Peer.CertManager == nil {
+		return ""
+	}
+	return HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
 }
 
 // ClientCertAuth is true when etcd requires client certificates (mutual TLS on 2379).
@@ -267,6 +282,35 @@ func spreadConstraints(c *etcdv1.EtcdCluster) []corev1.TopologySpreadConstraint 
 		return nil
 	}
 	return out
+}
+
+// ContainerName is the name of the container that runs etcd in a member's Pod.
+const ContainerName = "etcd"
+
+// RefillsEmptyData is true for a Pod, built by Pod, of a member added by scale-out
+// (--initial-cluster-state=existing) whose --initial-cluster still names its peers: if its
+// data directory were emptied while the Pod stays (a container restart), etcd would fetch
+// the membership from those peers and start as the same voter with an empty log. Once the
+// member has joined, such a Pod is restarted once, as RequireData builds it. Founding members
+// (state new) need no restart: etcd itself refuses to bootstrap again a member its peers know
+// ("has already been bootstrapped").
+func RefillsEmptyData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	for _, container := range pod.Spec.Containers {
+		if container.Name != ContainerName {
+			continue
+		}
+		existing, peers := false, false
+		for _, arg := range container.Args {
+			switch {
+			case arg == "--initial-cluster-state="+string(etcdv1.InitialClusterStateExisting):
+				existing = true
+			case strings.HasPrefix(arg, "--initial-cluster="):
+				peers = arg != "--initial-cluster="+InitialCluster(c, []string{m.Name})
+			}
+		}
+		return existing && peers
+	}
+	return false
 }
 
 // RequireData makes pod, built by Pod, refuse to start on an empty data directory: it names

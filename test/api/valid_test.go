@@ -9,6 +9,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -33,6 +34,9 @@ func TestMinimalClusterGetsItsDefaults(t *testing.T) {
 	}
 	if got.Spec.ProgressDeadlineSeconds == nil || *got.Spec.ProgressDeadlineSeconds != 600 {
 		t.Errorf("progressDeadlineSeconds = %v, want default 600", got.Spec.ProgressDeadlineSeconds)
+	}
+	if p := got.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenDeleted != etcdv1.PVCRetain {
+		t.Errorf("persistentVolumeClaimRetentionPolicy = %+v, want default whenDeleted Retain", p)
 	}
 }
 
@@ -86,6 +90,13 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			c.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 				MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
 			}}
+		}),
+		newCluster("ok-name-of-56-characters-" + strings.Repeat("x", 56-len("ok-name-of-56-characters-"))),
+		newCluster("ok-delete-pvcs", func(c *etcdv1.EtcdCluster) {
+			c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+		}),
+		newCluster("ok-network-policy", func(c *etcdv1.EtcdCluster) {
+			c.Spec.NetworkPolicy = &etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"etcd-client": "true"}}}
 		}),
 		newSnapshot("ok-snap-s3"),
 		newSnapshot("ok-snap-pvc", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("")} }),

@@ -167,7 +167,8 @@ func TestCrashAfterEachStepConverges(t *testing.T) {
 		waitSettled(t, ns, name, s.replicas, 5*time.Minute)
 		checkMembership(t, ns, name, int(s.replicas))
 	}
-	w.stopAndVerify(t, 20)
+	// Two removals (5 -> 4 -> 3) may each fail a write; the crashes touch no member.
+	w.stopAndVerifyAtMost(t, 20, 2*failuresPerDisruption)
 
 	ids := memberIDs(getCluster(t, ns, name))
 	crashAfter(t, ns, name, failpoint.AfterDormantFlip, func() { setReplicas(t, ns, name, 0) })

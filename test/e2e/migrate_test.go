@@ -132,9 +132,11 @@ func checkAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, pods map[strin
 			t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
 		}
 		eventually(t, time.Minute, "adopted Pod and PVC taken over", func() error {
+			// The PVC follows this operator's retention policy (default Retain: no owner);
+			// Cozystack's EtcdMember no longer owns it, and it records the member's etcd ID.
 			pvc := getPVC(t, ns, "data-"+name)
-			if !metav1.IsControlledBy(pvc, c) {
-				return fmt.Errorf("PVC %s owners %v", pvc.Name, pvc.OwnerReferences)
+			if ref := metav1.GetControllerOf(pvc); (ref != nil && ref.Kind == "EtcdMember") || pvc.Annotations[specs.AnnotationMemberID] != ids[name] {
+				return fmt.Errorf("PVC %s: owners %v, annotations %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations)
 			}
 			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
 				return err

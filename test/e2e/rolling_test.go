@@ -18,7 +18,13 @@ func TestChangedPodSpecRollsThroughTheMembers(t *testing.T) {
 	ns := namespace(t)
 	createCluster(t, ns, "roll", 3)
 	before := waitSettled(t, ns, "roll", 3, 4*time.Minute)
+	var names []string
+	for _, m := range before.Status.Members {
+		names = append(names, m.Name)
+	}
+	pods := trackMemberPods(t, ns, "roll", names)
 	w := startWriter(t, ns, "roll", "roll")
+	changed := time.Now()
 
 	c := getCluster(t, ns, "roll")
 	patch := client.MergeFrom(c.DeepCopy())
@@ -43,9 +49,19 @@ func TestChangedPodSpecRollsThroughTheMembers(t *testing.T) {
 		}
 		return nil
 	})
-	after := waitSettled(t, ns, "roll", 3, 4*time.Minute)
+	after := waitSettledAfter(t, ns, "roll", 3, changed, 4*time.Minute)
 	if b, a := fmt.Sprint(sorted(memberIDs(before))), fmt.Sprint(sorted(memberIDs(after))); a != b {
 		t.Fatalf("member IDs changed across the rolling restart:\n before %s\n after  %s", b, a)
 	}
-	w.stopAndVerify(t, 20)
+	restarts := pods.finish(t)
+	if restarts.MostAtOnce != 1 {
+		t.Fatalf("%d members were restarting at once during the roll; want 1 (one restart at a time)", restarts.MostAtOnce)
+	}
+	for _, name := range names {
+		if restarts.Replaced[name] != 1 {
+			t.Fatalf("member Pods were replaced %v times; want once each", restarts.Replaced)
+		}
+	}
+	// Three restarts, each of a member a write may be in flight on; leadership moves first.
+	w.stopAndVerifyAtMost(t, 20, 3*failuresPerDisruption)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +205,15 @@ func getPVC(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
 // made for it, then deletes its Pod so that etcd starts again on the empty directory.
 func wipeData(t *testing.T, ns, member string) {
 	t.Helper()
+	emptyVolume(t, ns, member)
+	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// emptyVolume removes everything in the member's local volume.
+func emptyVolume(t *testing.T, ns, member string) {
+	t.Helper()
 	pvc := getPVC(t, ns, member)
 	pv := &corev1.PersistentVolume{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
@@ -221,8 +231,37 @@ func wipeData(t *testing.T, ns, member string) {
 			t.Fatal(err)
 		}
 	}
-	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member}}); err != nil {
+}
+
+// killEtcd ends the member's etcd process (SIGKILL): its container restarts in the same Pod,
+// with the same flags. The local cluster runs containers as processes of this machine.
+func killEtcd(t *testing.T, ns, member string) {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
 		t.Fatal(err)
+	}
+	killed := 0
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		args := strings.Split(string(raw), "\x00")
+		if !slices.Contains(args, "--name="+member) || !strings.Contains(string(raw), "."+ns+".svc:") {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed++
+	}
+	if killed != 1 {
+		t.Fatalf("%d etcd processes of %s/%s found, want 1", killed, ns, member)
 	}
 }
 
@@ -258,6 +297,41 @@ func TestMemberWithWipedDataIsReplaced(t *testing.T) {
 	if reasons := eventReasons(t, ns); !slices.Contains(reasons, "MemberReplacing") {
 		t.Fatalf("no MemberReplacing event: %v", reasons)
 	}
+	w.stopAndVerify(t, 10)
+}
+
+// A member added by scale-out joined with a Pod whose flags name its peers; after its
+// promotion the operator restarts it once into a Pod that names only itself. So when its data
+// directory is emptied while the Pod stays (the container restarts in place), etcd cannot
+// rejoin under the member's ID with an empty log: it exits, and the member is replaced.
+func TestScaledOutMemberRestartedInPlaceOnEmptyDataIsReplaced(t *testing.T) {
+	t.Parallel()
+	ns, _, w := loadedCluster(t, "grow", 3)
+	setReplicas(t, ns, "grow", 4)
+	var before *etcdv1.EtcdCluster
+	eventually(t, 5*time.Minute, "grow-4 a voter whose Pod names only itself", func() error {
+		before = getCluster(t, ns, "grow")
+		pod := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "grow-4"}, pod); err != nil {
+			return err
+		}
+		if !slices.Contains(pod.Spec.Containers[0].Args, "--initial-cluster="+specs.InitialCluster(before, []string{"grow-4"})) {
+			return fmt.Errorf("grow-4's Pod still has %v", pod.Spec.Containers[0].Args)
+		}
+		if before.Status.Voters != 4 || before.Status.ReadyMembers != 4 {
+			return fmt.Errorf("voters %d, ready %d", before.Status.Voters, before.Status.ReadyMembers)
+		}
+		return nil
+	})
+	var victim etcdv1.MemberSummary
+	for _, m := range before.Status.Members {
+		if m.Name == "grow-4" {
+			victim = m
+		}
+	}
+	emptyVolume(t, ns, victim.Name)
+	killEtcd(t, ns, victim.Name)
+	waitReplaced(t, ns, "grow", before, victim)
 	w.stopAndVerify(t, 10)
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,8 +28,9 @@ import (
 )
 
 var (
-	k8s      client.Client
-	resolver *net.Resolver
+	k8s        client.Client
+	restConfig *rest.Config // for watches (k8s cannot watch)
+	resolver   *net.Resolver
 )
 
 func TestMain(m *testing.M) {
@@ -58,6 +60,7 @@ func setUp() error {
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
+	restConfig = cfg
 	// Service names resolve through the cluster's DNS server (the local cluster's by
 	// default), so the writer connects the way an application in the cluster does.
 	dnsAddr := os.Getenv("E2E_CLUSTER_DNS")

@@ -56,6 +56,53 @@ func (s *Session) UserChangePassword(ctx context.Context, name, password string)
 	return s.userChangePassword(ctx, s.user, name, password)
 }
 
+func (s *Session) UserList(ctx context.Context) ([]string, error) { return s.userList(ctx, s.user) }
+
+func (s *Session) RoleList(ctx context.Context) ([]string, error) { return s.roleList(ctx, s.user) }
+
+func (f *Cluster) UserList(ctx context.Context) ([]string, error) { return f.userList(ctx, "") }
+
+func (f *Cluster) RoleList(ctx context.Context) ([]string, error) { return f.roleList(ctx, "") }
+
+// SeedUser and SeedRole make a user (with roles) or a role as someone other than the
+// operator would, without recording a call.
+func (f *Cluster) SeedUser(name, password string, roles ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users[name] = &user{password: password, roles: roles}
+}
+
+func (f *Cluster) SeedRole(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.roles = append(f.roles, name)
+}
+
+func (f *Cluster) userList(ctx context.Context, as string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	early, lost := f.begin(ctx, "UserList", "")
+	if err := firstError(early, f.withQuorum(), f.asAdmin(as)); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(f.users))
+	for name := range f.users {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, lost
+}
+
+func (f *Cluster) roleList(ctx context.Context, as string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	early, lost := f.begin(ctx, "RoleList", "")
+	if err := firstError(early, f.withQuorum(), f.asAdmin(as)); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.roles), lost
+}
+
 // AuthEnabled reports the switch without recording a call.
 func (f *Cluster) AuthEnabled() bool {
 	f.mu.Lock()

@@ -75,6 +75,7 @@ type Cluster struct {
 	closed      bool
 	authEnabled bool
 	users       map[string]*user
+	roles       []string // roles other than root, made with SeedRole
 }
 
 var _ etcd.Client = (*Cluster)(nil)

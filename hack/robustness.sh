@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# make robustness: the local cluster, the operator deployed from config/, the robustness
+# scenarios (test/robustness/scenarios: a recorded workload while faults are injected, then
+# linearizability, watch and lost-write checks), and the local cluster stopped again whatever
+# the outcome (KEEP_CLUSTER=1 keeps it). ROBUSTNESS_TRIALS (2) sets the faults per scenario,
+# ROBUSTNESS_SEED replays a run, ROBUSTNESS_SCENARIOS picks scenarios (comma-separated).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
+CGO_ENABLED=0 go build -o bin/robustness ./test/robustness/scenarios
+
+flags=(-trials "${ROBUSTNESS_TRIALS:-2}")
+if [ -n "${ROBUSTNESS_SEED:-}" ]; then
+  flags+=(-seed "$ROBUSTNESS_SEED")
+fi
+if [ -n "${ROBUSTNESS_SCENARIOS:-}" ]; then
+  flags+=(-scenarios "$ROBUSTNESS_SCENARIOS")
+fi
+
+# shellcheck source=hack/operator-up.sh
+source hack/operator-up.sh
+bin/robustness "${flags[@]}"

@@ -1,0 +1,263 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// What happens to the data when an EtcdCluster is deleted (spec.persistentVolumeClaimRetentionPolicy).
+//
+// With whenDeleted Retain (the default) the members' PVCs have no owner at all, as a
+// StatefulSet's PVCs under the same policy: garbage collection can never take them, also not
+// `kubectl delete etcdcluster --cascade=foreground`, which deletes the dependents while the
+// owner's finalizers still run (a release at that point would come too late: a PVC marked for
+// deletion cannot be unmarked). With Delete the cluster controls them and garbage collection
+// deletes them with the cluster. The cluster also carries the finalizer below, a second line
+// for PVCs that still carry an owner reference from before a policy change or an older
+// operator: it takes those references off before letting the cluster go; the member
+// finalizer does the same for its own PVC.
+// A new EtcdCluster of the same name in the same namespace finds the kept PVCs at its first
+// bootstrap and recreates their members (adoptRetainedPVCs): same names, same member IDs
+// (from the PVC annotations), same data, so the same etcd cluster ID.
+
+// clusterFinalizer holds a cluster with whenDeleted Retain until its PVCs are released.
+const clusterFinalizer = "etcd-operator.cozystack.io/retain-pvcs"
+
+// retainsPVCs is true when the cluster's PVCs outlive it. Absent means Retain: the data is
+// kept unless someone asked otherwise.
+func retainsPVCs(c *etcdv1.EtcdCluster) bool {
+	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return false
+	}
+	p := c.Spec.PersistentVolumeClaimRetentionPolicy
+	return p == nil || p.WhenDeleted != etcdv1.PVCDelete
+}
+
+// ensureRetention keeps the finalizer and the members' PVC owners in line with the policy,
+// also after the policy changed.
+func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if err := r.ownPVCsPerPolicy(ctx, c); err != nil {
+		return err
+	}
+	want := retainsPVCs(c)
+	if controllerutil.ContainsFinalizer(c, clusterFinalizer) == want {
+		return nil
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	if want {
+		controllerutil.AddFinalizer(c, clusterFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(c, clusterFinalizer)
+	}
+	return r.Patch(ctx, c, patch)
+}
+
+// ownPVCsPerPolicy applies ownPVCPerPolicy to every PVC the operator made for this cluster.
+func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name, specs.LabelManagedBy: specs.ManagerName}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		pvc := &list.Items[i]
+		if !pvc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		changed, err := ownPVCPerPolicy(c, pvc, r.Scheme())
+		if err != nil || !changed {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalizeCluster releases the PVCs of a cluster being deleted with whenDeleted Retain, then
+// lets the cluster go.
+func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if !controllerutil.ContainsFinalizer(c, clusterFinalizer) {
+		return nil
+	}
+	if retainsPVCs(c) {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+			return err
+		}
+		kept := 0
+		for i := range list.Items {
+			released, err := releasePVC(ctx, r.Client, c, &list.Items[i])
+			if err != nil {
+				return err
+			}
+			if released {
+				kept++
+			}
+		}
+		if kept > 0 {
+			r.event(c, corev1.EventTypeNormal, "PVCsRetained", "DeleteCluster", "kept %d PVCs (whenDeleted Retain): an EtcdCluster named %s created in this namespace adopts them with their data; delete them to free the space", kept, c.Name)
+		}
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	controllerutil.RemoveFinalizer(c, clusterFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, c, patch))
+}
+
+// ownPVCPerPolicy sets a PVC's owners to what the retention policy asks: controlled by the
+// cluster under Delete, owned by nothing of ours under Retain (owners that are not this
+// cluster's stay). True when it changed the PVC, which the caller then writes.
+func ownPVCPerPolicy(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, scheme *runtime.Scheme) (bool, error) {
+	if retainsPVCs(c) {
+		return dropOurOwners(c, pvc), nil
+	}
+	if metav1.IsControlledBy(pvc, c) {
+		return false, nil
+	}
+	dropOurOwners(c, pvc)
+	return true, controllerutil.SetControllerReference(c, pvc, scheme)
+}
+
+// dropOurOwners takes the owner references of cluster c and of its members off a PVC; true
+// when there were any.
+func dropOurOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	var keep []metav1.OwnerReference
+	for _, ref := range pvc.OwnerReferences {
+		ours := (ref.Kind == "EtcdCluster" && ref.APIVersion == etcdv1.GroupVersion.String() && ref.Name == c.Name) ||
+			(ref.Kind == "EtcdMember" && ref.APIVersion == etcdv1.GroupVersion.String() && pvc.Labels[specs.LabelCluster] == c.Name)
+		if !ours {
+			keep = append(keep, ref)
+		}
+	}
+	if len(keep) == len(pvc.OwnerReferences) {
+		return false
+	}
+	pvc.OwnerReferences = keep
+	return true
+}
+
+// releasePVC takes the owner references of cluster c and of its members off a PVC, so that
+// garbage collection leaves it; true when it changed the PVC. A PVC controlled by anything
+// else is left alone.
+func releasePVC(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if !dropOurOwners(c, pvc) {
+		return false, nil
+	}
+	return true, client.IgnoreNotFound(cl.Patch(ctx, pvc, patch))
+}
+
+// retainedPVCs are PVCs kept from an earlier cluster of this name: no owner, this cluster's
+// label, and the member ID the member recorded on them. Sorted by name.
+func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster) ([]corev1.PersistentVolumeClaim, error) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	var out []corev1.PersistentVolumeClaim
+	for _, pvc := range list.Items {
+		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[specs.AnnotationMemberID] != "" &&
+			(pvc.Labels[specs.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() {
+			out = append(out, pvc)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return ordinal(out[i].Name) < ordinal(out[j].Name) })
+	return out, nil
+}
+
+// ReasonRetainedDataConflict: kept PVCs of this name come from more than one etcd cluster.
+const ReasonRetainedDataConflict = "RetainedDataConflict"
+
+// adoptRetainedPVCs is the first bootstrap of a cluster that finds PVCs kept from an earlier
+// cluster of its name: instead of founding a new etcd cluster next to that data, it
+// recreates the kept members, each on its PVC with the member ID annotated there. Their
+// etcd starts from its data (the bootstrap flags are ignored when a data directory exists)
+// and the old cluster comes back with its cluster ID; scaling then goes on to spec.replicas.
+func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if c.Status.ClusterID != "" || v.reachable || len(v.members) > 0 || c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return false, nil
+	}
+	kept, err := r.retainedPVCs(ctx, c)
+	if err != nil || len(kept) == 0 {
+		return false, err
+	}
+	clusterIDs := map[string]bool{}
+	names := make([]string, 0, len(kept))
+	for _, pvc := range kept {
+		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
+			clusterIDs[id] = true
+		}
+		names = append(names, pvcMember(&pvc))
+	}
+	if len(clusterIDs) > 1 {
+		return true, childProblem(ReasonRetainedDataConflict, "the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
+			strings.Join(names, ", "), len(clusterIDs))
+	}
+	for _, pvc := range kept {
+		// Only itself in its initial cluster, as a rebuilt member (rebuildFromPVCs): etcd
+		// starts from the data, and would refuse to start on an empty directory.
+		name := pvcMember(&pvc)
+		m := r.newMember(c, name, etcdv1.MemberBootstrap{
+			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
+		})
+		m.Spec.Dormant = ptrOr(c.Spec.Replicas, 3) == 0
+		m.Spec.Adopted = specs.AdoptionOf(&pvc) // a member adopted from another operator keeps its data where it was
+		if err := r.createMember(ctx, c, m); err != nil {
+			return true, err
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], etcdv1.RoleVoter
+		m.Status.ClusterID = pvc.Annotations[specs.AnnotationClusterID]
+		if err := r.Status().Patch(ctx, m, patch); err != nil {
+			return true, err
+		}
+	}
+	r.event(c, corev1.EventTypeNormal, "AdoptedRetainedPVCs", "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
+		c.Name, firstKey(clusterIDs), strings.Join(names, ", "))
+	return true, nil
+}
+
+func firstKey(m map[string]bool) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+// keepPVCOfDeletedCluster is the member finalizer's part of whenDeleted Retain: when the
+// member goes because its cluster is being deleted (a foreground deletion removes members
+// first), its PVC is released before garbage collection can take it.
+func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); err != nil {
+		// Gone: its own finalizer released the PVCs first, if it was to keep them.
+		return client.IgnoreNotFound(err)
+	}
+	if !retainsPVCs(c) {
+		return nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, err := releasePVC(ctx, r.Client, c, pvc); err != nil {
+		return fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
+	}
+	return nil
+}

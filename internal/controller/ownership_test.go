@@ -1,0 +1,231 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func (h *harness) addCluster(name, uid string) {
+	h.t.Helper()
+	c := h.cluster.DeepCopy()
+	c.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(uid)}
+	c.Status = etcdv1.EtcdClusterStatus{}
+	if err := h.api.Create(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) reconcileNamed(name string) {
+	h.t.Helper()
+	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}); err != nil {
+		h.t.Fatalf("reconcile %s: %v", name, err)
+	}
+}
+
+func (h *harness) conditionOf(cluster, condType string) metav1.Condition {
+	h.t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: cluster}, c); err != nil {
+		h.t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(c.Status.Conditions, condType)
+	if cond == nil {
+		h.t.Fatalf("%s has no condition %s: %+v", cluster, condType, c.Status.Conditions)
+	}
+	return *cond
+}
+
+func (h *harness) membersOf(cluster string) int {
+	h.t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := h.api.List(context.Background(), list, client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		h.t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// Clusters "db" and "db-client" both need the Service "db-client". Whichever comes second is
+// refused with a condition naming the Service and its owner, and creates no member whose DNS
+// name would resolve to the other cluster's Pods; the first keeps its Service untouched.
+func TestClustersWhoseServicesCollideAreRefused(t *testing.T) {
+	for _, tc := range []struct{ first, second string }{{"db", "db-client"}, {"db-client", "db"}} {
+		t.Run(tc.second+" after "+tc.first, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.first != "db" {
+				if err := h.api.Delete(context.Background(), h.clusterObj()); err != nil {
+					t.Fatal(err)
+				}
+				h.addCluster("db-client", "first-uid")
+				h.reconcileNamed("db-client")
+				h.addCluster("db", "second-uid")
+			} else {
+				h.reconcileNamed("db")
+				h.addCluster("db-client", "second-uid")
+			}
+			svc := &corev1.Service{}
+			if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-client"}, svc); err != nil {
+				t.Fatal(err)
+			}
+			before := svc.DeepCopy()
+			h.reconcileNamed(tc.second)
+
+			if n := h.membersOf(tc.second); n != 0 {
+				t.Fatalf("%s created %d members although its Service is another cluster's", tc.second, n)
+			}
+			deg := h.conditionOf(tc.second, etcdv1.ConditionDegraded)
+			if deg.Status != metav1.ConditionTrue || deg.Reason != ReasonNameConflict ||
+				!strings.Contains(deg.Message, "Service db-client") || !strings.Contains(deg.Message, "EtcdCluster "+tc.first) {
+				t.Fatalf("Degraded = %s/%s %q; want NameConflict naming Service db-client and EtcdCluster %s", deg.Status, deg.Reason, deg.Message, tc.first)
+			}
+			if p := h.conditionOf(tc.second, etcdv1.ConditionProgressing); p.Reason == "Idle" {
+				t.Fatalf("Progressing says %q while the cluster cannot be built", p.Message)
+			}
+			if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-client"}, svc); err != nil {
+				t.Fatal(err)
+			}
+			if svc.ResourceVersion != before.ResourceVersion {
+				t.Fatalf("the first cluster's Service was changed: %v -> %v", before.Spec.Selector, svc.Spec.Selector)
+			}
+		})
+	}
+}
+
+// harnessWith is a harness whose fake API answers through funcs.
+func harnessWith(t *testing.T, funcs interceptor.Funcs) *harness {
+	h := newHarness(t)
+	scheme := h.api.Scheme()
+	h.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(h.cluster).WithInterceptorFuncs(funcs).
+		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
+	h.r.Client = h.api
+	return h
+}
+
+func TestAChildObjectTheAPIServerRefusesIsReportedInDegraded(t *testing.T) {
+	h := harnessWith(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*etcdv1.EtcdMember); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Group: etcdv1.GroupVersion.Group, Resource: "etcdmembers"}, obj.GetName(),
+				errorString("exceeded quota: objects, requested: count/etcdmembers.etcd-operator.cozystack.io=1"))
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	h.reconcile()
+	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
+	if deg.Status != metav1.ConditionTrue || deg.Reason != ReasonObjectRefused ||
+		!strings.Contains(deg.Message, "EtcdMember db-1") || !strings.Contains(deg.Message, "exceeded quota") {
+		t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming EtcdMember db-1 and the quota", deg.Status, deg.Reason, deg.Message)
+	}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// memberBed is a member reconciler over a fake API holding cluster db and its member db-1.
+func memberBed(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*MemberReconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = etcdv1.AddToScheme(scheme)
+	size := resource.MustParse("1Gi")
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "cluster-uid"},
+		Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Storage: etcdv1.StorageSpec{Size: &size}}}
+	m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", UID: "member-uid", Labels: specs.MemberLabels("db", "db-1")},
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: c.Spec.Storage,
+			Bootstrap: etcdv1.MemberBootstrap{InitialCluster: "db-1=http://x:2380", InitialClusterState: etcdv1.InitialClusterStateNew}}}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{c, m}, objs...)...).
+		WithInterceptorFuncs(funcs).WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
+	return &MemberReconciler{Client: api}, api
+}
+
+func reconcileMember(t *testing.T, r *MemberReconciler, api client.Client) (*etcdv1.EtcdMember, bool) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, m); err != nil {
+		t.Fatal(err)
+	}
+	err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, &corev1.Pod{})
+	return m, err == nil
+}
+
+func expectReady(t *testing.T, m *etcdv1.EtcdMember, reason string, words ...string) {
+	t.Helper()
+	cond := meta.FindStatusCondition(m.Status.Conditions, etcdv1.MemberConditionReady)
+	if cond == nil || cond.Reason != reason {
+		t.Fatalf("Ready = %+v, want reason %s", cond, reason)
+	}
+	for _, w := range words {
+		if !strings.Contains(cond.Message, w) {
+			t.Fatalf("Ready message %q lacks %q", cond.Message, w)
+		}
+	}
+}
+
+func TestMemberDoesNotTakeSomeoneElsesPVC(t *testing.T) {
+	isController := true
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "postgres", UID: "pg", Controller: &isController}}}}
+	r, api := memberBed(t, interceptor.Funcs{}, foreign)
+	m, podCreated := reconcileMember(t, r, api)
+	expectReady(t, m, ReasonNameConflict, "PersistentVolumeClaim db-1", "StatefulSet postgres")
+	if podCreated {
+		t.Fatal("a Pod was created on someone else's PVC")
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.Name != "postgres" {
+		t.Fatalf("the foreign PVC's controller became %+v", ref)
+	}
+}
+
+// A PVC kept when an EtcdCluster of this name was deleted (no owner, the cluster's and the
+// member's labels) is taken back with its data.
+func TestMemberAdoptsARetainedPVC(t *testing.T) {
+	retained := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", Labels: specs.MemberLabels("db", "db-1"),
+		Annotations: map[string]string{specs.AnnotationMemberID: "1234", specs.AnnotationClusterID: "abcd"}}}
+	r, api := memberBed(t, interceptor.Funcs{}, retained)
+	_, podCreated := reconcileMember(t, r, api)
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvc.OwnerReferences) != 0 || pvc.Labels[specs.LabelMember] != "db-1" {
+		t.Fatalf("retained PVC owners %+v labels %v, want it kept as it was (whenDeleted Retain)", pvc.OwnerReferences, pvc.Labels)
+	}
+	if !podCreated {
+		t.Fatal("no Pod on the adopted PVC")
+	}
+}
+
+func TestMemberPodTheAPIServerRefusesIsReported(t *testing.T) {
+	r, api := memberBed(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, nil)
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	m, _ := reconcileMember(t, r, api)
+	expectReady(t, m, ReasonObjectRefused, "the API server refused Pod db-1")
+}
