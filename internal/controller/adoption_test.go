@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,5 +51,44 @@ func TestPVCMemberPrefersTheMemberLabel(t *testing.T) {
 	native := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "cz-1"}}
 	if pvcMember(adopted) != "cz-x" || pvcMember(native) != "cz-1" {
 		t.Errorf("got %q, %q", pvcMember(adopted), pvcMember(native))
+	}
+}
+
+// A cluster whose members another operator created is left alone until they are adopted:
+// not paused (replicas 0), not scaled (replicas 5), no etcd membership change, and
+// Progressing says why.
+func TestClusterWaitsForAdoption(t *testing.T) {
+	for _, replicas := range []int32{0, 3, 5} {
+		h := newHarness(t)
+		c := h.clusterObj()
+		c.Status.ClusterID = "c1"
+		if err := h.api.Status().Update(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		h.setReplicas(replicas)
+		for _, name := range []string{"db-b5t8w", "db-q9d4m", "db-x7k2p"} {
+			m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name)},
+				Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16"}}
+			if err := h.api.Create(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+			h.etcd.SeedMember(name, specs.PeerURL(c, name), specs.ClientURL(c, name))
+		}
+		h.etcd.ResetCalls()
+		for range 3 {
+			h.reconcileNamed("db")
+		}
+		if calls := h.etcd.Calls(); slices.ContainsFunc(calls, func(call string) bool {
+			return strings.HasPrefix(call, "AddLearner") || strings.HasPrefix(call, "Remove") || strings.HasPrefix(call, "Promote")
+		}) {
+			t.Errorf("replicas %d: membership changed before adoption: %v", replicas, calls)
+		}
+		members := h.members()
+		if len(members) != 3 || slices.ContainsFunc(members, func(m *etcdv1.EtcdMember) bool { return m.Spec.Dormant }) {
+			t.Errorf("replicas %d: members changed before adoption: %d, %+v", replicas, len(members), members)
+		}
+		if cond := h.conditionOf("db", etcdv1.ConditionProgressing); cond.Reason != ReasonAdoptionPending {
+			t.Errorf("replicas %d: Progressing %+v", replicas, cond)
+		}
 	}
 }
