@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -89,6 +90,38 @@ func TestClusterWaitsForAdoption(t *testing.T) {
 		}
 		if cond := h.conditionOf("db", etcdv1.ConditionProgressing); cond.Reason != ReasonAdoptionPending {
 			t.Errorf("replicas %d: Progressing %+v", replicas, cond)
+		}
+	}
+}
+
+// The Pods adopted members brought along (no template hash: another operator built them) are
+// not restarted for being different from this operator's; a native member's Pod without the
+// hash is.
+func TestAdoptedPodsAreNotRestartedForTheirShape(t *testing.T) {
+	for _, adopted := range []bool{true, false} {
+		h := runningHarness(t)
+		for _, m := range h.members() {
+			if adopted {
+				m.Spec.Adopted = &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-" + m.Name, DataDir: "/var/lib/etcd"}
+				if err := h.api.Update(context.Background(), m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		h.startPods()
+		for _, name := range h.podNames() {
+			pod := &corev1.Pod{}
+			if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
+				t.Fatal(err)
+			}
+			delete(pod.Annotations, specs.AnnotationPodTemplateHash)
+			if err := h.api.Update(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.reconcile()
+		if got := h.podNames(); (len(got) == 3) != adopted {
+			t.Errorf("adopted %t: Pods after a reconcile %v", adopted, got)
 		}
 	}
 }
