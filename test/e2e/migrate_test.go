@@ -103,7 +103,7 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 }
 
 // checkAdopted: the same Pods, never restarted, the same etcd IDs, and the operator's view of
-// each member (spec.adopted, the PVC owned by the cluster, the template hash recorded).
+// each member (spec.adopted, the PVC released by Cozystack's EtcdMember, the template hash).
 func checkAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, pods map[string]types.UID, ids map[string]string) {
 	t.Helper()
 	if got := podUIDs(t, ns); fmt.Sprint(got) != fmt.Sprint(pods) {
@@ -115,38 +115,43 @@ func checkAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, pods map[strin
 		}
 	}
 	for _, name := range cozystackMembers {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-			t.Fatal(err)
-		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.RestartCount != 0 {
-				t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
-			}
-		}
-		m := &etcdv1.EtcdMember{}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
-			t.Fatal(err)
-		}
-		if m.Spec.Adopted == nil || m.Spec.Adopted.PVCName != "data-"+name || m.Spec.Adopted.DataDir != "/var/lib/etcd" {
-			t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
-		}
-		eventually(t, time.Minute, "adopted Pod and PVC taken over", func() error {
-			// The PVC follows this operator's retention policy (default Retain: no owner);
-			// Cozystack's EtcdMember no longer owns it, and it records the member's etcd ID.
-			pvc := getPVC(t, ns, "data-"+name)
-			if ref := metav1.GetControllerOf(pvc); (ref != nil && ref.Kind == "EtcdMember") || pvc.Annotations[specs.AnnotationMemberID] != ids[name] {
-				return fmt.Errorf("PVC %s: owners %v, annotations %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations)
-			}
-			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-				return err
-			}
-			if pod.Annotations[specs.AnnotationPodTemplateHash] == "" {
-				return fmt.Errorf("pod %s has no template hash yet", name)
-			}
-			return nil
-		})
+		checkAdoptedMember(t, ns, name, ids[name])
 	}
+}
+
+func checkAdoptedMember(t *testing.T, ns, name, id string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
+		}
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec.Adopted == nil || m.Spec.Adopted.PVCName != "data-"+name || m.Spec.Adopted.DataDir != "/var/lib/etcd" {
+		t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
+	}
+	eventually(t, time.Minute, "adopted Pod and PVC taken over", func() error {
+		// The PVC follows this operator's retention policy (default Retain: no owner);
+		// Cozystack's EtcdMember no longer owns it, and it records the member's etcd ID.
+		pvc := getPVC(t, ns, "data-"+name)
+		if ref := metav1.GetControllerOf(pvc); (ref != nil && ref.Kind == "EtcdMember") || pvc.Annotations[specs.AnnotationMemberID] != id {
+			return fmt.Errorf("PVC %s: owners %v, annotations %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations)
+		}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+			return err
+		}
+		if pod.Annotations[specs.AnnotationPodTemplateHash] == "" {
+			return fmt.Errorf("pod %s has no template hash yet", name)
+		}
+		return nil
+	})
 }
 
 func checkAdoptedRemovals(t *testing.T, ns string, c *etcdv1.EtcdCluster) {
