@@ -244,6 +244,11 @@ func (p pluginRun) pluginReplace(t *testing.T) {
 		if !eventAbout(t, p.ns, "MemberReplacing", victim) {
 			return fmt.Errorf("no MemberReplacing event about %s", victim)
 		}
+		for name, id := range memberIDs(getCluster(t, p.ns, journeyCluster)) {
+			if id == before[victim] {
+				return fmt.Errorf("member %s still has the ID %s", name, id)
+			}
+		}
 		return nil
 	})
 	after := memberIDs(waitSettled(t, p.ns, journeyCluster, 3, 5*time.Minute))
