@@ -11,7 +11,7 @@ flock 9
 # CLUSTER_LOGS after the cluster stops, so that a failed run can be read afterwards.
 CLUSTER_LOGS=${CLUSTER_LOGS:-/tmp/etcd-operator-localcluster-logs}
 if [ "${KEEP_CLUSTER:-}" != 1 ]; then
-  trap 'rm -rf "$CLUSTER_LOGS"; cp -r /var/lib/etcd-operator-localcluster/logs "$CLUSTER_LOGS" 2>/dev/null; echo "cluster logs kept in $CLUSTER_LOGS"; make --no-print-directory local-down' EXIT
+  trap 'hack/keep-cluster-logs.sh "$CLUSTER_LOGS"; make --no-print-directory local-down' EXIT
 fi
 KUBECONFIG=$(hack/local-up.sh 9>&- | tail -n1) # the cluster outlives this script: no lock for it
 export KUBECONFIG

@@ -99,8 +99,47 @@ func supervise(o options) error {
 		return err
 	}
 	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
+	if err := restartAPIServerOnSignal(ctx, o.dir, cp); err != nil {
+		return err
+	}
 	<-ctx.Done()
 	klog.InfoS("stopping the local cluster")
+	return nil
+}
+
+// SignalRestartAPIServer, sent to the supervisor (its pid is in supervisor.pid), restarts
+// kube-apiserver: the robustness scenarios' apiserver-restart fault. The supervisor says it
+// takes the signal in the file apiServerRestartFile, so that nobody sends it to a supervisor
+// of an older build, which the signal would end.
+const SignalRestartAPIServer = syscall.SIGUSR1
+
+func apiServerRestartFile(dir string) string { return filepath.Join(dir, "apiserver-restart-signal") }
+
+// restartAPIServerOnSignal restarts kube-apiserver each time the supervisor gets
+// SignalRestartAPIServer, one restart at a time, until ctx ends.
+func restartAPIServerOnSignal(ctx context.Context, dir string, cp *localcluster.ControlPlane) error {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, SignalRestartAPIServer)
+	if err := os.WriteFile(apiServerRestartFile(dir), []byte("USR1\n"), 0o644); err != nil {
+		signal.Stop(signals)
+		return err
+	}
+	go func() {
+		defer signal.Stop(signals)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-signals:
+				klog.InfoS("restarting kube-apiserver on request")
+				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				if err := cp.RestartAPIServer(restartCtx); err != nil {
+					klog.ErrorS(err, "restarting kube-apiserver")
+				}
+				cancel()
+			}
+		}
+	}()
 	return nil
 }
 

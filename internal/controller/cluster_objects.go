@@ -70,19 +70,26 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 	return refusedByAPI(r.Patch(ctx, have, patch), "Service", have.Name)
 }
 
+// getOwned reads the cluster's child object of that name into obj: false when there is none,
+// a NameConflict problem when one exists that the cluster does not control.
+func (r *ClusterReconciler) getOwned(ctx context.Context, c *etcdv1.EtcdCluster, name string, obj client.Object, kind string) (bool, error) {
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, notOurs(obj, c, kind, "EtcdCluster")
+}
+
 // ensurePDB keeps a PodDisruptionBudget over the voters; a paused cluster has none.
 func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
 	voters, _ := v.voters()
 	have := &policyv1.PodDisruptionBudget{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.PDBName(c.Name)}, have)
-	if err != nil && !apierrors.IsNotFound(err) {
+	exists, err := r.getOwned(ctx, c, specs.PDBName(c.Name), have, "PodDisruptionBudget")
+	if err != nil {
 		return err
-	}
-	exists := err == nil
-	if exists {
-		if err := notOurs(have, c, "PodDisruptionBudget", "EtcdCluster"); err != nil {
-			return err
-		}
 	}
 	if ptrOr(c.Spec.Replicas, 3) == 0 || voters == 0 {
 		if exists && ptrOr(c.Spec.Replicas, 3) == 0 {
@@ -111,15 +118,9 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 // operator's own when it is turned off.
 func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	have := &networkingv1.NetworkPolicy{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.NetworkPolicyName(c.Name)}, have)
-	if err != nil && !apierrors.IsNotFound(err) {
+	exists, err := r.getOwned(ctx, c, specs.NetworkPolicyName(c.Name), have, "NetworkPolicy")
+	if err != nil {
 		return err
-	}
-	exists := err == nil
-	if exists {
-		if err := notOurs(have, c, "NetworkPolicy", "EtcdCluster"); err != nil {
-			return err
-		}
 	}
 	if c.Spec.NetworkPolicy == nil || !c.Spec.NetworkPolicy.Enabled {
 		if exists {

@@ -447,6 +447,37 @@ func (cp *ControlPlane) Stop() {
 	stopChildren(children)
 }
 
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling restart of a control plane
+// does) and starts it again with the same flags, then waits until /readyz is ok: a fault the
+// robustness scenarios inject, since every watch and client of the cluster must survive it.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	var old *child
+	kept := cp.children[:0:0]
+	for _, c := range cp.children {
+		if c.name == "kube-apiserver" {
+			old = c
+			continue
+		}
+		kept = append(kept, c)
+	}
+	cp.children = kept
+	cp.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("localcluster: no kube-apiserver to restart")
+	}
+	terminate([]*child{old})
+	apiserver, err := cp.startChild("kube-apiserver", cp.cfg.kubeBin("kube-apiserver"), cp.apiserverArgs())
+	if err != nil {
+		return err
+	}
+	client, err := cp.pollingClient()
+	if err != nil {
+		return err
+	}
+	return cp.waitUntil(ctx, apiserver, "kube-apiserver /readyz is ok after its restart", readyzOK(client))
+}
+
 // stopGrace is how long a component gets to exit after SIGTERM before it is killed.
 const stopGrace = 10 * time.Second
 

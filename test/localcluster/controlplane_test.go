@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,19 @@ func TestControlPlaneStartRestartAndSecurity(t *testing.T) {
 		}
 	})
 	t.Run("RBAC enforced", func(t *testing.T) { checkRBACEnforced(ctx, t, cp, client) })
+	t.Run("kube-apiserver restarted", func(t *testing.T) {
+		before := markedProcesses(cfg.Marker)
+		if err := cp.RestartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after := markedProcesses(cfg.Marker)
+		if len(after) != len(before) || slices.Equal(after, before) {
+			t.Fatalf("processes before the restart %v, after %v: want as many, one of them new", before, after)
+		}
+		if _, err := client.CoreV1().Namespaces().Get(ctx, testNamespace, metav1.GetOptions{}); err != nil {
+			t.Fatalf("the API after the restart: %v", err)
+		}
+	})
 
 	oldKubeconfig := copyFile(t, cp.KubeconfigPath())
 	stopping := time.Now()

@@ -138,8 +138,12 @@ func (c *cluster) waitSettled(ctx context.Context, n int32, since time.Time) err
 			return err
 		}
 		s := ec.Status
+		// A Pod replaced in a second may change no condition of the cluster: then its
+		// successor, Ready, shows the disruption was seen and is over.
 		if !since.IsZero() && !robustness.ChangedAfter(s.Conditions, since) {
-			return errors.New("no condition changed since the disruption")
+			if err := c.podsReady(ctx, int(n), since); err != nil {
+				return fmt.Errorf("no condition changed since the disruption, and %w", err)
+			}
 		}
 		if n > 0 {
 			return robustness.Settled(ec, n)
@@ -237,7 +241,11 @@ func (c *cluster) refresh(ctx context.Context, cli *clientv3.Client) {
 func poll(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
+		err := check(ctx)
+		if err != nil && ctx.Err() != nil && last != nil {
+			return false, nil // cut off by the deadline: the check before says more
+		}
+		last = err
 		return last == nil, nil
 	})
 	if err != nil {

@@ -38,6 +38,7 @@ var allScenarios = []scenario{
 	{name: "drain", start: 3, trial: drainTrial},
 	{name: "data-loss", start: 3, trial: dataLossTrial},
 	{name: "rolling", start: 3, trial: rollingTrial},
+	{name: "apiserver-restart", start: 3, trial: apiServerRestartTrial},
 }
 
 // operations is the cycle of replica counts the operator-kill trials go through: scale
