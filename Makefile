@@ -76,6 +76,10 @@ release: ## dist/install.yaml (config/default with IMAGE) and the packaged Helm 
 	"$$(hack/tool.sh helm)" package $(CHART) --version $(CHART_VERSION) --app-version $(VERSION) -d $(DIST)
 	@echo $(DIST)/install.yaml
 
+.PHONY: plugin
+plugin: ## Build the kubectl etcd plugin into bin/kubectl-etcd (put bin/ on PATH to use it).
+	CGO_ENABLED=0 go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+
 ##@ Test bed
 
 .PHONY: envtest-assets

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
@@ -22,9 +23,10 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
-	// cluster: every Pod stops, every member keeps its data and identity.
+	// cluster: every Pod stops, every member keeps its data and identity. There is no upper
+	// bound (etcd has none, and neither has Cozystack's API): more members cost write latency,
+	// never data (docs/compatibility.md).
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=9
 	// +kubebuilder:default=3
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
@@ -366,24 +368,26 @@ const (
 // EtcdOptions is the closed set of etcd settings the operator passes to every member. Flags
 // the operator owns (names, URLs, data directory, TLS files) are not settable.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionRetention) || has(self.autoCompactionMode)",message="spec.options.autoCompactionRetention needs spec.options.autoCompactionMode (periodic or revision)"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'revision' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^[0-9]+$')",message="spec.options.autoCompactionRetention must be a number of revisions, for example \"10000\", with autoCompactionMode revision"
-// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'periodic' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^([0-9]+|([0-9]+h)?([0-9]+m)?([0-9]+s)?)$')",message="spec.options.autoCompactionRetention must be a duration such as \"24h\", \"30m\" or a number of hours with autoCompactionMode periodic"
+// +kubebuilder:validation:XValidation:rule="(has(self.autoCompactionMode) && self.autoCompactionMode == 'revision') || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$|^[0-9]+$')",message="spec.options.autoCompactionRetention must be a duration such as \"24h\", \"1.5h\", \"30m\" or \"500ms\", or a number of hours, with autoCompactionMode periodic (etcd's default mode)"
 type EtcdOptions struct {
 	// QuotaBackendBytes is the backend size quota (--quota-backend-bytes), at most 8Gi is
-	// etcd's advice; above it etcd raises the NOSPACE alarm. Default: half of
-	// spec.storage.size (512Mi with the default 1Gi volume), at most 8Gi, so that the alarm
-	// comes before a full disk; set it at most about half the volume.
+	// etcd's advice; above it etcd raises the NOSPACE alarm. Absent: half of spec.storage.size
+	// (512Mi with the default 1Gi volume), at most 8Gi, so that the alarm comes before a full
+	// disk. 0 means etcd's own default (2Gi), as it does for etcd and in Cozystack's API; set it
+	// at most about half the volume.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi (etcd advises 8Gi at most), for example 2Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('0')) >= 0 && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.options.quotaBackendBytes must be between 0 (etcd's default, 2Gi) and 100Gi (etcd advises 8Gi at most), for example 2Gi"
 	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
 
-	// AutoCompactionMode is periodic or revision (--auto-compaction-mode).
+	// AutoCompactionMode is periodic or revision (--auto-compaction-mode); etcd's default is
+	// periodic.
 	// +optional
 	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
 
-	// AutoCompactionRetention is a duration for periodic (for example 24h) or a revision count
-	// for revision (--auto-compaction-retention).
+	// AutoCompactionRetention is a duration for periodic (for example 24h, 1.5h, 500ms; a bare
+	// number is hours) or a revision count for revision (--auto-compaction-retention). "0"
+	// turns auto-compaction off.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
@@ -504,6 +508,32 @@ type EtcdClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CozystackCompatibleStatus holds the status fields Cozystack's operator and its tooling
+	// write. They are kept, not pruned, so that their patches apply; this operator neither
+	// reads nor writes them (docs/compatibility.md).
+	CozystackCompatibleStatus `json:",inline"`
+}
+
+// CozystackCompatibleStatus are status fields of Cozystack's v1alpha2 API that this operator
+// keeps for compatibility and ignores: it has no locked-in target to abandon, and it reports
+// broken members in status.members and the Degraded condition.
+type CozystackCompatibleStatus struct {
+	// Observed is Cozystack's locked-in target spec; kept as written, unused here.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Observed *runtime.RawExtension `json:"observed,omitempty"`
+
+	// ProgressDeadline is Cozystack's abort-the-current-target time; kept as written, unused
+	// here: this operator acts on the newest spec at every step, so there is nothing to abort.
+	// +optional
+	ProgressDeadline *metav1.Time `json:"progressDeadline,omitempty"`
+
+	// BrokenMembers is Cozystack's count of broken members; kept as written, unused here.
+	// +optional
+	BrokenMembers int32 `json:"brokenMembers,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster the operator runs: members, their Pods and volumes, Services,

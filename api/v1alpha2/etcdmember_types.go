@@ -74,6 +74,38 @@ type EtcdMemberSpec struct {
 	// Dormant stops the member's Pod and keeps its data and identity (the cluster is paused).
 	// +optional
 	Dormant bool `json:"dormant,omitempty"`
+
+	// Adopted is set on a member this operator took over, running, from another operator
+	// (`kubectl etcd migrate`): its data stays where that operator put it. Members the
+	// operator creates never have it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.adopted is immutable: an adopted member's data does not move"
+	Adopted *MemberAdoption `json:"adopted,omitempty"`
+}
+
+// AdoptedFrom names the operator a member was taken over from.
+// +kubebuilder:validation:Enum=cozystack-v1alpha2
+type AdoptedFrom string
+
+// AdoptedFromCozystack: Cozystack's etcd-operator (etcd-operator.cozystack.io/v1alpha2).
+const AdoptedFromCozystack AdoptedFrom = "cozystack-v1alpha2"
+
+// MemberAdoption says where an adopted member keeps its data.
+type MemberAdoption struct {
+	// From is the operator that created the member.
+	From AdoptedFrom `json:"from"`
+
+	// PVCName is the member's PersistentVolumeClaim (Cozystack's operator: data-<member>);
+	// empty for a tmpfs member.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PVCName string `json:"pvcName,omitempty"`
+
+	// DataDir is etcd's --data-dir inside the member's volume, mounted at /var/lib/etcd
+	// (Cozystack's operator: the volume root, /var/lib/etcd).
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self == '/var/lib/etcd' || (self.startsWith('/var/lib/etcd/') && !self.contains('..'))",message="spec.adopted.dataDir must be /var/lib/etcd or a directory under it"
+	DataDir string `json:"dataDir"`
 }
 
 // Condition types of an EtcdMember.

@@ -41,7 +41,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 		}
 		// Live: a PVC the cache still shows may be one a removal has just deleted.
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pvc); client.IgnoreNotFound(err) != nil {
+		if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: v.pvcs[name].Name}, pvc); client.IgnoreNotFound(err) != nil {
 			return true, err
 		} else if err != nil || !rebuildable(c, pvc) {
 			continue
@@ -51,6 +51,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 			ClusterToken: c.Status.ClusterToken,
 		})
 		m.Spec.Dormant = replicas == 0
+		m.Spec.Adopted = specs.AdoptionOf(pvc)
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}
@@ -116,7 +117,7 @@ func (r *ClusterReconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdClus
 	live.pvcs, live.pods = map[string]*corev1.PersistentVolumeClaim{}, map[string]*corev1.Pod{}
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.reader().Get(ctx, key, pvc); err == nil {
+	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err == nil {
 		live.pvcs[m.Name] = pvc
 	} else if !apierrors.IsNotFound(err) {
 		return false, err
@@ -150,23 +151,25 @@ func (r *ClusterReconciler) markAndDelete(ctx context.Context, c *etcdv1.EtcdClu
 	return nil
 }
 
-// dataKept reports whether a voter etcd knows, with no EtcdMember, still has its data: its
-// PVC exists (read live), is not being deleted and records this member's ID (or none yet).
-// A tmpfs member's data went with its Pod.
-func (r *ClusterReconciler) dataKept(ctx context.Context, c *etcdv1.EtcdCluster, em etcd.Member) (bool, error) {
+// keptData is the PVC of a voter etcd knows with no EtcdMember, when it still has the
+// voter's data: it exists (read live), is not being deleted and records this member's ID (or
+// none yet). Nil when the data is gone; a tmpfs member's data went with its Pod.
+func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster, em etcd.Member) (*corev1.PersistentVolumeClaim, error) {
 	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
-		return false, nil
+		return nil, nil
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: em.Name}, pvc)
+	pvc, err := memberPVC(ctx, r.reader(), c.Namespace, em.Name)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	id := pvc.Annotations[specs.AnnotationMemberID]
-	return pvc.DeletionTimestamp.IsZero() && (id == "" || id == em.IDHex()), nil
+	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) {
+		return nil, nil
+	}
+	return pvc, nil
 }
 
 // removeDeadVoter takes a voter whose data is gone out of etcd, when the voters left keep a

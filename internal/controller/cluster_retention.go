@@ -173,7 +173,7 @@ func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdClus
 	var out []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
 		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[specs.AnnotationMemberID] != "" &&
-			pvc.Labels[specs.LabelMember] == pvc.Name && pvc.DeletionTimestamp.IsZero() {
+			(pvc.Labels[specs.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() {
 			out = append(out, pvc)
 		}
 	}
@@ -203,7 +203,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
 			clusterIDs[id] = true
 		}
-		names = append(names, pvc.Name)
+		names = append(names, pvcMember(&pvc))
 	}
 	if len(clusterIDs) > 1 {
 		return true, childProblem(ReasonRetainedDataConflict, "the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
@@ -212,10 +212,12 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 	for _, pvc := range kept {
 		// Only itself in its initial cluster, as a rebuilt member (rebuildFromPVCs): etcd
 		// starts from the data, and would refuse to start on an empty directory.
-		m := r.newMember(c, pvc.Name, etcdv1.MemberBootstrap{
-			InitialCluster: specs.InitialCluster(c, []string{pvc.Name}), InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
+		name := pvcMember(&pvc)
+		m := r.newMember(c, name, etcdv1.MemberBootstrap{
+			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
 		})
 		m.Spec.Dormant = ptrOr(c.Spec.Replicas, 3) == 0
+		m.Spec.Adopted = specs.AdoptionOf(&pvc) // a member adopted from another operator keeps its data where it was
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}
@@ -251,7 +253,7 @@ func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv
 		return nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pvc); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if _, err := releasePVC(ctx, r.Client, c, pvc); err != nil {

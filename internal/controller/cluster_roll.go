@@ -94,6 +94,9 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 			down = append(down, m.Name)
 			continue
 		}
+		if adoptedPodIsCurrent(m, pod) {
+			continue
+		}
 		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] ||
 			joinedWithPeerFlags(c, m, pod) {
 			outdated = append(outdated, m)

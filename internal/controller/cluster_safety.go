@@ -42,7 +42,7 @@ func (r *ClusterReconciler) observeObjects(ctx context.Context, c *etcdv1.EtcdCl
 	}
 	v.pvcs = map[string]*corev1.PersistentVolumeClaim{}
 	for i := range pvcs.Items {
-		v.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
+		v.pvcs[pvcMember(&pvcs.Items[i])] = &pvcs.Items[i]
 	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, sel...); err != nil {

@@ -29,11 +29,11 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 		if memberNamed(v.members, em.Name) != nil {
 			return true, waitFor("Scaling", "member %s is going away", em.Name)
 		}
-		kept, err := r.dataKept(ctx, c, em)
+		pvc, err := r.keptData(ctx, c, em)
 		if err != nil {
 			return true, err
 		}
-		if !kept {
+		if pvc == nil {
 			return r.removeDeadVoter(ctx, c, v, em)
 		}
 		m := r.newMember(c, em.Name, etcdv1.MemberBootstrap{
@@ -41,6 +41,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 			InitialClusterState: etcdv1.InitialClusterStateExisting,
 			ClusterToken:        c.Status.ClusterToken,
 		})
+		m.Spec.Adopted = specs.AdoptionOf(pvc)
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}

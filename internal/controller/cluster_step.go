@@ -41,6 +41,9 @@ func waitFor(reason, format string, args ...any) error {
 // damaged member, finishing an interrupted add, promotion, adoption, scaling. It reports
 // whether it changed something.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if err := waitForAdoption(c, v); err != nil {
+		return false, err
+	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
 		r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,

@@ -65,6 +65,9 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if cluster == nil {
 		return ctrl.Result{}, nil // the cluster is gone; garbage collection takes the member
 	}
+	if m.AdoptionPending() {
+		return ctrl.Result{}, nil // another operator's member: its Pod runs on untouched until adopted
+	}
 	if controllerutil.AddFinalizer(m, memberFinalizer) {
 		if err := r.Update(ctx, m); err != nil {
 			return ctrl.Result{}, ignoreConflict(err)
@@ -313,10 +316,10 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 }
 
 func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) error {
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: specs.PVCName(m)}}
 	err := r.Delete(ctx, pvc)
 	if err == nil {
-		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", m.Name, m.Name)
+		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	}
 	return client.IgnoreNotFound(err)
 }
@@ -325,7 +328,7 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) 
 // of the member does not take the data with it.
 func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pvc)
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

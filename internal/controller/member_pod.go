@@ -41,7 +41,7 @@ var errDataLost = errors.New("data lost")
 // at the end of a deliberate removal from etcd.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
-	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, have)
+	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
 	if apierrors.IsNotFound(err) {
 		if joined, err := r.joined(ctx, c, m); err != nil || joined {
 			return errors.Join(errDataLost, err)
@@ -167,6 +167,9 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.stampAdoptedPod(ctx, c, m, pod); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.mirrorPodState(ctx, m, pod)
 }
 
@@ -197,7 +200,7 @@ func (r *MemberReconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMem
 // exist, which the Pod itself only shows as "unschedulable".
 func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*metav1.Condition, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pvc); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	if pvc.Status.Phase != corev1.ClaimPending {

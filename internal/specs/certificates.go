@@ -109,7 +109,7 @@ func Certificates(c *etcdv1.EtcdCluster, domain string) []IssuedCertificate {
 }
 
 // ServerCertificate serves the client port. It also authenticates as a client, because
-// etcdctl inside a member Pod presents it (ETCDCTL_CERT) when etcd requires client
+// etcdctl inside a member Pod presents it (--cert, docs/tls.md) when etcd requires client
 // certificates.
 func ServerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstructured {
 	ref := clientTLS(c).CertManager.ServerIssuerRef

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
@@ -45,6 +47,24 @@ func Image(repository, version string) string {
 // EtcdMember, its Pod (and so its DNS name), its PVC and the member in etcd.
 func MemberName(cluster string, ordinal int) string {
 	return fmt.Sprintf("%s-%d", cluster, ordinal)
+}
+
+// PVCName is the PersistentVolumeClaim of a member: named after the member, unless the member
+// was adopted from an operator that named it otherwise.
+func PVCName(m *etcdv1.EtcdMember) string {
+	if m.Spec.Adopted != nil && m.Spec.Adopted.PVCName != "" {
+		return m.Spec.Adopted.PVCName
+	}
+	return m.Name
+}
+
+// MemberDataDir is etcd's --data-dir of a member: DataDir/data, or where the operator that
+// created an adopted member put it.
+func MemberDataDir(m *etcdv1.EtcdMember) string {
+	if m.Spec.Adopted != nil && m.Spec.Adopted.DataDir != "" {
+		return m.Spec.Adopted.DataDir
+	}
+	return DataDir + "/data"
 }
 
 // HeadlessServiceName is the Service that gives members stable DNS names.
@@ -139,4 +159,22 @@ func extraAnnotations(c *etcdv1.EtcdCluster) map[string]string {
 		return nil
 	}
 	return c.Spec.AdditionalMetadata.Annotations
+}
+
+// AnnotationAdoptedFrom and AnnotationDataDir on an adopted member's PVC repeat its
+// spec.adopted, so that the member can be recreated from its PVC alone (an EtcdMember deleted
+// by hand) with its data where the other operator put it.
+const (
+	AnnotationAdoptedFrom = "etcd-operator.cozystack.io/adopted-from"
+	AnnotationDataDir     = "etcd-operator.cozystack.io/data-dir"
+)
+
+// AdoptionOf is the spec.adopted a PVC records, nil for the PVC of a member this operator
+// created.
+func AdoptionOf(pvc *corev1.PersistentVolumeClaim) *etcdv1.MemberAdoption {
+	from := pvc.Annotations[AnnotationAdoptedFrom]
+	if from == "" {
+		return nil
+	}
+	return &etcdv1.MemberAdoption{From: etcdv1.AdoptedFrom(from), PVCName: pvc.Name, DataDir: pvc.Annotations[AnnotationDataDir]}
 }

@@ -21,7 +21,7 @@ func objectMeta(c *etcdv1.EtcdCluster, name string, labels map[string]string) me
 // PVC is the data volume of a member with medium "": its identity outlives every Pod.
 func PVC(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: objectMeta(c, m.Name, MemberLabels(c.Name, m.Name)),
+		ObjectMeta: objectMeta(c, PVCName(m), MemberLabels(c.Name, m.Name)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: m.Spec.Storage.StorageClassName,

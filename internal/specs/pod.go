@@ -149,7 +149,8 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 		Image:   image,
 		Command: []string{"/usr/local/bin/etcd"},
 		Args:    EtcdArgs(c, m),
-		Env:     etcdctlEnv(c, m),
+		// No ETCDCTL_* variables: etcdctl refuses to run when a variable and the matching
+		// flag are both set, and people type the flags (see docs/tls.md).
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: ClientPort},
 			{Name: "peer", ContainerPort: PeerPort},
@@ -187,7 +188,7 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 	b := m.Spec.Bootstrap
 	args := []string{
 		"--name=" + m.Name,
-		"--data-dir=" + DataDir + "/data",
+		"--data-dir=" + MemberDataDir(m),
 		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme(PeerTLS(c)), PeerPort),
 		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme(ClientTLS(c)), ClientPort),
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
@@ -273,7 +274,8 @@ func OptionArgs(o *etcdv1.EtcdOptions) []string {
 		return nil
 	}
 	var args []string
-	if o.QuotaBackendBytes != nil {
+	// 0 is etcd's default quota; leaving the flag out says so plainly.
+	if o.QuotaBackendBytes != nil && !o.QuotaBackendBytes.IsZero() {
 		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
 	}
 	if o.AutoCompactionMode != "" {
@@ -286,18 +288,6 @@ func OptionArgs(o *etcdv1.EtcdOptions) []string {
 		args = append(args, "--snapshot-count="+strconv.FormatInt(*o.SnapshotCount, 10))
 	}
 	return args
-}
-
-// etcdctlEnv lets `kubectl exec <member> -- etcdctl ...` talk to the member without flags.
-func etcdctlEnv(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: "ETCDCTL_ENDPOINTS", Value: ClientURL(c, m.Name)}}
-	if ClientTLS(c) {
-		env = append(env,
-			corev1.EnvVar{Name: "ETCDCTL_CACERT", Value: serverTLSDir + "/ca.crt"},
-			corev1.EnvVar{Name: "ETCDCTL_CERT", Value: serverTLSDir + "/tls.crt"},
-			corev1.EnvVar{Name: "ETCDCTL_KEY", Value: serverTLSDir + "/tls.key"})
-	}
-	return env
 }
 
 // DefaultResources are the etcd container's requests when spec.resources is empty.
@@ -332,7 +322,7 @@ func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: m.Spec.Storage.Size}
 	} else {
-		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.Name}
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(m)}
 	}
 	vols := []corev1.Volume{data}
 	if t := m.Spec.TLS; t != nil && t.ServerSecretName != "" {

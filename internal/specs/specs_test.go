@@ -120,6 +120,13 @@ func TestTLSArgsAndMounts(t *testing.T) {
 	if len(pod.Spec.Volumes) != 3 || pod.Spec.Containers[0].Image != "registry.local/etcd:v3.6.16" {
 		t.Errorf("volumes %d, image %s", len(pod.Spec.Volumes), pod.Spec.Containers[0].Image)
 	}
+	// etcdctl exits with "conflicting environment variable is shadowed by corresponding
+	// command-line flag" when an ETCDCTL_ variable and its flag are both given.
+	for _, e := range pod.Spec.Containers[0].Env {
+		if strings.HasPrefix(e.Name, "ETCDCTL_") {
+			t.Errorf("the etcd container sets %s; etcdctl --%s would refuse to run", e.Name, strings.ToLower(strings.TrimPrefix(e.Name, "ETCDCTL_")))
+		}
+	}
 }
 
 func TestPDBKeepsQuorumOfVoters(t *testing.T) {
@@ -166,5 +173,16 @@ func TestSpreadConstraintsGetTheClusterSelector(t *testing.T) {
 	}
 	if c.Spec.TopologySpreadConstraints[0].LabelSelector != nil {
 		t.Fatal("the builder changed its input")
+	}
+}
+
+// A quota of 0 is etcd's default (Cozystack's API says so too): no flag is passed.
+func TestZeroQuotaMeansEtcdDefault(t *testing.T) {
+	args := OptionArgs(&etcdv1.EtcdOptions{QuotaBackendBytes: ptr(resource.MustParse("0")), AutoCompactionRetention: "1.5h"})
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--quota-backend-bytes") }) {
+		t.Errorf("args %v pass a quota for 0", args)
+	}
+	if !slices.Contains(args, "--auto-compaction-retention=1.5h") {
+		t.Errorf("args %v lack the retention", args)
 	}
 }

@@ -130,6 +130,8 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: etcdv1.NoSpaceReport}
 		}),
 		newMember("ok-member"),
+		newMember("ok-adopted-root", adoptedAt("/var/lib/etcd")),
+		newMember("ok-adopted-subdir", adoptedAt("/var/lib/etcd/default.etcd")),
 	}
 	for _, obj := range valid {
 		t.Run(obj.GetName(), func(t *testing.T) {

@@ -36,7 +36,6 @@ func invalidCreates() []invalidCreate {
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
-		{"replicas above 9", newCluster("r02", withReplicas(11)), "should be less than or equal to 9"},
 		{"zero progress deadline", newCluster("r03", func(c *etcdv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr[int32](0) }), "spec.progressDeadlineSeconds in body should be greater than or equal to 1"},
 		// spec.storage
 		{"unknown medium", newCluster("s01", withStorage("1Gi", "Disk")), `spec.storage.medium: Unsupported value: "Disk"`},
@@ -71,11 +70,12 @@ func invalidCreates() []invalidCreate {
 		{"priority class name too long", newCluster("p02", func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = strings.Repeat("p", 254) }), "spec.priorityClassName: Too long: may not be more than 253"},
 		// spec.options
 		{"unknown compaction mode", newCluster("o01", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: "hourly"})), `spec.options.autoCompactionMode: Unsupported value: "hourly"`},
-		{"retention without mode", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "24h"})), "spec.options.autoCompactionRetention needs spec.options.autoCompactionMode"},
+		{"retention without mode as words", newCluster("o02", withOptions(etcdv1.EtcdOptions{AutoCompactionRetention: "a day"})), "must be a duration such as \"24h\""},
 		{"revision retention as duration", newCluster("o03", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionRevision, AutoCompactionRetention: "24h"})), "must be a number of revisions"},
 		{"periodic retention as words", newCluster("o04", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "one day"})), "must be a duration such as \"24h\""},
-		{"zero quota", newCluster("o05", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("0")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
-		{"quota too large", newCluster("o06", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("200Gi")})), "spec.options.quotaBackendBytes must be greater than 0 and at most 100Gi"},
+		{"negative quota", newCluster("o05", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("-1")})), "spec.options.quotaBackendBytes must be between 0 (etcd's default, 2Gi) and 100Gi"},
+		{"quota too large", newCluster("o06", withOptions(etcdv1.EtcdOptions{QuotaBackendBytes: qtyPtr("200Gi")})), "spec.options.quotaBackendBytes must be between 0 (etcd's default, 2Gi) and 100Gi"},
+		{"sub-millisecond retention", newCluster("o08", withOptions(etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "1.5x"})), "must be a duration such as \"24h\", \"1.5h\""},
 		{"zero snapshot count", newCluster("o07", withOptions(etcdv1.EtcdOptions{SnapshotCount: ptr[int64](0)})), "spec.options.snapshotCount in body should be greater than or equal to 1"},
 		// EtcdSnapshot
 		{"snapshot to no destination", newSnapshot("sn01", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
@@ -111,6 +111,12 @@ func invalidCreates() []invalidCreate {
 		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
 		{"member with unknown cluster state", newMember("m02", func(m *etcdv1.EtcdMember) { m.Spec.Bootstrap.InitialClusterState = "join" }), `spec.bootstrap.initialClusterState: Unsupported value: "join"`},
 		{"member of no cluster", newMember("m03", func(m *etcdv1.EtcdMember) { m.Spec.ClusterName = "" }), "spec.clusterName in body should be at least 1 chars long"},
+		{"adopted member with its data outside its volume", newMember("m04", adoptedAt("/var/lib/etcd/../../etc")), "spec.adopted.dataDir must be /var/lib/etcd or a directory under it"},
+		{"adopted member with its data in another mount", newMember("m05", adoptedAt("/data")), "spec.adopted.dataDir must be /var/lib/etcd or a directory under it"},
+		{"member adopted from an unknown operator", newMember("m06", func(m *etcdv1.EtcdMember) {
+			adoptedAt("/var/lib/etcd")(m)
+			m.Spec.Adopted.From = "elsewhere"
+		}), `spec.adopted.from: Unsupported value: "elsewhere"`},
 	}
 }
 
@@ -167,6 +173,7 @@ func invalidUpdates() []invalidUpdate {
 		}, "spec of an EtcdDefrag is immutable"},
 		{"move a member to another cluster", newMember("u19"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.ClusterName = "other" }, "spec.clusterName is immutable"},
 		{"move a member to tmpfs", newMember("u20"), func(o client.Object) { o.(*etcdv1.EtcdMember).Spec.Storage.Medium = memory }, "spec.storage.medium is immutable"},
+		{"move an adopted member's data", newMember("u21", adoptedAt("/var/lib/etcd")), func(o client.Object) { adoptedAt("/var/lib/etcd/data")(o.(*etcdv1.EtcdMember)) }, "spec.adopted is immutable"},
 	}
 }
 
@@ -229,4 +236,11 @@ func requireUnchanged(t *testing.T, created client.Object) {
 // describe is used in failure messages of the valid-spec tests.
 func describe(obj client.Object) string {
 	return fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+}
+
+// adoptedAt marks a member as adopted from Cozystack's operator with its data at dataDir.
+func adoptedAt(dataDir string) memberEdit {
+	return func(m *etcdv1.EtcdMember) {
+		m.Spec.Adopted = &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-" + m.Name, DataDir: dataDir}
+	}
 }

@@ -30,11 +30,11 @@ func TestAuthRootPasswordScaleAndPause(t *testing.T) {
 	checkOnlyPasswordLetsIn(t, ns, certOnly, password)
 
 	member := journeyCluster + "-1" // the member the journey's commands exec into
-	if out := kubectl(t, ns, "exec", member, "--", "etcdctl", "--user", "root:"+password, "put", "greeting", "hello"); strings.TrimSpace(out) != "OK" {
+	if out := guideEtcdctl(t, ns, journeyCluster, member, "--user", "root:"+password, "put", "greeting", "hello"); strings.TrimSpace(out) != "OK" {
 		t.Fatalf("etcdctl put as root in %s: %q", member, out)
 	}
 	// etcdctl in a member presents the server certificate, whose common name is no user.
-	if out, err := runKubectl(ns, "", "exec", member, "--", "etcdctl", "put", "greeting", "hello"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+	if out, err := runKubectl(ns, "", guideEtcdctlArgs(ns, journeyCluster, member, "put", "greeting", "hello")...); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("etcdctl put without a user in %s: %v %q; want permission denied", member, err, out)
 	}
 

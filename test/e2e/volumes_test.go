@@ -52,15 +52,25 @@ func pvcSizes(t *testing.T, ns string, c *etcdv1.EtcdCluster) map[string]string 
 	return out
 }
 
-func podUIDs(t *testing.T, ns string, c *etcdv1.EtcdCluster) map[string]string {
+// podUIDs maps the named members to their Pods' UIDs: a Pod that was restarted has another.
+func podUIDs(t *testing.T, ns string, names []string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, m := range c.Status.Members {
+	for _, name := range names {
 		pod := &corev1.Pod{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: m.Name}, pod); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 			t.Fatal(err)
 		}
-		out[m.Name] = string(pod.UID)
+		out[name] = string(pod.UID)
+	}
+	return out
+}
+
+// statusNames are the members' names in the cluster's status.
+func statusNames(c *etcdv1.EtcdCluster) []string {
+	var out []string
+	for _, m := range c.Status.Members {
+		out = append(out, m.Name)
 	}
 	return out
 }
@@ -71,7 +81,7 @@ func podUIDs(t *testing.T, ns string, c *etcdv1.EtcdCluster) map[string]string {
 func TestStorageGrowsOnARunningCluster(t *testing.T) {
 	t.Parallel()
 	ns, before, w := loadedCluster(t, "grow", 3)
-	pods := podUIDs(t, ns, before)
+	pods := podUIDs(t, ns, statusNames(before))
 	setStorageSize(t, ns, "grow", "2Gi")
 	volumesResized(t, ns, "grow", "AsRequested", "every member's PVC holds 2Gi", 3*time.Minute)
 	for name, sizes := range pvcSizes(t, ns, before) {
@@ -83,7 +93,7 @@ func TestStorageGrowsOnARunningCluster(t *testing.T) {
 	if b, a := fmt.Sprint(sorted(memberIDs(before))), fmt.Sprint(sorted(memberIDs(after))); a != b {
 		t.Fatalf("member IDs changed:\n before %s\n after  %s", b, a)
 	}
-	if b, a := fmt.Sprint(sorted(pods)), fmt.Sprint(sorted(podUIDs(t, ns, after))); a != b {
+	if b, a := fmt.Sprint(sorted(pods)), fmt.Sprint(sorted(podUIDs(t, ns, statusNames(after)))); a != b {
 		t.Errorf("members were restarted to grow their volumes:\n before %s\n after  %s", b, a)
 	}
 	w.stopAndVerify(t, 5)

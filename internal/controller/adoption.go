@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// ReasonAdoptionPending is Progressing's reason while a cluster has EtcdMembers that another
+// operator created and `kubectl etcd migrate` has not taken over yet.
+const ReasonAdoptionPending = "AdoptionPending"
+
+// pendingAdoption names the members another operator created that are not adopted yet.
+func pendingAdoption(members []*etcdv1.EtcdMember) []string {
+	var names []string
+	for _, m := range members {
+		if m.AdoptionPending() {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// waitForAdoption keeps the operator's hands off a cluster whose members it does not know how
+// to run yet: their Pods keep running as the other operator made them, and nothing is added,
+// removed, paused or restarted until they are adopted.
+func waitForAdoption(c *etcdv1.EtcdCluster, v *clusterView) error {
+	pending := pendingAdoption(v.members)
+	if len(pending) == 0 {
+		return nil
+	}
+	return waitFor(ReasonAdoptionPending,
+		"members %s were created by another operator and are not adopted yet; nothing is changed until they are: run `kubectl etcd migrate cozystack %s -n %s` (a dry run; add --apply)",
+		strings.Join(pending, ", "), c.Name, c.Namespace)
+}
+
+// adoptedPodIsCurrent is true for the Pod an adopted member had when it was taken over: it
+// carries no template hash, because another operator built it. It runs as it is until the
+// spec changes (see stampAdoptedPod); restarting it only because this operator would have
+// built it differently would restart every member of a cluster the moment it is adopted.
+func adoptedPodIsCurrent(m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
+	return m.Spec.Adopted != nil && pod.Annotations[specs.AnnotationPodTemplateHash] == ""
+}
+
+// stampAdoptedPod records on an adopted member's original Pod the template hash of the Pod
+// this operator builds for the spec as it is now, so that a later change of the spec restarts
+// it with this operator's Pod, one member at a time like any other change. Only metadata
+// changes: the Pod is not restarted.
+func (r *MemberReconciler) stampAdoptedPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) error {
+	if !adoptedPodIsCurrent(m, pod) {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[specs.AnnotationPodTemplateHash] = specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash]
+	if err := r.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("recording the template hash on adopted Pod %s: %w", pod.Name, err)
+	}
+	r.event(m, corev1.EventTypeNormal, "PodAdopted", "AdoptPod", "took over Pod %s as it runs; a later change of the cluster's spec restarts it with this operator's Pod", pod.Name)
+	return nil
+}
+
+// memberPVC reads, live, the PVC that holds the data of the member named name: the PVC of
+// that name, or one labelled as the member's (an adopted member's PVC has its own name).
+func memberPVC(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pvc)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return pvc, err
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{specs.LabelMember: name}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) != 1 {
+		return nil, apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), name)
+	}
+	return &list.Items[0], nil
+}
+
+// pvcMember is the member whose data a PVC holds: its member label, else its name.
+func pvcMember(pvc *corev1.PersistentVolumeClaim) string {
+	if name := pvc.Labels[specs.LabelMember]; name != "" {
+		return name
+	}
+	return pvc.Name
+}

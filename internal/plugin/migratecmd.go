@@ -1,0 +1,177 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/migrate"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func newMigrateCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Take over, in place, clusters that another etcd operator runs",
+	}
+	cmd.AddCommand(newMigrateCozystackCommand(o))
+	return cmd
+}
+
+type migrateFlags struct {
+	apply        bool
+	snapshotFile string
+	skipSnapshot bool
+}
+
+func newMigrateCozystackCommand(o *Options) *cobra.Command {
+	f := &migrateFlags{}
+	cmd := o.command("cozystack CLUSTER",
+		"Adopt a cluster of Cozystack's etcd-operator without restarting a Pod (a dry run unless --apply)",
+		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
+			return f.run(cmd.Context(), o, s)
+		}))
+	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
+	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
+	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
+	return cmd
+}
+
+func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
+	plan, err := planCozystack(ctx, s)
+	if err != nil {
+		return err
+	}
+	say(o.Out, "%s", plan.Describe())
+	if len(plan.Refusals) > 0 {
+		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", plan.Cluster, len(plan.Refusals))
+	}
+	if len(plan.Members) == 0 {
+		say(o.Out, "nothing to do: every member of %s is adopted\n", plan.Cluster)
+		return nil
+	}
+	if !f.apply {
+		say(o.Out, "dry run: nothing was changed. Stop Cozystack's operator and install this operator's CRDs first, then run again with --apply\n")
+		return nil
+	}
+	if err := f.safetySnapshot(ctx, o, s); err != nil {
+		return err
+	}
+	for _, change := range plan.Members {
+		if err := adoptMember(ctx, s.Kube, change); err != nil {
+			return fmt.Errorf("adopting member %s (the members before it are adopted; run the command again to continue): %w", change.Member, err)
+		}
+		say(o.Out, "adopted member %s\n", change.Member)
+	}
+	say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted\n", plan.Cluster)
+	return nil
+}
+
+// planCozystack reads what adoption decides on: the members, their Pods and PVCs, and etcd's
+// own member list.
+func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := s.Kube.Client.List(ctx, pvcs, client.InNamespace(s.Kube.Namespace)); err != nil {
+		return migrate.Plan{}, explainForbidden(err, "list persistentvolumeclaims")
+	}
+	listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, etcdMembers, err := s.Etcd.MemberList(listCtx)
+	if err != nil {
+		return migrate.Plan{}, fmt.Errorf("reading etcd's member list: %w", err)
+	}
+	o := migrate.Observed{Cluster: s.Cluster, Members: s.Members, Pods: map[string]*corev1.Pod{},
+		PVCs: map[string]*corev1.PersistentVolumeClaim{}, Etcd: etcdMembers}
+	for name, pod := range s.Pods {
+		o.Pods[name] = &pod
+	}
+	for i := range pvcs.Items {
+		o.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
+	}
+	return migrate.PlanCozystack(o), nil
+}
+
+func (f *migrateFlags) safetySnapshot(ctx context.Context, o *Options, s *Session) error {
+	if f.skipSnapshot {
+		return nil
+	}
+	if f.snapshotFile == "" {
+		return errors.New("--apply takes a safety snapshot first: name its local file with --snapshot-file FILE, or pass --skip-snapshot")
+	}
+	if err := o.saveSnapshot(ctx, s, f.snapshotFile); err != nil {
+		return fmt.Errorf("safety snapshot (nothing was changed): %w", err)
+	}
+	return nil
+}
+
+// adoptMember labels the member's PVC and Pod, then rewrites its EtcdMember: that last write
+// is the adoption (the operator acts on the member from then on), so a run cut short is
+// finished by running the command again.
+func adoptMember(ctx context.Context, k *Kube, change migrate.MemberChange) error {
+	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
+	if change.PVC != "" {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := patchMeta(ctx, k, change.PVC, pvc, labels, map[string]string{
+			specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
+			specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
+		}); err != nil {
+			return err
+		}
+	}
+	if err := patchMeta(ctx, k, change.Pod, &corev1.Pod{}, labels, nil); err != nil {
+		return err
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: change.Member}, m); err != nil {
+		return err
+	}
+	if !m.AdoptionPending() {
+		return nil
+	}
+	m.Spec = change.Spec
+	controllerutil.RemoveFinalizer(m, migrate.CozystackFinalizer)
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	for key, v := range labels {
+		m.Labels[key] = v
+	}
+	if err := k.Client.Update(ctx, m); err != nil {
+		return fmt.Errorf("rewriting EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
+	}
+	status := client.MergeFrom(m.DeepCopy())
+	m.Status.MemberID = change.MemberID
+	return k.Client.Status().Patch(ctx, m, status)
+}
+
+// patchMeta adds labels and annotations to an object: metadata only, so a Pod keeps running.
+func patchMeta(ctx context.Context, k *Kube, name string, obj client.Object, labels, annotations map[string]string) error {
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	obj.SetLabels(merged(obj.GetLabels(), labels))
+	obj.SetAnnotations(merged(obj.GetAnnotations(), annotations))
+	return k.Client.Patch(ctx, obj, patch)
+}
+
+func merged(into, add map[string]string) map[string]string {
+	if len(add) == 0 {
+		return into
+	}
+	if into == nil {
+		into = map[string]string{}
+	}
+	for key, v := range add {
+		into[key] = v
+	}
+	return into
+}

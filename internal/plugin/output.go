@@ -1,0 +1,59 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// print writes v as JSON or YAML when -o asks for it, else calls table.
+func (o *Options) print(v any, table func(w *tabwriter.Writer)) error {
+	switch o.Output {
+	case "json":
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.Out, string(data))
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(data)
+		return err
+	}
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	table(w)
+	return w.Flush()
+}
+
+// humanBytes renders a size the way etcdctl's table does (binary units).
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// row writes one line of a table. A tabwriter only buffers: the output's own error comes
+// back from Flush, which print returns.
+func row(w *tabwriter.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}
+
+// say writes a line of progress or outcome for the person running the command. A terminal
+// or pipe that stopped reading has nothing to tell the command, which has done its work.
+func say(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}

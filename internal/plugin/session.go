@@ -1,0 +1,169 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// Session is one cluster reached through port-forwards to its running member Pods.
+type Session struct {
+	Kube    *Kube
+	Cluster *etcdv1.EtcdCluster
+	Members []etcdv1.EtcdMember
+	Pods    map[string]corev1.Pod
+	// Endpoints maps a member name to its local forwarded client URL; members without a
+	// running Pod are absent.
+	Endpoints map[string]string
+	// Unreachable are the members with a running Pod that could not be forwarded to.
+	Unreachable map[string]error
+	Etcd        etcd.Client
+	config      etcd.Config
+	stops       []func()
+}
+
+// connect reads the cluster, forwards a local port to every running member Pod and opens an
+// etcd client with the cluster's TLS and auth, from Secrets read with the user's own rights.
+func (o *Options) connect(ctx context.Context, cluster string) (*Session, error) {
+	s, err := o.load(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if specs.ClientTLS(s.Cluster) {
+		scheme = "https"
+	}
+	var endpoints []string
+	for _, m := range s.Members {
+		pod, ok := s.Pods[m.Name]
+		if !ok || pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		port, stop, err := forward(s.Kube.Config, s.Kube.Namespace, m.Name)
+		if err != nil {
+			// One member's Pod going away must not hide the others: status shows the error.
+			s.Unreachable[m.Name] = err
+			continue
+		}
+		s.stops = append(s.stops, stop)
+		s.Endpoints[m.Name] = fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
+		endpoints = append(endpoints, s.Endpoints[m.Name])
+	}
+	if len(endpoints) == 0 {
+		s.Close()
+		return nil, fmt.Errorf("cluster %s has no running member Pod to talk to (%v)", cluster, s.Unreachable)
+	}
+	// The operator's own way of building a client: the CA from the server Secret, its client
+	// certificate where etcd requires one, root's password where auth is on.
+	factory := &controller.SecretClientFactory{Reader: s.Kube.Client, Open: func(cfg etcd.Config) (etcd.Client, error) {
+		if cfg.TLS != nil {
+			// Through the forward the address is 127.0.0.1; the certificate names the Service.
+			cfg.TLS.ServerName = fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(s.Cluster.Name), s.Cluster.Namespace)
+		}
+		cfg.HealthTimeout = 5 * time.Second
+		s.config = cfg
+		return etcd.New(cfg)
+	}}
+	cli, err := factory.New(ctx, s.Cluster, endpoints)
+	if err != nil {
+		s.Close()
+		return nil, explainSecretError(err)
+	}
+	s.Etcd = cli
+	return s, nil
+}
+
+// load reads the cluster, its members and Pods without reaching etcd.
+func (o *Options) load(ctx context.Context, cluster string) (*Session, error) {
+	k, err := o.kube()
+	if err != nil {
+		return nil, err
+	}
+	c, err := k.Cluster(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	members, err := k.Members(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := k.Pods(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Kube: k, Cluster: c, Members: members, Pods: pods, Endpoints: map[string]string{}, Unreachable: map[string]error{}}, nil
+}
+
+// clientv3For is a raw etcd client of one endpoint, for what the operator's client does not
+// offer (compaction, snapshots), with the session's TLS and credentials.
+func (s *Session) clientv3For(endpoint string) (*clientv3.Client, error) {
+	return clientv3.New(s.clientv3Config(endpoint))
+}
+
+func (s *Session) clientv3Config(endpoint string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints: []string{endpoint}, TLS: s.config.TLS,
+		Username: s.config.Username, Password: s.config.Password,
+		DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
+	}
+}
+
+// Close stops the client and every port-forward.
+func (s *Session) Close() {
+	if s.Etcd != nil {
+		_ = s.Etcd.Close()
+	}
+	for _, stop := range s.stops {
+		stop()
+	}
+}
+
+// memberStatus is what each member says about itself, asked of all members at once.
+type memberStatus struct {
+	Status etcd.Status
+	Err    error
+}
+
+// statuses asks every forwarded member for its status in parallel.
+func (s *Session) statuses(ctx context.Context) map[string]memberStatus {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := make(map[string]memberStatus, len(s.Endpoints))
+	for name, ep := range s.Endpoints {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st, err := s.Etcd.Status(cctx, ep)
+			mu.Lock()
+			out[name] = memberStatus{st, err}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for name, err := range s.Unreachable {
+		out[name] = memberStatus{Err: err}
+	}
+	return out
+}
+
+// memberByName is the EtcdMember with that name, or an error listing the names there are.
+func (s *Session) memberByName(name string) (*etcdv1.EtcdMember, error) {
+	var names []string
+	for i := range s.Members {
+		if s.Members[i].Name == name {
+			return &s.Members[i], nil
+		}
+		names = append(names, s.Members[i].Name)
+	}
+	return nil, fmt.Errorf("cluster %s has no member %q; its members are %v", s.Cluster.Name, name, names)
+}

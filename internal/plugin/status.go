@@ -1,0 +1,128 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spf13/cobra"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// StatusRow is one member as `kubectl etcd status` shows it.
+type StatusRow struct {
+	Name        string   `json:"name"`
+	MemberID    string   `json:"memberID,omitempty"`
+	Endpoint    string   `json:"endpoint"`
+	Version     string   `json:"version,omitempty"`
+	DBSize      int64    `json:"dbSize"`
+	DBSizeInUse int64    `json:"dbSizeInUse"`
+	Leader      bool     `json:"leader"`
+	RaftTerm    uint64   `json:"raftTerm"`
+	RaftIndex   uint64   `json:"raftIndex"`
+	Learner     bool     `json:"learner"`
+	Alarms      []string `json:"alarms,omitempty"`
+	Pod         string   `json:"pod,omitempty"`
+	Node        string   `json:"node,omitempty"`
+	Ready       bool     `json:"ready"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// ClusterStatus is the whole answer of `kubectl etcd status`.
+type ClusterStatus struct {
+	Cluster    string             `json:"cluster"`
+	Namespace  string             `json:"namespace"`
+	Members    []StatusRow        `json:"members"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+func newStatusCommand(o *Options) *cobra.Command {
+	return o.command("status CLUSTER",
+		"One table of every member (ID, version, DB size, leader, raft, alarms, Pod) and the cluster's conditions",
+		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
+			st, err := s.clusterStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return o.print(st, func(w *tabwriter.Writer) { writeStatus(w, st) })
+		}))
+}
+
+func (s *Session) clusterStatus(ctx context.Context) (ClusterStatus, error) {
+	alarms, err := s.Etcd.Alarms(ctx)
+	if err != nil {
+		return ClusterStatus{}, fmt.Errorf("alarm list: %w", err)
+	}
+	rows := statusRows(s.Cluster, s.Members, s.Pods, s.statuses(ctx), alarms)
+	return ClusterStatus{Cluster: s.Cluster.Name, Namespace: s.Cluster.Namespace, Members: rows, Conditions: s.Cluster.Status.Conditions}, nil
+}
+
+// statusRows joins the operator's view (EtcdMembers, Pods) with each member's own answer.
+func statusRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods map[string]corev1.Pod,
+	answers map[string]memberStatus, alarms []etcd.Alarm) []StatusRow {
+	rows := make([]StatusRow, 0, len(members))
+	for _, m := range members {
+		row := StatusRow{Name: m.Name, MemberID: m.Status.MemberID, Endpoint: specs.ClientURL(c, m.Name)}
+		if p, ok := pods[m.Name]; ok {
+			row.Pod, row.Node, row.Ready = p.Name, p.Spec.NodeName, podReady(p)
+		}
+		if a, ok := answers[m.Name]; ok && a.Err == nil {
+			st := a.Status
+			row.MemberID = etcd.FormatID(st.MemberID)
+			row.Version, row.DBSize, row.DBSizeInUse = st.Version, st.DBSize, st.DBSizeInUse
+			row.Leader = st.Leader != 0 && st.Leader == st.MemberID
+			row.RaftTerm, row.RaftIndex, row.Learner = st.RaftTerm, st.RaftIndex, st.IsLearner
+			for _, al := range alarms {
+				if al.MemberID == st.MemberID {
+					row.Alarms = append(row.Alarms, al.Type)
+				}
+			}
+		} else if ok {
+			row.Error = a.Err.Error()
+		} else {
+			row.Error = "no running Pod"
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	return rows
+}
+
+func writeStatus(w *tabwriter.Writer, st ClusterStatus) {
+	row(w, "NAME\tMEMBER ID\tENDPOINT\tVERSION\tDB SIZE\tIN USE\tLEADER\tRAFT TERM\tRAFT INDEX\tLEARNER\tALARMS\tPOD\tNODE\tREADY\n")
+	for _, r := range st.Members {
+		alarms := strings.Join(r.Alarms, ",")
+		if alarms == "" {
+			alarms = "-"
+		}
+		if r.Error != "" {
+			row(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%t\n", r.Name, dash(r.MemberID), r.Endpoint, "error: "+r.Error, dash(r.Pod), dash(r.Node), r.Ready)
+			continue
+		}
+		row(w, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%d\t%d\t%t\t%s\t%s\t%s\t%t\n", r.Name, r.MemberID, r.Endpoint, r.Version,
+			humanBytes(r.DBSize), humanBytes(r.DBSizeInUse), r.Leader, r.RaftTerm, r.RaftIndex, r.Learner, alarms, dash(r.Pod), dash(r.Node), r.Ready)
+	}
+	_ = w.Flush()
+	if len(st.Conditions) > 0 {
+		row(w, "\n")
+		row(w, "CONDITION\tSTATUS\tREASON\tMESSAGE\n")
+		for _, c := range st.Conditions {
+			row(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
