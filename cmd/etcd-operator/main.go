@@ -224,6 +224,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	}
 	snapshots := &snapshot.Reconciler{
 		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("etcd-operator"),
 		AgentImage: o.agentImage,
 	}

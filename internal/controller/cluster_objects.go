@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"reflect"
 	"strings"
@@ -83,6 +85,15 @@ func (r *ClusterReconciler) getOwned(ctx context.Context, c *etcdv1.EtcdCluster,
 	return true, notOurs(obj, c, kind, "EtcdCluster")
 }
 
+// ignoreNameConflict drops a NameConflict problem, keeping any other error.
+func ignoreNameConflict(err error) error {
+	var w errWaiting
+	if errors.As(err, &w) && w.reason == ReasonNameConflict {
+		return nil
+	}
+	return err
+}
+
 // ensurePDB keeps a PodDisruptionBudget over the voters; a paused cluster has none.
 func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
 	voters, _ := v.voters()
@@ -119,14 +130,16 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	have := &networkingv1.NetworkPolicy{}
 	exists, err := r.getOwned(ctx, c, specs.NetworkPolicyName(c.Name), have, "NetworkPolicy")
-	if err != nil {
-		return err
-	}
 	if c.Spec.NetworkPolicy == nil || !c.Spec.NetworkPolicy.Enabled {
-		if exists {
+		// Turned off: only the operator's own goes; one of that name that is someone
+		// else's is none of the cluster's business (no NameConflict).
+		if exists && metav1.IsControlledBy(have, c) {
 			return client.IgnoreNotFound(r.Delete(ctx, have))
 		}
-		return nil
+		return client.IgnoreNotFound(ignoreNameConflict(err))
+	}
+	if err != nil {
+		return err
 	}
 	want := specs.NetworkPolicy(c, specs.OperatorPeer(r.OperatorNamespace))
 	if !exists {

@@ -68,3 +68,20 @@ func TestSomeoneElsesNetworkPolicyIsReportedNotTaken(t *testing.T) {
 		t.Fatalf("someone else's NetworkPolicy was changed: %+v", np)
 	}
 }
+
+// With spec.networkPolicy off, a NetworkPolicy of that name that someone else made is none
+// of the cluster's business: no NameConflict, and it is neither changed nor deleted.
+func TestSomeoneElsesNetworkPolicyIsIgnoredWhileOurIsOff(t *testing.T) {
+	h := runningHarness(t)
+	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	if err := h.api.Create(context.Background(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Status != metav1.ConditionFalse {
+		t.Fatalf("Degraded %s %s %q with spec.networkPolicy off", deg.Status, deg.Reason, deg.Message)
+	}
+	if _, err := h.networkPolicy(); err != nil {
+		t.Fatalf("someone else's NetworkPolicy went: %v", err)
+	}
+}

@@ -47,11 +47,22 @@ const (
 // Reconciler runs EtcdSnapshots.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads what the manager's cache does not hold: the user's destination PVC
+	// (the cache keeps only PVCs the operator labelled). The client when nil (tests).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// AgentImage is the operator's own image: the Jobs run its snapshot-agent.
 	AgentImage string
 	// Now is the clock; time.Now outside tests.
 	Now func() time.Time
+}
+
+// live is the reader for objects the operator did not label.
+func (r *Reconciler) live() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;update;patch
@@ -142,7 +153,7 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (string, string, error) {
 	d := s.Spec.Destination
 	if d.PVC != nil {
-		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: d.PVC.ClaimName}, &corev1.PersistentVolumeClaim{})
+		err := r.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: d.PVC.ClaimName}, &corev1.PersistentVolumeClaim{})
 		if apierrors.IsNotFound(err) {
 			return ReasonPVCNotFound, fmt.Sprintf("PersistentVolumeClaim %s, named by spec.destination.pvc.claimName, does not exist: create it or name another", d.PVC.ClaimName), nil
 		}
