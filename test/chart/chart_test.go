@@ -191,7 +191,10 @@ func TestValuesReachTheObjects(t *testing.T) {
 		t.Errorf("replicas = %v", replicas)
 	}
 	got := args(t, objects)
-	for _, want := range []string{"--leader-elect=false", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd"} {
+	// The agents run from the operator's own image: without the flag the operator would look
+	// for POD_NAME and POD_NAMESPACE, which the chart does not set, and stop.
+	for _, want := range []string{"--leader-elect=false", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd",
+		"--agent-image=ghcr.io/quorumkeeper/etcd-operator:v9.9.9"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("args %v lack %s", got, want)
 		}
