@@ -46,7 +46,7 @@ func TestMembersThatCannotStartSayWhyAndTheClusterStillDeletes(t *testing.T) {
 	noClass := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Replicas: &one, Version: etcdVersion,
 		Storage: etcdv1.StorageSpec{StorageClassName: &missingClass}}}
 	noClass.Name, noClass.Namespace = "noclass", ns
-	noImage := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Replicas: &one, Version: "3.5.27"}}
+	noImage := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Replicas: &one, Version: "3.6.1"}}
 	noImage.Name, noImage.Namespace = "noimage", ns
 	for _, c := range []*etcdv1.EtcdCluster{noClass, noImage} {
 		if err := k8s.Create(context.Background(), c); err != nil {
