@@ -29,14 +29,14 @@ func (r *ClusterReconciler) reader() client.Reader {
 // records a member ID of this cluster and has no EtcdMember: after `kubectl delete
 // etcdmembers --all` (or of a majority) no Pod runs and nothing answers, but the PVCs say
 // where each member's data lives. Each member comes back with its name, its data and its ID
-// (its Pod starts with only itself in its initial cluster, so etcd reads the data it has).
+// (memberFromPVC).
 func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
 	if v.reachable || c.Status.ClusterID == "" {
 		return false, nil
 	}
 	var rebuilt []string
 	for _, name := range knownMemberNames(c, v) {
-		if v.pvcs[name] == nil || memberNamed(v.members, name) != nil {
+		if v.pvcs[name] == nil || !needsMemberFromPVC(memberNamed(v.members, name)) {
 			continue
 		}
 		// Live: a PVC the cache still shows may be one a removal has just deleted.
@@ -46,18 +46,8 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 		} else if err != nil || !rebuildable(c, pvc) {
 			continue
 		}
-		m := r.newMember(c, name, etcdv1.MemberBootstrap{
-			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting,
-			ClusterToken: c.Status.ClusterToken,
-		})
-		m.Spec.Dormant = replicas == 0
-		m.Spec.Adopted = specs.AdoptionOf(pvc)
-		if err := r.createMember(ctx, c, m); err != nil {
-			return true, err
-		}
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Status.MemberID, m.Status.ClusterID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], c.Status.ClusterID, lastRole(c, name)
-		if err := r.Status().Patch(ctx, m, patch); err != nil {
+		m, err := r.memberFromPVC(ctx, c, memberNamed(v.members, name), pvc, c.Status.ClusterID, lastRole(c, name), replicas == 0)
+		if err != nil {
 			return true, err
 		}
 		failpoint.Crash(c, failpoint.AfterRebuildMember)
@@ -66,6 +56,37 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 		rebuilt = append(rebuilt, name)
 	}
 	return len(rebuilt) > 0, nil
+}
+
+// needsMemberFromPVC: no EtcdMember of the PVC's member, or one that memberFromPVC created and
+// a crash kept from getting its member ID (it would wait forever to be added to etcd).
+func needsMemberFromPVC(m *etcdv1.EtcdMember) bool {
+	return m == nil || (m.Status.MemberID == "" && m.DeletionTimestamp.IsZero() &&
+		m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateExisting)
+}
+
+// memberFromPVC recreates the EtcdMember whose data pvc holds (or finishes one an earlier
+// attempt created, have), under its name and with the member ID recorded on the PVC. Its Pod
+// names only itself in its initial cluster: etcd starts from the data, and refuses to start on
+// an empty directory. Both acts look first, so a crash between them is finished next time.
+func (r *ClusterReconciler) memberFromPVC(ctx context.Context, c *etcdv1.EtcdCluster, have *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim,
+	clusterID string, role etcdv1.MemberRole, dormant bool) (*etcdv1.EtcdMember, error) {
+	m := have
+	if m == nil {
+		name := pvcMember(pvc)
+		m = r.newMember(c, name, etcdv1.MemberBootstrap{
+			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+			ClusterToken: c.Status.ClusterToken,
+		})
+		m.Spec.Dormant = dormant
+		m.Spec.Adopted = specs.AdoptionOf(pvc) // a member adopted from another operator keeps its data where it was
+		if err := r.createMember(ctx, c, m); err != nil {
+			return nil, err
+		}
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Status.MemberID, m.Status.ClusterID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], clusterID, role
+	return m, r.Status().Patch(ctx, m, patch)
 }
 
 // rebuildable: the PVC holds a member's data of this very cluster.

@@ -186,11 +186,12 @@ const ReasonRetainedDataConflict = "RetainedDataConflict"
 
 // adoptRetainedPVCs is the first bootstrap of a cluster that finds PVCs kept from an earlier
 // cluster of its name: instead of founding a new etcd cluster next to that data, it
-// recreates the kept members, each on its PVC with the member ID annotated there. Their
-// etcd starts from its data (the bootstrap flags are ignored when a data directory exists)
-// and the old cluster comes back with its cluster ID; scaling then goes on to spec.replicas.
+// recreates the kept members, each on its PVC with the member ID annotated there
+// (memberFromPVC). Their etcd starts from its data and the old cluster comes back with its
+// cluster ID; scaling then goes on to spec.replicas. A crash halfway is finished next time:
+// members made from kept PVCs do not count as a bootstrap already under way.
 func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if c.Status.ClusterID != "" || v.reachable || len(v.members) > 0 || c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+	if c.Status.ClusterID != "" || v.reachable || c.Spec.Storage.Medium == etcdv1.StorageMediumMemory || foundingBegun(v.members) {
 		return false, nil
 	}
 	kept, err := r.retainedPVCs(ctx, c)
@@ -209,28 +210,33 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		return true, childProblem(ReasonRetainedDataConflict, "the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
 			strings.Join(names, ", "), len(clusterIDs))
 	}
-	for _, pvc := range kept {
-		// Only itself in its initial cluster, as a rebuilt member (rebuildFromPVCs): etcd
-		// starts from the data, and would refuse to start on an empty directory.
-		name := pvcMember(&pvc)
-		m := r.newMember(c, name, etcdv1.MemberBootstrap{
-			InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: c.Status.ClusterToken,
-		})
-		m.Spec.Dormant = ptrOr(c.Spec.Replicas, 3) == 0
-		m.Spec.Adopted = specs.AdoptionOf(&pvc) // a member adopted from another operator keeps its data where it was
-		if err := r.createMember(ctx, c, m); err != nil {
+	adopted := 0
+	for i := range kept {
+		have := memberNamed(v.members, pvcMember(&kept[i]))
+		if !needsMemberFromPVC(have) {
+			continue
+		}
+		if _, err := r.memberFromPVC(ctx, c, have, &kept[i], kept[i].Annotations[specs.AnnotationClusterID], etcdv1.RoleVoter, ptrOr(c.Spec.Replicas, 3) == 0); err != nil {
 			return true, err
 		}
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Status.MemberID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], etcdv1.RoleVoter
-		m.Status.ClusterID = pvc.Annotations[specs.AnnotationClusterID]
-		if err := r.Status().Patch(ctx, m, patch); err != nil {
-			return true, err
-		}
+		adopted++
+	}
+	if adopted == 0 {
+		return false, nil
 	}
 	r.event(c, corev1.EventTypeNormal, "AdoptedRetainedPVCs", "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
 		c.Name, firstKey(clusterIDs), strings.Join(names, ", "))
 	return true, nil
+}
+
+// foundingBegun: a first bootstrap of a new etcd cluster has created its founding members.
+func foundingBegun(members []*etcdv1.EtcdMember) bool {
+	for _, m := range members {
+		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
+			return true
+		}
+	}
+	return false
 }
 
 func firstKey(m map[string]bool) string {

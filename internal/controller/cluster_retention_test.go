@@ -157,3 +157,38 @@ func TestKeptPVCsOfTwoEtcdClustersAreNotMixed(t *testing.T) {
 		t.Fatalf("Degraded %s %q", deg.Reason, deg.Message)
 	}
 }
+
+// createUnfinishedMember makes the EtcdMember memberFromPVC creates before it records the
+// member ID, as a crash between the two acts leaves it.
+func (h *harness) createUnfinishedMember(name string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	m := h.r.newMember(c, name, etcdv1.MemberBootstrap{
+		InitialCluster: specs.InitialCluster(c, []string{name}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+	})
+	if err := h.r.createMember(context.Background(), c, m); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// The operator died between creating a member from a kept PVC and recording its ID: the next
+// bootstrap finishes that member and adopts the other kept PVCs too.
+func TestAdoptionOfKeptPVCsResumesAfterACrash(t *testing.T) {
+	h := newHarness(t)
+	for i, name := range []string{"db-1", "db-2", "db-3"} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
+			Annotations: map[string]string{specs.AnnotationMemberID: []string{"a1", "a2", "a3"}[i], specs.AnnotationClusterID: "c0ffee"}}}
+		if err := h.api.Create(context.Background(), pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.createUnfinishedMember("db-2")
+	h.reconcile()
+	got := map[string]string{}
+	for _, m := range h.members() {
+		got[m.Name] = m.Status.MemberID
+	}
+	if len(got) != 3 || got["db-1"] != "a1" || got["db-2"] != "a2" || got["db-3"] != "a3" {
+		t.Fatalf("members %v, want db-1, db-2, db-3 with the IDs of their PVCs", got)
+	}
+}

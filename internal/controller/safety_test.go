@@ -414,3 +414,28 @@ func TestMemberRemovedFromEtcdByHandIsReplaced(t *testing.T) {
 		t.Fatal("db-2, removed from etcd by hand, is kept: its Pod can only crash")
 	}
 }
+
+// The operator died between rebuilding an EtcdMember from its PVC and recording its member ID:
+// the member would wait forever to be added to etcd. The next reconcile finishes it.
+func TestRebuildFromPVCsResumesAfterACrash(t *testing.T) {
+	h := newHarness(t)
+	h.reconcile()
+	h.running()
+	h.annotatePVCs()
+	want := map[string]string{}
+	for _, m := range h.members() {
+		want[m.Name] = m.Status.MemberID
+		h.deleteMember(m.Name)
+		h.etcd.SetDown(h.etcdID(m.Name), true)
+	}
+	h.createUnfinishedMember("db-1")
+	h.reconcile()
+	for _, m := range h.members() {
+		if m.Status.MemberID != want[m.Name] {
+			t.Fatalf("%s has member ID %q, want %q from its PVC", m.Name, m.Status.MemberID, want[m.Name])
+		}
+	}
+	if n := len(h.members()); n != 3 {
+		t.Fatalf("%d members, want 3 rebuilt", n)
+	}
+}
