@@ -147,6 +147,9 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	defer view.close()
+	if err := r.ownPVCsPerPolicy(ctx, cluster, view.pvcs); err != nil {
+		return ctrl.Result{}, err
+	}
 	// etcd drops a membership change that overlaps another; a deadline turns that silence
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -45,12 +45,8 @@ func retainsPVCs(c *etcdv1.EtcdCluster) bool {
 	return p == nil || p.WhenDeleted != etcdv1.PVCDelete
 }
 
-// ensureRetention keeps the finalizer and the members' PVC owners in line with the policy,
-// also after the policy changed.
+// ensureRetention keeps the finalizer in line with the policy, also after it changed.
 func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	if err := r.ownPVCsPerPolicy(ctx, c); err != nil {
-		return err
-	}
 	want := retainsPVCs(c)
 	if controllerutil.ContainsFinalizer(c, clusterFinalizer) == want {
 		return nil
@@ -64,23 +60,19 @@ func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdC
 	return r.Patch(ctx, c, patch)
 }
 
-// ownPVCsPerPolicy applies ownPVCPerPolicy to every PVC the operator made for this cluster.
-func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name, specs.LabelManagedBy: specs.ManagerName}); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		pvc := &list.Items[i]
-		if !pvc.DeletionTimestamp.IsZero() {
+// ownPVCsPerPolicy applies ownPVCPerPolicy to the PVCs the operator made for this cluster,
+// as the reconcile observed them (no list of its own), also after the policy changed.
+func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.EtcdCluster, pvcs map[string]*corev1.PersistentVolumeClaim) error {
+	for _, pvc := range pvcs {
+		if !pvc.DeletionTimestamp.IsZero() || pvc.Labels[specs.LabelManagedBy] != specs.ManagerName {
 			continue
 		}
 		patch := client.MergeFrom(pvc.DeepCopy())
 		changed, err := ownPVCPerPolicy(c, pvc, r.Scheme())
-		if err != nil || !changed {
-			if err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		if !changed {
 			continue
 		}
 		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
