@@ -14,24 +14,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
-const operatorNamespace = "etcd-operator-system"
+const operatorNamespace = robustness.OperatorNamespace
 
 // killOperator deletes the operator's Pods at once (no grace), as a crash would.
 func killOperator(t *testing.T) {
 	t.Helper()
-	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(operatorNamespace),
-		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+	n, err := robustness.KillOperator(context.Background(), k8s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range pods.Items {
-		if err := k8s.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("killed %d operator Pods", len(pods.Items))
+	t.Logf("killed %d operator Pods", n)
 }
 
 // The operator dies in the middle of a scale-out; its successor converges with no orphan or

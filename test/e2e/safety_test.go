@@ -23,6 +23,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // These tests lose what the operator manages (EtcdMembers, PVCs, a member's data) while a
@@ -214,22 +215,8 @@ func wipeData(t *testing.T, ns, member string) {
 // emptyVolume removes everything in the member's local volume.
 func emptyVolume(t *testing.T, ns, member string) {
 	t.Helper()
-	pvc := getPVC(t, ns, member)
-	pv := &corev1.PersistentVolume{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+	if err := robustness.EmptyVolume(context.Background(), k8s, getPVC(t, ns, member)); err != nil {
 		t.Fatal(err)
-	}
-	if pv.Spec.Local == nil {
-		t.Fatalf("volume %s is no local directory: this test needs the local cluster's provisioner", pv.Name)
-	}
-	entries, err := os.ReadDir(pv.Spec.Local.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(pv.Spec.Local.Path, e.Name())); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -248,15 +248,8 @@ func (cp *ControlPlane) startAll(ctx context.Context) error {
 	if err := cp.waitUntil(ctx, etcd, "etcd is healthy", cp.etcdHealthy); err != nil {
 		return err
 	}
-	apiserver, err := cp.startChild("kube-apiserver", cp.cfg.kubeBin("kube-apiserver"), cp.apiserverArgs())
+	client, err := cp.startAPIServer(ctx)
 	if err != nil {
-		return err
-	}
-	client, err := cp.pollingClient()
-	if err != nil {
-		return err
-	}
-	if err := cp.waitUntil(ctx, apiserver, "kube-apiserver /readyz is ok", readyzOK(client)); err != nil {
 		return err
 	}
 	kcm, err := cp.startChild("kube-controller-manager", cp.cfg.kubeBin("kube-controller-manager"), cp.controllerManagerArgs())
@@ -467,15 +460,22 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 		return fmt.Errorf("localcluster: no kube-apiserver to restart")
 	}
 	terminate([]*child{old})
+	_, err := cp.startAPIServer(ctx)
+	return err
+}
+
+// startAPIServer starts kube-apiserver and waits until its /readyz is ok; it returns the
+// polling client it waited with.
+func (cp *ControlPlane) startAPIServer(ctx context.Context) (*kubernetes.Clientset, error) {
 	apiserver, err := cp.startChild("kube-apiserver", cp.cfg.kubeBin("kube-apiserver"), cp.apiserverArgs())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client, err := cp.pollingClient()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return cp.waitUntil(ctx, apiserver, "kube-apiserver /readyz is ok after its restart", readyzOK(client))
+	return client, cp.waitUntil(ctx, apiserver, "kube-apiserver /readyz is ok", readyzOK(client))
 }
 
 // stopGrace is how long a component gets to exit after SIGTERM before it is killed.

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // dataLossTrial takes the data of a member chosen at random, in one of two ways chosen at
@@ -32,7 +31,7 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 		}
 	} else {
 		logf("trial %d: volume of %s emptied, then its Pod deleted", t.index, victim.Name)
-		if err := t.c.e.emptyVolume(ctx, pvc); err != nil {
+		if err := robustness.EmptyVolume(ctx, t.c.e.k8s, pvc); err != nil {
 			return err
 		}
 	}
@@ -40,26 +39,4 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	return t.c.waitSettled(ctx, t.replicas, since)
-}
-
-// emptyVolume removes everything in the PVC's volume: a local directory of this machine on
-// the local cluster.
-func (e *env) emptyVolume(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
-	pv := &corev1.PersistentVolume{}
-	if err := e.k8s.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return err
-	}
-	if pv.Spec.Local == nil {
-		return fmt.Errorf("volume %s of %s is no local directory: this trial needs the local cluster's provisioner", pv.Name, pvc.Name)
-	}
-	entries, err := os.ReadDir(pv.Spec.Local.Path)
-	if err != nil {
-		return err
-	}
-	for _, entry := range entries {
-		if err := os.RemoveAll(filepath.Join(pv.Spec.Local.Path, entry.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }

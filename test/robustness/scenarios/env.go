@@ -25,10 +25,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
-const (
-	etcdVersion       = "3.6.16"
-	operatorNamespace = "etcd-operator-system"
-)
+const etcdVersion = "3.6.16"
 
 // env is the cluster the scenarios run on.
 type env struct {
@@ -174,23 +171,6 @@ func (c *cluster) pods(ctx context.Context) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
 	err := c.e.k8s.List(ctx, list, client.InNamespace(c.ns), client.MatchingLabels{specs.LabelCluster: c.name})
 	return list.Items, err
-}
-
-// killOperator deletes the operator's Pods at once, as a crash would.
-func (e *env) killOperator(ctx context.Context) error {
-	pods := &corev1.PodList{}
-	if err := e.k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
-		return err
-	}
-	if len(pods.Items) == 0 {
-		return errors.New("no operator Pod to kill")
-	}
-	for i := range pods.Items {
-		if err := e.k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // endpoints are the client Service's addresses as the cluster's DNS gives them.

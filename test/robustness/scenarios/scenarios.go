@@ -56,7 +56,7 @@ func operatorKillTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	time.Sleep(delay)
-	if err := t.c.e.killOperator(ctx); err != nil {
+	if _, err := robustness.KillOperator(ctx, t.c.e.k8s); err != nil {
 		return err
 	}
 	t.replicas = target
