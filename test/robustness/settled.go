@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,4 +50,30 @@ func ChangedAfter(conds []metav1.Condition, since time.Time) bool {
 		}
 	}
 	return false
+}
+
+// SeenSince says why a settled status may predate a disruption at since that changed no spec;
+// nil when it shows the disruption was seen: a condition changed after since (ChangedAfter),
+// or, since a Pod replaced within a second may change no condition of the cluster, the n
+// member Pods are Ready and not going, one of them created after since.
+func SeenSince(conds []metav1.Condition, pods []corev1.Pod, n int, since time.Time) error {
+	if since.IsZero() || ChangedAfter(conds, since) {
+		return nil
+	}
+	ready, fresh := 0, false
+	for i := range pods {
+		if pods[i].DeletionTimestamp.IsZero() && PodReady(&pods[i]) {
+			ready++
+		}
+		if pods[i].CreationTimestamp.After(since.Truncate(time.Second)) {
+			fresh = true
+		}
+	}
+	switch {
+	case ready != n || len(pods) != n:
+		return fmt.Errorf("no condition changed since the disruption, and %d of %d Pods are Ready", ready, len(pods))
+	case !fresh:
+		return fmt.Errorf("no condition changed since the disruption, and no Pod was created since")
+	}
+	return nil
 }

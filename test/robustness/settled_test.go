@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -61,6 +62,39 @@ func TestChangedAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ChangedAfter(settledCluster(tc.changed).Status.Conditions, disruption); got != tc.want {
 				t.Fatalf("ChangedAfter = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSeenSince(t *testing.T) {
+	disruption := time.Date(2026, 1, 1, 10, 0, 0, 700_000_000, time.UTC)
+	pod := func(created time.Time, ready bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+		return p
+	}
+	before, after := disruption.Add(-time.Hour), disruption.Add(2*time.Second)
+	for _, tc := range []struct {
+		name    string
+		changed time.Time
+		pods    []corev1.Pod
+		seen    bool
+	}{
+		{"a condition changed after", after, nil, true},
+		{"nothing changed, the old Pods", before, []corev1.Pod{pod(before, true), pod(before, true), pod(before, true)}, false},
+		{"nothing changed, a new Pod Ready", before, []corev1.Pod{pod(before, true), pod(after, true), pod(before, true)}, true},
+		{"nothing changed, a new Pod not Ready", before, []corev1.Pod{pod(before, true), pod(after, false), pod(before, true)}, false},
+		{"nothing changed, a Pod missing", before, []corev1.Pod{pod(before, true), pod(after, true)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := SeenSince(settledCluster(tc.changed).Status.Conditions, tc.pods, 3, disruption)
+			if (err == nil) != tc.seen {
+				t.Fatalf("SeenSince = %v, want seen %v", err, tc.seen)
 			}
 		})
 	}

@@ -135,12 +135,12 @@ func (c *cluster) waitSettled(ctx context.Context, n int32, since time.Time) err
 			return err
 		}
 		s := ec.Status
-		// A Pod replaced in a second may change no condition of the cluster: then its
-		// successor, Ready, shows the disruption was seen and is over.
-		if !since.IsZero() && !robustness.ChangedAfter(s.Conditions, since) {
-			if err := c.podsReady(ctx, int(n), since); err != nil {
-				return fmt.Errorf("no condition changed since the disruption, and %w", err)
-			}
+		pods, err := c.pods(ctx)
+		if err != nil {
+			return err
+		}
+		if err := robustness.SeenSince(s.Conditions, pods, int(n), since); err != nil {
+			return err
 		}
 		if n > 0 {
 			return robustness.Settled(ec, n)

@@ -30,31 +30,19 @@ func setLink(ctx context.Context, netns, state string) error {
 // waitPodsReady waits until n member Pods are there, Ready and not going away.
 func (c *cluster) waitPodsReady(ctx context.Context, n int) error {
 	return poll(ctx, 5*time.Minute, fmt.Sprintf("%d member Pods Ready", n), func(ctx context.Context) error {
-		return c.podsReady(ctx, n, time.Time{})
+		pods, err := c.pods(ctx)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range pods {
+			if pods[i].DeletionTimestamp.IsZero() && robustness.PodReady(&pods[i]) {
+				ready++
+			}
+		}
+		if ready != n || len(pods) != n {
+			return fmt.Errorf("%d of %d Pods Ready", ready, len(pods))
+		}
+		return nil
 	})
-}
-
-// podsReady says why there are not n member Pods, Ready and not going away, at least one of
-// them created after since (when set); nil when there are.
-func (c *cluster) podsReady(ctx context.Context, n int, since time.Time) error {
-	pods, err := c.pods(ctx)
-	if err != nil {
-		return err
-	}
-	ready, fresh := 0, since.IsZero()
-	for i := range pods {
-		if pods[i].DeletionTimestamp.IsZero() && robustness.PodReady(&pods[i]) {
-			ready++
-		}
-		if pods[i].CreationTimestamp.After(since.Truncate(time.Second)) {
-			fresh = true
-		}
-	}
-	switch {
-	case ready != n || len(pods) != n:
-		return fmt.Errorf("%d of %d Pods Ready", ready, len(pods))
-	case !fresh:
-		return fmt.Errorf("no Pod created since the disruption")
-	}
-	return nil
 }
