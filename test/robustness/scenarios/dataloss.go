@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -23,6 +25,11 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 	if err := t.c.e.k8s.Get(ctx, client.ObjectKey{Namespace: victim.Namespace, Name: victim.Name}, pvc); err != nil {
 		return err
 	}
+	before, err := t.c.get(ctx)
+	if err != nil {
+		return err
+	}
+	lostID := memberID(before, victim.Name)
 	since := time.Now()
 	if t.rnd.IntN(2) == 0 {
 		logf("trial %d: PVC of %s deleted, then its Pod", t.index, victim.Name)
@@ -38,5 +45,27 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 	if err := t.c.e.k8s.Delete(ctx, victim); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	return t.c.waitSettled(ctx, t.replicas, since)
+	if err := t.c.waitSettled(ctx, t.replicas, since); err != nil {
+		return err
+	}
+	after, err := t.c.get(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range after.Status.Members {
+		if lostID != "" && m.ID == lostID {
+			return fmt.Errorf("member %s lost its data and still serves under its ID %s: it was not replaced", m.Name, lostID)
+		}
+	}
+	return nil
+}
+
+// memberID is the etcd member ID the status shows for the named member ("" if none).
+func memberID(c *etcdv1.EtcdCluster, name string) string {
+	for _, m := range c.Status.Members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	return ""
 }
