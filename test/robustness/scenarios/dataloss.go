@@ -30,6 +30,9 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	lostID := memberID(before, victim.Name)
+	if lostID == "" {
+		return fmt.Errorf("the status shows no member ID for %s", victim.Name)
+	}
 	since := time.Now()
 	if t.rnd.IntN(2) == 0 {
 		logf("trial %d: PVC of %s deleted, then its Pod", t.index, victim.Name)
@@ -53,7 +56,7 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	for _, m := range after.Status.Members {
-		if lostID != "" && m.ID == lostID {
+		if m.ID == lostID {
 			return fmt.Errorf("member %s lost its data and still serves under its ID %s: it was not replaced", m.Name, lostID)
 		}
 	}
