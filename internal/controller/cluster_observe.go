@@ -81,14 +81,10 @@ func ordinal(name string) int {
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
 	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, corrupt: map[uint64]bool{}}
-	failure, err := r.restoreFailure(ctx, c, members)
-	if err != nil {
-		return nil, err
-	}
-	view.restoreFailure = failure
 	if err := r.observeObjects(ctx, c, view); err != nil {
 		return nil, err
 	}
+	view.restoreFailure = restoreFailure(c, members, view.pods)
 	endpoints := runningEndpoints(c, members)
 	if len(endpoints) == 0 && ptrOr(c.Spec.Replicas, 3) > 0 {
 		// Every EtcdMember is gone or going (kubectl delete etcdmembers --all): ask whatever

@@ -1,14 +1,11 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
@@ -30,29 +27,23 @@ func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
 }
 
 // restoreFailure is why the founding member's restore failed, from its restore init
-// container's result; "" while it has not failed (or there is no restore).
-func (r *ClusterReconciler) restoreFailure(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (string, error) {
+// container's result in the Pods the reconcile observed; "" while it has not failed (or there
+// is no restore).
+func restoreFailure(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, pods map[string]*corev1.Pod) string {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
-		return "", nil
+		return ""
 	}
 	var failures []string
 	for _, m := range members {
-		if !specs.Restores(c, m) {
+		pod := pods[m.Name]
+		if pod == nil || !specs.Restores(c, m) {
 			continue
-		}
-		pod := &corev1.Pod{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return "", err
 		}
 		if msg := restoreContainerFailure(pod); msg != "" {
 			failures = append(failures, fmt.Sprintf("member %s: %s", m.Name, msg))
 		}
 	}
-	return strings.Join(failures, "; "), nil
+	return strings.Join(failures, "; ")
 }
 
 // restoreContainerFailure reads the restore init container's last failed result, while it has
