@@ -16,6 +16,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
+	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
 // Finalizer keeps the snapshots a schedule took when the schedule is deleted: they are
@@ -82,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if sc.Status.LastScheduleTime != nil {
 		last = sc.Status.LastScheduleTime.Time
 	}
-	due, isDue, next := Due(cron, loc, last, now)
+	due, isDue, next := cronplan.Due(cron, loc, last, now)
 	sc.Status.NextScheduleTime = &metav1.Time{Time: next}
 	sc.Status.Active = running
 	switch {
