@@ -101,21 +101,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
 		return ctrl.Result{}, nil
 	}
-	job := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, job)
-	if apierrors.IsNotFound(err) {
-		return r.start(ctx, s)
-	}
+	job, err := r.snapshotJob(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if job == nil {
+		return r.start(ctx, s)
+	}
+	if !metav1.IsControlledBy(job, s) {
+		// Left by an earlier EtcdSnapshot of the same name, not yet garbage-collected: its
+		// result is not this snapshot's. Its deletion requeues this snapshot (Owns).
+		bg := metav1.DeletePropagationBackground
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
+	}
 	return r.follow(ctx, s, job)
+}
+
+// snapshotJob is the snapshot's Job, nil when there is none. A snapshot already Started whose
+// Job the cache does not hold is looked up live before it is failed: the Job just created may
+// not have reached the cache yet.
+func (r *Reconciler) snapshotJob(ctx context.Context, s *etcdv1.EtcdSnapshot) (*batchv1.Job, error) {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}
+	job := &batchv1.Job{}
+	err := r.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) && s.Status.Phase == etcdv1.SnapshotStarted {
+		err = r.live().Get(ctx, key, job)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // start checks what a person must provide (the cluster, the PVC, the Secret) and creates the Job.
 func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
 	if s.Status.Phase == etcdv1.SnapshotStarted {
-		// The Job is gone before its result was read (deleted by hand): that attempt failed.
+		// The Job is gone before its result was read (deleted by hand, or its TTL ran out
+		// while the operator was down): that attempt failed.
 		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
 	}
 	c := &etcdv1.EtcdCluster{}
