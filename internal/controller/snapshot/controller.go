@@ -286,10 +286,11 @@ func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {
 	return false, false, ""
 }
 
-// agentResult reads the agent's termination message from the Job's Pod.
+// agentResult reads the agent's termination message from the Job's Pod. The Pods are chosen by
+// the Job's UID, not its name: a Pod of an earlier Job of the same name may still exist.
 func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return agent.Result{}, false, err
 	}
 	for _, p := range pods.Items {

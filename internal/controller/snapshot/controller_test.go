@@ -85,7 +85,7 @@ func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message 
 	if err := api.Status().Update(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: map[string]string{"batch.kubernetes.io/job-name": job.Name}},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: job.Name, batchv1.ControllerUidLabel: string(job.UID)}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: message}}}}}}
 	if err := api.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -195,6 +195,7 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 	if err := controllerutil.SetControllerReference(old, job, api.Scheme()); err != nil {
 		t.Fatal(err)
 	}
+	job.UID = "old-job" // the fake API server gives none
 	if err := api.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +206,24 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 	}
 	err := api.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
 	if !apierrors.IsNotFound(err) {
-		t.Errorf("the earlier snapshot's Job was not deleted: %v", err)
+		t.Fatalf("the earlier snapshot's Job was not deleted: %v", err)
+	}
+	// The earlier Job's Pod, with its successful result, outlives it for a while; this
+	// snapshot's own Job ends without a result and must not borrow that one.
+	reconcileTimes(t, r, 1)
+	mine := &batchv1.Job{}
+	if err := api.Get(context.Background(), client.ObjectKeyFromObject(job), mine); err != nil {
+		t.Fatal(err)
+	}
+	if mine.UID == job.UID {
+		t.Fatal("the fake API server gave both Jobs one UID")
+	}
+	mine.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if err := api.Status().Update(context.Background(), mine); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	if got := get(t, api); got.Status.Phase != etcdv1.SnapshotFailed || readyReason(got) != ReasonAgentFailed {
+		t.Errorf("this snapshot's Job ended without a result: phase %s (%s), want Failed (%s)", got.Status.Phase, readyReason(got), ReasonAgentFailed)
 	}
 }
