@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,11 +65,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.AddFinalizer(sc, Finalizer)
 		return ctrl.Result{}, r.Update(ctx, sc)
 	}
+	before := sc.Status.DeepCopy()
 	now := r.Now()
 	cron, loc, err := Parse(sc.Spec.Schedule, sc.Spec.TimeZone)
 	if err != nil {
 		setReady(sc, metav1.ConditionFalse, "InvalidSchedule", err.Error())
-		return ctrl.Result{}, r.Status().Update(ctx, sc)
+		return ctrl.Result{}, r.updateStatus(ctx, sc, before)
 	}
 	all := &etcdv1.EtcdSnapshotList{}
 	if err := r.List(ctx, all, client.InNamespace(sc.Namespace)); err != nil {
@@ -103,10 +105,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		setReady(sc, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
 	}
-	if err := r.Status().Update(ctx, sc); err != nil {
+	if err := r.updateStatus(ctx, sc, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(next), time.Second)}, nil
+}
+
+// updateStatus writes the status only when this reconcile changed it: most reconciles (a
+// snapshot of the schedule moved on, the timer fired early) change nothing.
+func (r *Reconciler) updateStatus(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, before *etcdv1.EtcdSnapshotScheduleStatus) error {
+	if equality.Semantic.DeepEqual(before, &sc.Status) {
+		return nil
+	}
+	return r.Status().Update(ctx, sc)
 }
 
 // orphanSnapshots releases the schedule's snapshots, then lets the schedule go.
