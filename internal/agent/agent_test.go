@@ -19,6 +19,7 @@ import (
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
+	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
 
 func TestChooseMemberTakesAnUpToDateFollower(t *testing.T) {
@@ -137,6 +138,15 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
 		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 	}
+	// A file that is not the one whose checksum was recorded is refused, leaving no member.
+	wrong := job
+	wrong.Checksum = backup.ChecksumPrefix + strings.Repeat("0", 64)
+	if r := Restore(ctx, wrong); r.Reason != backup.ReasonSnapshotCorrupt {
+		t.Fatalf("restore with another checksum: %+v, want %s", r, backup.ReasonSnapshotCorrupt)
+	}
+	if _, err := os.Stat(job.DataDir); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore left a data directory: %v", err)
+	}
 	if r := Restore(ctx, job); r.Reason != "" || r.Checksum != res.Checksum {
 		t.Fatalf("restore: %+v", r)
 	}
@@ -164,32 +174,11 @@ func putKeys(t *testing.T, cli *clientv3.Client, n, bigEvery int) {
 }
 
 // assertRestored compares every key, value and mod revision of dst with src at revision, and
-// checks dst is a new cluster at that revision holding at least minKeys keys.
+// checks dst is a new cluster exactly at that revision holding at least minKeys keys.
 func assertRestored(t *testing.T, src, dst *clientv3.Client, revision int64, minKeys int) {
 	t.Helper()
-	ctx := context.Background()
-	want, err := src.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(revision))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := dst.Get(ctx, "", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Header.Revision != revision {
-		t.Errorf("restored revision %d, snapshot revision %d", got.Header.Revision, revision)
-	}
-	if len(got.Kvs) != len(want.Kvs) || len(want.Kvs) < minKeys {
-		t.Fatalf("restored %d keys, source had %d at revision %d", len(got.Kvs), len(want.Kvs), revision)
-	}
-	for i := range want.Kvs {
-		w, g := want.Kvs[i], got.Kvs[i]
-		if string(w.Key) != string(g.Key) || !bytes.Equal(w.Value, g.Value) || w.ModRevision != g.ModRevision {
-			t.Fatalf("key %s differs after restore", w.Key)
-		}
-	}
-	if got.Header.ClusterId == want.Header.ClusterId {
-		t.Error("the restored cluster kept the old cluster ID")
+	if got := testrestore.Compare(t, src, dst, revision, minKeys); got != revision {
+		t.Errorf("restored revision %d, snapshot revision %d", got, revision)
 	}
 }
 

@@ -16,17 +16,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Environment variables the agents read secrets from (never flags: flags show in the Pod spec).
 const (
 	EnvPassword        = "ETCD_ROOT_PASSWORD"
 	EnvAppliedPassword = "ETCD_ROOT_PASSWORD_APPLIED"
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretKey       = "AWS_SECRET_ACCESS_KEY"
-	// EnvS3CA is a PEM CA bundle to trust for an https endpoint, from the credentials
-	// Secret's optional key ca.crt.
-	EnvS3CA = "S3_CA_PEM"
+	// The S3 credentials and CA bundle, as the Pod specs of package specs set them.
+	EnvAccessKeyID = specs.EnvAWSAccessKeyID
+	EnvSecretKey   = specs.EnvAWSSecretAccessKey
+	EnvS3CA        = specs.EnvS3CA
 )
 
 // storeFlags say where snapshots are stored: S3 or a directory (a mounted PVC).
@@ -148,7 +148,7 @@ func removeSnapshot(ctx context.Context, name, uri string, store *storeFlags) Re
 	if err != nil {
 		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
 	}
-	for _, n := range []string{name, name + ".partial"} {
+	for _, n := range []string{name, backup.PartialName(name)} {
 		if err := st.Remove(ctx, n); err != nil {
 			return storeFailure("deleting "+uri, err)
 		}

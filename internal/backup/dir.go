@@ -19,7 +19,8 @@ type DirStore struct {
 	Root string
 }
 
-const partialSuffix = ".partial"
+// PartialName is where a snapshot file is written before it is verified and committed.
+func PartialName(name string) string { return name + ".partial" }
 
 // ErrNoSpace says the volume is full.
 var ErrNoSpace = errors.New("no space left on the volume")
@@ -54,8 +55,8 @@ func (d DirStore) WriteTemp(_ context.Context, name string, r io.Reader) (string
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return "", wrapFS(err)
 	}
-	tmp := name + partialSuffix
-	f, err := os.OpenFile(p+partialSuffix, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	tmp := PartialName(name)
+	f, err := os.OpenFile(PartialName(p), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
 		return "", wrapFS(err)
 	}
@@ -67,7 +68,7 @@ func (d DirStore) WriteTemp(_ context.Context, name string, r io.Reader) (string
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(p + partialSuffix)
+		_ = os.Remove(PartialName(p))
 		return "", wrapFS(err)
 	}
 	return tmp, nil

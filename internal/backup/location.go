@@ -46,14 +46,3 @@ func DestinationURI(loc etcdv1.SnapshotLocation, snapshot string) string {
 	}
 	return ""
 }
-
-// SourceURI is the uri of a restore source, whose key or subPath names the file exactly.
-func SourceURI(loc etcdv1.SnapshotLocation) string {
-	switch {
-	case loc.S3 != nil:
-		return "s3://" + loc.S3.Bucket + "/" + loc.S3.Key
-	case loc.PVC != nil:
-		return "pvc://" + loc.PVC.ClaimName + "/" + path.Clean(loc.PVC.SubPath)
-	}
-	return ""
-}

@@ -100,7 +100,7 @@ func (s *S3Store) Exists(ctx context.Context, name string) (bool, error) {
 
 // WriteTemp implements Store.
 func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (string, error) {
-	tmp := name + partialSuffix
+	tmp := PartialName(name)
 	_, err := s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{
 		PartSize: PartSize, ContentType: "application/octet-stream",
 	})

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -101,22 +102,10 @@ func (s *SnapshotReader) verify() error {
 	if len(s.tail) < etcdHashSize {
 		return fmt.Errorf("%w: %d bytes, too short for a snapshot", ErrCorrupt, s.whole.Size())
 	}
-	if got := s.body.Sum(nil); !equalBytes(got, s.tail) {
+	if got := s.body.Sum(nil); !bytes.Equal(got, s.tail) {
 		return fmt.Errorf("%w: etcd's sha256 at its end (%x) does not match its content (%x)", ErrCorrupt, s.tail, got)
 	}
 	return nil
-}
-
-func equalBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Checksum is the sha256 of the whole file read so far.

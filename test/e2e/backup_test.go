@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
 
 // The local cluster's MinIO (LOCALCLUSTER_ADDONS="cert-manager minio", hack/e2e.sh's default)
@@ -201,41 +202,6 @@ func loadKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	}
 }
 
-// compareRestored checks that dst holds exactly what src held at revision: every key, value
-// and mod revision, and dst's revision is not behind it; dst is another etcd cluster.
-func compareRestored(t *testing.T, src, dst *clientv3.Client, revision int64, minKeys int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	want, err := src.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(revision))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := dst.Get(ctx, "", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(want.Kvs) < minKeys {
-		t.Fatalf("the source held %d keys at revision %d, want at least %d", len(want.Kvs), revision, minKeys)
-	}
-	if got.Header.Revision < revision {
-		t.Errorf("the restored cluster is at revision %d, behind the snapshot's %d", got.Header.Revision, revision)
-	}
-	if got.Header.ClusterId == want.Header.ClusterId {
-		t.Error("the restored cluster has the source's cluster ID")
-	}
-	if len(got.Kvs) != len(want.Kvs) {
-		t.Fatalf("the restored cluster holds %d keys, the source held %d at revision %d", len(got.Kvs), len(want.Kvs), revision)
-	}
-	for i, w := range want.Kvs {
-		g := got.Kvs[i]
-		if !bytes.Equal(w.Key, g.Key) || !bytes.Equal(w.Value, g.Value) || w.ModRevision != g.ModRevision {
-			t.Fatalf("key %s differs after the restore (restored key %s, mod revision %d vs %d)", w.Key, g.Key, g.ModRevision, w.ModRevision)
-		}
-	}
-	t.Logf("%d keys restored at revision %d", len(got.Kvs), revision)
-}
-
 // createRestoredCluster creates a cluster of three members bootstrapped from source.
 func createRestoredCluster(t *testing.T, ns, name string, source etcdv1.SnapshotLocation) {
 	t.Helper()
@@ -275,7 +241,7 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snapshots/snap.db"))
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	dst := dialClusterWith(t, ns, "restored", access{})
-	compareRestored(t, src, dst, s.Status.Revision, 10000)
+	testrestore.Compare(t, src, dst, s.Status.Revision, 10000)
 
 	w := startWriter(t, ns, "restored", "/after-restore")
 	setReplicas(t, ns, "restored", 4)
@@ -328,7 +294,7 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 	})
 	killOperator(t)
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
-	compareRestored(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
 
 // The same to a PersistentVolumeClaim, and a restore from the file on it.
@@ -343,7 +309,7 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 
 	createRestoredCluster(t, ns, "restored", etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
-	compareRestored(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
 
 // A schedule every minute with keepLast 2, watched until it has taken four snapshots: exactly
@@ -512,7 +478,7 @@ func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	src := dialClusterWith(t, ns, journeyCluster, asRoot)
 	certOnly := access{TLS: secretTLS(t, journeyAppClient(t, ns), clientServiceHost(ns, "restored"))}
-	compareRestored(t, src, dialClusterWith(t, ns, "restored", root(certOnly, password)), s.Status.Revision, 10)
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", root(certOnly, password)), s.Status.Revision, 10)
 	// Auth came back with the data: a certificate alone may not write.
 	if err := tryPut(ns, "restored", certOnly); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("a write to the restored cluster without root's password: %v; want permission denied", err)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -161,9 +162,9 @@ func TestDueTimeTakesTheLatestMissedTimeOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			due, next := dueTime(sched, tt.last, tt.now)
-			if !due.Equal(tt.wantDue) || !next.Equal(tt.wantNx) {
-				t.Fatalf("dueTime = %v, %v; want %v, %v", due, next, tt.wantDue, tt.wantNx)
+			due, isDue, next := cronplan.Due(sched, time.UTC, tt.last, tt.now)
+			if !due.Equal(tt.wantDue) || isDue == tt.wantDue.IsZero() || !next.Equal(tt.wantNx) {
+				t.Fatalf("Due = %v (%v), %v; want %v, %v", due, isDue, next, tt.wantDue, tt.wantNx)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
 // LabelSchedule marks the EtcdDefrags that spec.defrag of the named cluster created.
@@ -60,8 +61,8 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	due, next := dueTime(sched, lastScheduled(c, passes), r.now())
-	if !due.IsZero() {
+	due, isDue, next := cronplan.Due(sched, time.UTC, lastScheduled(c, passes), r.now())
+	if isDue {
 		if err := r.create(ctx, c, due); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -70,20 +71,6 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: time.Until(next) + time.Second}, nil
-}
-
-// dueTime is the latest time the schedule names after last and not after now (zero when
-// none), and the next time after now. Missed times are not made up: one pass covers them.
-func dueTime(sched cron.Schedule, last, now time.Time) (due, next time.Time) {
-	if horizon := now.Add(-7 * 24 * time.Hour); last.Before(horizon) {
-		last = horizon // a schedule added to an old cluster: nothing older than a week matters
-	}
-	t := sched.Next(last)
-	for i := 0; !t.After(now) && i < 100000; i++ {
-		due = t
-		t = sched.Next(t)
-	}
-	return due, t
 }
 
 // lastScheduled is the due time of the newest scheduled pass, or the cluster's creation.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
+	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
 // Finalizer keeps the snapshots a schedule took when the schedule is deleted: they are
@@ -63,11 +65,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.AddFinalizer(sc, Finalizer)
 		return ctrl.Result{}, r.Update(ctx, sc)
 	}
+	before := sc.Status.DeepCopy()
 	now := r.Now()
 	cron, loc, err := Parse(sc.Spec.Schedule, sc.Spec.TimeZone)
 	if err != nil {
 		setReady(sc, metav1.ConditionFalse, "InvalidSchedule", err.Error())
-		return ctrl.Result{}, r.Status().Update(ctx, sc)
+		return ctrl.Result{}, r.updateStatus(ctx, sc, before)
 	}
 	all := &etcdv1.EtcdSnapshotList{}
 	if err := r.List(ctx, all, client.InNamespace(sc.Namespace)); err != nil {
@@ -82,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if sc.Status.LastScheduleTime != nil {
 		last = sc.Status.LastScheduleTime.Time
 	}
-	due, isDue, next := Due(cron, loc, last, now)
+	due, isDue, next := cronplan.Due(cron, loc, last, now)
 	sc.Status.NextScheduleTime = &metav1.Time{Time: next}
 	sc.Status.Active = running
 	switch {
@@ -102,10 +105,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		setReady(sc, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
 	}
-	if err := r.Status().Update(ctx, sc); err != nil {
+	if err := r.updateStatus(ctx, sc, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(next), time.Second)}, nil
+}
+
+// updateStatus writes the status only when this reconcile changed it: most reconciles (a
+// snapshot of the schedule moved on, the timer fired early) change nothing.
+func (r *Reconciler) updateStatus(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, before *etcdv1.EtcdSnapshotScheduleStatus) error {
+	if equality.Semantic.DeepEqual(before, &sc.Status) {
+		return nil
+	}
+	return r.Status().Update(ctx, sc)
 }
 
 // orphanSnapshots releases the schedule's snapshots, then lets the schedule go.

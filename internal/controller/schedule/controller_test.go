@@ -98,3 +98,95 @@ func checkKeptTwo(t *testing.T, api client.Client, sc *etcdv1.EtcdSnapshotSchedu
 		t.Errorf("status %+v", got.Status)
 	}
 }
+
+// countingStatus counts status writes.
+type countingStatus struct {
+	client.Client
+	writes *int
+}
+
+func (c countingStatus) Status() client.SubResourceWriter {
+	return countingWriter{c.Client.Status(), c.writes}
+}
+
+type countingWriter struct {
+	client.SubResourceWriter
+	writes *int
+}
+
+func (w countingWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	*w.writes++
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// A run whose snapshot was created but not recorded (the operator died between the two)
+// makes no second snapshot; a reconcile that changes nothing writes nothing.
+func TestARunIsTakenOnceAcrossACrashAndQuietReconcilesWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	sc := &etcdv1.EtcdSnapshotSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
+		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "0 * * * *",
+			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
+	}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
+		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
+	writes := 0
+	now := created.Add(time.Hour + time.Minute)
+	r := &Reconciler{Client: countingStatus{api, &writes}, Now: func() time.Time { return now }}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshots := func() []etcdv1.EtcdSnapshot {
+		t.Helper()
+		list := &etcdv1.EtcdSnapshotList{}
+		if err := api.List(ctx, list, client.InNamespace("ns")); err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	reconcile() // finalizer
+	reconcile()
+	if got := snapshots(); len(got) != 1 {
+		t.Fatalf("%d snapshots, want 1", len(got))
+	}
+	// The status write of that run is lost.
+	got := &etcdv1.EtcdSnapshotSchedule{}
+	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status = etcdv1.EtcdSnapshotScheduleStatus{}
+	if err := api.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	s := snapshots()[0]
+	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: now}
+	if err := api.Status().Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if got := snapshots(); len(got) != 1 {
+		t.Fatalf("the run was taken again after the lost status write: %d snapshots", len(got))
+	}
+	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.LastScheduleTime == nil || !got.Status.LastScheduleTime.Time.Equal(created.Add(time.Hour)) || got.Status.LastSuccessfulSnapshot != s.Name {
+		t.Fatalf("status after the run: %+v", got.Status)
+	}
+	reconcile() // Ready now says when the next run is
+	before := writes
+	reconcile()
+	reconcile()
+	if writes != before {
+		t.Errorf("%d status writes by reconciles that changed nothing", writes-before)
+	}
+}

@@ -28,25 +28,6 @@ func Parse(expr, zone string) (cron.Schedule, *time.Location, error) {
 	return s, loc, nil
 }
 
-// maxMissed bounds the walk over missed times (a schedule every minute, down for a week).
-const maxMissed = 20000
-
-// Due says whether a run is due now: the latest scheduled time after last and not after now,
-// so runs missed while the operator was down make ONE run, not many. next is the first
-// scheduled time after now.
-func Due(s cron.Schedule, loc *time.Location, last, now time.Time) (due time.Time, ok bool, next time.Time) {
-	t := s.Next(last.In(loc))
-	for i := 0; !t.After(now) && i < maxMissed; i++ {
-		due, ok = t, true
-		t = s.Next(t)
-	}
-	if ok && t.Before(now) {
-		// More missed times than maxMissed: the newest one is what matters.
-		due, t = now, s.Next(now.In(loc))
-	}
-	return due, ok, t
-}
-
 // Snap is what retention needs to know of one EtcdSnapshot.
 type Snap struct {
 	Name     string

@@ -101,21 +101,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
 		return ctrl.Result{}, nil
 	}
-	job := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, job)
-	if apierrors.IsNotFound(err) {
-		return r.start(ctx, s)
-	}
+	job, err := r.snapshotJob(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if job == nil {
+		return r.start(ctx, s)
+	}
+	if !metav1.IsControlledBy(job, s) {
+		// Left by an earlier EtcdSnapshot of the same name, not yet garbage-collected: its
+		// result is not this snapshot's. Its deletion requeues this snapshot (Owns).
+		bg := metav1.DeletePropagationBackground
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
+	}
 	return r.follow(ctx, s, job)
+}
+
+// snapshotJob is the snapshot's Job, nil when there is none. A snapshot already Started whose
+// Job the cache does not hold is looked up live before it is failed: the Job just created may
+// not have reached the cache yet.
+func (r *Reconciler) snapshotJob(ctx context.Context, s *etcdv1.EtcdSnapshot) (*batchv1.Job, error) {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}
+	job := &batchv1.Job{}
+	err := r.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) && s.Status.Phase == etcdv1.SnapshotStarted {
+		err = r.live().Get(ctx, key, job)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // start checks what a person must provide (the cluster, the PVC, the Secret) and creates the Job.
 func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
 	if s.Status.Phase == etcdv1.SnapshotStarted {
-		// The Job is gone before its result was read (deleted by hand): that attempt failed.
+		// The Job is gone before its result was read (deleted by hand, or its TTL ran out
+		// while the operator was down): that attempt failed.
 		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
 	}
 	c := &etcdv1.EtcdCluster{}
@@ -261,10 +286,11 @@ func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {
 	return false, false, ""
 }
 
-// agentResult reads the agent's termination message from the Job's Pod.
+// agentResult reads the agent's termination message from the Job's Pod. The Pods are chosen by
+// the Job's UID, not its name: a Pod of an earlier Job of the same name may still exist.
 func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return agent.Result{}, false, err
 	}
 	for _, p := range pods.Items {

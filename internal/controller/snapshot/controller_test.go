@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
@@ -83,7 +85,7 @@ func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message 
 	if err := api.Status().Update(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: map[string]string{"batch.kubernetes.io/job-name": job.Name}},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: job.Name, batchv1.ControllerUidLabel: string(job.UID)}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: message}}}}}}
 	if err := api.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -149,5 +151,79 @@ func TestMissingInputsFailBeforeAnyJob(t *testing.T) {
 	jobs := &batchv1.JobList{}
 	if err := api.List(context.Background(), jobs); err != nil || len(jobs.Items) != 0 {
 		t.Errorf("a Job was created for a snapshot that cannot run: %d", len(jobs.Items))
+	}
+}
+
+// staleJobs is a cache that has not seen any Job yet.
+type staleJobs struct{ client.Client }
+
+func (c staleJobs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*batchv1.Job); ok {
+		return apierrors.NewNotFound(batchv1.Resource("jobs"), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func TestAStartedSnapshotIsNotFailedWhileTheCacheLacksItsJob(t *testing.T) {
+	r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	reconcileTimes(t, r, 2)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotStarted {
+		t.Fatalf("after the Job was created: %s", s.Status.Phase)
+	}
+	r.Client, r.APIReader = staleJobs{api}, api
+	reconcileTimes(t, r, 1)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotStarted {
+		t.Fatalf("the Job exists but the cache missed it: phase %s (%s), want Started", s.Status.Phase, readyReason(s))
+	}
+	// Gone from the API server too: that attempt failed.
+	if err := api.Delete(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobName("s1", ActionSnapshot)}}); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotFailed {
+		t.Errorf("the Job is gone: phase %s, want Failed", s.Status.Phase)
+	}
+}
+
+func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
+	s := pvcSnapshot()
+	s.UID = "new"
+	r, api := harness(t, s, availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	old := pvcSnapshot()
+	old.UID = "old"
+	job := AgentJob(old, availableCluster(), "op:1", ActionSnapshot)
+	if err := controllerutil.SetControllerReference(old, job, api.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	job.UID = "old-job" // the fake API server gives none
+	if err := api.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	finishJob(t, api, false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7}`)
+	reconcileTimes(t, r, 2) // the finalizer, then the earlier Job
+	if got := get(t, api); got.Status.Phase == etcdv1.SnapshotComplete {
+		t.Fatal("the snapshot completed with the result of an earlier snapshot's Job")
+	}
+	err := api.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("the earlier snapshot's Job was not deleted: %v", err)
+	}
+	// The earlier Job's Pod, with its successful result, outlives it for a while; this
+	// snapshot's own Job ends without a result and must not borrow that one.
+	reconcileTimes(t, r, 1)
+	mine := &batchv1.Job{}
+	if err := api.Get(context.Background(), client.ObjectKeyFromObject(job), mine); err != nil {
+		t.Fatal(err)
+	}
+	if mine.UID == job.UID {
+		t.Fatal("the fake API server gave both Jobs one UID")
+	}
+	mine.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if err := api.Status().Update(context.Background(), mine); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	if got := get(t, api); got.Status.Phase != etcdv1.SnapshotFailed || readyReason(got) != ReasonAgentFailed {
+		t.Errorf("this snapshot's Job ended without a result: phase %s (%s), want Failed (%s)", got.Status.Phase, readyReason(got), ReasonAgentFailed)
 	}
 }
