@@ -36,6 +36,10 @@ type clusterView struct {
 	// member list they say where each member's data lives and whether it is still there.
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pods map[string]*corev1.Pod
+	// alarms are etcd's alarms, listed once per reconcile for both the replacement of a
+	// corrupt member and the Alarm condition; alarmsKnown is false when they could not be read.
+	alarms      []etcd.Alarm
+	alarmsKnown bool
 	// corrupt are the members etcd raised a CORRUPT alarm for.
 	corrupt map[uint64]bool
 	// survivors is what each member still says about itself when the member list cannot
@@ -115,7 +119,8 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return view, nil
 	}
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
-	view.corrupt = corruptMembers(ctx, cli)
+	view.alarms, view.alarmsKnown = listAlarms(ctx, cli)
+	view.corrupt = corruptMembers(view.alarms)
 	observations := make([]memberObservation, len(list))
 	var wg sync.WaitGroup
 	for i, m := range list {
