@@ -93,8 +93,8 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 // reconcile, each looked for before it is done so that a crash repeats nothing: say what will
 // be lost (status and a Warning event) and go no further in that reconcile; then remove every
 // other member (the removal mark: their finalizers take them out of etcd and delete their
-// PVCs once the new cluster answers); then mark the source; then restart its Pod with
-// --force-new-cluster.
+// PVCs once the new cluster answers); then stop their Pods; then mark the source; then
+// restart its Pod with --force-new-cluster.
 func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	requested := c.Annotations[AnnotationRecoverFrom]
 	if requested == "" || v.reachable || c.Status.ClusterID == "" {
@@ -134,6 +134,13 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 			return "removed member " + m.Name, r.markAndDelete(ctx, c, m, failpoint.AfterRemovalMark)
 		}
 	}
+	if pod := otherRunningPod(v, plan.source); pod != nil {
+		deleted, err := r.deletePod(ctx, pod)
+		if deleted {
+			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[specs.LabelMember], pod.Name, plan.source)
+		}
+		return "stopped member " + pod.Labels[specs.LabelMember], err
+	}
 	src := memberNamed(v.members, plan.source)
 	if src == nil {
 		return "waiting for the EtcdMember of " + plan.source + " to be rebuilt from its PVC", nil
@@ -154,6 +161,26 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 		return "restarting member " + src.Name + " with --force-new-cluster", err
 	}
 	return "waiting for member " + src.Name + " to start as a one-member cluster", nil
+}
+
+// otherRunningPod is a Pod of a member other than the source that is not being deleted yet.
+// Those members must stop before the source forces a new cluster: were enough of them to
+// come back (a node that returns), they would form the old cluster's quorum beside the new
+// one, with the same cluster ID. Their EtcdMembers are going by then, so nothing recreates
+// these Pods, and their PVCs stay until the new cluster answers (the removal finalizer).
+func otherRunningPod(v *clusterView, source string) *corev1.Pod {
+	names := make([]string, 0, len(v.pods))
+	for name := range v.pods {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		pod := v.pods[name]
+		if member := pod.Labels[specs.LabelMember]; member != "" && member != source && pod.DeletionTimestamp.IsZero() {
+			return pod
+		}
+	}
+	return nil
 }
 
 // saidInStatus: Progressing's message says it.

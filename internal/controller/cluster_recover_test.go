@@ -190,3 +190,45 @@ func (h *harness) checkRecoveryFinished() {
 		t.Fatalf("%d members before the forced Pod was replaced", got)
 	}
 }
+
+// The other members' Pods are stopped before the survivor is marked: were they to come back
+// while it forces a new cluster, they could form the old cluster's quorum beside it.
+func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
+	h := runningHarness(t)
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		h.startPodOf(name)
+	}
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	podOf := func(name string) bool {
+		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
+		return !apierrors.IsNotFound(err)
+	}
+	marked := func() bool {
+		m := &etcdv1.EtcdMember{}
+		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Annotations[AnnotationForceNewCluster] == "true"
+	}
+	for i := 0; i < 10 && !marked(); i++ {
+		h.reconcile()
+		if !marked() && !podOf("db-1") {
+			t.Fatal("the survivor's Pod was deleted before it was marked")
+		}
+	}
+	if !marked() {
+		t.Fatal("the survivor was never marked to force a new cluster")
+	}
+	if podOf("db-2") || podOf("db-3") {
+		t.Fatalf("the survivor was marked while another member's Pod runs: db-2 %v, db-3 %v", podOf("db-2"), podOf("db-3"))
+	}
+	if !podOf("db-1") {
+		t.Fatal("the survivor's Pod was deleted before it was marked")
+	}
+	h.reconcile()
+	if !h.survivorPodGone() {
+		t.Fatal("the survivor's Pod was not restarted after the others stopped")
+	}
+}
