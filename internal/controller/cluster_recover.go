@@ -105,6 +105,12 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		names = append(names, m.Name)
 	}
 	plan := planRecovery(requested, v.survivors, names, c.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
+	if m := memberNamed(v.members, requested); m != nil && !m.DeletionTimestamp.IsZero() && plan.refusal == "" {
+		// A recovery under way removes every member but its source: a request changed to
+		// one of those would remove (and force) a second member, and its EtcdMember, going,
+		// gets no Pod to start.
+		plan.refusal = fmt.Sprintf("member %s is being removed (a recovery from another member removes it, and cannot be taken back): it cannot be the source", requested)
+	}
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
 			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
