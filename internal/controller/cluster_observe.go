@@ -29,7 +29,10 @@ type clusterView struct {
 	healthy     map[uint64]bool
 	leader      uint64
 	versions    map[uint64]string
-	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
+	// statuses is what each member that answered said of itself in this look (its raft
+	// applied index for an upgrade's catch-up check, among others).
+	statuses  map[uint64]etcd.Status
+	clientErr error // why no client could be opened, e.g. etcd.ErrAuthFailed
 	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
 	restoreFailure string
 	// pvcs and pods are the cluster's PVCs and Pods by name, from the cache: with etcd's
@@ -84,7 +87,7 @@ func ordinal(name string) int {
 // observe asks etcd, through every member that should be running, for the member list and
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
-	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, corrupt: map[uint64]bool{}}
+	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, statuses: map[uint64]etcd.Status{}, corrupt: map[uint64]bool{}}
 	failure, err := r.restoreFailure(ctx, c, members)
 	if err != nil {
 		return nil, err
@@ -178,6 +181,7 @@ func (v *clusterView) record(m etcd.Member, o memberObservation) {
 		return
 	}
 	v.versions[m.ID] = o.status.Version
+	v.statuses[m.ID] = o.status
 	if o.status.Leader != 0 {
 		v.leader = o.status.Leader
 	}
