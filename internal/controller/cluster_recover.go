@@ -83,10 +83,28 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.key = fmt.Sprintf("recovering from member %s at revision %d", requested, src.status.Revision)
+	plan.key = fmt.Sprintf("%s%d", recoveryKeyPrefix(requested), src.status.Revision)
 	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
+}
+
+// recoveryKeyPrefix begins the loss statement of a recovery from source.
+func recoveryKeyPrefix(source string) string {
+	return "recovering from member " + source + " at revision "
+}
+
+// statedLoss is the loss statement of a recovery from source that Progressing carries, ""
+// when it carries none.
+func statedLoss(c *etcdv1.EtcdCluster, source string) string {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	if prev == nil {
+		return ""
+	}
+	if i := strings.Index(prev.Message, recoveryKeyPrefix(source)); i >= 0 {
+		return prev.Message[i:]
+	}
+	return ""
 }
 
 // recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
@@ -99,6 +117,19 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 	requested := c.Annotations[AnnotationRecoverFrom]
 	if requested == "" || v.reachable || c.Status.ClusterID == "" {
 		return false, nil
+	}
+	if src := memberNamed(v.members, requested); src != nil && src.DeletionTimestamp.IsZero() && src.Annotations[AnnotationForceNewCluster] == "true" {
+		if loss := statedLoss(c, requested); loss != "" {
+			// Past the last check: every other member is removed and stopped, and the source
+			// restarts with --force-new-cluster, not answering meanwhile. Nothing is left to
+			// choose, so nothing is checked again (a check would refuse, as the source does
+			// not answer, and tell the person to pick a member that is gone); the acts go on.
+			did, err := r.recoveryAct(ctx, c, v, recoveryPlan{source: requested})
+			if err != nil {
+				return true, err
+			}
+			return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
+		}
 	}
 	names := make([]string, 0, len(v.members))
 	for _, m := range v.members {
@@ -128,8 +159,13 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		return true, err
 	}
 	// Each act keeps Progressing on QuorumRecovery (a wait, not a change toward the spec),
-	// so the statement of what is lost stays in status until etcd answers.
-	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, plan.loss)
+	// so the statement of what is lost stays in status until etcd answers: the one first
+	// stated, not one recomputed as the acts remove the members it names.
+	loss := plan.loss
+	if stated := statedLoss(c, requested); stated != "" {
+		loss = stated
+	}
+	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
 }
 
 // recoveryAct makes the next act of the recovery and says what it did or waits for.

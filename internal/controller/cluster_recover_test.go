@@ -274,3 +274,24 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 		t.Fatalf("Progressing %+v", pr)
 	}
 }
+
+// While the marked survivor restarts with --force-new-cluster it does not answer: the
+// recovery is past its last check and goes on waiting, with the statement of what is lost in
+// status, instead of refusing and telling the person to name a member that is gone.
+func TestRecoveryWaitsForTheForcedSurvivorWithoutRefusing(t *testing.T) {
+	h := runningHarness(t)
+	h.startPodOf("db-1")
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.reconcile() // the loss stated
+	h.checkRecoveryActs()
+	h.etcd.SetDown(h.etcdID("db-1"), true) // its forced Pod is starting
+	h.reconcile()
+	h.reconcile()
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "waiting for member db-1 to start as a one-member cluster") ||
+		!strings.Contains(pr.Message, "recovering from member db-1 at revision") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
+		t.Fatalf("Progressing while the forced survivor starts: %+v", pr)
+	}
+}
