@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,18 +21,6 @@ const (
 	ReasonNoSpace = "NoSpace"
 	ReasonCorrupt = "Corrupt"
 )
-
-// observeAlarms asks etcd for its alarms; false when it cannot say (then the condition
-// stays as it was).
-func observeAlarms(ctx context.Context, v *clusterView) ([]etcd.Alarm, bool) {
-	if !v.reachable || v.etcd == nil {
-		return nil, false
-	}
-	alarmCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	alarms, err := v.etcd.Alarms(alarmCtx)
-	return alarms, err == nil
-}
 
 // alarmCondition turns etcd's alarms into the Alarm condition: CORRUPT before NOSPACE,
 // each naming its members.
@@ -76,14 +62,14 @@ func alarmAdvice(byType map[string][]string) string {
 	return ": etcd refuses writes until the backend is compacted, defragmented and the alarm disarmed (automatic unless spec.alarms.noSpace is Report)"
 }
 
-// setAlarmCondition records etcd's alarms in the Alarm condition and tells, with an event,
-// when one is raised or cleared.
-func (r *ClusterReconciler) setAlarmCondition(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) {
-	alarms, ok := observeAlarms(ctx, v)
-	if !ok {
+// setAlarmCondition records etcd's alarms, as observe listed them, in the Alarm condition
+// and tells, with an event, when one is raised or cleared. When they could not be read (no
+// quorum, a failed call) the condition stays as it was.
+func (r *ClusterReconciler) setAlarmCondition(c *etcdv1.EtcdCluster, v *clusterView) {
+	if !v.alarmsKnown {
 		return
 	}
-	cond := alarmCondition(v, alarms)
+	cond := alarmCondition(v, v.alarms)
 	cond.ObservedGeneration = c.Generation
 	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAlarm)
 	switch {

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
@@ -37,5 +38,20 @@ func TestAlarmConditionNamesTheMembers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// One reconcile lists etcd's alarms once: the replacement of a corrupt member and the Alarm
+// condition read the same list.
+func TestAlarmsAreListedOncePerReconcile(t *testing.T) {
+	h := runningHarness(t)
+	h.etcd.RaiseAlarm(etcd.Alarm{MemberID: h.etcdID("db-2"), Type: etcd.AlarmNoSpace})
+	h.etcd.ResetCalls()
+	h.reconcile()
+	if got := h.etcd.CallsTo("Alarms"); len(got) != 1 {
+		t.Fatalf("Alarms called %d times in one reconcile, want 1", len(got))
+	}
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != ReasonNoSpace || !strings.Contains(cond.Message, "NOSPACE raised by db-2") {
+		t.Fatalf("Alarm condition %+v", cond)
 	}
 }

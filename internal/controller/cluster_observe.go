@@ -29,13 +29,20 @@ type clusterView struct {
 	healthy     map[uint64]bool
 	leader      uint64
 	versions    map[uint64]string
-	clientErr   error // why no client could be opened, e.g. etcd.ErrAuthFailed
+	// statuses is what each member that answered said of itself in this look (its raft
+	// applied index for an upgrade's catch-up check, among others).
+	statuses  map[uint64]etcd.Status
+	clientErr error // why no client could be opened, e.g. etcd.ErrAuthFailed
 	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
 	restoreFailure string
 	// pvcs and pods are the cluster's PVCs and Pods by name, from the cache: with etcd's
 	// member list they say where each member's data lives and whether it is still there.
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pods map[string]*corev1.Pod
+	// alarms are etcd's alarms, listed once per reconcile for both the replacement of a
+	// corrupt member and the Alarm condition; alarmsKnown is false when they could not be read.
+	alarms      []etcd.Alarm
+	alarmsKnown bool
 	// corrupt are the members etcd raised a CORRUPT alarm for.
 	corrupt map[uint64]bool
 	// survivors is what each member still says about itself when the member list cannot
@@ -80,7 +87,7 @@ func ordinal(name string) int {
 // observe asks etcd, through every member that should be running, for the member list and
 // each member's health. An unreachable etcd is a fact of the view, not an error.
 func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*clusterView, error) {
-	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, corrupt: map[uint64]bool{}}
+	view := &clusterView{members: members, healthy: map[uint64]bool{}, versions: map[uint64]string{}, statuses: map[uint64]etcd.Status{}, corrupt: map[uint64]bool{}}
 	if err := r.observeObjects(ctx, c, view); err != nil {
 		return nil, err
 	}
@@ -111,7 +118,8 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return view, nil
 	}
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
-	view.corrupt = corruptMembers(ctx, cli)
+	view.alarms, view.alarmsKnown = listAlarms(ctx, cli)
+	view.corrupt = corruptMembers(view.alarms)
 	observations := make([]memberObservation, len(list))
 	var wg sync.WaitGroup
 	for i, m := range list {
@@ -169,6 +177,7 @@ func (v *clusterView) record(m etcd.Member, o memberObservation) {
 		return
 	}
 	v.versions[m.ID] = o.status.Version
+	v.statuses[m.ID] = o.status
 	if o.status.Leader != 0 {
 		v.leader = o.status.Leader
 	}

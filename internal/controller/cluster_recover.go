@@ -83,28 +83,65 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.key = fmt.Sprintf("recovering from member %s at revision %d", requested, src.status.Revision)
+	plan.key = fmt.Sprintf("%s%d", recoveryKeyPrefix(requested), src.status.Revision)
 	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
+}
+
+// recoveryKeyPrefix begins the loss statement of a recovery from source.
+func recoveryKeyPrefix(source string) string {
+	return "recovering from member " + source + " at revision "
+}
+
+// statedLoss is the loss statement of a recovery from source that Progressing carries, ""
+// when it carries none.
+func statedLoss(c *etcdv1.EtcdCluster, source string) string {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	if prev == nil {
+		return ""
+	}
+	if i := strings.Index(prev.Message, recoveryKeyPrefix(source)); i >= 0 {
+		return prev.Message[i:]
+	}
+	return ""
 }
 
 // recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
 // reconcile, each looked for before it is done so that a crash repeats nothing: say what will
 // be lost (status and a Warning event) and go no further in that reconcile; then remove every
 // other member (the removal mark: their finalizers take them out of etcd and delete their
-// PVCs once the new cluster answers); then mark the source; then restart its Pod with
-// --force-new-cluster.
+// PVCs once the new cluster answers); then stop their Pods; then mark the source; then
+// restart its Pod with --force-new-cluster.
 func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	requested := c.Annotations[AnnotationRecoverFrom]
 	if requested == "" || v.reachable || c.Status.ClusterID == "" {
 		return false, nil
+	}
+	if src := memberNamed(v.members, requested); src != nil && src.DeletionTimestamp.IsZero() && src.Annotations[AnnotationForceNewCluster] == "true" {
+		if loss := statedLoss(c, requested); loss != "" {
+			// Past the last check: every other member is removed and stopped, and the source
+			// restarts with --force-new-cluster, not answering meanwhile. Nothing is left to
+			// choose, so nothing is checked again (a check would refuse, as the source does
+			// not answer, and tell the person to pick a member that is gone); the acts go on.
+			did, err := r.recoveryAct(ctx, c, v, recoveryPlan{source: requested})
+			if err != nil {
+				return true, err
+			}
+			return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
+		}
 	}
 	names := make([]string, 0, len(v.members))
 	for _, m := range v.members {
 		names = append(names, m.Name)
 	}
 	plan := planRecovery(requested, v.survivors, names, c.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
+	if m := memberNamed(v.members, requested); m != nil && !m.DeletionTimestamp.IsZero() && plan.refusal == "" {
+		// A recovery under way removes every member but its source: a request changed to
+		// one of those would remove (and force) a second member, and its EtcdMember, going,
+		// gets no Pod to start.
+		plan.refusal = fmt.Sprintf("member %s is being removed (a recovery from another member removes it, and cannot be taken back): it cannot be the source", requested)
+	}
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
 			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
@@ -122,8 +159,13 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		return true, err
 	}
 	// Each act keeps Progressing on QuorumRecovery (a wait, not a change toward the spec),
-	// so the statement of what is lost stays in status until etcd answers.
-	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, plan.loss)
+	// so the statement of what is lost stays in status until etcd answers: the one first
+	// stated, not one recomputed as the acts remove the members it names.
+	loss := plan.loss
+	if stated := statedLoss(c, requested); stated != "" {
+		loss = stated
+	}
+	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
 }
 
 // recoveryAct makes the next act of the recovery and says what it did or waits for.
@@ -133,6 +175,13 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 			r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s", m.Name, plan.source)
 			return "removed member " + m.Name, r.markAndDelete(ctx, c, m, failpoint.AfterRemovalMark)
 		}
+	}
+	if pod := otherRunningPod(v, plan.source); pod != nil {
+		deleted, err := r.deletePod(ctx, pod)
+		if deleted {
+			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[specs.LabelMember], pod.Name, plan.source)
+		}
+		return "stopped member " + pod.Labels[specs.LabelMember], err
 	}
 	src := memberNamed(v.members, plan.source)
 	if src == nil {
@@ -154,6 +203,26 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 		return "restarting member " + src.Name + " with --force-new-cluster", err
 	}
 	return "waiting for member " + src.Name + " to start as a one-member cluster", nil
+}
+
+// otherRunningPod is a Pod of a member other than the source that is not being deleted yet.
+// Those members must stop before the source forces a new cluster: were enough of them to
+// come back (a node that returns), they would form the old cluster's quorum beside the new
+// one, with the same cluster ID. Their EtcdMembers are going by then, so nothing recreates
+// these Pods, and their PVCs stay until the new cluster answers (the removal finalizer).
+func otherRunningPod(v *clusterView, source string) *corev1.Pod {
+	names := make([]string, 0, len(v.pods))
+	for name := range v.pods {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		pod := v.pods[name]
+		if member := pod.Labels[specs.LabelMember]; member != "" && member != source && pod.DeletionTimestamp.IsZero() {
+			return pod
+		}
+	}
+	return nil
 }
 
 // saidInStatus: Progressing's message says it.

@@ -190,3 +190,108 @@ func (h *harness) checkRecoveryFinished() {
 		t.Fatalf("%d members before the forced Pod was replaced", got)
 	}
 }
+
+// The other members' Pods are stopped before the survivor is marked: were they to come back
+// while it forces a new cluster, they could form the old cluster's quorum beside it.
+func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
+	h := runningHarness(t)
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		h.startPodOf(name)
+	}
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	podOf := func(name string) bool {
+		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
+		return !apierrors.IsNotFound(err)
+	}
+	marked := func() bool {
+		m := &etcdv1.EtcdMember{}
+		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Annotations[AnnotationForceNewCluster] == "true"
+	}
+	for i := 0; i < 10 && !marked(); i++ {
+		h.reconcile()
+		if !marked() && !podOf("db-1") {
+			t.Fatal("the survivor's Pod was deleted before it was marked")
+		}
+	}
+	if !marked() {
+		t.Fatal("the survivor was never marked to force a new cluster")
+	}
+	if podOf("db-2") || podOf("db-3") {
+		t.Fatalf("the survivor was marked while another member's Pod runs: db-2 %v, db-3 %v", podOf("db-2"), podOf("db-3"))
+	}
+	if !podOf("db-1") {
+		t.Fatal("the survivor's Pod was deleted before it was marked")
+	}
+	h.reconcile()
+	if !h.survivorPodGone() {
+		t.Fatal("the survivor's Pod was not restarted after the others stopped")
+	}
+}
+
+// A request changed in the middle of a recovery to a member that recovery removes is
+// refused: the member that was to force a new cluster is not removed, no second member is
+// marked.
+func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
+	h := runningHarness(t)
+	for _, m := range h.members() {
+		m.Finalizers = []string{memberFinalizer} // removed members stay, going, as the finalizer holds them
+		if err := h.api.Update(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.startPodOf("db-1")
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	for range 4 { // stated, db-2 removed, db-3 removed, db-1 marked
+		h.reconcile()
+	}
+	member := func(name string) *etcdv1.EtcdMember {
+		m := &etcdv1.EtcdMember{}
+		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if member("db-1").Annotations[AnnotationForceNewCluster] != "true" || member("db-2").DeletionTimestamp.IsZero() {
+		t.Fatal("the recovery from db-1 did not get as far as marking it")
+	}
+	// db-1's forced start fails; db-2 answers again, alone; the request is changed to db-2.
+	h.etcd.SetDown(h.etcdID("db-1"), true)
+	h.etcd.SetDown(h.etcdID("db-2"), false)
+	h.annotateCluster(AnnotationRecoverFrom, "db-2")
+	h.reconcile()
+	h.reconcile()
+	if !member("db-1").DeletionTimestamp.IsZero() || member("db-2").Annotations[AnnotationForceNewCluster] == "true" {
+		t.Fatal("a changed request removed the member being forced or marked a second one")
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 is being removed") {
+		t.Fatalf("Progressing %+v", pr)
+	}
+}
+
+// While the marked survivor restarts with --force-new-cluster it does not answer: the
+// recovery is past its last check and goes on waiting, with the statement of what is lost in
+// status, instead of refusing and telling the person to name a member that is gone.
+func TestRecoveryWaitsForTheForcedSurvivorWithoutRefusing(t *testing.T) {
+	h := runningHarness(t)
+	h.startPodOf("db-1")
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.reconcile() // the loss stated
+	h.checkRecoveryActs()
+	h.etcd.SetDown(h.etcdID("db-1"), true) // its forced Pod is starting
+	h.reconcile()
+	h.reconcile()
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "waiting for member db-1 to start as a one-member cluster") ||
+		!strings.Contains(pr.Message, "recovering from member db-1 at revision") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
+		t.Fatalf("Progressing while the forced survivor starts: %+v", pr)
+	}
+}

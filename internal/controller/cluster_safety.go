@@ -147,15 +147,17 @@ func quorumLostMessage(survivors []survivor) string {
 		answered, len(survivors), strings.Join(parts, "; "))
 }
 
-// corruptMembers are the members with a CORRUPT alarm; an error leaves the set empty.
-func corruptMembers(ctx context.Context, cli etcd.Client) map[uint64]bool {
-	out := map[uint64]bool{}
+// listAlarms asks etcd for its alarms; false when it cannot say.
+func listAlarms(ctx context.Context, cli etcd.Client) ([]etcd.Alarm, bool) {
 	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	alarms, err := cli.Alarms(actx)
-	if err != nil {
-		return out
-	}
+	return alarms, err == nil
+}
+
+// corruptMembers are the members with a CORRUPT alarm.
+func corruptMembers(alarms []etcd.Alarm) map[uint64]bool {
+	out := map[uint64]bool{}
 	for _, a := range alarms {
 		if a.Type == etcd.AlarmCorrupt {
 			out[a.MemberID] = true

@@ -44,7 +44,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		}
 	}
 	setConditions(c, v, step, r.now())
-	r.setAlarmCondition(ctx, c, v)
+	r.setAlarmCondition(c, v)
 	if v.volumes != nil {
 		v.volumes.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)

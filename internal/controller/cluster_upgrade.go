@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,7 +136,7 @@ func (r *ClusterReconciler) upgradeNextMember(ctx context.Context, c *etcdv1.Etc
 	if !anyOnOtherVersion(active, c.Spec.Version) {
 		return false, nil
 	}
-	name, err := planUpgrade(c.Spec.Version, r.upgradeMembers(ctx, c, v, active))
+	name, err := planUpgrade(c.Spec.Version, upgradeMembers(c, v, active))
 	if name == "" || err != nil {
 		return false, err
 	}
@@ -162,19 +160,12 @@ func anyOnOtherVersion(members []*etcdv1.EtcdMember, target string) bool {
 	return false
 }
 
-// upgradeMembers asks the leader, then every other member, for its applied index: a member
-// answering after the leader has caught up when it applied what the leader had applied.
-func (r *ClusterReconciler) upgradeMembers(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, active []*etcdv1.EtcdMember) []upgradeMember {
-	statusCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var leaderApplied uint64
-	if leader, ok := v.etcdMemberByID(v.leader); ok && len(leader.ClientURLs) > 0 {
-		if st, err := v.etcd.Status(statusCtx, leader.ClientURLs[0]); err == nil {
-			leaderApplied = st.RaftAppliedIndex
-		}
-	}
+// upgradeMembers reads each member's health, version and applied index from the reconcile's
+// look at etcd (observe asked every member for its status, the leader among them): a member
+// has caught up when it applied what the leader had applied, give or take maxApplyLag.
+func upgradeMembers(c *etcdv1.EtcdCluster, v *clusterView, active []*etcdv1.EtcdMember) []upgradeMember {
+	leaderApplied := v.statuses[v.leader].RaftAppliedIndex
 	out := make([]upgradeMember, len(active))
-	var wg sync.WaitGroup
 	for i, m := range active {
 		out[i] = upgradeMember{name: m.Name, spec: m.Spec.Version}
 		em, ok := v.etcdMemberFor(c, m)
@@ -182,27 +173,20 @@ func (r *ClusterReconciler) upgradeMembers(ctx context.Context, c *etcdv1.EtcdCl
 			continue
 		}
 		out[i].healthy, out[i].leader, out[i].running = v.healthy[em.ID], em.ID == v.leader, v.versions[em.ID]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i].applyLag = applyLag(statusCtx, v.etcd, em.ClientURLs[0], leaderApplied)
-		}()
+		out[i].applyLag = ^uint64(0) // a member that did not answer is as far behind as can be
+		if st, answered := v.statuses[em.ID]; answered {
+			out[i].applyLag = applyLag(st.RaftAppliedIndex, leaderApplied)
+		}
 	}
-	wg.Wait()
 	return out
 }
 
-// applyLag is how far a member's applied index is behind leaderApplied; a member that does
-// not answer is as far behind as can be.
-func applyLag(ctx context.Context, cli etcd.Client, endpoint string, leaderApplied uint64) uint64 {
-	st, err := cli.Status(ctx, endpoint)
-	if err != nil {
-		return ^uint64(0)
-	}
-	if st.RaftAppliedIndex >= leaderApplied {
+// applyLag is how far applied is behind leaderApplied.
+func applyLag(applied, leaderApplied uint64) uint64 {
+	if applied >= leaderApplied {
 		return 0
 	}
-	return leaderApplied - st.RaftAppliedIndex
+	return leaderApplied - applied
 }
 
 func (v *clusterView) etcdMemberByID(id uint64) (etcd.Member, bool) {

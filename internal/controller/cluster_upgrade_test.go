@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
 func TestPlanUpgrade(t *testing.T) {
@@ -111,5 +113,50 @@ func TestUpgradeMovesOneMemberAtATimeAfterItRunsTheNewVersion(t *testing.T) {
 	}
 	if v := h.clusterObj().Status.Version; v != "3.6.17" {
 		t.Fatalf("status.version %q, want the lowest reported, 3.6.17", v)
+	}
+}
+
+// An upgrade in progress decides from the reconcile's one look at etcd: each member is asked
+// for its status once per reconcile, not again for its catch-up.
+func TestUpgradeAsksEachMemberOncePerReconcile(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.reconcile()
+	c := h.clusterObj()
+	c.Spec.Version = "3.6.17"
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile() // db-2 moved
+	h.reconcile() // and restarted
+	h.startPods()
+	h.etcd.SetVersion("3.6.17")
+	h.etcd.ResetCalls()
+	h.reconcile() // db-3 moved
+	if got := h.memberVersions(); got["db-3"] != "3.6.17" {
+		t.Fatalf("db-3 not moved: %v", got)
+	}
+	if got := h.etcd.CallsTo("Status"); len(got) != 3 {
+		t.Fatalf("Status asked %d times in one reconcile of 3 members: %q", len(got), got)
+	}
+}
+
+// The catch-up check compares each member's applied index with the leader's, both from the
+// reconcile's look; a member that did not answer counts as infinitely behind.
+func TestUpgradeMembersApplyLagFromTheLook(t *testing.T) {
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	member := func(name string) *etcdv1.EtcdMember {
+		return &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: etcdv1.EtcdMemberSpec{Version: "3.6.16"}}
+	}
+	v := &clusterView{
+		etcdMembers: []etcd.Member{{ID: 1, Name: "db-1", ClientURLs: []string{"u1"}}, {ID: 2, Name: "db-2", ClientURLs: []string{"u2"}}, {ID: 3, Name: "db-3", ClientURLs: []string{"u3"}}},
+		leader:      1,
+		healthy:     map[uint64]bool{1: true, 2: true, 3: false},
+		versions:    map[uint64]string{1: "3.6.16", 2: "3.6.16"},
+		statuses:    map[uint64]etcd.Status{1: {RaftAppliedIndex: 1000}, 2: {RaftAppliedIndex: 400}},
+	}
+	got := upgradeMembers(c, v, []*etcdv1.EtcdMember{member("db-1"), member("db-2"), member("db-3")})
+	if got[0].applyLag != 0 || !got[0].leader || got[1].applyLag != 600 || got[2].applyLag != ^uint64(0) || got[2].healthy {
+		t.Fatalf("upgradeMembers = %+v", got)
 	}
 }
