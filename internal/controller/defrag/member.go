@@ -3,6 +3,7 @@ package defrag
 import (
 	"context"
 	"fmt"
+	"time"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -26,12 +27,23 @@ func Member(ctx context.Context, cli etcd.Client, names []string, endpointOf fun
 			return false, err
 		}
 		movedLeader = true
-		// Look again, as a pass does after moving leadership: the quorum is judged anew.
-		if view, err = look(ctx, cli, names, endpointOf); err != nil {
-			return movedLeader, err
-		}
-		if v = decide(all, view, name); v.moveLeader {
-			return movedLeader, fmt.Errorf("%s still leads after leadership was handed away; try again", name)
+		// Look again, as a pass does after moving leadership: the quorum is judged anew, once
+		// the members say who leads now (one may answer before it heard of the election).
+		for tries := 1; ; tries++ {
+			if view, err = look(ctx, cli, names, endpointOf); err != nil {
+				return movedLeader, err
+			}
+			if v = decide(all, view, name); !v.moveLeader {
+				break
+			}
+			if tries == 10 {
+				return movedLeader, fmt.Errorf("%s still leads after leadership was handed away; try again", name)
+			}
+			select {
+			case <-ctx.Done():
+				return movedLeader, ctx.Err()
+			case <-time.After(300 * time.Millisecond):
+			}
 		}
 	}
 	if !v.defragment {

@@ -65,3 +65,40 @@ func TestMemberRefusesWhatWouldCostTheQuorum(t *testing.T) {
 		t.Fatalf("%d members defragmented below the quorum: %v", n, f.Calls())
 	}
 }
+
+// staleLeader is a cluster whose members go on naming the old leader in their status for a
+// few answers after leadership moved, as a member that has not heard of the election yet.
+type staleLeader struct {
+	*etcdfake.Cluster
+	old   uint64
+	stale int
+}
+
+func (s *staleLeader) MoveLeader(ctx context.Context, to uint64) error {
+	s.old = s.Leader()
+	return s.Cluster.MoveLeader(ctx, to)
+}
+
+func (s *staleLeader) Status(ctx context.Context, endpoint string) (etcd.Status, error) {
+	st, err := s.Cluster.Status(ctx, endpoint)
+	if s.old != 0 && s.stale > 0 {
+		s.stale--
+		st.Leader = s.old
+	}
+	return st, err
+}
+
+func TestMemberWaitsUntilTheMembersNameTheNewLeader(t *testing.T) {
+	f, ids, names := memberFake()
+	cli := &staleLeader{Cluster: f, stale: 4}
+	moved, err := Member(context.Background(), cli, names, self, "db-1")
+	if err != nil || !moved {
+		t.Fatalf("Member(db-1) = moved %t, %v", moved, err)
+	}
+	if got := f.CallsTo("MoveLeader"); len(got) != 1 || f.Leader() == ids["db-1"] {
+		t.Fatalf("MoveLeader calls %v, leader %x: leadership should move once", got, f.Leader())
+	}
+	if got := f.CallsTo("Defragment"); !slices.Equal(got, []string{"Defragment(db-1)"}) {
+		t.Fatalf("Defragment calls %v", got)
+	}
+}
