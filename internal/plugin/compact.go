@@ -11,18 +11,19 @@ func newCompactCommand(o *Options) *cobra.Command {
 	var revision int64
 	cmd := o.command("compact CLUSTER", "Compact the key history up to the current (or a given) revision",
 		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
+			if revision == 0 {
+				rev, err := s.Etcd.CompactToCurrent(cmd.Context())
+				if err != nil {
+					return err
+				}
+				say(o.Out, "compacted revision %d\n", rev)
+				return nil
+			}
 			cli, err := s.clientv3For(s.anyEndpoint())
 			if err != nil {
 				return err
 			}
 			defer func() { _ = cli.Close() }()
-			if revision == 0 {
-				resp, err := cli.Get(cmd.Context(), "\x00", clientv3.WithCountOnly())
-				if err != nil {
-					return fmt.Errorf("read the current revision: %w", err)
-				}
-				revision = resp.Header.Revision
-			}
 			if _, err := cli.Compact(cmd.Context(), revision, clientv3.WithCompactPhysical()); err != nil {
 				return fmt.Errorf("compact to revision %d: %w", revision, err)
 			}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 )
 
 func newDefragCommand(o *Options) *cobra.Command {
 	var all bool
-	cmd := o.command("defrag CLUSTER [MEMBER | --all]", "Defragment one member, or every member one at a time with the leader last",
+	cmd := o.command("defrag CLUSTER [MEMBER | --all]", "Defragment one member, or every member one at a time with the leader last, never below the quorum",
 		cobra.RangeArgs(1, 2), 1, func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 2) {
 				return errors.New("name one MEMBER or pass --all")
@@ -22,7 +25,7 @@ func newDefragCommand(o *Options) *cobra.Command {
 					return err
 				}
 				for _, name := range targets {
-					if err := s.defragOne(cmd.Context(), name); err != nil {
+					if err := s.defragOne(cmd.Context(), o, name); err != nil {
 						return err
 					}
 					say(o.Out, "defragmented %s\n", name)
@@ -59,11 +62,15 @@ func (s *Session) defragTargets(ctx context.Context, named []string) ([]string, 
 	return defragOrder(names, leader), nil
 }
 
-// defragOne defragments one member; it blocks that member while it runs, so one at a time.
-func (s *Session) defragOne(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	if err := s.Etcd.Defragment(ctx, s.Endpoints[name]); err != nil {
+// defragOne defragments one member through the EtcdDefrag controller's own steps: not below
+// the quorum, leadership handed away first when the member leads.
+func (s *Session) defragOne(ctx context.Context, o *Options, name string) error {
+	reachable := slices.Sorted(maps.Keys(s.Endpoints))
+	moved, err := defrag.Member(ctx, s.Etcd, reachable, func(n string) string { return s.Endpoints[n] }, name)
+	if moved {
+		say(o.Err, "moved leadership away from %s before defragmenting it\n", name)
+	}
+	if err != nil {
 		return fmt.Errorf("defragment %s: %w", name, err)
 	}
 	return nil

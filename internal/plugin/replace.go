@@ -7,12 +7,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
 )
 
 // AnnotationReplace on an EtcdMember asks the operator to replace that member with a new one
 // on empty storage (the operator's own mechanism: it removes the member from etcd, deletes
 // its Pod and volume and adds a new member, one step at a time).
-const AnnotationReplace = "etcd-operator.cozystack.io/replace"
+const AnnotationReplace = controller.AnnotationReplace
 
 func newReplaceMemberCommand(o *Options) *cobra.Command {
 	var force bool

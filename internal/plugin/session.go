@@ -43,21 +43,37 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 	if specs.ClientTLS(s.Cluster) {
 		scheme = "https"
 	}
+	// One forward per running member Pod, all at once: each is a round trip to the API server.
+	type forwarded struct {
+		port uint16
+		stop func()
+		err  error
+	}
+	results := make([]*forwarded, len(s.Members))
+	var wg sync.WaitGroup
+	for i, m := range s.Members {
+		if pod, ok := s.Pods[m.Name]; !ok || pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		results[i] = &forwarded{}
+		wg.Go(func() {
+			results[i].port, results[i].stop, results[i].err = forward(s.Kube.Config, s.Kube.Namespace, m.Name)
+		})
+	}
+	wg.Wait()
 	var endpoints []string
-	for _, m := range s.Members {
-		pod, ok := s.Pods[m.Name]
-		if !ok || pod.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		port, stop, err := forward(s.Kube.Config, s.Kube.Namespace, m.Name)
-		if err != nil {
+	for i, r := range results {
+		name := s.Members[i].Name
+		switch {
+		case r == nil:
+		case r.err != nil:
 			// One member's Pod going away must not hide the others: status shows the error.
-			s.Unreachable[m.Name] = err
-			continue
+			s.Unreachable[name] = r.err
+		default:
+			s.stops = append(s.stops, r.stop)
+			s.Endpoints[name] = fmt.Sprintf("%s://127.0.0.1:%d", scheme, r.port)
+			endpoints = append(endpoints, s.Endpoints[name])
 		}
-		s.stops = append(s.stops, stop)
-		s.Endpoints[m.Name] = fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
-		endpoints = append(endpoints, s.Endpoints[m.Name])
 	}
 	if len(endpoints) == 0 {
 		s.Close()

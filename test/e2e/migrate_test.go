@@ -99,6 +99,16 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 		if !m.AdoptionPending() {
 			t.Errorf("the dry run changed EtcdMember %s: %+v", name, m.Spec)
 		}
+		if pvc := getPVC(t, ns, "data-"+name); specs.AdoptionOf(pvc) != nil || pvc.Labels[specs.LabelMember] != "" {
+			t.Errorf("the dry run changed PVC %s: labels %v, annotations %v", pvc.Name, pvc.Labels, pvc.Annotations)
+		}
+		pod := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Labels[specs.LabelMember] != "" {
+			t.Errorf("the dry run labelled Pod %s: %v", name, pod.Labels)
+		}
 	}
 }
 

@@ -160,21 +160,14 @@ func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView
 // moveLeader hands leadership to another healthy voter before the leader is defragmented,
 // and remembers in the member's row that it led.
 func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.EtcdDefrag, view passView, name string) error {
-	from := view.members[name].id
-	for _, to := range view.healthyVoterIDs {
-		if to == from {
-			continue
-		}
-		if err := cli.MoveLeader(ctx, to); err != nil {
-			return fmt.Errorf("moving leadership away from %s before defragmenting it: %w", name, err)
-		}
-		r.event(d, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership away from %s before defragmenting it", name)
-		row := rowOf(d, name)
-		row.Role = etcdv1.DefragRoleLeader
-		setRow(d, row)
-		return r.Status().Update(ctx, d)
+	if err := leadAway(ctx, cli, view, name); err != nil {
+		return err
 	}
-	return fmt.Errorf("no other healthy voter to take leadership from %s", name)
+	r.event(d, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership away from %s before defragmenting it", name)
+	row := rowOf(d, name)
+	row.Role = etcdv1.DefragRoleLeader
+	setRow(d, row)
+	return r.Status().Update(ctx, d)
 }
 
 func rowOf(d *etcdv1.EtcdDefrag, name string) etcdv1.MemberDefragStatus {

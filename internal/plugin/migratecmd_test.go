@@ -1,0 +1,99 @@
+package plugin
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/migrate"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// adoptionFixture is one member of Cozystack's operator, not adopted yet, and its change.
+func adoptionFixture(t *testing.T) (*Kube, migrate.MemberChange) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	member := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: "cz-x7k2p", Namespace: "ns", Finalizers: []string{migrate.CozystackFinalizer}},
+		Spec:       etcdv1.EtcdMemberSpec{ClusterName: "cz", Version: "3.6.16"},
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cz-x7k2p", Namespace: "ns"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd", Command: []string{"etcd", "--name=cz-x7k2p"}}}}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-cz-x7k2p", Namespace: "ns"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(member, pod, pvc).WithStatusSubresource(&etcdv1.EtcdMember{}).Build()
+	change := migrate.MemberChange{
+		Member: "cz-x7k2p", MemberID: "b1", Pod: "cz-x7k2p", PVC: "data-cz-x7k2p",
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: "cz", Version: "3.6.16",
+			Bootstrap: etcdv1.MemberBootstrap{InitialCluster: "cz-x7k2p=http://cz-x7k2p.cz.ns.svc:2380",
+				InitialClusterState: etcdv1.InitialClusterStateExisting, ClusterToken: "cz-token"},
+			Adopted: &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-cz-x7k2p", DataDir: "/var/lib/etcd"}},
+	}
+	return &Kube{Client: c, Namespace: "ns"}, change
+}
+
+// A run cut short after the PVC was labelled is finished by running again, and a run after
+// the adoption changes nothing; the Pod's spec is never touched.
+func TestAdoptMemberFinishesAnInterruptedRunAndIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	k, change := adoptionFixture(t)
+	podBefore := &corev1.Pod{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Pod}, podBefore); err != nil {
+		t.Fatal(err)
+	}
+	// The first run stopped right after labelling the PVC.
+	if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, specs.MemberLabels("cz", change.Member), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := adoptMember(ctx, k, change); err != nil {
+		t.Fatal(err)
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Member}, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.AdoptionPending() || !reflect.DeepEqual(m.Spec, change.Spec) || m.Status.MemberID != "b1" ||
+		slices.Contains(m.Finalizers, migrate.CozystackFinalizer) || m.Labels[specs.LabelMember] != change.Member {
+		t.Fatalf("member after adoption: %+v", m)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.PVC}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if got := specs.AdoptionOf(pvc); got == nil || *got != *change.Spec.Adopted || pvc.Labels[specs.LabelMember] != change.Member {
+		t.Fatalf("PVC after adoption: %v %v", pvc.Labels, pvc.Annotations)
+	}
+	pod := &corev1.Pod{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Pod}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pod.Spec, podBefore.Spec) || pod.Labels[specs.LabelMember] != change.Member {
+		t.Fatalf("Pod after adoption: labels %v, spec changed %t", pod.Labels, !reflect.DeepEqual(pod.Spec, podBefore.Spec))
+	}
+
+	// Run again: the member is adopted, nothing about it changes.
+	if err := adoptMember(ctx, k, change); err != nil {
+		t.Fatal(err)
+	}
+	again := &etcdv1.EtcdMember{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Member}, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.ResourceVersion != m.ResourceVersion {
+		t.Fatalf("a second run rewrote the adopted member: resourceVersion %s -> %s", m.ResourceVersion, again.ResourceVersion)
+	}
+}
