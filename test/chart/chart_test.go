@@ -170,6 +170,11 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 			t.Errorf("the cluster-scoped ClusterRole grants %s cluster-wide: %v", namespaced, resources)
 		}
 	}
+	for _, res := range resources {
+		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews"}, res) {
+			t.Errorf("the cluster-scoped ClusterRole grants the namespaced %s cluster-wide: %v", res, resources)
+		}
+	}
 	if !slices.Contains(resources, "storageclasses") || !slices.Contains(resources, "tokenreviews") {
 		t.Errorf("the cluster-scoped ClusterRole lacks storageclasses or tokenreviews: %v", resources)
 	}
