@@ -275,3 +275,22 @@ func TestMonitoringObjects(t *testing.T) {
 		t.Error("the PrometheusRule's groups differ from deploy/monitoring/prometheus-rules.yaml: run make chart-sync")
 	}
 }
+
+// docs/install.md states the operator's RBAC: every resource the generated role names has a
+// row there, so a permission added in the code is not installed unannounced.
+func TestInstallDocNamesEveryGrantedResource(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## What the operator may do (RBAC)")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, rule := range generatedRules(t, "role.yaml") {
+		for _, res := range rule.(map[string]any)["resources"].([]any) {
+			name, _, _ := strings.Cut(res.(string), "/") // status and finalizers: "their status and finalizers"
+			if !strings.Contains(section, name) {
+				t.Errorf("config/rbac/role.yaml grants %s, which the RBAC section of docs/install.md does not name", res)
+			}
+		}
+	}
+}
