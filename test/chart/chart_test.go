@@ -219,6 +219,13 @@ func TestValuesReachTheObjects(t *testing.T) {
 	if podLabels["team"] != "storage" {
 		t.Errorf("the operator's Pods lack the extra label: %v", podLabels)
 	}
+	// The operator's series label each EtcdCluster's namespace "namespace"; without
+	// honorLabels Prometheus renames it exported_namespace and puts the operator's own there,
+	// and the alerts and the dashboard, which group by namespace, mix clusters up.
+	endpoints, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ServiceMonitor/operators/eo").Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoints = %v, want one with honorLabels: true", endpoints)
+	}
 	port, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PodMonitor/operators/eo-members").Object, "spec", "podMetricsEndpoints")
 	if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
 		t.Errorf("PodMonitor endpoints = %v, want the members' metrics port", port)
