@@ -128,7 +128,7 @@ func run(o options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if o.agentImage == "" {
-		if o.agentImage, err = ownImage(scheme); err != nil {
+		if o.agentImage, err = ownImage(mgr.GetAPIReader()); err != nil {
 			return err
 		}
 	}
@@ -190,81 +190,57 @@ func clientOptions() client.Options {
 }
 
 func setUpControllers(mgr ctrl.Manager, o options) error {
-	// One factory for both reconcilers: the member controller removes members through etcd
-	// too, with the same certificates and credentials.
-	newClient := controller.NewSecretClientFactory(mgr.GetClient())
+	cli, recorder := mgr.GetClient(), mgr.GetEventRecorder("etcd-operator")
+	// One factory for all: the member, defrag and alarm controllers talk to etcd too, with
+	// the same certificates and credentials.
+	newClient := controller.NewSecretClientFactory(cli)
 	podOptions := specs.PodOptions{ImageRepository: o.imageRepository, AgentImage: o.agentImage}
-	clusters := &controller.ClusterReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder("etcd-operator"),
-		NewClient:  newClient,
-		PodOptions: podOptions,
-
-		ClusterDomain: o.clusterDomain,
-		// One etcd client per cluster, kept between reconciles and rebuilt when its Secrets
-		// or endpoints change; the member controller's rare removals open their own.
-		Clients:                 controller.NewClientCache(mgr.GetClient(), newClient),
-		MaxConcurrentReconciles: o.maxConcurrent,
-		OperatorNamespace:       controller.OperatorNamespace(),
-	}
-	if err := clusters.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("EtcdCluster controller: %w", err)
-	}
-	members := &controller.MemberReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder("etcd-operator"),
-		NewClient:               newClient,
-		PodOptions:              podOptions,
-		MaxConcurrentReconciles: o.maxConcurrent,
-	}
-	if err := members.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("EtcdMember controller: %w", err)
-	}
-	snapshots := &snapshot.Reconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder("etcd-operator"),
-		AgentImage: o.agentImage,
-	}
-	if err := snapshots.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("EtcdSnapshot controller: %w", err)
-	}
-	schedules := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
-	if err := schedules.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("EtcdSnapshotSchedule controller: %w", err)
-	}
-	passes := &defrag.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
-	if err := passes.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("EtcdDefrag controller: %w", err)
-	}
-	defragSchedules := &defrag.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator")}
-	if err := defragSchedules.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("defragmentation schedule controller: %w", err)
-	}
-	noSpace := &alarms.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"), NewClient: newClient}
-	if err := noSpace.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("NOSPACE remediation controller: %w", err)
+	for _, c := range []struct {
+		name       string
+		reconciler interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"EtcdCluster", &controller.ClusterReconciler{
+			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,
+			ClusterDomain: o.clusterDomain,
+			// One etcd client per cluster, kept between reconciles and rebuilt when its
+			// Secrets or endpoints change; the member controller's rare removals open their
+			// own. It reads the Secrets' resourceVersions from the manager's cache (the
+			// metadata informer of the cluster controller's Secret watch): the client
+			// reads Secrets live, which would cost API requests on every reconcile.
+			Clients:                 controller.NewClientCache(mgr.GetCache(), newClient),
+			MaxConcurrentReconciles: o.maxConcurrent,
+			OperatorNamespace:       controller.OperatorNamespace(),
+		}},
+		{"EtcdMember", &controller.MemberReconciler{
+			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,
+			MaxConcurrentReconciles: o.maxConcurrent,
+		}},
+		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage}},
+		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, Recorder: recorder}},
+		{"EtcdDefrag", &defrag.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient}},
+		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder}},
+		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient}},
+	} {
+		if err := c.reconciler.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("%s controller: %w", c.name, err)
+		}
 	}
 	return nil
 }
 
-// ownImage is the image of the container running this operator, read from its Pod: the agents
-// run from the same image, so the operator and its agents never differ in version.
-func ownImage(scheme *runtime.Scheme) (string, error) {
+// ownImage is the image of the container running this operator, read from its Pod with the
+// manager's API reader (usable before the manager starts; the Pod is not in the cache until
+// then): the agents run from the same image, so the operator and its agents never differ in
+// version.
+func ownImage(reader client.Reader) (string, error) {
 	namespace, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
 	if namespace == "" || name == "" {
 		return "", errors.New("--agent-image is empty and POD_NAMESPACE/POD_NAME are not set: the operator cannot tell its own image for the snapshot and restore agents")
 	}
-	cli, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
-	if err != nil {
-		return "", err
-	}
 	pod := &corev1.Pod{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cli.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
 		return "", fmt.Errorf("reading the operator's own Pod %s/%s for its image: %w", namespace, name, err)
 	}
 	for _, c := range pod.Spec.Containers {

@@ -40,7 +40,10 @@ type cachedClient struct {
 	client      etcd.Client
 }
 
-// NewClientCache caches the clients open builds; reader reads the Secrets they depend on.
+// NewClientCache caches the clients open builds; reader reads the metadata of the Secrets
+// they depend on. In the operator it is the manager's cache, not its client: the client
+// reads every Secret live (cmd/etcd-operator's clientOptions), metadata included, which
+// would cost an API request per Secret on every reconcile of every cluster.
 func NewClientCache(reader client.Reader, open ClientFactory) *ClientCache {
 	return &ClientCache{Reader: reader, Open: open}
 }
@@ -91,9 +94,10 @@ func (cc *ClientCache) Len() int {
 }
 
 // fingerprint names everything a client of c depends on. Only the Secrets' metadata is read
-// (their resourceVersion): the manager serves it from the metadata informer the cluster
-// controller's Secret watch keeps, so this costs no API request, while whole Secrets are
-// never cached (cmd/etcd-operator's clientOptions).
+// (their resourceVersion): the manager's cache serves it from the metadata informer the
+// cluster controller's Secret watch keeps, so this costs no API request, while whole Secrets
+// are never cached. A renewal the informer has not seen yet is picked up at the reconcile its
+// event starts.
 func (cc *ClientCache) fingerprint(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (string, error) {
 	sorted := slices.Clone(endpoints)
 	slices.Sort(sorted)

@@ -12,14 +12,23 @@ import (
 	"testing"
 )
 
-// reasonsInCode finds, in the package's non-test files, every reason the operator writes:
-// constants named Reason*, the string given right after an event type or a condition status
-// (events, readyCondition), Reason fields of condition literals, and waitFor's first argument.
+// reasonsInCode finds, in the non-test files of this package and of the controllers under it
+// (snapshot, schedule, defrag, alarms), every reason the operator writes: constants named
+// Reason*, the string given right after an event type or a condition status (events,
+// readyCondition), Reason fields of condition literals, and the reason argument of waitFor
+// and of the defrag controller's wait and finish (reasonArg).
 func reasonsInCode(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pattern := range []string{"*.go", "*/*.go"} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matches...)
+	}
+	if !slices.Contains(files, filepath.Join("snapshot", "controller.go")) {
+		t.Fatalf("the search does not reach the snapshot controller: %v", files)
 	}
 	found := map[string]bool{}
 	fset := token.NewFileSet()
@@ -63,8 +72,8 @@ func reasonsIn(n ast.Node) []string {
 			out = appendLiteral(out, n.Value)
 		}
 	case *ast.CallExpr:
-		if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "waitFor" && len(n.Args) > 0 {
-			out = appendLiteral(out, n.Args[0])
+		if at, ok := reasonArg[calledName(n.Fun)]; ok && len(n.Args) >= 2 {
+			out = appendLiteral(out, n.Args[at(len(n.Args))])
 		}
 		for i, arg := range n.Args[:max(len(n.Args)-1, 0)] {
 			if sel, ok := arg.(*ast.SelectorExpr); ok && marksAReason[sel.Sel.Name] {
@@ -73,6 +82,24 @@ func reasonsIn(n ast.Node) []string {
 		}
 	}
 	return out
+}
+
+// reasonArg says which argument of a call (given how many there are) is a reason: waitFor's
+// first; the one before the message, last, of the defrag controller's wait and finish.
+var reasonArg = map[string]func(n int) int{
+	"waitFor": func(int) int { return 0 },
+	"wait":    func(n int) int { return n - 2 },
+	"finish":  func(n int) int { return n - 2 },
+}
+
+func calledName(fun ast.Expr) string {
+	switch f := fun.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		return f.Sel.Name
+	}
+	return ""
 }
 
 func appendLiteral(out []string, e ast.Expr) []string {

@@ -70,14 +70,36 @@ var (
 		Help:    "Seconds from an EtcdCluster's creation to its first Available=True.",
 		Buckets: []float64{2, 5, 10, 20, 30, 60, 120, 300, 600},
 	})
-	// Snapshots counts snapshots taken by the operator, by result; for the snapshot controller.
-	Snapshots = counter(SnapshotsName, "Snapshots taken by the operator, by result.", "result")
-	// Defrags counts member defragmentations by the operator, by result; for the defrag controller.
-	Defrags = counter(DefragsName, "Member defragmentations made by the operator, by result.", "result")
+	snapshots = counter(SnapshotsName, "EtcdSnapshots that reached Complete (success) or Failed (failure).", "result")
+	defrags   = counter(DefragsName, "EtcdDefrag passes that reached Complete (success) or Failed (failure: a member failed, or the cluster is gone).", "result")
 )
 
 func init() {
-	metrics.Registry.MustRegister(membershipChanges, reconcileErrors, events, timeToAvailable, Snapshots, Defrags)
+	metrics.Registry.MustRegister(membershipChanges, reconcileErrors, events, timeToAvailable, snapshots, defrags)
+}
+
+// SnapshotFinished counts an EtcdSnapshot whose final phase (failed or not) the snapshot
+// controller has just stored; stored is that status update's error, returned as is. Nothing
+// is counted when the update failed: the retry that stores it counts it, once.
+func SnapshotFinished(failed bool, stored error) error {
+	return finished(snapshots, failed, stored)
+}
+
+// DefragFinished is SnapshotFinished for an EtcdDefrag pass.
+func DefragFinished(failed bool, stored error) error {
+	return finished(defrags, failed, stored)
+}
+
+func finished(c *prometheus.CounterVec, failed bool, stored error) error {
+	if stored != nil {
+		return stored
+	}
+	result := ResultSuccess
+	if failed {
+		result = ResultFailure
+	}
+	c.WithLabelValues(result).Inc()
+	return nil
 }
 
 // membershipKinds maps the event reasons that report a membership change in etcd to its kind
@@ -97,13 +119,6 @@ func Event(eventType, reason string) {
 	events.WithLabelValues(eventType, reason).Inc()
 	if kind, ok := membershipKinds[reason]; ok {
 		membershipChanges.WithLabelValues(kind[0], kind[1]).Inc()
-	}
-}
-
-// ReconcileError counts a failed reconcile step by the reason ErrorReason gives; nil is no error.
-func ReconcileError(err error) {
-	if err != nil {
-		reconcileErrors.WithLabelValues(ErrorReason(err)).Inc()
 	}
 }
 

@@ -123,6 +123,32 @@ func TestObserveStatusCountsFailedStepsOnly(t *testing.T) {
 	}
 }
 
+func TestSnapshotsAndDefragsAreCountedOnceStored(t *testing.T) {
+	for name, tt := range map[string]struct {
+		counter  *prometheus.CounterVec
+		finished func(bool, error) error
+	}{"snapshots": {snapshots, SnapshotFinished}, "defrags": {defrags, DefragFinished}} {
+		ok := testutil.ToFloat64(tt.counter.WithLabelValues(ResultSuccess))
+		failed := testutil.ToFloat64(tt.counter.WithLabelValues(ResultFailure))
+		conflict := apierrors.NewConflict(schema.GroupResource{Resource: name}, "x", errors.New("stale"))
+		if err := tt.finished(true, conflict); err != conflict {
+			t.Errorf("%s: the update's error came back as %v", name, err)
+		}
+		if err := tt.finished(true, nil); err != nil {
+			t.Errorf("%s: stored, yet %v", name, err)
+		}
+		if err := tt.finished(false, nil); err != nil {
+			t.Errorf("%s: stored, yet %v", name, err)
+		}
+		if got := testutil.ToFloat64(tt.counter.WithLabelValues(ResultFailure)) - failed; got != 1 {
+			t.Errorf("%s{failure} grew by %v, want 1 (the update that failed is not counted)", name, got)
+		}
+		if got := testutil.ToFloat64(tt.counter.WithLabelValues(ResultSuccess)) - ok; got != 1 {
+			t.Errorf("%s{success} grew by %v, want 1", name, got)
+		}
+	}
+}
+
 func histogram(t *testing.T) (uint64, float64) {
 	t.Helper()
 	var m dto.Metric

@@ -74,25 +74,39 @@ func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
 			t.Errorf("changing %s changes the fingerprint: it does not reach the Pod", name)
 		}
 	}
+	// Keyed by podInputs' field names: every cluster field of podInputs has an edit here, so
+	// one listed there but left out of templateHash fails.
 	changed := map[string]func(*etcdv1.EtcdCluster){
-		"resources": func(c *etcdv1.EtcdCluster) {
+		"Resources": func(c *etcdv1.EtcdCluster) {
 			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		},
-		"options": func(c *etcdv1.EtcdCluster) { c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionRetention: "1h"} },
-		"metadata": func(c *etcdv1.EtcdCluster) {
+		"Options": func(c *etcdv1.EtcdCluster) { c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionRetention: "1h"} },
+		"AdditionalMetadata": func(c *etcdv1.EtcdCluster) {
 			c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"a": "b"}}
 		},
-		"tolerations": func(c *etcdv1.EtcdCluster) {
+		"Tolerations": func(c *etcdv1.EtcdCluster) {
 			c.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
 		},
-		"nodeSelector":      func(c *etcdv1.EtcdCluster) { c.Spec.NodeSelector = map[string]string{"disk": "ssd"} },
-		"priorityClassName": func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = "high" },
-		"imagePullSecrets":  func(c *etcdv1.EtcdCluster) { c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} },
-		"affinity":          func(c *etcdv1.EtcdCluster) { c.Spec.Affinity = &corev1.Affinity{} },
+		"NodeSelector":      func(c *etcdv1.EtcdCluster) { c.Spec.NodeSelector = map[string]string{"disk": "ssd"} },
+		"PriorityClassName": func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = "high" },
+		"ImagePullSecrets":  func(c *etcdv1.EtcdCluster) { c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} },
+		"Affinity":          func(c *etcdv1.EtcdCluster) { c.Spec.Affinity = &corev1.Affinity{} },
+		"TopologySpreadConstraints": func(c *etcdv1.EtcdCluster) {
+			c.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}}
+		},
+		"TLS": func(c *etcdv1.EtcdCluster) {
+			c.Spec.TLS = &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "s"}}}
+		},
+		"Auth": func(c *etcdv1.EtcdCluster) { c.Spec.Auth = &etcdv1.AuthSpec{Enabled: true} },
 	}
 	for name, edit := range changed {
 		if hashOf(cluster(edit), PodOptions{}) == base {
 			t.Errorf("changing %s leaves the fingerprint alone: running members would never get it", name)
+		}
+	}
+	for f := range reflect.TypeFor[podInputs]().Fields() {
+		if _, ok := changed[f.Name]; !ok && f.Name != "Format" && f.Name != "Member" {
+			t.Errorf("podInputs.%s has no edit in this test's changed list: nothing checks that templateHash covers it", f.Name)
 		}
 	}
 	c := cluster()

@@ -170,6 +170,11 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 			t.Errorf("the cluster-scoped ClusterRole grants %s cluster-wide: %v", namespaced, resources)
 		}
 	}
+	for _, res := range resources {
+		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews"}, res) {
+			t.Errorf("the cluster-scoped ClusterRole grants the namespaced %s cluster-wide: %v", res, resources)
+		}
+	}
 	if !slices.Contains(resources, "storageclasses") || !slices.Contains(resources, "tokenreviews") {
 		t.Errorf("the cluster-scoped ClusterRole lacks storageclasses or tokenreviews: %v", resources)
 	}
@@ -213,6 +218,13 @@ func TestValuesReachTheObjects(t *testing.T) {
 	podLabels, _, _ := unstructured.NestedStringMap(deploy.Object, "spec", "template", "metadata", "labels")
 	if podLabels["team"] != "storage" {
 		t.Errorf("the operator's Pods lack the extra label: %v", podLabels)
+	}
+	// The operator's series label each EtcdCluster's namespace "namespace"; without
+	// honorLabels Prometheus renames it exported_namespace and puts the operator's own there,
+	// and the alerts and the dashboard, which group by namespace, mix clusters up.
+	endpoints, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ServiceMonitor/operators/eo").Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoints = %v, want one with honorLabels: true", endpoints)
 	}
 	port, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PodMonitor/operators/eo-members").Object, "spec", "podMetricsEndpoints")
 	if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
@@ -268,5 +280,24 @@ func TestMonitoringObjects(t *testing.T) {
 	}
 	if fmt.Sprint(groups) != fmt.Sprint(rules["groups"]) {
 		t.Error("the PrometheusRule's groups differ from deploy/monitoring/prometheus-rules.yaml: run make chart-sync")
+	}
+}
+
+// docs/install.md states the operator's RBAC: every resource the generated role names has a
+// row there, so a permission added in the code is not installed unannounced.
+func TestInstallDocNamesEveryGrantedResource(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## What the operator may do (RBAC)")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, rule := range generatedRules(t, "role.yaml") {
+		for _, res := range rule.(map[string]any)["resources"].([]any) {
+			name, _, _ := strings.Cut(res.(string), "/") // status and finalizers: "their status and finalizers"
+			if !strings.Contains(section, name) {
+				t.Errorf("config/rbac/role.yaml grants %s, which the RBAC section of docs/install.md does not name", res)
+			}
+		}
 	}
 }

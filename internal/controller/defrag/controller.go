@@ -18,6 +18,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -222,7 +223,7 @@ func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etc
 	meta.RemoveStatusCondition(&d.Status.Conditions, "Waiting")
 	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: d.Generation})
 	r.event(d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
-	return r.Status().Update(ctx, d)
+	return metrics.DefragFinished(phase == etcdv1.EtcdDefragPhaseFailed, r.Status().Update(ctx, d))
 }
 
 // wait records why a pass has not started (or cannot go on) and leaves it Pending.

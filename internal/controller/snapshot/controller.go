@@ -22,6 +22,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 )
 
 // Finalizer lets the controller delete the stored file of a snapshot with deletionPolicy Delete.
@@ -312,7 +313,7 @@ func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res a
 	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
 	setReady(s, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
 	r.event(s, corev1.EventTypeNormal, "Completed", "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
-	return r.Status().Update(ctx, s)
+	return metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
 }
 
 func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, msg string) error {
@@ -321,7 +322,7 @@ func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, m
 	setReady(s, metav1.ConditionFalse, reason, msg)
 	r.event(s, corev1.EventTypeWarning, reason, "%s", msg)
 	log.FromContext(ctx).Info("snapshot failed", "reason", reason, "message", msg)
-	return r.Status().Update(ctx, s)
+	return metrics.SnapshotFinished(true, r.Status().Update(ctx, s))
 }
 
 // finalize deletes the stored file through a delete Job when the policy says so, then lets go.
