@@ -126,6 +126,12 @@ type podInputs struct {
 func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	member := *m.Spec.DeepCopy()
 	member.Dormant = false // a dormant member has no Pod; waking it must not count as a change
+	if member.Storage.Medium != etcdv1.StorageMediumMemory {
+		// A PVC grows in place: restarting every member for it would only raise the default
+		// quota (half the volume), which the member's next restart picks up anyway. A tmpfs
+		// size limit is the Pod's own, so there a larger size must roll.
+		member.Storage.Size = nil
+	}
 	s := &c.Spec
 	data, err := json.Marshal(podInputs{
 		Format: PodFormat, Member: member, TLS: s.TLS, Auth: s.Auth, Resources: s.Resources,

@@ -116,6 +116,19 @@ func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
 		t.Error("a member's new version leaves the fingerprint alone")
 	}
 	m = member(c, "db-1")
+	grown := resource.MustParse("20Gi")
+	m.Spec.Storage.Size = &grown
+	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] != base {
+		t.Error("a grown PVC changes the fingerprint: every member would restart for a volume that grows in place")
+	}
+	tmpfs := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Medium = etcdv1.StorageMediumMemory })
+	m = member(tmpfs, "db-1")
+	tmpfsBase := Pod(tmpfs, m, PodOptions{}).Annotations[AnnotationPodTemplateHash]
+	m.Spec.Storage.Size = &grown
+	if Pod(tmpfs, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] == tmpfsBase {
+		t.Error("a larger tmpfs size leaves the fingerprint alone: the Pod's size limit would never grow")
+	}
+	m = member(c, "db-1")
 	m.Spec.Dormant = true
 	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] != base {
 		t.Error("waking a dormant member counts as a change")
