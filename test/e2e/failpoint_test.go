@@ -46,7 +46,8 @@ func operatorCrashes(t *testing.T) int32 {
 		for _, cs := range p.Status.ContainerStatuses {
 			n += cs.RestartCount
 			if last := cs.LastTerminationState.Terminated; last != nil && last.ExitCode != failpoint.ExitCode {
-				t.Fatalf("operator container of %s exited with %d (%s), not at a failpoint", p.Name, last.ExitCode, last.Reason)
+				t.Fatalf("operator container of %s exited with %d (%s), not at a failpoint; the end of its log:\n%s",
+					p.Name, last.ExitCode, last.Reason, previousLogTail(t, &p, cs.Name))
 			}
 		}
 	}
@@ -183,3 +184,17 @@ func TestCrashAfterEachStepConverges(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// previousLogTail is the end of the log of the container's last run, which says why it ended
+// (the local cluster's node agent writes there when a probe failed and it killed the container).
+func previousLogTail(t *testing.T, pod *corev1.Pod, container string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := kubeClientset(t).CoreV1().Pods(pod.Namespace).GetLogs(pod.Name,
+		&corev1.PodLogOptions{Container: container, Previous: true, TailLines: ptr(int64(40))}).DoRaw(ctx)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return string(raw)
+}

@@ -308,6 +308,11 @@ func TestScaledOutMemberRestartedInPlaceOnEmptyDataIsReplaced(t *testing.T) {
 		if before.Status.Voters != 4 || before.Status.ReadyMembers != 4 {
 			return fmt.Errorf("voters %d, ready %d", before.Status.Voters, before.Status.ReadyMembers)
 		}
+		// The status may still count the Pod it replaced: etcd must run in this one to be
+		// killed in it.
+		if !podIsReady(pod) {
+			return fmt.Errorf("grow-4's new Pod %s is not ready yet", pod.UID)
+		}
 		return nil
 	})
 	var victim etcdv1.MemberSummary
