@@ -126,10 +126,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// retained are released first.
 		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
 	}
-	if err := r.ensureRetention(ctx, cluster); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.ensureIdentity(ctx, cluster); err != nil {
+	if err := r.ensureMarks(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
@@ -186,6 +183,14 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// answering while its Pod stays up; a slow look again notices. It writes nothing unless
 	// the status changed.
 	return ctrl.Result{RequeueAfter: resyncPeriod}, nil
+}
+
+// ensureMarks puts the retention finalizer and the identity on the cluster before any step.
+func (r *ClusterReconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) error {
+	if err := r.ensureRetention(ctx, c); err != nil {
+		return err
+	}
+	return r.ensureIdentity(ctx, c)
 }
 
 // clusterOfLabeled maps an object carrying the cluster label to its EtcdCluster.

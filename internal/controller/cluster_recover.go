@@ -107,30 +107,18 @@ func statedLoss(c *etcdv1.EtcdCluster, source string) string {
 	return ""
 }
 
-// recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
-// reconcile, each looked for before it is done so that a crash repeats nothing: say what will
-// be lost (status and a Warning event) and go no further in that reconcile; then remove every
-// other member (the removal mark: their finalizers take them out of etcd and delete their
-// PVCs once the new cluster answers); then stop their Pods; then mark the source; then
-// restart its Pod with --force-new-cluster.
-func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	requested := c.Annotations[AnnotationRecoverFrom]
-	if requested == "" || v.reachable || c.Status.ClusterID == "" {
-		return false, nil
+// forcedSourceLoss is the stated loss of a recovery whose source is already marked for
+// --force-new-cluster, "" before that.
+func forcedSourceLoss(c *etcdv1.EtcdCluster, v *clusterView, requested string) string {
+	src := memberNamed(v.members, requested)
+	if src == nil || !src.DeletionTimestamp.IsZero() || src.Annotations[AnnotationForceNewCluster] != "true" {
+		return ""
 	}
-	if src := memberNamed(v.members, requested); src != nil && src.DeletionTimestamp.IsZero() && src.Annotations[AnnotationForceNewCluster] == "true" {
-		if loss := statedLoss(c, requested); loss != "" {
-			// Past the last check: every other member is removed and stopped, and the source
-			// restarts with --force-new-cluster, not answering meanwhile. Nothing is left to
-			// choose, so nothing is checked again (a check would refuse, as the source does
-			// not answer, and tell the person to pick a member that is gone); the acts go on.
-			did, err := r.recoveryAct(ctx, c, v, recoveryPlan{source: requested})
-			if err != nil {
-				return true, err
-			}
-			return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
-		}
-	}
+	return statedLoss(c, requested)
+}
+
+// planRecoveryOf plans a recovery from requested over what the reconcile observed.
+func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) recoveryPlan {
 	names := make([]string, 0, len(v.members))
 	for _, m := range v.members {
 		names = append(names, m.Name)
@@ -142,6 +130,32 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		// gets no Pod to start.
 		plan.refusal = fmt.Sprintf("member %s is being removed (a recovery from another member removes it, and cannot be taken back): it cannot be the source", requested)
 	}
+	return plan
+}
+
+// recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
+// reconcile, each looked for before it is done so that a crash repeats nothing: say what will
+// be lost (status and a Warning event) and go no further in that reconcile; then remove every
+// other member (the removal mark: their finalizers take them out of etcd and delete their
+// PVCs once the new cluster answers); then stop their Pods; then mark the source; then
+// restart its Pod with --force-new-cluster.
+func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	requested := c.Annotations[AnnotationRecoverFrom]
+	if requested == "" || v.reachable || c.Status.ClusterID == "" {
+		return false, nil
+	}
+	if loss := forcedSourceLoss(c, v, requested); loss != "" {
+		// Past the last check: every other member is removed and stopped, and the source
+		// restarts with --force-new-cluster, not answering meanwhile. Nothing is left to
+		// choose, so nothing is checked again (a check would refuse, as the source does not
+		// answer, and tell the person to pick a member that is gone); the acts go on.
+		did, err := r.recoveryAct(ctx, c, v, recoveryPlan{source: requested})
+		if err != nil {
+			return true, err
+		}
+		return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
+	}
+	plan := planRecoveryOf(c, v, requested)
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
 			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)

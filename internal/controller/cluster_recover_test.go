@@ -61,11 +61,12 @@ func TestPlanRecovery(t *testing.T) {
 	}
 }
 
-func (h *harness) annotateCluster(key, value string) {
+// requestRecoveryFrom sets the recover-from annotation as a person would.
+func (h *harness) requestRecoveryFrom(source string) {
 	h.t.Helper()
 	c := h.clusterObj()
 	patch := client.MergeFrom(c.DeepCopy())
-	c.Annotations = map[string]string{key: value}
+	c.Annotations = map[string]string{AnnotationRecoverFrom: source}
 	if err := h.api.Patch(context.Background(), c, patch); err != nil {
 		h.t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRecoveryFromTheSurvivor(t *testing.T) {
 
 	// The quorum was lost long ago: Progressing is past its deadline throughout.
 	h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
-	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.requestRecoveryFrom("db-1")
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
 	if pr.Reason != ReasonProgressDeadlineExceeded || !strings.Contains(pr.Message, "recovering from member db-1") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
@@ -144,7 +145,7 @@ func TestRecoveryFromAMemberThatDoesNotAnswerIsRefused(t *testing.T) {
 	h := runningHarness(t)
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
-	h.annotateCluster(AnnotationRecoverFrom, "db-2")
+	h.requestRecoveryFrom("db-2")
 	h.reconcile()
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
@@ -200,7 +201,7 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	}
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
-	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.requestRecoveryFrom("db-1")
 	podOf := func(name string) bool {
 		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
 		return !apierrors.IsNotFound(err)
@@ -247,7 +248,7 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	h.startPodOf("db-1")
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
-	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.requestRecoveryFrom("db-1")
 	for range 4 { // stated, db-2 removed, db-3 removed, db-1 marked
 		h.reconcile()
 	}
@@ -264,7 +265,7 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	// db-1's forced start fails; db-2 answers again, alone; the request is changed to db-2.
 	h.etcd.SetDown(h.etcdID("db-1"), true)
 	h.etcd.SetDown(h.etcdID("db-2"), false)
-	h.annotateCluster(AnnotationRecoverFrom, "db-2")
+	h.requestRecoveryFrom("db-2")
 	h.reconcile()
 	h.reconcile()
 	if !member("db-1").DeletionTimestamp.IsZero() || member("db-2").Annotations[AnnotationForceNewCluster] == "true" {
@@ -283,7 +284,7 @@ func TestRecoveryWaitsForTheForcedSurvivorWithoutRefusing(t *testing.T) {
 	h.startPodOf("db-1")
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
-	h.annotateCluster(AnnotationRecoverFrom, "db-1")
+	h.requestRecoveryFrom("db-1")
 	h.reconcile() // the loss stated
 	h.checkRecoveryActs()
 	h.etcd.SetDown(h.etcdID("db-1"), true) // its forced Pod is starting

@@ -131,7 +131,7 @@ func TestSnapshotsAndDefragsAreCountedOnceStored(t *testing.T) {
 		ok := testutil.ToFloat64(tt.counter.WithLabelValues(ResultSuccess))
 		failed := testutil.ToFloat64(tt.counter.WithLabelValues(ResultFailure))
 		conflict := apierrors.NewConflict(schema.GroupResource{Resource: name}, "x", errors.New("stale"))
-		if err := tt.finished(true, conflict); err != conflict {
+		if err := tt.finished(true, conflict); !errors.Is(err, conflict) {
 			t.Errorf("%s: the update's error came back as %v", name, err)
 		}
 		if err := tt.finished(true, nil); err != nil {

@@ -52,9 +52,7 @@ func TestAdoptMemberFinishesAnInterruptedRunAndIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	k, change := adoptionFixture(t)
 	podBefore := &corev1.Pod{}
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Pod}, podBefore); err != nil {
-		t.Fatal(err)
-	}
+	mustGet(t, k, change.Pod, podBefore)
 	// The first run stopped right after labelling the PVC.
 	if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, specs.MemberLabels("cz", change.Member), nil); err != nil {
 		t.Fatal(err)
@@ -63,24 +61,18 @@ func TestAdoptMemberFinishesAnInterruptedRunAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &etcdv1.EtcdMember{}
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Member}, m); err != nil {
-		t.Fatal(err)
-	}
+	mustGet(t, k, change.Member, m)
 	if m.AdoptionPending() || !reflect.DeepEqual(m.Spec, change.Spec) || m.Status.MemberID != "b1" ||
 		slices.Contains(m.Finalizers, migrate.CozystackFinalizer) || m.Labels[specs.LabelMember] != change.Member {
 		t.Fatalf("member after adoption: %+v", m)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.PVC}, pvc); err != nil {
-		t.Fatal(err)
-	}
+	mustGet(t, k, change.PVC, pvc)
 	if got := specs.AdoptionOf(pvc); got == nil || *got != *change.Spec.Adopted || pvc.Labels[specs.LabelMember] != change.Member {
 		t.Fatalf("PVC after adoption: %v %v", pvc.Labels, pvc.Annotations)
 	}
 	pod := &corev1.Pod{}
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Pod}, pod); err != nil {
-		t.Fatal(err)
-	}
+	mustGet(t, k, change.Pod, pod)
 	if !reflect.DeepEqual(pod.Spec, podBefore.Spec) || pod.Labels[specs.LabelMember] != change.Member {
 		t.Fatalf("Pod after adoption: labels %v, spec changed %t", pod.Labels, !reflect.DeepEqual(pod.Spec, podBefore.Spec))
 	}
@@ -90,10 +82,16 @@ func TestAdoptMemberFinishesAnInterruptedRunAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := &etcdv1.EtcdMember{}
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: change.Member}, again); err != nil {
-		t.Fatal(err)
-	}
+	mustGet(t, k, change.Member, again)
 	if again.ResourceVersion != m.ResourceVersion {
 		t.Fatalf("a second run rewrote the adopted member: resourceVersion %s -> %s", m.ResourceVersion, again.ResourceVersion)
+	}
+}
+
+// mustGet reads the object named name in the fixture's namespace, or fails the test.
+func mustGet(t *testing.T, k *Kube, name string, obj client.Object) {
+	t.Helper()
+	if err := k.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, obj); err != nil {
+		t.Fatal(err)
 	}
 }
