@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // runKubectl runs the kubectl that hack/e2e.sh names in E2E_KUBECTL against $KUBECONFIG in
@@ -111,36 +112,14 @@ func clientServiceHost(ns, cluster string) string {
 	return specs.ClientServiceName(cluster) + "." + ns + ".svc"
 }
 
-// clientTLS trusts caPEM, presents the pair and accepts a server certificate for serverName.
-//
-// The test's etcd clients dial member addresses (the host's resolver does not know cluster
-// names), and gRPC sets the TLS server name to the address it dials, whatever the
-// configuration says; the certificates name the Services, not addresses. So Go's own check
-// is replaced by one that verifies the chain against the CA and the certificate against
-// serverName: as strict, for the name an application in the cluster would use.
+// clientTLS is robustness.ClientTLS that fails the test on bad PEM data.
 func clientTLS(t *testing.T, caPEM, certPEM, keyPEM []byte, serverName string) *tls.Config {
 	t.Helper()
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		t.Fatal("no CA certificate in the PEM data")
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	cfg, err := robustness.ClientTLS(caPEM, certPEM, keyPEM, serverName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		Certificates:       []tls.Certificate{pair},
-		InsecureSkipVerify: true, // verified by VerifyConnection, for serverName
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			opts := x509.VerifyOptions{Roots: roots, DNSName: serverName, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		},
-	}
+	return cfg
 }
 
 func getSecret(t *testing.T, ns, name string) *corev1.Secret {
