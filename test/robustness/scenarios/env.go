@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -70,19 +72,26 @@ func newEnv() (*env, error) {
 type cluster struct {
 	e        *env
 	ns, name string
+	tls      *tls.Config // the workload's client TLS; nil without TLS
 }
 
 // newCluster makes a namespace and an EtcdCluster of n members in it, and waits until it
 // has settled. The cluster is returned with an error too once its namespace exists, so
 // that it can be deleted.
-func (e *env) newCluster(ctx context.Context, scenario string, n int32) (*cluster, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "robustness-" + scenario + "-"}}
+func (e *env) newCluster(ctx context.Context, s scenario, n int32) (*cluster, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "robustness-" + s.name + "-"}}
 	if err := e.k8s.Create(ctx, ns); err != nil {
 		return nil, err
 	}
 	c := &cluster{e: e, ns: ns.Name, name: "rb"}
 	ec := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name},
-		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: etcdVersion}}
+		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: cmp.Or(s.version, etcdVersion)}}
+	if s.tls {
+		if err := c.setUpCA(ctx); err != nil {
+			return c, err
+		}
+		ec.Spec.TLS = tlsSpec()
+	}
 	if err := e.k8s.Create(ctx, ec); err != nil {
 		return c, err
 	}
@@ -179,9 +188,13 @@ func (c *cluster) endpoints(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	scheme := "http"
+	if c.tls != nil {
+		scheme = "https"
+	}
 	out := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		out = append(out, "http://"+net.JoinHostPort(ip, fmt.Sprint(specs.ClientPort)))
+		out = append(out, scheme+"://"+net.JoinHostPort(ip, fmt.Sprint(specs.ClientPort)))
 	}
 	return out, nil
 }
@@ -197,7 +210,7 @@ func (c *cluster) dial(ctx context.Context, n int) ([]*clientv3.Client, error) {
 	}
 	var out []*clientv3.Client
 	for range n {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: quietLogger()})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: c.tls, Logger: quietLogger()})
 		if err != nil {
 			return nil, err
 		}

@@ -20,6 +20,12 @@ type scenario struct {
 	name  string
 	start int32
 	trial func(ctx context.Context, t *trialEnv) error
+	// version is the cluster's etcd version at the start (default etcdVersion).
+	version string
+	// maxTrials caps the trials of a scenario whose steps run out (0: no cap).
+	maxTrials int
+	// tls: certificates from cert-manager on both ports, mutual TLS for the workload too.
+	tls bool
 }
 
 // trialEnv is what a trial works with: the cluster, its replicas now, and the seeded random
@@ -39,6 +45,19 @@ var allScenarios = []scenario{
 	{name: "data-loss", start: 3, trial: dataLossTrial},
 	{name: "rolling", start: 3, trial: rollingTrial},
 	{name: "apiserver-restart", start: 3, trial: apiServerRestartTrial},
+	{name: "upgrade", start: 3, trial: upgradeTrial, version: upgradeStart, maxTrials: len(upgradePath)},
+	{name: "snapshot", start: 3, trial: snapshotTrial},
+	{name: "defrag", start: 3, trial: defragTrial},
+	{name: "tls-renewal", start: 3, trial: renewalTrial, tls: true},
+	{name: "node-crash", start: 3, trial: nodeCrashTrial},
+}
+
+// trials is how many trials s runs when asked for n.
+func (s scenario) trials(n int) int {
+	if s.maxTrials > 0 {
+		return min(n, s.maxTrials)
+	}
+	return n
 }
 
 // operations is the cycle of replica counts the operator-kill trials go through: scale
@@ -122,7 +141,7 @@ func (t *trialEnv) pickMember(ctx context.Context) (*corev1.Pod, error) {
 // runScenario runs one scenario and checks its history.
 func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint64) (row, error) {
 	r := row{scenario: s.name}
-	c, err := e.newCluster(ctx, s.name, s.start)
+	c, err := e.newCluster(ctx, s, s.start)
 	if c != nil {
 		defer c.deleteNamespace(context.WithoutCancel(ctx))
 	}
@@ -153,7 +172,7 @@ func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint6
 	}()
 	t := &trialEnv{c: c, rnd: rand.New(rand.NewPCG(seed, 0)), replicas: s.start}
 	var trialErr error
-	for t.index = 0; t.index < o.trials && trialErr == nil; t.index++ {
+	for t.index = 0; t.index < s.trials(o.trials) && trialErr == nil; t.index++ {
 		time.Sleep(2 * time.Second) // some operations between faults
 		trialErr = s.trial(ctx, t)
 		r.faults++
