@@ -86,12 +86,12 @@ func supervise(o options) error {
 	wg.Go(func() { prov.Run(ctx) })
 	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
 
-	agents, err := startAgents(ctx, &wg, o, cp, client, netCfg)
+	nodes, err := startAgents(ctx, &wg, o, cp, client, netCfg)
 	if err != nil {
 		return err
 	}
-	for _, a := range agents {
-		if err := a.WaitReady(ctx, 2*time.Minute); err != nil {
+	for _, n := range nodes {
+		if err := n.current().WaitReady(ctx, 2*time.Minute); err != nil {
 			return fmt.Errorf("node agent not ready: %w", err)
 		}
 	}
@@ -100,6 +100,9 @@ func supervise(o options) error {
 	}
 	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
 	if err := restartAPIServerOnSignal(ctx, o.dir, cp); err != nil {
+		return err
+	}
+	if err := restartNodeOnSignal(ctx, &wg, o.dir, nodes); err != nil {
 		return err
 	}
 	<-ctx.Done()
@@ -161,10 +164,10 @@ func marker(dir string) string { return localcluster.MarkerFor(dir) }
 
 // startAgents starts one node agent per zone; each gets a /24 of the bridge network and its
 // own kubelet port on the bridge address.
-func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcluster.ControlPlane, client kubernetes.Interface, netCfg netsetup.Config) ([]*node.Agent, error) {
+func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcluster.ControlPlane, client kubernetes.Interface, netCfg netsetup.Config) ([]*nodeSlot, error) {
 	hostIP := netCfg.BridgeCIDR.Addr()
 	base := hostIP.As4()
-	var agents []*node.Agent
+	var nodes []*nodeSlot
 	for i := range o.nodes {
 		name := fmt.Sprintf("node-%d", i+1)
 		serving, key, err := cp.IssueServingCert(name, []netip.Addr{hostIP}, []string{name})
@@ -172,24 +175,19 @@ func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcl
 			return nil, err
 		}
 		podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], byte(i + 1), 0}), 24)
-		agent, err := node.New(node.Config{
+		n := &nodeSlot{cfg: node.Config{
 			NodeName: name, Zone: zones[i%len(zones)], Client: client,
 			Dir:     filepath.Join(o.dir, "nodes", name),
 			Network: netCfg, PodCIDR: podCIDR, HostIP: hostIP, APIPort: apiPort,
 			ListenPort: firstNodePort + i, ServingCertFile: serving, ServingKeyFile: key, ClientCAFile: cp.CAFile(),
 			ImagesFile: imagesFile(o.dir), Marker: marker(o.dir),
-		})
-		if err != nil {
+		}}
+		if err := n.start(ctx, wg); err != nil {
 			return nil, err
 		}
-		wg.Go(func() {
-			if err := agent.Run(ctx); err != nil {
-				klog.ErrorS(err, "node agent stopped", "node", name)
-			}
-		})
-		agents = append(agents, agent)
+		nodes = append(nodes, n)
 	}
-	return agents, nil
+	return nodes, nil
 }
 
 func copyFile(from, to string) error {

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -49,6 +50,7 @@ type Config struct {
 type Agent struct {
 	node     *nodeutil.Node
 	provider *provider
+	crashed  atomic.Bool // set by Crash: stop the Pods as a machine failure would
 }
 
 // New registers the node's machinery; Run starts it.
@@ -84,17 +86,22 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// Run serves until ctx ends, then stops every Pod of the node.
+// Run serves until ctx ends, then stops every Pod of the node: each within its grace
+// period, or, after Crash, at once.
 func (a *Agent) Run(ctx context.Context) error {
 	err := a.node.Run(ctx)
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a.provider.stopAll(stopCtx)
+	a.provider.stopAll(stopCtx, a.crashed.Load())
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
+
+// Crash makes the end of Run kill the node's containers with no grace period, as the loss
+// of the machine would; call it before ending Run's context.
+func (a *Agent) Crash() { a.crashed.Store(true) }
 
 // WaitReady waits until the Node is registered and Ready.
 func (a *Agent) WaitReady(ctx context.Context, timeout time.Duration) error {

@@ -120,7 +120,7 @@ func newTestProvider(t *testing.T, client *fake.Clientset) *provider {
 		ImagesFile: images,
 		Marker:     "LC_NODE_TEST=" + dir,
 	}, volumeSources{client: client})
-	t.Cleanup(func() { p.stopAll(context.Background()) })
+	t.Cleanup(func() { p.stopAll(context.Background(), false) })
 	return p
 }
 

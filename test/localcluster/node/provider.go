@@ -176,8 +176,9 @@ func (p *provider) lookup(namespace, name string) *podRun {
 	return p.pods[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
-// stopAll stops every Pod, for the agent's shutdown.
-func (p *provider) stopAll(ctx context.Context) {
+// stopAll stops every Pod, for the agent's shutdown: within each Pod's grace period, or at
+// once when abrupt.
+func (p *provider) stopAll(ctx context.Context, abrupt bool) {
 	p.mu.Lock()
 	runs := make([]*podRun, 0, len(p.pods))
 	for _, run := range p.pods {
@@ -189,7 +190,11 @@ func (p *provider) stopAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run.terminate(ctx, gracePeriod(run.pod))
+			grace := gracePeriod(run.pod)
+			if abrupt {
+				grace = 0
+			}
+			run.terminate(ctx, grace)
 		}()
 	}
 	wg.Wait()

@@ -41,6 +41,11 @@ func restartAPIServer() error {
 	if _, err := os.Stat(supervisorSignalFile); err != nil {
 		return fmt.Errorf("the local cluster's supervisor cannot restart kube-apiserver (%w): it was started by an older build; stop it with make local-down", err)
 	}
+	return signalSupervisor(syscall.SIGUSR1)
+}
+
+// signalSupervisor sends sig to the local cluster's supervisor.
+func signalSupervisor(sig syscall.Signal) error {
 	raw, err := os.ReadFile(supervisorPIDFile)
 	if err != nil {
 		return fmt.Errorf("the local cluster's supervisor: %w", err)
@@ -49,5 +54,5 @@ func restartAPIServer() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", supervisorPIDFile, err)
 	}
-	return syscall.Kill(pid, syscall.SIGUSR1)
+	return syscall.Kill(pid, sig)
 }
