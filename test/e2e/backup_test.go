@@ -253,6 +253,23 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
 		t.Fatalf("deleting a Retain snapshot removed its file: %v", err)
 	}
+
+	// deletionPolicy Delete: the file goes with its EtcdSnapshot.
+	create(t, &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap-delete", Namespace: ns},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"},
+			Destination: s3Location(t, bucket, "snapshots/"), DeletionPolicy: etcdv1.SnapshotDelete}})
+	waitSnapshotDone(t, ns, "snap-delete", etcdv1.SnapshotComplete)
+	if ok, err := objectExists(bucket, "snapshots/snap-delete.db"); !ok {
+		t.Fatalf("the Delete snapshot's file is not where its URI says: %v", err)
+	}
+	deleteSnapshotAndWait(t, ns, "snap-delete")
+	_, err := s3Srv.admin.StatObject(context.Background(), bucket, "snapshots/snap-delete.db", minio.StatObjectOptions{})
+	if code := minio.ToErrorResponse(err).Code; code != "NoSuchKey" {
+		t.Fatalf("deleting a Delete snapshot: its file is still there or unknown (%v)", err)
+	}
+	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
+		t.Fatalf("deleting one snapshot with its file removed another's: %v", err)
+	}
 }
 
 func deleteSnapshotAndWait(t *testing.T, ns, name string) {
