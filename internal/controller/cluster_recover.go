@@ -160,7 +160,7 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		if !saidInStatus(c, plan.refusal) {
 			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
 		}
-		return false, waitFor(ReasonRecoveryRefused, "the quorum is lost and %s asks for a recovery, but: %s", AnnotationRecoverFrom, plan.refusal)
+		return false, waitFor(ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", AnnotationRecoverFrom, requested, plan.refusal)
 	}
 	// The statement of what is lost must be in status before any act. Progressing may carry
 	// it under ProgressDeadlineExceeded (a quorum lost long ago), so its message is what counts.

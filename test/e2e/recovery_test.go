@@ -82,14 +82,17 @@ func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
 		return nil
 	})
 
-	c := getCluster(t, ns, "lost")
-	patch := client.MergeFrom(c.DeepCopy())
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
+	// Asked through kubectl etcd: first what each member has, then the request, which the
+	// plugin hands to the operator (the recover-from annotation) and whose answer it prints.
+	plugin := buildPlugin(t)
+	if out := mustPlugin(t, plugin, ns, "recover", "lost"); !strings.Contains(out, survivor.Name) || !strings.Contains(out, "--from MEMBER") {
+		t.Fatalf("kubectl etcd recover without --from:\n%s", out)
 	}
-	c.Annotations["etcd-operator.cozystack.io/recover-from"] = survivor.Name
-	if err := k8s.Patch(context.Background(), c, patch); err != nil {
-		t.Fatal(err)
+	if ann := getCluster(t, ns, "lost").Annotations; ann["etcd-operator.cozystack.io/recover-from"] != "" {
+		t.Fatalf("kubectl etcd recover without --from changed the cluster: %v", ann)
+	}
+	if out := mustPlugin(t, plugin, ns, "recover", "lost", "--from", survivor.Name); !strings.Contains(out, "recovering from member "+survivor.Name) {
+		t.Fatalf("kubectl etcd recover --from %s printed no statement of the loss:\n%s", survivor.Name, out)
 	}
 	after := waitSettled(t, ns, "lost", 3, 6*time.Minute)
 	if after.Status.ClusterID != before.Status.ClusterID {

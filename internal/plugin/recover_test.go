@@ -1,0 +1,102 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func TestRecoverOnlyAClusterThatLostItsQuorum(t *testing.T) {
+	for name, tt := range map[string]struct {
+		available *metav1.Condition
+		refused   string
+	}{
+		"not looked at yet": {nil, "no Available condition"},
+		"healthy":           {&metav1.Condition{Status: metav1.ConditionTrue, Reason: "Healthy"}, "has not lost its quorum"},
+		"one member down":   {&metav1.Condition{Status: metav1.ConditionTrue, Reason: "Degraded"}, "replace-member"},
+		"quorum lost":       {&metav1.Condition{Status: metav1.ConditionFalse, Reason: controller.ReasonQuorumLost}, ""},
+	} {
+		err := checkRecover(tt.available)
+		if tt.refused == "" && err != nil || tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused)) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, tt.refused)
+		}
+	}
+}
+
+func TestRecoveryAnswerIsTheOperatorsAboutThisSource(t *testing.T) {
+	requested := map[string]string{AnnotationRecoverFrom: "db-1"}
+	progressing := func(reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg}}
+	}
+	for name, tt := range map[string]struct {
+		annotations map[string]string
+		conditions  []metav1.Condition
+		done        bool
+		refused     bool
+	}{
+		"not taken up yet":          {requested, nil, false, false},
+		"still the old wait":        {requested, progressing(controller.ReasonQuorumLost, "1 of 3 members answer"), false, false},
+		"loss stated for db-1":      {requested, progressing(controller.ReasonQuorumRecovery, "recovering from member db-1 at revision 7 (raft term 2, applied index 9): ..."), true, false},
+		"loss stated for db-10":     {requested, progressing(controller.ReasonQuorumRecovery, "recovering from member db-10 at revision 7"), false, false},
+		"refused for db-1":          {requested, progressing(controller.ReasonRecoveryRefused, "the quorum is lost and "+AnnotationRecoverFrom+"=db-1 asks for a recovery, but: member db-1 does not answer"), true, true},
+		"an earlier refusal (db-2)": {requested, progressing(controller.ReasonRecoveryRefused, "the quorum is lost and "+AnnotationRecoverFrom+"=db-2 asks for a recovery, but: member db-2 does not answer"), false, false},
+		"finished":                  {nil, nil, true, false},
+	} {
+		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: tt.annotations}, Status: etcdv1.EtcdClusterStatus{Conditions: tt.conditions}}
+		answer, done, refusal := recoveryAnswer(c, "db-1")
+		if done != tt.done || (refusal != nil) != tt.refused || done && !tt.refused && answer == "" {
+			t.Errorf("%s: answer %q, done %v, refusal %v; want done %v, refused %v", name, answer, done, refusal, tt.done, tt.refused)
+		}
+	}
+}
+
+func recoverFixture(t *testing.T) *Kube {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	objs := []client.Object{c}
+	for _, name := range []string{"db-1", "db-2"} {
+		objs = append(objs, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{specs.LabelCluster: "db"}}})
+	}
+	return &Kube{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), Namespace: "ns"}
+}
+
+// The request names an existing member and lands as the operator's annotation; with no
+// operator to answer, the wait ends with a message that the request stays.
+func TestRecoverRequestsThroughTheOperatorsAnnotation(t *testing.T) {
+	ctx := context.Background()
+	k := recoverFixture(t)
+	c, err := k.Cluster(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := requestRecovery(ctx, k, c, "db-9"); err == nil || !strings.Contains(err.Error(), "[db-1 db-2]") {
+		t.Fatalf("an unknown member: %v, want the member names", err)
+	}
+	if err := requestRecovery(ctx, k, c, "db-2"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = k.Cluster(ctx, "db"); c.Annotations[AnnotationRecoverFrom] != "db-2" {
+		t.Fatalf("annotations %v", c.Annotations)
+	}
+	if _, err := awaitRecoveryAnswer(ctx, k, "db", "db-2", 1500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "the request stays") {
+		t.Fatalf("no operator answering: %v", err)
+	}
+}
