@@ -99,15 +99,21 @@ func supervise(o options) error {
 		return err
 	}
 	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
-	if err := restartAPIServerOnSignal(ctx, o.dir, cp); err != nil {
-		return err
-	}
-	if err := restartNodeOnSignal(ctx, &wg, o.dir, nodes); err != nil {
+	if err := serveFaultSignals(ctx, &wg, o.dir, cp, nodes); err != nil {
 		return err
 	}
 	<-ctx.Done()
 	klog.InfoS("stopping the local cluster")
 	return nil
+}
+
+// serveFaultSignals lets the robustness scenarios restart kube-apiserver and crash node
+// agents.
+func serveFaultSignals(ctx context.Context, wg *sync.WaitGroup, dir string, cp *localcluster.ControlPlane, nodes []*nodeSlot) error {
+	if err := restartAPIServerOnSignal(ctx, dir, cp); err != nil {
+		return err
+	}
+	return restartNodeOnSignal(ctx, wg, dir, nodes)
 }
 
 // SignalRestartAPIServer, sent to the supervisor (its pid is in supervisor.pid), restarts

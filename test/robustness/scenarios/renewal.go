@@ -139,7 +139,7 @@ func (c *cluster) secretSerial(ctx context.Context, name string) (string, error)
 	}
 	block, _ := pem.Decode(s.Data[specs.SecretKeyCert])
 	if block == nil {
-		return "", fmt.Errorf("Secret %s: no certificate", name)
+		return "", fmt.Errorf("no certificate in Secret %s", name)
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
