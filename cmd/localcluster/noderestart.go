@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,26 +74,11 @@ func nodeRestartRequestFile(dir string) string { return filepath.Join(dir, "node
 
 // restartNodeOnSignal serves SignalRestartNode, one restart at a time, until ctx ends.
 func restartNodeOnSignal(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, SignalRestartNode)
-	if err := os.WriteFile(nodeRestartSignalFile(dir), []byte("USR2\n"), 0o644); err != nil {
-		signal.Stop(signals)
-		return err
-	}
-	go func() {
-		defer signal.Stop(signals)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-signals:
-				if err := restartNode(ctx, wg, dir, nodes); err != nil {
-					klog.ErrorS(err, "restarting a node agent")
-				}
-			}
+	return onSignal(ctx, SignalRestartNode, nodeRestartSignalFile(dir), func() {
+		if err := restartNode(ctx, wg, dir, nodes); err != nil {
+			klog.ErrorS(err, "restarting a node agent")
 		}
-	}()
-	return nil
+	})
 }
 
 func restartNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {

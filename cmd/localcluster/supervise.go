@@ -127,9 +127,23 @@ func apiServerRestartFile(dir string) string { return filepath.Join(dir, "apiser
 // restartAPIServerOnSignal restarts kube-apiserver each time the supervisor gets
 // SignalRestartAPIServer, one restart at a time, until ctx ends.
 func restartAPIServerOnSignal(ctx context.Context, dir string, cp *localcluster.ControlPlane) error {
+	return onSignal(ctx, SignalRestartAPIServer, apiServerRestartFile(dir), func() {
+		klog.InfoS("restarting kube-apiserver on request")
+		restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := cp.RestartAPIServer(restartCtx); err != nil {
+			klog.ErrorS(err, "restarting kube-apiserver")
+		}
+	})
+}
+
+// onSignal runs do each time the supervisor gets sig, one at a time, until ctx ends. It
+// first writes marker, which tells senders that this supervisor takes sig (one of an older
+// build would end on it).
+func onSignal(ctx context.Context, sig os.Signal, marker string, do func()) error {
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, SignalRestartAPIServer)
-	if err := os.WriteFile(apiServerRestartFile(dir), []byte("USR1\n"), 0o644); err != nil {
+	signal.Notify(signals, sig)
+	if err := os.WriteFile(marker, []byte(sig.String()+"\n"), 0o644); err != nil {
 		signal.Stop(signals)
 		return err
 	}
@@ -140,12 +154,7 @@ func restartAPIServerOnSignal(ctx context.Context, dir string, cp *localcluster.
 			case <-ctx.Done():
 				return
 			case <-signals:
-				klog.InfoS("restarting kube-apiserver on request")
-				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				if err := cp.RestartAPIServer(restartCtx); err != nil {
-					klog.ErrorS(err, "restarting kube-apiserver")
-				}
-				cancel()
+				do()
 			}
 		}
 	}()

@@ -37,11 +37,8 @@ func (o *Options) kube() (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := etcdv1.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -119,4 +116,13 @@ func podReady(p corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// newScheme knows Kubernetes' own kinds and the operator's.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, etcdv1.AddToScheme(scheme)
 }
