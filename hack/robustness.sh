@@ -18,6 +18,9 @@ if [ -n "${ROBUSTNESS_SCENARIOS:-}" ]; then
   flags+=(-scenarios "$ROBUSTNESS_SCENARIOS")
 fi
 
+# The tls-renewal scenario's certificates come from cert-manager.
+export LOCALCLUSTER_ADDONS=${LOCALCLUSTER_ADDONS-cert-manager}
+
 # shellcheck source=hack/operator-up.sh
 source hack/operator-up.sh
 bin/robustness "${flags[@]}"

@@ -55,7 +55,9 @@ func ChangedAfter(conds []metav1.Condition, since time.Time) bool {
 // SeenSince says why a settled status may predate a disruption at since that changed no spec;
 // nil when it shows the disruption was seen: a condition changed after since (ChangedAfter),
 // or, since a Pod replaced within a second may change no condition of the cluster, the n
-// member Pods are Ready and not going, one of them created after since.
+// member Pods are Ready and not going, one of them created after since or Ready again after
+// it (its containers restarted in place: a node that came back before the operator, which
+// may have gone down with it, noticed the member was away).
 func SeenSince(conds []metav1.Condition, pods []corev1.Pod, n int, since time.Time) error {
 	if since.IsZero() || ChangedAfter(conds, since) {
 		return nil
@@ -65,7 +67,7 @@ func SeenSince(conds []metav1.Condition, pods []corev1.Pod, n int, since time.Ti
 		if pods[i].DeletionTimestamp.IsZero() && PodReady(&pods[i]) {
 			ready++
 		}
-		if pods[i].CreationTimestamp.After(since.Truncate(time.Second)) {
+		if pods[i].CreationTimestamp.After(since.Truncate(time.Second)) || readySince(&pods[i], since) {
 			fresh = true
 		}
 	}
@@ -73,7 +75,17 @@ func SeenSince(conds []metav1.Condition, pods []corev1.Pod, n int, since time.Ti
 	case ready != n || len(pods) != n:
 		return fmt.Errorf("no condition changed since the disruption, and %d of %d Pods are Ready", ready, len(pods))
 	case !fresh:
-		return fmt.Errorf("no condition changed since the disruption, and no Pod was created since")
+		return fmt.Errorf("no condition changed since the disruption, and no Pod was created or became Ready since")
 	}
 	return nil
+}
+
+// readySince: the Pod's Ready condition turned True after since.
+func readySince(pod *corev1.Pod, since time.Time) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(since.Truncate(time.Second))
+		}
+	}
+	return false
 }

@@ -79,6 +79,11 @@ func TestSeenSince(t *testing.T) {
 		return p
 	}
 	before, after := disruption.Add(-time.Hour), disruption.Add(2*time.Second)
+	readyAgainAt := func(at time.Time) corev1.Pod { // restarted in place: same Pod, Ready anew
+		p := pod(before, true)
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
+		return p
+	}
 	for _, tc := range []struct {
 		name    string
 		changed time.Time
@@ -90,6 +95,8 @@ func TestSeenSince(t *testing.T) {
 		{"nothing changed, a new Pod Ready", before, []corev1.Pod{pod(before, true), pod(after, true), pod(before, true)}, true},
 		{"nothing changed, a new Pod not Ready", before, []corev1.Pod{pod(before, true), pod(after, false), pod(before, true)}, false},
 		{"nothing changed, a Pod missing", before, []corev1.Pod{pod(before, true), pod(after, true)}, false},
+		{"nothing changed, a Pod Ready again after", before, []corev1.Pod{pod(before, true), readyAgainAt(after), pod(before, true)}, true},
+		{"nothing changed, a Pod Ready again before", before, []corev1.Pod{pod(before, true), readyAgainAt(before), pod(before, true)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := SeenSince(settledCluster(tc.changed).Status.Conditions, tc.pods, 3, disruption)
