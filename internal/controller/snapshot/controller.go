@@ -17,7 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
@@ -74,16 +76,27 @@ func (r *Reconciler) live() client.Reader {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
-// SetupWithManager watches EtcdSnapshots and the Jobs they own.
+// SetupWithManager watches EtcdSnapshots and their agent Jobs, found by label: the snapshot
+// Job is owned by its EtcdSnapshot, but the delete Job must outlive it and is not, so an
+// owner watch would never say that the stored file is gone and the finalizer may go.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdSnapshot{}).
-		Owns(&batchv1.Job{}).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(snapshotOfJob)).
 		Named("etcdsnapshot").
 		Complete(r)
+}
+
+// snapshotOfJob maps an agent Job to the EtcdSnapshot named in its label.
+func snapshotOfJob(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[LabelSnapshot]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // Reconcile moves one EtcdSnapshot along Pending -> Started -> Complete | Failed.
@@ -111,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !metav1.IsControlledBy(job, s) {
 		// Left by an earlier EtcdSnapshot of the same name, not yet garbage-collected: its
-		// result is not this snapshot's. Its deletion requeues this snapshot (Owns).
+		// result is not this snapshot's. Its deletion requeues this snapshot (the Job watch).
 		bg := metav1.DeletePropagationBackground
 		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
 	}

@@ -227,3 +227,20 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 		t.Errorf("this snapshot's Job ended without a result: phase %s (%s), want Failed (%s)", got.Status.Phase, readyReason(got), ReasonAgentFailed)
 	}
 }
+
+// The delete Job is not owned by its EtcdSnapshot (it outlives it); its events must still
+// reach the snapshot, or the finalizer waits forever for the stored file's deletion.
+func TestAgentJobsMapToTheirSnapshotByLabel(t *testing.T) {
+	s := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "u1"},
+		Spec: etcdv1.EtcdSnapshotSpec{Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups"}}}}
+	for _, action := range []string{ActionSnapshot, ActionDelete} {
+		job := AgentJob(s, nil, "agent:dev", action)
+		reqs := snapshotOfJob(context.Background(), job)
+		if len(reqs) != 1 || reqs[0].Namespace != "ns" || reqs[0].Name != "nightly" {
+			t.Errorf("%s Job maps to %v, want ns/nightly", action, reqs)
+		}
+	}
+	if reqs := snapshotOfJob(context.Background(), &batchv1.Job{}); len(reqs) != 0 {
+		t.Errorf("an unlabelled Job maps to %v", reqs)
+	}
+}
