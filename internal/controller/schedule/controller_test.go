@@ -16,12 +16,52 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
-	ctx := context.Background()
+// scheduleFixture is one EtcdSnapshotSchedule in a fake API, reconciled at a clock the test
+// moves.
+type scheduleFixture struct {
+	t   *testing.T
+	api client.Client
+	r   *Reconciler
+	now time.Time
+}
+
+// newScheduleFixture builds the API holding sc; wrap, when set, wraps the client the
+// reconciler uses.
+func newScheduleFixture(t *testing.T, sc *etcdv1.EtcdSnapshotSchedule, now time.Time, wrap func(client.Client) client.Client) *scheduleFixture {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := etcdv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	f := &scheduleFixture{t: t, now: now}
+	f.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
+		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
+	var c client.Client = f.api
+	if wrap != nil {
+		c = wrap(f.api)
+	}
+	f.r = &Reconciler{Client: c, Now: func() time.Time { return f.now }}
+	return f
+}
+
+func (f *scheduleFixture) reconcile() {
+	f.t.Helper()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *scheduleFixture) snapshots() []etcdv1.EtcdSnapshot {
+	f.t.Helper()
+	list := &etcdv1.EtcdSnapshotList{}
+	if err := f.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
+		f.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
+	ctx := context.Background()
 	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	keep := int32(2)
 	sc := &etcdv1.EtcdSnapshotSchedule{
@@ -30,30 +70,14 @@ func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
 			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}},
 			Retention:   etcdv1.SnapshotRetention{KeepLast: &keep}},
 	}
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
-		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
-	now := created.Add(10*time.Minute + 30*time.Second) // ten runs missed
-	r := &Reconciler{Client: api, Now: func() time.Time { return now }}
-	reconcile := func() {
-		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snapshots := func() []etcdv1.EtcdSnapshot {
-		t.Helper()
-		list := &etcdv1.EtcdSnapshotList{}
-		if err := api.List(ctx, list, client.InNamespace("ns")); err != nil {
-			t.Fatal(err)
-		}
-		return list.Items
-	}
+	f := newScheduleFixture(t, sc, created.Add(10*time.Minute+30*time.Second), nil) // ten runs missed
+	api, reconcile, snapshots := f.api, f.reconcile, f.snapshots
 	reconcile() // finalizer
 	reconcile()
 	if got := snapshots(); len(got) != 1 {
 		t.Fatalf("ten missed runs made %d snapshots, want one", len(got))
 	}
-	now = now.Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	reconcile()
 	if got := snapshots(); len(got) != 1 {
 		t.Fatalf("a second snapshot started while the first runs: %d", len(got))
@@ -62,13 +86,13 @@ func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
 	for range 5 {
 		for _, s := range snapshots() {
 			if s.Status.Phase == "" {
-				s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: now}
+				s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: f.now}
 				if err := api.Status().Update(ctx, &s); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		now = now.Add(time.Minute)
+		f.now = f.now.Add(time.Minute)
 		reconcile()
 	}
 	checkKeptTwo(t, api, sc, snapshots())
@@ -123,35 +147,15 @@ func (w countingWriter) Update(ctx context.Context, obj client.Object, opts ...c
 // makes no second snapshot; a reconcile that changes nothing writes nothing.
 func TestARunIsTakenOnceAcrossACrashAndQuietReconcilesWriteNothing(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := etcdv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	sc := &etcdv1.EtcdSnapshotSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
 		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "0 * * * *",
 			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
 	}
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
-		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
 	writes := 0
-	now := created.Add(time.Hour + time.Minute)
-	r := &Reconciler{Client: countingStatus{api, &writes}, Now: func() time.Time { return now }}
-	reconcile := func() {
-		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snapshots := func() []etcdv1.EtcdSnapshot {
-		t.Helper()
-		list := &etcdv1.EtcdSnapshotList{}
-		if err := api.List(ctx, list, client.InNamespace("ns")); err != nil {
-			t.Fatal(err)
-		}
-		return list.Items
-	}
+	f := newScheduleFixture(t, sc, created.Add(time.Hour+time.Minute), func(c client.Client) client.Client { return countingStatus{c, &writes} })
+	api, reconcile, snapshots := f.api, f.reconcile, f.snapshots
 	reconcile() // finalizer
 	reconcile()
 	if got := snapshots(); len(got) != 1 {
@@ -168,7 +172,7 @@ func TestARunIsTakenOnceAcrossACrashAndQuietReconcilesWriteNothing(t *testing.T)
 	}
 	reconcile()
 	s := snapshots()[0]
-	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: now}
+	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &metav1.Time{Time: f.now}
 	if err := api.Status().Update(ctx, &s); err != nil {
 		t.Fatal(err)
 	}
