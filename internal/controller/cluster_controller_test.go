@@ -112,13 +112,19 @@ func (h *harness) members() []*etcdv1.EtcdMember {
 	return list
 }
 
-func (h *harness) setReplicas(n int32) {
+// editSpec changes the cluster's spec as a person would, with one update.
+func (h *harness) editSpec(edit func(*etcdv1.EtcdClusterSpec)) {
 	h.t.Helper()
 	c := h.clusterObj()
-	c.Spec.Replicas = &n
+	edit(&c.Spec)
 	if err := h.api.Update(context.Background(), c); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+func (h *harness) setReplicas(n int32) {
+	h.t.Helper()
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Replicas = &n })
 }
 
 func (h *harness) clusterObj() *etcdv1.EtcdCluster {

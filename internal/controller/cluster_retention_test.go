@@ -72,11 +72,9 @@ func TestDeletedClusterKeepsItsPVCsByDefault(t *testing.T) {
 
 func TestDeletedClusterWithWhenDeletedDeleteLeavesPVCsToGarbageCollection(t *testing.T) {
 	h := newHarness(t)
-	c := h.clusterObj()
-	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+	})
 	h.reconcile()
 	h.running()
 	if fin := h.clusterObj().Finalizers; len(fin) != 0 {
@@ -102,11 +100,9 @@ func TestPVCOwnersFollowTheRetentionPolicy(t *testing.T) {
 			t.Fatalf("Retain: PVC %s has owners %v", name, refs)
 		}
 	}
-	c := h.clusterObj()
-	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+	})
 	h.reconcile()
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
 		if !metav1.IsControlledBy(h.pvc(name), h.clusterObj()) {

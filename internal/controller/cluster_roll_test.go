@@ -43,11 +43,9 @@ func (h *harness) podNames() []string {
 
 func (h *harness) setMemoryRequest(q string) {
 	h.t.Helper()
-	c := h.clusterObj()
-	c.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
-	if err := h.api.Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
+	})
 }
 
 func TestChangedPodSpecRestartsOneMemberAtATimeLeaderLast(t *testing.T) {
@@ -114,12 +112,8 @@ func TestChangedPodSpecWaitsForUnhealthyVoters(t *testing.T) {
 
 func TestChangedPodSpecOfASingleTmpfsMemberIsNotApplied(t *testing.T) {
 	h := newHarness(t)
-	c := h.clusterObj()
 	one := int32(1)
-	c.Spec.Replicas, c.Spec.Storage.Medium = &one, etcdv1.StorageMediumMemory
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Replicas, s.Storage.Medium = &one, etcdv1.StorageMediumMemory })
 	h.reconcile()
 	h.running()
 	h.startPods()

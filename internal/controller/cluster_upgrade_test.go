@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -83,11 +82,7 @@ func TestUpgradeMovesOneMemberAtATimeAfterItRunsTheNewVersion(t *testing.T) {
 	h := runningHarness(t)
 	h.startPods()
 	h.reconcile()
-	c := h.clusterObj()
-	c.Spec.Version = "3.6.17"
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.6.17" })
 	h.reconcile()
 	if got := h.memberVersions(); got["db-2"] != "3.6.17" || got["db-1"] != "3.6.16" || got["db-3"] != "3.6.16" {
 		t.Fatalf("after the first step: %v; want db-2 (a follower; db-1 leads) moved alone", got)
@@ -122,11 +117,7 @@ func TestUpgradeAsksEachMemberOncePerReconcile(t *testing.T) {
 	h := runningHarness(t)
 	h.startPods()
 	h.reconcile()
-	c := h.clusterObj()
-	c.Spec.Version = "3.6.17"
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.6.17" })
 	h.reconcile() // db-2 moved
 	h.reconcile() // and restarted
 	h.startPods()

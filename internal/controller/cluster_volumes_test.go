@@ -156,12 +156,8 @@ func TestStorageGrowthWaitsForAnExpandableClass(t *testing.T) {
 		t.Fatalf("at size: %+v", cond)
 	}
 
-	c := h.clusterObj()
 	size := resource.MustParse("2Gi")
-	c.Spec.Storage.Size = &size
-	if err := h.api.Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Storage.Size = &size })
 	h.reconcile()
 	if got := h.memberSizes(); got != "db-1=1Gi,db-2=1Gi,db-3=1Gi" {
 		t.Fatalf("members moved on a class without expansion: %s", got)

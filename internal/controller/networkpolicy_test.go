@@ -14,11 +14,7 @@ import (
 
 func (h *harness) setNetworkPolicy(np *etcdv1.NetworkPolicySpec) {
 	h.t.Helper()
-	c := h.clusterObj()
-	c.Spec.NetworkPolicy = np
-	if err := h.api.Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.NetworkPolicy = np })
 }
 
 func (h *harness) networkPolicy() (*networkingv1.NetworkPolicy, error) {
