@@ -31,20 +31,17 @@ func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.Etcd
 
 // restartOutdatedPod restarts the next member whose Pod is outdated; false when none is.
 func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	// The cache answers the question asked at every reconcile, "is anything outdated?";
-	// only a restart about to happen pays for a live read.
-	pods, err := r.memberPods(ctx, r.Client, c)
-	if err != nil {
-		return false, err
-	}
-	if outdated, _ := r.classifyPods(c, v, pods); len(outdated) == 0 {
+	// The Pods observe read from the cache answer the question asked at every reconcile, "is
+	// anything outdated?"; only a restart about to happen pays for a live read.
+	if outdated, _ := r.classifyPods(c, v, v.pods); len(outdated) == 0 {
 		return false, nil
 	}
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
 	}
-	if pods, err = r.memberPods(ctx, reader, c); err != nil {
+	pods, err := r.memberPods(ctx, reader, c)
+	if err != nil {
 		return false, err
 	}
 	outdated, down := r.classifyPods(c, v, pods)
