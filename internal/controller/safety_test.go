@@ -138,6 +138,15 @@ func (h *harness) annotatePVCs() {
 	}
 }
 
+// memberIDs are the EtcdMembers' recorded member IDs, by name.
+func (h *harness) memberIDs() map[string]string {
+	ids := map[string]string{}
+	for _, m := range h.members() {
+		ids[m.Name] = m.Status.MemberID
+	}
+	return ids
+}
+
 func (h *harness) deleteMember(name string) {
 	h.t.Helper()
 	if err := h.api.Delete(context.Background(), &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}); err != nil {
@@ -197,10 +206,7 @@ func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
 			h.reconcile()
 			h.running()
 			h.annotatePVCs()
-			want := map[string]string{}
-			for _, m := range h.members() {
-				want[m.Name] = m.Status.MemberID
-			}
+			want := h.memberIDs()
 			for _, name := range tc.deleted {
 				h.deleteMember(name) // the finalizer let go; the Pod went with the EtcdMember
 				h.etcd.SetDown(h.etcdID(name), true)
@@ -422,11 +428,10 @@ func TestRebuildFromPVCsResumesAfterACrash(t *testing.T) {
 	h.reconcile()
 	h.running()
 	h.annotatePVCs()
-	want := map[string]string{}
-	for _, m := range h.members() {
-		want[m.Name] = m.Status.MemberID
-		h.deleteMember(m.Name)
-		h.etcd.SetDown(h.etcdID(m.Name), true)
+	want := h.memberIDs()
+	for name := range want {
+		h.deleteMember(name)
+		h.etcd.SetDown(h.etcdID(name), true)
 	}
 	h.createUnfinishedMember("db-1")
 	h.reconcile()
