@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -142,11 +141,7 @@ func secretSerial(t *testing.T, ns, name string) string {
 }
 
 func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	return x509.ParseCertificate(block.Bytes)
+	return robustness.ParseCertificate(certPEM)
 }
 
 // memberIPs are the Pod addresses of the cluster's running members, by Pod name.
@@ -168,12 +163,7 @@ func memberIPs(t *testing.T, ns, cluster string) map[string]string {
 // servedSerial is the serial number of the certificate a member serves on port: a new TLS
 // connection, as a client that connects after a renewal makes.
 func servedSerial(ip string, port int, cfg *tls.Config) (string, error) {
-	conn, err := dialMember(ip, port, cfg)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = conn.Close() }()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+	return robustness.ServedSerial(ip, port, cfg)
 }
 
 func dialMember(ip string, port int, cfg *tls.Config) (*tls.Conn, error) {

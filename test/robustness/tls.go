@@ -3,7 +3,11 @@ package robustness
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"net"
+	"strconv"
+	"time"
 )
 
 // ClientTLS trusts caPEM, presents the pair and accepts a server certificate for serverName.
@@ -35,4 +39,25 @@ func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, e
 			return err
 		},
 	}, nil
+}
+
+// ParseCertificate reads the first certificate of PEM data (a Secret's tls.crt).
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// ServedSerial is the serial number of the certificate a member serves on port to a new
+// TLS connection, as a client that connects after a renewal sees it.
+func ServedSerial(ip string, port int, cfg *tls.Config) (string, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(ip, strconv.Itoa(port)), cfg)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
 }

@@ -2,13 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,13 +131,9 @@ func (c *cluster) secretSerial(ctx context.Context, name string) (string, error)
 	if err := c.e.k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, s); err != nil {
 		return "", err
 	}
-	block, _ := pem.Decode(s.Data[specs.SecretKeyCert])
-	if block == nil {
-		return "", fmt.Errorf("no certificate in Secret %s", name)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := robustness.ParseCertificate(s.Data[specs.SecretKeyCert])
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("certificate in Secret %s: %w", name, err)
 	}
 	return cert.SerialNumber.String(), nil
 }
@@ -161,7 +151,10 @@ func (c *cluster) waitServed(ctx context.Context, secret string) error {
 			return err
 		}
 		for _, p := range pods {
-			got, err := servedSerial(ctx, p.Status.PodIP, c.tls)
+			if p.Status.PodIP == "" {
+				return fmt.Errorf("member %s has no Pod IP yet", p.Name)
+			}
+			got, err := robustness.ServedSerial(p.Status.PodIP, specs.ClientPort, c.tls)
 			if err != nil {
 				return fmt.Errorf("member %s: %w", p.Name, err)
 			}
@@ -171,17 +164,4 @@ func (c *cluster) waitServed(ctx context.Context, secret string) error {
 		}
 		return nil
 	})
-}
-
-func servedSerial(ctx context.Context, ip string, cfg *tls.Config) (string, error) {
-	if ip == "" {
-		return "", errors.New("no Pod IP yet")
-	}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(specs.ClientPort)))
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = conn.Close() }()
-	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
 }
