@@ -36,7 +36,7 @@ func newScheduleFixture(t *testing.T, sc *etcdv1.EtcdSnapshotSchedule, now time.
 	f := &scheduleFixture{t: t, now: now}
 	f.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).
 		WithStatusSubresource(&etcdv1.EtcdSnapshotSchedule{}, &etcdv1.EtcdSnapshot{}).Build()
-	var c client.Client = f.api
+	c := f.api
 	if wrap != nil {
 		c = wrap(f.api)
 	}
