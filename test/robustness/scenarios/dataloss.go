@@ -48,19 +48,18 @@ func dataLossTrial(ctx context.Context, t *trialEnv) error {
 	if err := t.c.e.k8s.Delete(ctx, victim); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	if err := t.c.waitSettled(ctx, t.replicas, since); err != nil {
-		return err
-	}
-	after, err := t.c.get(ctx)
-	if err != nil {
-		return err
-	}
-	for _, m := range after.Status.Members {
-		if m.ID == lostID {
-			return fmt.Errorf("member %s lost its data and still serves under its ID %s: it was not replaced", m.Name, lostID)
+	// Settled is not enough: a status written before the operator saw this fault may look
+	// settled while an earlier trial's last restart changes a condition after since. The
+	// fault's own outcome is waited for: the lost ID gone, its place taken by a new member.
+	// A member restarted empty under its old ID never gets there, and the wait fails.
+	return t.c.waitSettled(ctx, t.replicas, since, func(c *etcdv1.EtcdCluster) error {
+		for _, m := range c.Status.Members {
+			if m.ID == lostID {
+				return fmt.Errorf("member %s lost its data and is still listed under its ID %s: it was not replaced yet", m.Name, lostID)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // memberID is the etcd member ID the status shows for the named member ("" if none).

@@ -137,11 +137,18 @@ func (c *cluster) setReplicas(ctx context.Context, n int32) error {
 // waitSettled waits until the status, written for the current spec, shows n healthy voters
 // (or, for 0, the cluster paused), nothing in motion, and, after a disruption at since, a
 // condition that changed after it: the status from before the disruption does not count.
-func (c *cluster) waitSettled(ctx context.Context, n int32, since time.Time) error {
+// That a condition changed may also be the tail of an earlier disruption; a trial that knows
+// what its own fault must leave behind passes that as also, checked on the same status.
+func (c *cluster) waitSettled(ctx context.Context, n int32, since time.Time, also ...func(*etcdv1.EtcdCluster) error) error {
 	return poll(ctx, 6*time.Minute, fmt.Sprintf("%s/%s settled at %d", c.ns, c.name, n), func(ctx context.Context) error {
 		ec, err := c.get(ctx)
 		if err != nil {
 			return err
+		}
+		for _, check := range also {
+			if err := check(ec); err != nil {
+				return err
+			}
 		}
 		s := ec.Status
 		pods, err := c.pods(ctx)

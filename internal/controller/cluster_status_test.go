@@ -1,0 +1,56 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+)
+
+// A member counts as ready only when etcd answers its health check, its EtcdMember says
+// Ready and its Pod, as the same look saw it, is Ready and not going: the EtcdMember's
+// condition lags its Pod, and a status that counted a member restarting for a roll as
+// ready read as settled in the middle of the roll.
+func TestMemberSummaryReadyNeedsItsPodReady(t *testing.T) {
+	readyPod := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	notReadyPod := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}
+	goingPod := readyPod.DeepCopy()
+	goingPod.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	for _, tc := range []struct {
+		name        string
+		etcdHealthy bool
+		memberReady metav1.ConditionStatus
+		pod         *corev1.Pod
+		want        bool
+	}{
+		{"all say ready", true, metav1.ConditionTrue, readyPod, true},
+		{"etcd does not answer", false, metav1.ConditionTrue, readyPod, false},
+		{"its EtcdMember says not ready", true, metav1.ConditionFalse, readyPod, false},
+		{"its new Pod not Ready yet, the EtcdMember not told", true, metav1.ConditionTrue, notReadyPod, false},
+		{"its Pod going", true, metav1.ConditionTrue, goingPod, false},
+		{"no Pod", true, metav1.ConditionTrue, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+			m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns"}}
+			m.Status.Conditions = []metav1.Condition{{Type: etcdv1.MemberConditionReady, Status: tc.memberReady}}
+			v := &clusterView{
+				members:     []*etcdv1.EtcdMember{m},
+				etcdMembers: []etcd.Member{{ID: 1, Name: "db-1"}},
+				healthy:     map[uint64]bool{1: tc.etcdHealthy},
+				pods:        map[string]*corev1.Pod{},
+			}
+			if tc.pod != nil {
+				v.pods["db-1"] = tc.pod
+			}
+			got := memberSummaries(c, v)
+			if len(got) != 1 || got[0].Ready != tc.want {
+				t.Fatalf("summaries %+v, want Ready %v", got, tc.want)
+			}
+		})
+	}
+}
