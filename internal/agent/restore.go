@@ -88,7 +88,7 @@ func download(ctx context.Context, job RestoreJob, file string) (string, int64, 
 		return "", 0, err
 	}
 	sr := backup.NewSnapshotReader(rc)
-	_, err = io.Copy(f, sr)
+	_, err = backup.Copy(f, sr)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -185,7 +185,7 @@ func saveScratch(dir string, r io.Reader) (string, *backup.SnapshotReader, error
 		return "", nil, err
 	}
 	sr := backup.NewSnapshotReader(r)
-	_, err = io.Copy(f, sr)
+	_, err = backup.Copy(f, sr)
 	if err == nil {
 		err = f.Sync()
 	}

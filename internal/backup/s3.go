@@ -110,15 +110,15 @@ func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (stri
 	return tmp, nil
 }
 
-// Open implements Store: the object is streamed, not buffered.
+// Open implements Store: the object's body is streamed as the server sends it. minio-go's
+// Object (Client.GetObject) would pass every read through a goroutine of its own and ask for a
+// stat first; with the small reads of a copy that cost more than the transfer.
 func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	if _, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{}); err != nil {
-		if isNoSuchKey(err) {
-			return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
-		}
-		return nil, err
+	body, _, _, err := minio.Core{Client: s.cli}.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
+	if isNoSuchKey(err) {
+		return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
 	}
-	return s.cli.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
+	return body, err
 }
 
 // Commit implements Store with a server-side copy (ComposeObject copies objects of any size).
