@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"testing"
+	"testing/iotest"
 
 	"github.com/minio/minio-go/v7"
 
@@ -35,6 +37,7 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 	srv.Bucket(t, "snapshots")
 	t.Run("a snapshot is visible only after commit", func(t *testing.T) { t.Parallel(); testCommit(t, srv) })
 	t.Run("failures name what to fix", func(t *testing.T) { t.Parallel(); testFailures(t, srv) })
+	t.Run("a broken stream leaves no object", func(t *testing.T) { t.Parallel(); testBrokenStream(t, srv) })
 }
 
 // testCommit: a file larger than one upload part is invisible under its name until Commit,
@@ -98,6 +101,22 @@ func checkCommitted(t *testing.T, srv *testminio.Server, st *S3Store, name, sum 
 	}
 	if _, err := st.Open(ctx, name); !errors.Is(err, ErrNotFound) || Reason(err) != ReasonSnapshotNotFound {
 		t.Errorf("opening a removed object: %v", err)
+	}
+}
+
+// testBrokenStream: a reader that fails after more than a part was uploaded fails the upload,
+// and no object is left under either name (the agent's stream reports a broken or damaged
+// snapshot this way while the upload runs).
+func testBrokenStream(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	broken := errors.New("the stream broke off")
+	r := io.MultiReader(bytes.NewReader(fakeSnapshot(PartSize+PartSize/2)), iotest.ErrReader(broken))
+	if _, err := st.WriteTemp(ctx, "broken/a.db", r); !errors.Is(err, broken) {
+		t.Fatalf("the upload of a broken stream: %v, want its error", err)
+	}
+	if keys, err := st.List(ctx, "broken/"); len(keys) > 0 || err != nil {
+		t.Errorf("objects left after a broken upload: %v (%v)", keys, err)
 	}
 }
 
