@@ -67,8 +67,9 @@ func (s *scratchFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// await blocks until bytes past off are written or writing stopped, and says how many there
-// are; when there are none, the error says why: io.EOF after a verified stream.
+// await blocks until the file is longer than off or writing stopped, and returns its length
+// so far; the error is io.EOF once the whole stream was written, verified, and off is at or
+// past its end, and the stream's failure once it failed.
 func (s *scratchFile) await(off int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,12 +78,12 @@ func (s *scratchFile) await(off int64) (int64, error) {
 	}
 	switch {
 	case s.written > off:
-		return s.written - off, nil
+		return s.written, nil
 	case s.err != nil:
 		// Wrapped, so that no reader mistakes it for an end of data (io.ErrUnexpectedEOF).
-		return 0, fmt.Errorf("the snapshot stream failed: %w", s.err)
+		return s.written, fmt.Errorf("the snapshot stream failed: %w", s.err)
 	}
-	return 0, io.EOF
+	return s.written, io.EOF
 }
 
 // reader reads the file from its start, as far as it is written, and ends where the verified
@@ -102,17 +103,23 @@ type scratchReader struct {
 }
 
 func (r *scratchReader) Read(p []byte) (int, error) {
-	avail, err := r.s.await(r.off)
-	if avail == 0 {
+	size, err := r.s.await(r.off)
+	if err != nil {
 		return 0, err
 	}
-	n, err := r.f.ReadAt(p[:min(int64(len(p)), avail)], r.off)
+	n, err := r.f.ReadAt(p[:min(int64(len(p)), size-r.off)], r.off)
 	r.off += int64(n)
 	if err == io.EOF && n > 0 {
 		err = nil // only what is written was asked for
 	}
 	return n, err
 }
+
+// ReadAt and Await make the reader a backup.GrowingFile: the S3 store uploads parts of it
+// from where they lie in the file.
+func (r *scratchReader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+
+func (r *scratchReader) Await(off int64) (int64, error) { return r.s.await(off) }
 
 func (r *scratchReader) Close() error { return r.f.Close() }
 

@@ -98,12 +98,19 @@ func (s *S3Store) Exists(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// WriteTemp implements Store.
+// contentType is every snapshot object's.
+const contentType = "application/octet-stream"
+
+// WriteTemp implements Store. A GrowingFile is uploaded from the file as it grows; any other
+// reader through minio-go's buffer of one part.
 func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (string, error) {
 	tmp := PartialName(name)
-	_, err := s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{
-		PartSize: PartSize, ContentType: "application/octet-stream",
-	})
+	var err error
+	if f, ok := r.(GrowingFile); ok {
+		err = s.writeGrowing(ctx, tmp, f)
+	} else {
+		_, err = s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{PartSize: PartSize, ContentType: contentType})
+	}
 	if err != nil {
 		return "", err
 	}

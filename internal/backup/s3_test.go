@@ -3,13 +3,16 @@ package backup
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -38,6 +41,7 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 	t.Run("a snapshot is visible only after commit", func(t *testing.T) { t.Parallel(); testCommit(t, srv) })
 	t.Run("failures name what to fix", func(t *testing.T) { t.Parallel(); testFailures(t, srv) })
 	t.Run("a broken stream leaves no object", func(t *testing.T) { t.Parallel(); testBrokenStream(t, srv) })
+	t.Run("a growing file is uploaded as it grows", func(t *testing.T) { t.Parallel(); testGrowingFile(t, srv) })
 }
 
 // testCommit: a file larger than one upload part is invisible under its name until Commit,
@@ -117,6 +121,93 @@ func testBrokenStream(t *testing.T, srv *testminio.Server) {
 	}
 	if keys, err := st.List(ctx, "broken/"); len(keys) > 0 || err != nil {
 		t.Errorf("objects left after a broken upload: %v (%v)", keys, err)
+	}
+}
+
+// growing is a GrowingFile in memory whose writer the test drives.
+type growing struct {
+	mu    sync.Mutex
+	grown *sync.Cond
+	data  []byte
+	n     int64 // written
+	done  bool
+	err   error
+}
+
+func newGrowing(data []byte) *growing {
+	g := &growing{data: data}
+	g.grown = sync.NewCond(&g.mu)
+	return g
+}
+
+// Read is never called: the S3 store reads a GrowingFile by its parts.
+func (g *growing) Read([]byte) (int, error) { panic("a GrowingFile was read as a stream") }
+
+func (g *growing) ReadAt(p []byte, off int64) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if off >= g.n {
+		return 0, io.EOF
+	}
+	return copy(p, g.data[off:g.n]), nil
+}
+
+func (g *growing) Await(off int64) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.n <= off && !g.done {
+		g.grown.Wait()
+	}
+	switch {
+	case g.n > off:
+		return g.n, nil
+	case g.err != nil:
+		return g.n, g.err
+	}
+	return g.n, io.EOF
+}
+
+// write grows the file to its end in pieces of a third of a part, then ends it with err.
+func (g *growing) write(err error) {
+	for g.n < int64(len(g.data)) {
+		time.Sleep(time.Millisecond)
+		g.mu.Lock()
+		g.n = min(g.n+PartSize/3, int64(len(g.data)))
+		g.mu.Unlock()
+		g.grown.Broadcast()
+	}
+	g.mu.Lock()
+	g.done, g.err = true, err
+	g.mu.Unlock()
+	g.grown.Broadcast()
+}
+
+// testGrowingFile: a file of several parts is uploaded while it grows and stored whole; one
+// whose writing fails after several parts leaves no object and no unfinished upload.
+func testGrowingFile(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	data := fakeSnapshot(3*PartSize + 1000)
+	f := newGrowing(data)
+	go f.write(nil)
+	tmp, err := st.WriteTemp(ctx, "growing/a.db", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, size, err := VerifyStored(ctx, st, tmp, ""); err != nil || size != int64(len(data)) || sum != ChecksumPrefix+hexString(sha256.Sum256(data)) {
+		t.Fatalf("the stored growing file: %v, %d of %d bytes, checksum %s", err, size, len(data), sum)
+	}
+	failed := errors.New("etcd's hash does not match")
+	f = newGrowing(data)
+	go f.write(failed)
+	if _, err := st.WriteTemp(ctx, "growing/b.db", f); !errors.Is(err, failed) {
+		t.Fatalf("the upload of a file whose writing failed: %v, want its error", err)
+	}
+	if keys, err := st.List(ctx, "growing/b"); len(keys) > 0 || err != nil {
+		t.Errorf("objects left after a failed upload: %v (%v)", keys, err)
+	}
+	for u := range srv.Admin.ListIncompleteUploads(ctx, "snapshots", "growing/", true) {
+		t.Errorf("an unfinished upload was left: %+v", u)
 	}
 }
 

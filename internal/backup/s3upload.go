@@ -1,0 +1,102 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/minio/minio-go/v7"
+	"golang.org/x/sync/errgroup"
+)
+
+// GrowingFile is a file another goroutine is still writing: the agent's scratch file while
+// etcd's stream goes into it. The S3 store uploads it part by part as it grows, each part read
+// from the file where it lies (no part is held in memory, so memory does not grow with the
+// part size or the number of parts in flight), and completes the upload only once Await
+// reports the file complete.
+type GrowingFile interface {
+	io.ReaderAt
+	// Await blocks until the file is longer than off or writing stopped, and returns its
+	// length so far; the error is io.EOF once the file is complete and off at or past its
+	// end, and the writer's failure (never io.EOF) once writing failed.
+	Await(off int64) (int64, error)
+}
+
+// partsInFlight is how many parts of a growing file are uploaded at once: enough to keep the
+// connection busy while one part's request starts or ends.
+const partsInFlight = 4
+
+// writeGrowing uploads f to key as a multipart upload; on any failure, or a file whose writing
+// failed, the upload is aborted and no object appears.
+func (s *S3Store) writeGrowing(ctx context.Context, key string, f GrowingFile) (err error) {
+	core := minio.Core{Client: s.cli}
+	id, err := core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{ContentType: contentType})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = core.AbortMultipartUpload(context.WithoutCancel(ctx), s.bucket, key, id)
+		}
+	}()
+	parts, err := uploadParts(ctx, core, s.bucket, key, id, f)
+	if err != nil {
+		return err
+	}
+	_, err = core.CompleteMultipartUpload(ctx, s.bucket, key, id, parts, minio.PutObjectOptions{ContentType: contentType})
+	return err
+}
+
+// uploadParts uploads each part as soon as it is whole in the file (or the file complete),
+// partsInFlight at a time, and returns them in order.
+func uploadParts(ctx context.Context, core minio.Core, bucket, key, id string, f GrowingFile) ([]minio.CompletePart, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(partsInFlight)
+	var (
+		mu    sync.Mutex
+		parts []minio.CompletePart
+	)
+	for n, off := 1, int64(0); ; n, off = n+1, off+PartSize {
+		length, last, err := nextPart(f, off)
+		if err != nil {
+			_ = g.Wait()
+			return nil, err
+		}
+		if length == 0 && n > 1 {
+			break // the file ended where the previous part did
+		}
+		g.Go(func() error {
+			p, err := core.PutObjectPart(gctx, bucket, key, id, n, io.NewSectionReader(f, off, length), length, minio.PutObjectPartOptions{})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			parts = append(parts, minio.CompletePart{PartNumber: n, ETag: p.ETag})
+			return nil
+		})
+		if last {
+			break
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(parts, func(a, b minio.CompletePart) int { return a.PartNumber - b.PartNumber })
+	return parts, nil
+}
+
+// nextPart waits until the part at off is whole, or the file complete; it returns the part's
+// length and whether it is the last.
+func nextPart(f GrowingFile, off int64) (int64, bool, error) {
+	size, err := f.Await(off + PartSize - 1)
+	switch {
+	case err == nil:
+		return PartSize, false, nil
+	case errors.Is(err, io.EOF):
+		return size - off, true, nil
+	}
+	return 0, false, err
+}
