@@ -65,6 +65,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	res := newResults()
+	if res.idle, err = b.idleAgent(ctx); err != nil {
+		return fmt.Errorf("the agent with nothing to do: %w", err)
+	}
 	for i := range o.runs {
 		logf("run %d of %d", i+1, o.runs)
 		if err := b.timedRun(ctx, i, res); err != nil {

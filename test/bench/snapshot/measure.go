@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,11 +23,14 @@ type cost struct {
 	// treePeak is the rusage's peak, which is also that of any child the process waited for
 	// (the restore agent's etcdutl).
 	treePeak int64
+	// anon is the largest anonymous resident memory (RssAnon: heap, stacks) of any one
+	// process, polled like peak: the rest of a Go process's is its binary's own pages.
+	anon int64
 }
 
 // plus is the cost of running two commands one after the other.
 func (c cost) plus(d cost) cost {
-	return cost{wall: c.wall + d.wall, peak: max(c.peak, d.peak), treePeak: max(c.treePeak, d.treePeak)}
+	return cost{wall: c.wall + d.wall, peak: max(c.peak, d.peak), treePeak: max(c.treePeak, d.treePeak), anon: max(c.anon, d.anon)}
 }
 
 // childless is the cost of a process that starts no child: its rusage peak is its own, and
@@ -38,7 +40,7 @@ func (c cost) childless() cost {
 	return c
 }
 
-// hwmPoll is how often a running command's VmHWM is read: often enough that the last read
+// hwmPoll is how often a running command's memory is read: often enough that the last read
 // before it exits is close to its true peak, rarely enough to cost nothing measurable.
 const hwmPoll = 20 * time.Millisecond
 
@@ -56,12 +58,12 @@ func (b *bench) command(ctx context.Context, env []string, bin string, args ...s
 	if err := cmd.Start(); err != nil {
 		return cost{}, err
 	}
-	var hwm atomic.Int64
+	var mem memory
 	done := make(chan struct{})
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		pollHWM(cmd.Process.Pid, &hwm, done)
+		mem.poll(cmd.Process.Pid, done)
 	}()
 	err := cmd.Wait()
 	wall := time.Since(began)
@@ -70,20 +72,24 @@ func (b *bench) command(ctx context.Context, env []string, bin string, args ...s
 	if err != nil {
 		return cost{}, fmt.Errorf("%s %s: %w\n%s", bin, strings.Join(args, " "), err, tail(out.Bytes()))
 	}
-	c := cost{wall: wall, peak: hwm.Load()}
+	c := cost{wall: wall, peak: mem.hwm, anon: mem.anon}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		c.treePeak = ru.Maxrss << 10 // KiB on Linux
 	}
 	return c, nil
 }
 
-// pollHWM keeps the largest VmHWM of pid in hwm until done is closed.
-func pollHWM(pid int, hwm *atomic.Int64, done <-chan struct{}) {
+// memory is the largest VmHWM and RssAnon read of a process. Only its poll writes it, and
+// it is read once poll returned.
+type memory struct {
+	hwm, anon int64
+}
+
+// poll reads pid's memory every hwmPoll until done is closed.
+func (m *memory) poll(pid int, done <-chan struct{}) {
 	path := "/proc/" + strconv.Itoa(pid) + "/status"
 	for {
-		if v, ok := readHWM(path); ok && v > hwm.Load() {
-			hwm.Store(v)
-		}
+		m.read(path)
 		select {
 		case <-done:
 			return
@@ -92,20 +98,29 @@ func pollHWM(pid int, hwm *atomic.Int64, done <-chan struct{}) {
 	}
 }
 
-// readHWM reads the "VmHWM:   1234 kB" line of a /proc/PID/status file.
-func readHWM(path string) (int64, bool) {
+// read takes the "VmHWM:   1234 kB" and "RssAnon:   1234 kB" lines of a /proc/PID/status
+// file; a process that is gone is no error (it ended between two reads).
+func (m *memory) read(path string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, false
+		return
 	}
 	defer f.Close() // read-only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 3 && fields[0] == "VmHWM:" {
-			kib, err := strconv.ParseInt(fields[1], 10, 64)
-			return kib << 10, err == nil
+		if len(fields) != 3 {
+			continue
+		}
+		kib, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "VmHWM:":
+			m.hwm = max(m.hwm, kib<<10)
+		case "RssAnon:":
+			m.anon = max(m.anon, kib<<10)
 		}
 	}
-	return 0, false
 }

@@ -81,6 +81,14 @@ func (b *bench) agentSnapshot(ctx context.Context, run int) (cost, error) {
 	return c.childless(), nil
 }
 
+// idleAgent is the snapshot agent deleting a snapshot that does not exist: what the agent's
+// binary costs before it does any work, the base of its peaks.
+func (b *bench) idleAgent(ctx context.Context) (cost, error) {
+	name := "idle/none.db"
+	_, c, err := b.agent(ctx, "snapshot-agent", "--delete", "--name="+name, "--uri="+uri(name))
+	return c.childless(), err
+}
+
 // handSnapshot is `etcdctl snapshot save` to a file, then `mc cp` of that file to the bucket.
 func (b *bench) handSnapshot(ctx context.Context, run int) (cost, error) {
 	dir := b.path("hand")
