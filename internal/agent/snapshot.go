@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
@@ -204,6 +206,12 @@ func writeTemp(ctx context.Context, job SnapshotJob, scratch *scratchFile) (stri
 	return job.Store.WriteTemp(ctx, job.Name, r)
 }
 
+// snapshotWindow is how much of etcd's stream may be on its way to the agent, unread: gRPC's
+// dynamic window grows to 16 MiB, which the agent held in memory whenever the scratch file's
+// writes fell behind the network; a fixed window keeps memory flat, and 1 MiB keeps a local
+// network busy.
+const snapshotWindow = 1 << 20
+
 // connectToSnapshotMember returns a client of the chosen member only, so the snapshot stream
 // comes from it.
 func connectToSnapshotMember(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, MemberState, error) {
@@ -222,6 +230,8 @@ func connectToSnapshotMember(ctx context.Context, cfg clientv3.Config) (*clientv
 	}
 	one := cfg
 	one.Endpoints = []string{member.ClientURL}
+	one.DialOptions = append(slices.Clone(cfg.DialOptions),
+		grpc.WithInitialWindowSize(snapshotWindow), grpc.WithInitialConnWindowSize(snapshotWindow))
 	cli, err := clientv3.New(one)
 	if err != nil {
 		return nil, MemberState{}, fmt.Errorf("connecting to member %s: %w", member.Name, err)
