@@ -34,7 +34,8 @@ type S3Store struct {
 	bucket string
 }
 
-// PartSize is the size of one multipart upload part: the most the uploader holds in memory.
+// PartSize is the size of one multipart upload part; a reader that is no GrowingFile is
+// uploaded through a buffer of that size.
 const PartSize = 16 << 20
 
 // checksumMeta is the user metadata key (x-amz-meta-sha256) holding a snapshot's checksum.
@@ -128,13 +129,15 @@ func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	return body, err
 }
 
-// Commit implements Store with a server-side copy (ComposeObject copies objects of any size).
+// Commit implements Store with a server-side copy in parts, several at once (ComposeObject
+// copied the object in one request, one stream on the server).
 func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string) error {
-	_, err := s.cli.ComposeObject(ctx,
-		minio.CopyDestOptions{Bucket: s.bucket, Object: name, ReplaceMetadata: true,
-			UserMetadata: map[string]string{checksumMeta: checksum}},
-		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
+	info, err := s.cli.StatObject(ctx, s.bucket, tmp, minio.StatObjectOptions{})
 	if err != nil {
+		return err
+	}
+	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum}}
+	if err := s.copyObject(ctx, tmp, name, info.Size, opts); err != nil {
 		return err
 	}
 	return s.Remove(ctx, tmp)

@@ -182,20 +182,32 @@ func (g *growing) write(err error) {
 	g.grown.Broadcast()
 }
 
-// testGrowingFile: a file of several parts is uploaded while it grows and stored whole; one
-// whose writing fails after several parts leaves no object and no unfinished upload.
+// testGrowingFile: a file of several parts is uploaded while it grows, stored whole and
+// committed (copied in several parts); one whose writing fails after several parts leaves no
+// object and no unfinished upload.
 func testGrowingFile(t *testing.T, srv *testminio.Server) {
 	ctx := context.Background()
 	st := newS3Store(t, s3Config(srv, "snapshots"))
-	data := fakeSnapshot(3*PartSize + 1000)
+	data := fakeSnapshot(copyPartSize + PartSize + 1000)
 	f := newGrowing(data)
 	go f.write(nil)
 	tmp, err := st.WriteTemp(ctx, "growing/a.db", f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum, size, err := VerifyStored(ctx, st, tmp, ""); err != nil || size != int64(len(data)) || sum != ChecksumPrefix+hexString(sha256.Sum256(data)) {
-		t.Fatalf("the stored growing file: %v, %d of %d bytes, checksum %s", err, size, len(data), sum)
+	sum := ChecksumPrefix + hexString(sha256.Sum256(data))
+	if got, size, err := VerifyStored(ctx, st, tmp, ""); err != nil || size != int64(len(data)) || got != sum {
+		t.Fatalf("the stored growing file: %v, %d of %d bytes, checksum %s", err, size, len(data), got)
+	}
+	// Larger than a part of the server-side copy: the commit copies it in several.
+	if err := st.Commit(ctx, tmp, "growing/a.db", sum); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := VerifyStored(ctx, st, "growing/a.db", sum); err != nil {
+		t.Fatalf("the committed copy: %v", err)
+	}
+	if got, err := st.RecordedChecksum(ctx, "growing/a.db"); got != sum || err != nil {
+		t.Errorf("recorded checksum %q (%v), want %q", got, err, sum)
 	}
 	failed := errors.New("etcd's hash does not match")
 	f = newGrowing(data)
