@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -108,7 +109,7 @@ func (r *scratchReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.f.ReadAt(p[:min(int64(len(p)), size-r.off)], r.off)
 	r.off += int64(n)
-	if err == io.EOF && n > 0 {
+	if errors.Is(err, io.EOF) && n > 0 {
 		err = nil // only what is written was asked for
 	}
 	return n, err

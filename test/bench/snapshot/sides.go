@@ -168,7 +168,7 @@ func restoredData(dataDir string) error {
 // with a reason is a failure even when the exit code said otherwise.
 func (b *bench) agent(ctx context.Context, args ...string) (agent.Result, cost, error) {
 	resultFile := b.path("result.json")
-	defer os.Remove(resultFile)
+	defer func() { _ = os.Remove(resultFile) }()
 	args = append(args, "--result-file="+resultFile, "--timeout="+b.o.timeout.String(),
 		"--s3-endpoint="+b.s3URL, "--s3-bucket="+bucket, "--s3-region=us-east-1", "--s3-path-style")
 	env := []string{agent.EnvAccessKeyID + "=" + accessKey, agent.EnvSecretKey + "=" + secretKey}
