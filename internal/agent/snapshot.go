@@ -124,13 +124,11 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		_ = job.Store.Remove(ctx, tmp)
 		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: err.Error()}
 	}
-	verified := func(ctx context.Context) error {
-		if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
-			return fmt.Errorf("verifying the stored copy: %w", err)
-		}
-		return nil
+	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
+		_ = job.Store.Remove(ctx, tmp)
+		return storeFailure("verifying the stored copy", err)
 	}
-	if err := job.Store.Commit(ctx, tmp, job.Name, sr.Checksum(), verified); err != nil {
+	if err := job.Store.Commit(ctx, tmp, job.Name, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("completing the snapshot file", err)
 	}

@@ -87,19 +87,15 @@ func (d DirStore) Open(_ context.Context, name string) (io.ReadCloser, error) {
 	return f, err
 }
 
-// Commit implements Store: once verified, the checksum file is written first, the rename makes
-// the snapshot visible in one step, and the directory is synced so the rename survives a
-// crash.
-func (d DirStore) Commit(ctx context.Context, tmp, name, checksum string, verified func(context.Context) error) error {
+// Commit implements Store: the checksum file is written first, the rename makes the snapshot
+// visible in one step, and the directory is synced so the rename survives a crash.
+func (d DirStore) Commit(ctx context.Context, tmp, name, checksum string) error {
 	from, err := d.path(tmp)
 	if err != nil {
 		return err
 	}
 	to, err := d.path(name)
 	if err != nil {
-		return err
-	}
-	if err := verified(ctx); err != nil {
 		return err
 	}
 	if err := writeFileSynced(to+".sha256", []byte(checksum+"\n")); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-	"golang.org/x/sync/errgroup"
 )
 
 // S3Config says how to reach a bucket.
@@ -130,27 +129,15 @@ func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	return body, err
 }
 
-// Commit implements Store with a server-side copy in parts, several at once, into a multipart
-// upload that completes, making the object appear whole, only once verified passed: the copy
-// runs while tmp is read back, instead of after.
-func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string, verified func(context.Context) error) error {
+// Commit implements Store with a server-side copy in parts, several at once (ComposeObject
+// copied the object in one request, one stream on the server).
+func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string) error {
 	info, err := s.cli.StatObject(ctx, s.bucket, tmp, minio.StatObjectOptions{})
 	if err != nil {
 		return err
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum}}
-	err = s.multipart(ctx, name, opts, func(core minio.Core, id string) ([]minio.CompletePart, error) {
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return verified(gctx) })
-		var parts []minio.CompletePart
-		g.Go(func() (err error) {
-			parts, err = s.copyParts(gctx, core, tmp, name, id, info.Size)
-			return err
-		})
-		err := g.Wait() // the first error: verified's, when the copy stopped for it
-		return parts, err
-	})
-	if err != nil {
+	if err := s.copyObject(ctx, tmp, name, info.Size, opts); err != nil {
 		return err
 	}
 	return s.Remove(ctx, tmp)

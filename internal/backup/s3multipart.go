@@ -36,23 +36,25 @@ func (s *S3Store) writeGrowing(ctx context.Context, key string, f GrowingFile) e
 	})
 }
 
-// copyParts copies src into the multipart upload id of dst on the server, partsInFlight
-// parts of copyPartSize at once.
-func (s *S3Store) copyParts(ctx context.Context, core minio.Core, src, dst, id string, size int64) ([]minio.CompletePart, error) {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(partsInFlight)
-	var done completedParts
-	for n, off := 1, int64(0); off < size; n, off = n+1, off+copyPartSize {
-		g.Go(func() error {
-			p, err := core.CopyObjectPart(gctx, s.bucket, src, s.bucket, dst, id, n, off, min(copyPartSize, size-off), nil)
-			if err == nil {
-				done.add(p)
-			}
-			return err
-		})
-	}
-	err := g.Wait() // before sorted: the parts are all there only then
-	return done.sorted(), err
+// copyObject copies src to dst on the server, partsInFlight parts of copyPartSize at once,
+// with the given metadata: the object appears under dst whole, or not at all.
+func (s *S3Store) copyObject(ctx context.Context, src, dst string, size int64, opts minio.PutObjectOptions) error {
+	return s.multipart(ctx, dst, opts, func(core minio.Core, id string) ([]minio.CompletePart, error) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(partsInFlight)
+		var done completedParts
+		for n, off := 1, int64(0); off < size; n, off = n+1, off+copyPartSize {
+			g.Go(func() error {
+				p, err := core.CopyObjectPart(gctx, s.bucket, src, s.bucket, dst, id, n, off, min(copyPartSize, size-off), nil)
+				if err == nil {
+					done.add(p)
+				}
+				return err
+			})
+		}
+		err := g.Wait() // before sorted: the parts are all there only then
+		return done.sorted(), err
+	})
 }
 
 // copyPartSize is the size of one part of a server-side copy: a 256 MiB snapshot is copied in

@@ -20,10 +20,8 @@ type Store interface {
 	// Open reads a stored file (complete or temporary).
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 	// Commit makes the temporary file the complete file name, recording its checksum beside
-	// it, and removes the temporary one. The complete file appears only once verified (the
-	// read-back of tmp) returned nil; verified may run while the store prepares the complete
-	// file (S3's server-side copy), and its error is Commit's.
-	Commit(ctx context.Context, tmp, name, checksum string, verified func(context.Context) error) error
+	// it, and removes the temporary one.
+	Commit(ctx context.Context, tmp, name, checksum string) error
 	// Remove deletes a file (complete or temporary); a missing one is no error.
 	Remove(ctx context.Context, name string) error
 	// RecordedChecksum is the checksum Commit recorded for name; "" when none was recorded
