@@ -59,6 +59,8 @@ func (b *bench) load(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("loading the database: %w", err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("loading the database: %w", ctx.Err()) // interrupted
 	case loading.Err() != nil:
 		return fmt.Errorf("loading the database did not finish within %s", b.o.loadTimeout)
 	}
