@@ -140,8 +140,12 @@ robustness: ## Faults injected while a recorded workload runs; checks linearizab
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## Operator vs. etcd started by hand, as ratios; API writes and memory at rest. Stops the local cluster after.
+bench: ## The snapshot bench, then operator vs. etcd started by hand, as ratios; API writes and memory at rest. Stops the local cluster after.
 	hack/bench.sh
+
+.PHONY: bench-snapshot
+bench-snapshot: ## Snapshot and restore agents vs. etcdctl/mc/etcdutl by hand, as ratios, and their peak memory; real etcd and MinIO on loopback, no cluster.
+	hack/bench-snapshot.sh
 
 .PHONY: help
 help:

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# make bench: the local cluster, the operator deployed from config/, the benchmark
-# (test/bench: the operator's times beside a floor measured in the same run, and its API
-# writes and memory at rest), and the local cluster stopped again whatever the outcome
-# (KEEP_CLUSTER=1 keeps it; BENCH_FLAGS passes flags, e.g. "-runs 1 -idle-window 30s").
+# make bench: first the snapshot bench (hack/bench-snapshot.sh: the snapshot and restore
+# agents beside etcdctl, mc and etcdutl by hand, no Kubernetes; SNAPSHOT_BENCH_FLAGS), then
+# the local cluster, the operator deployed from config/, the benchmark (test/bench: the
+# operator's times beside a floor measured in the same run, and its API writes and memory at
+# rest), and the local cluster stopped again whatever the outcome (KEEP_CLUSTER=1 keeps it;
+# BENCH_FLAGS passes flags, e.g. "-runs 1 -idle-window 30s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Before the cluster's lock: it needs no cluster, and nobody waiting for the cluster waits for it.
+hack/bench-snapshot.sh
 
 # Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
 CGO_ENABLED=0 go build -o bin/bench ./test/bench

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -69,6 +70,22 @@ func (s *storeFlags) open() (backup.Store, error) {
 	return backup.NewS3Store(cfg)
 }
 
+// agentGCPercent is the agents' GOGC, unless the environment sets one. Their live heap is a
+// few MiB, most of it the packages' own from start-up (files stream through fixed buffers,
+// parts are uploaded from the scratch file), but etcd's stream leaves garbage at its own
+// rate: at GOGC's 100 the heap doubled between collections. Measured with a 140 MiB
+// database: the snapshot agent's anonymous peak 22 MiB at 100, 18 at 50 (VmHWM 63-65 and 60-62
+// MiB), time within the noise; a memory limit of 20 MiB saved 1.5 MiB more but slowed the
+// stream.
+const agentGCPercent = 50
+
+// tuneGC sets agentGCPercent for an agent process.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(agentGCPercent)
+	}
+}
+
 // agentFlags are the flags every agent has: its store, its result file and its deadline.
 type agentFlags struct {
 	store      storeFlags
@@ -84,6 +101,7 @@ func (a *agentFlags) parse(fs *flag.FlagSet, args []string) (context.Context, co
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, false
 	}
+	tuneGC()
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	return ctx, cancel, true
 }

@@ -87,11 +87,11 @@ func download(ctx context.Context, job RestoreJob, file string) (string, int64, 
 	if err != nil {
 		return "", 0, err
 	}
+	// Not synced: etcdutl reads it from the page cache and syncs what it writes, and a restore
+	// a crash interrupted starts over from the download (the staging directory is removed
+	// first).
 	sr := backup.NewSnapshotReader(rc)
-	_, err = io.Copy(f, sr)
-	if err == nil {
-		err = f.Sync()
-	}
+	_, err = backup.Copy(f, sr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

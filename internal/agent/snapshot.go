@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"slices"
 	"sort"
 	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
@@ -109,35 +109,20 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
 	defer cli.Close() //nolint:errcheck // best effort
-	resp, err := cli.SnapshotWithVersion(ctx)
+	scratch, err := createScratch(job.ScratchDir)
 	if err != nil {
-		return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
+		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("creating the scratch file: %v", err)}
 	}
-	defer resp.Snapshot.Close() // read to its end or abandoned
-	// The stream goes to a scratch file first (as `etcdctl snapshot save` does): the revision
-	// is read from the file itself, and the upload can be retried part by part from disk.
-	scratch, sr, err := saveScratch(job.ScratchDir, resp.Snapshot)
-	if scratch != "" {
-		defer os.Remove(scratch) //nolint:errcheck // scratch
+	defer scratch.remove()
+	tmp, version, failure := streamAndStore(ctx, cli, member, job, scratch)
+	if tmp == "" {
+		return failure
 	}
+	sr := scratch.sr
+	revision, err := backup.FileRevision(scratch.path)
 	if err != nil {
-		if errors.Is(err, backup.ErrCorrupt) {
-			return Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, err)}
-		}
-		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", err)}
-	}
-	revision, err := backup.FileRevision(scratch)
-	if err != nil {
+		_ = job.Store.Remove(ctx, tmp)
 		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: err.Error()}
-	}
-	f, err := os.Open(scratch)
-	if err != nil {
-		return Result{Reason: backup.ReasonStorageError, Message: err.Error()}
-	}
-	defer f.Close() // read-only
-	tmp, err := job.Store.WriteTemp(ctx, job.Name, f)
-	if err != nil {
-		return storeFailure("writing the snapshot", err)
 	}
 	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
@@ -149,9 +134,8 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	}
 	// The member's server version (3.6.16); the snapshot header's is the storage version
 	// (3.6.0), which says less about what made the file.
-	version := member.Version
-	if version == "" {
-		version = resp.Version
+	if member.Version != "" {
+		version = member.Version
 	}
 	return Result{
 		URI: job.URI, SizeBytes: sr.Size(), Checksum: sr.Checksum(),
@@ -178,25 +162,55 @@ func checkDestination(ctx context.Context, job SnapshotJob) (Result, bool) {
 	return Result{}, true
 }
 
-// saveScratch streams the snapshot into a file, checking etcd's hash at its end.
-func saveScratch(dir string, r io.Reader) (string, *backup.SnapshotReader, error) {
-	f, err := os.CreateTemp(dir, "snapshot-*.db")
+// streamAndStore streams the snapshot from member into the scratch file and, at the same
+// time, from the scratch file to the store's temporary name; it returns that name and the
+// snapshot's version, or "" and the failure. The store sees the end of the file only after
+// etcd's hash passed, so a broken or damaged stream fails the upload too (and nothing is
+// left under the temporary name); a store that fails stops etcd's stream.
+func streamAndStore(ctx context.Context, cli *clientv3.Client, member MemberState, job SnapshotJob, scratch *scratchFile) (string, string, Result) {
+	streaming, stop := context.WithCancel(ctx)
+	defer stop()
+	resp, err := cli.SnapshotWithVersion(streaming)
 	if err != nil {
-		return "", nil, err
+		return "", "", Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
 	}
-	sr := backup.NewSnapshotReader(r)
-	_, err = io.Copy(f, sr)
-	if err == nil {
-		err = f.Sync()
+	defer resp.Snapshot.Close() // read to its end or abandoned
+	saved := make(chan error, 1)
+	go func() { saved <- scratch.save(resp.Snapshot) }()
+	tmp, storeErr := writeTemp(ctx, job, scratch)
+	if storeErr != nil {
+		stop()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	saveErr := <-saved
+	// The upload fails too when the stream failed (it reads the stream's error): only a
+	// store error that is not the stream's own is the store's fault.
+	storeFirst := storeErr != nil && (saveErr == nil || !errors.Is(storeErr, saveErr))
+	switch {
+	case storeFirst:
+		return "", "", storeFailure("writing the snapshot", storeErr)
+	case errors.Is(saveErr, backup.ErrCorrupt):
+		return "", "", Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, saveErr)}
+	case saveErr != nil:
+		return "", "", Result{Reason: backup.Reason(saveErr), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", saveErr)}
 	}
-	if err == nil && !sr.Verified() {
-		err = fmt.Errorf("%w: the stream ended before etcd's hash", backup.ErrCorrupt)
-	}
-	return f.Name(), sr, err
+	return tmp, resp.Version, Result{}
 }
+
+// writeTemp copies the scratch file, as it grows, to the store's temporary name.
+func writeTemp(ctx context.Context, job SnapshotJob, scratch *scratchFile) (string, error) {
+	r, err := scratch.reader()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close() // read-only
+	return job.Store.WriteTemp(ctx, job.Name, r)
+}
+
+// snapshotWindow is how much of etcd's stream may be on its way to the agent, unread: gRPC's
+// dynamic window grows to 16 MiB, which the agent held in memory whenever the scratch file's
+// writes fell behind the network; a fixed window keeps memory flat, and 1 MiB keeps a local
+// network busy.
+const snapshotWindow = 1 << 20
 
 // connectToSnapshotMember returns a client of the chosen member only, so the snapshot stream
 // comes from it.
@@ -216,6 +230,8 @@ func connectToSnapshotMember(ctx context.Context, cfg clientv3.Config) (*clientv
 	}
 	one := cfg
 	one.Endpoints = []string{member.ClientURL}
+	one.DialOptions = append(slices.Clone(cfg.DialOptions),
+		grpc.WithInitialWindowSize(snapshotWindow), grpc.WithInitialConnWindowSize(snapshotWindow))
 	cli, err := clientv3.New(one)
 	if err != nil {
 		return nil, MemberState{}, fmt.Errorf("connecting to member %s: %w", member.Name, err)

@@ -34,7 +34,8 @@ type S3Store struct {
 	bucket string
 }
 
-// PartSize is the size of one multipart upload part: the most the uploader holds in memory.
+// PartSize is the size of one multipart upload part; a reader that is no GrowingFile is
+// uploaded through a buffer of that size.
 const PartSize = 16 << 20
 
 // checksumMeta is the user metadata key (x-amz-meta-sha256) holding a snapshot's checksum.
@@ -98,36 +99,45 @@ func (s *S3Store) Exists(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// WriteTemp implements Store.
+// contentType is every snapshot object's.
+const contentType = "application/octet-stream"
+
+// WriteTemp implements Store. A GrowingFile is uploaded from the file as it grows; any other
+// reader through minio-go's buffer of one part.
 func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (string, error) {
 	tmp := PartialName(name)
-	_, err := s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{
-		PartSize: PartSize, ContentType: "application/octet-stream",
-	})
+	var err error
+	if f, ok := r.(GrowingFile); ok {
+		err = s.writeGrowing(ctx, tmp, f)
+	} else {
+		_, err = s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{PartSize: PartSize, ContentType: contentType})
+	}
 	if err != nil {
 		return "", err
 	}
 	return tmp, nil
 }
 
-// Open implements Store: the object is streamed, not buffered.
+// Open implements Store: the object's body is streamed as the server sends it. minio-go's
+// Object (Client.GetObject) would pass every read through a goroutine of its own and ask for a
+// stat first; with the small reads of a copy that cost more than the transfer.
 func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	if _, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{}); err != nil {
-		if isNoSuchKey(err) {
-			return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
-		}
-		return nil, err
+	body, _, _, err := minio.Core{Client: s.cli}.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
+	if isNoSuchKey(err) {
+		return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, name)
 	}
-	return s.cli.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
+	return body, err
 }
 
-// Commit implements Store with a server-side copy (ComposeObject copies objects of any size).
+// Commit implements Store with a server-side copy in parts, several at once (ComposeObject
+// copied the object in one request, one stream on the server).
 func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string) error {
-	_, err := s.cli.ComposeObject(ctx,
-		minio.CopyDestOptions{Bucket: s.bucket, Object: name, ReplaceMetadata: true,
-			UserMetadata: map[string]string{checksumMeta: checksum}},
-		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
+	info, err := s.cli.StatObject(ctx, s.bucket, tmp, minio.StatObjectOptions{})
 	if err != nil {
+		return err
+	}
+	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum}}
+	if err := s.copyObject(ctx, tmp, name, info.Size, opts); err != nil {
 		return err
 	}
 	return s.Remove(ctx, tmp)

@@ -3,11 +3,16 @@ package backup
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
+	"sync"
 	"testing"
+	"testing/iotest"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -35,6 +40,8 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 	srv.Bucket(t, "snapshots")
 	t.Run("a snapshot is visible only after commit", func(t *testing.T) { t.Parallel(); testCommit(t, srv) })
 	t.Run("failures name what to fix", func(t *testing.T) { t.Parallel(); testFailures(t, srv) })
+	t.Run("a broken stream leaves no object", func(t *testing.T) { t.Parallel(); testBrokenStream(t, srv) })
+	t.Run("a growing file is uploaded as it grows", func(t *testing.T) { t.Parallel(); testGrowingFile(t, srv) })
 }
 
 // testCommit: a file larger than one upload part is invisible under its name until Commit,
@@ -98,6 +105,121 @@ func checkCommitted(t *testing.T, srv *testminio.Server, st *S3Store, name, sum 
 	}
 	if _, err := st.Open(ctx, name); !errors.Is(err, ErrNotFound) || Reason(err) != ReasonSnapshotNotFound {
 		t.Errorf("opening a removed object: %v", err)
+	}
+}
+
+// testBrokenStream: a reader that fails after more than a part was uploaded fails the upload,
+// and no object is left under either name (the agent's stream reports a broken or damaged
+// snapshot this way while the upload runs).
+func testBrokenStream(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	broken := errors.New("the stream broke off")
+	r := io.MultiReader(bytes.NewReader(fakeSnapshot(PartSize+PartSize/2)), iotest.ErrReader(broken))
+	if _, err := st.WriteTemp(ctx, "broken/a.db", r); !errors.Is(err, broken) {
+		t.Fatalf("the upload of a broken stream: %v, want its error", err)
+	}
+	if keys, err := st.List(ctx, "broken/"); len(keys) > 0 || err != nil {
+		t.Errorf("objects left after a broken upload: %v (%v)", keys, err)
+	}
+}
+
+// growing is a GrowingFile in memory whose writer the test drives.
+type growing struct {
+	mu    sync.Mutex
+	grown *sync.Cond
+	data  []byte
+	n     int64 // written
+	done  bool
+	err   error
+}
+
+func newGrowing(data []byte) *growing {
+	g := &growing{data: data}
+	g.grown = sync.NewCond(&g.mu)
+	return g
+}
+
+// Read is never called: the S3 store reads a GrowingFile by its parts.
+func (g *growing) Read([]byte) (int, error) { panic("a GrowingFile was read as a stream") }
+
+func (g *growing) ReadAt(p []byte, off int64) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if off >= g.n {
+		return 0, io.EOF
+	}
+	return copy(p, g.data[off:g.n]), nil
+}
+
+func (g *growing) Await(off int64) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.n <= off && !g.done {
+		g.grown.Wait()
+	}
+	switch {
+	case g.n > off:
+		return g.n, nil
+	case g.err != nil:
+		return g.n, g.err
+	}
+	return g.n, io.EOF
+}
+
+// write grows the file to its end in pieces of a third of a part, then ends it with err.
+func (g *growing) write(err error) {
+	for g.n < int64(len(g.data)) {
+		time.Sleep(time.Millisecond)
+		g.mu.Lock()
+		g.n = min(g.n+PartSize/3, int64(len(g.data)))
+		g.mu.Unlock()
+		g.grown.Broadcast()
+	}
+	g.mu.Lock()
+	g.done, g.err = true, err
+	g.mu.Unlock()
+	g.grown.Broadcast()
+}
+
+// testGrowingFile: a file of several parts is uploaded while it grows, stored whole and
+// committed (copied in several parts); one whose writing fails after several parts leaves no
+// object and no unfinished upload.
+func testGrowingFile(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	data := fakeSnapshot(copyPartSize + PartSize + 1000)
+	f := newGrowing(data)
+	go f.write(nil)
+	tmp, err := st.WriteTemp(ctx, "growing/a.db", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := ChecksumPrefix + hexString(sha256.Sum256(data))
+	if got, size, err := VerifyStored(ctx, st, tmp, ""); err != nil || size != int64(len(data)) || got != sum {
+		t.Fatalf("the stored growing file: %v, %d of %d bytes, checksum %s", err, size, len(data), got)
+	}
+	// Larger than a part of the server-side copy: the commit copies it in several.
+	if err := st.Commit(ctx, tmp, "growing/a.db", sum); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := VerifyStored(ctx, st, "growing/a.db", sum); err != nil {
+		t.Fatalf("the committed copy: %v", err)
+	}
+	if got, err := st.RecordedChecksum(ctx, "growing/a.db"); got != sum || err != nil {
+		t.Errorf("recorded checksum %q (%v), want %q", got, err, sum)
+	}
+	failed := errors.New("etcd's hash does not match")
+	f = newGrowing(data)
+	go f.write(failed)
+	if _, err := st.WriteTemp(ctx, "growing/b.db", f); !errors.Is(err, failed) {
+		t.Fatalf("the upload of a file whose writing failed: %v, want its error", err)
+	}
+	if keys, err := st.List(ctx, "growing/b"); len(keys) > 0 || err != nil {
+		t.Errorf("objects left after a failed upload: %v (%v)", keys, err)
+	}
+	for u := range srv.Admin.ListIncompleteUploads(ctx, "snapshots", "growing/", true) {
+		t.Errorf("an unfinished upload was left: %+v", u)
 	}
 }
 

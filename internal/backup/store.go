@@ -32,36 +32,18 @@ type Store interface {
 // ChecksumPrefix starts every checksum this package writes.
 const ChecksumPrefix = "sha256:"
 
-// Digest sums what passes through it.
-type Digest struct {
-	h    hash.Hash
-	size int64
-}
-
-// NewDigest starts an empty sha256 sum.
-func NewDigest() *Digest { return &Digest{h: sha256.New()} }
-
-func (d *Digest) Write(p []byte) (int, error) {
-	d.size += int64(len(p))
-	return d.h.Write(p)
-}
-
-// Checksum is "sha256:<hex>".
-func (d *Digest) Checksum() string { return ChecksumPrefix + hex.EncodeToString(d.h.Sum(nil)) }
-
-// Size is the number of bytes summed.
-func (d *Digest) Size() int64 { return d.size }
-
 // etcdHashSize is the length of the sha256 etcd appends to a snapshot it streams.
 const etcdHashSize = sha256.Size
 
 // SnapshotReader reads an etcd snapshot file and checks, at its end, etcd's own integrity hash
 // (the last 32 bytes are the sha256 of everything before them) besides summing the whole file.
-// It holds at most 32 bytes back, so a file of any size streams through it.
+// It holds at most 32 bytes back, so a file of any size streams through it. One sha256 pass
+// serves both sums: the whole file's is the body's state continued with those last 32 bytes,
+// so hashing, the agents' largest cost in CPU after the copies, is done once.
 type SnapshotReader struct {
 	r      io.Reader
 	body   hash.Hash
-	whole  *Digest
+	size   int64
 	tail   []byte
 	done   bool
 	failed error
@@ -69,7 +51,7 @@ type SnapshotReader struct {
 
 // NewSnapshotReader wraps r.
 func NewSnapshotReader(r io.Reader) *SnapshotReader {
-	return &SnapshotReader{r: r, body: sha256.New(), whole: NewDigest()}
+	return &SnapshotReader{r: r, body: sha256.New(), tail: make([]byte, 0, 2*etcdHashSize)}
 }
 
 // ErrCorrupt says a snapshot file fails its integrity check.
@@ -81,12 +63,8 @@ func (s *SnapshotReader) Read(p []byte) (int, error) {
 	}
 	n, err := s.r.Read(p)
 	if n > 0 {
-		s.whole.Write(p[:n]) //nolint:errcheck // hash writes never fail
-		s.tail = append(s.tail, p[:n]...)
-		if over := len(s.tail) - etcdHashSize; over > 0 {
-			s.body.Write(s.tail[:over]) // hash writes never fail
-			s.tail = append(s.tail[:0], s.tail[over:]...)
-		}
+		s.size += int64(n)
+		s.hold(p[:n])
 	}
 	if errors.Is(err, io.EOF) {
 		s.done = true
@@ -98,9 +76,25 @@ func (s *SnapshotReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// hold hashes what was read except its last 32 bytes, which it keeps back: they may be
+// etcd's hash. Hash writes never fail.
+func (s *SnapshotReader) hold(p []byte) {
+	if len(p) >= etcdHashSize {
+		s.body.Write(s.tail)
+		s.body.Write(p[:len(p)-etcdHashSize])
+		s.tail = append(s.tail[:0], p[len(p)-etcdHashSize:]...)
+		return
+	}
+	s.tail = append(s.tail, p...)
+	if over := len(s.tail) - etcdHashSize; over > 0 {
+		s.body.Write(s.tail[:over])
+		s.tail = append(s.tail[:0], s.tail[over:]...)
+	}
+}
+
 func (s *SnapshotReader) verify() error {
 	if len(s.tail) < etcdHashSize {
-		return fmt.Errorf("%w: %d bytes, too short for a snapshot", ErrCorrupt, s.whole.Size())
+		return fmt.Errorf("%w: %d bytes, too short for a snapshot", ErrCorrupt, s.size)
 	}
 	if got := s.body.Sum(nil); !bytes.Equal(got, s.tail) {
 		return fmt.Errorf("%w: etcd's sha256 at its end (%x) does not match its content (%x)", ErrCorrupt, s.tail, got)
@@ -108,11 +102,19 @@ func (s *SnapshotReader) verify() error {
 	return nil
 }
 
-// Checksum is the sha256 of the whole file read so far.
-func (s *SnapshotReader) Checksum() string { return s.whole.Checksum() }
+// Checksum is "sha256:<hex>" of the whole file read so far: the body's sum continued, in a
+// copy, with the bytes held back.
+func (s *SnapshotReader) Checksum() string {
+	whole, err := s.body.(hash.Cloner).Clone()
+	if err != nil {
+		panic(err) // crypto/sha256 always clones
+	}
+	whole.Write(s.tail)
+	return ChecksumPrefix + hex.EncodeToString(whole.Sum(nil))
+}
 
 // Size is the number of bytes read so far.
-func (s *SnapshotReader) Size() int64 { return s.whole.Size() }
+func (s *SnapshotReader) Size() int64 { return s.size }
 
 // Verified reports whether the whole file was read and passed etcd's integrity check.
 func (s *SnapshotReader) Verified() bool { return s.done && s.failed == nil }
@@ -126,11 +128,22 @@ func VerifyStored(ctx context.Context, st Store, name, want string) (string, int
 	}
 	defer rc.Close() // read-only
 	sr := NewSnapshotReader(rc)
-	if _, err := io.Copy(io.Discard, sr); err != nil {
+	if _, err := Copy(io.Discard, sr); err != nil {
 		return "", 0, fmt.Errorf("reading back %s: %w", name, err)
 	}
 	if want != "" && sr.Checksum() != want {
 		return "", 0, fmt.Errorf("%w: %s has checksum %s, %s was recorded", ErrCorrupt, name, sr.Checksum(), want)
 	}
 	return sr.Checksum(), sr.Size(), nil
+}
+
+// copyBufferSize is the buffer a snapshot file is copied through: large enough that each read
+// and write moves much at once (io.Copy's 32 KiB, and io.Discard's 8 KiB, made every copy of
+// a large file cost more in calls than in bytes), small beside the agents' memory.
+const copyBufferSize = 256 << 10
+
+// Copy copies src to dst through a buffer of copyBufferSize, never through dst's ReadFrom or
+// src's WriteTo, which would choose their own, smaller, sizes.
+func Copy(dst io.Writer, src io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, copyBufferSize))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/quorumkeeper/etcd-operator/test/bench/stats"
 )
 
 // samples are the measured times by metric and side, metrics in the order first measured.
@@ -28,25 +30,6 @@ func (s *samples) add(metric, side string, d time.Duration) {
 	s.times[metric][side] = append(s.times[metric][side], d)
 }
 
-// median resists the one slow sample that a machine shared with other builds produces.
-func median(ds []time.Duration) time.Duration {
-	sorted := slices.Clone(ds)
-	slices.Sort(sorted)
-	mid := len(sorted) / 2
-	if len(sorted)%2 == 0 {
-		return (sorted[mid-1] + sorted[mid]) / 2
-	}
-	return sorted[mid]
-}
-
-func seconds(ds []time.Duration) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = fmt.Sprintf("%.1f", d.Seconds())
-	}
-	return strings.Join(parts, " ")
-}
-
 // printReport writes the report with its tab-separated columns aligned; lines without tabs
 // (titles) do not take part in the alignment.
 func printReport(w io.Writer, o options, times *samples, rest *atRest, took time.Duration) error {
@@ -65,8 +48,8 @@ func formatReport(o options, times *samples, rest *atRest, took time.Duration) s
 	fmt.Fprintln(&b, "metric\toperator\tfloor\toperator/floor\toperator runs (s)\tfloor runs (s)")
 	for _, metric := range times.metrics {
 		op, fl := times.times[metric][operator], times.times[metric][floor]
-		mo, mf := median(op), median(fl)
-		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), seconds(op), seconds(fl))
+		mo, mf := stats.Median(op), stats.Median(fl)
+		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), stats.Seconds(op), stats.Seconds(fl))
 	}
 
 	perMinute := func(n float64) float64 { return n / rest.window.Minutes() }
