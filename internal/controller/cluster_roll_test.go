@@ -154,6 +154,8 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 	if got := h.podNames(); !slices.Equal(got, []string{"db-1", "db-3"}) {
 		t.Fatalf("Pods %v, want db-2's restarted", got)
 	}
+	// The reconcile that restarted it saw every Pod up: its status must not read as settled.
+	assertProgressingReason(t, h, ReasonChanging)
 	// The member controller starts a joined member with only itself named.
 	c := h.clusterObj()
 	for _, m := range h.members() {

@@ -144,6 +144,13 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 			progressing.Reason, progressing.Message = waiting.reason, waiting.message
 		}
 	}
+	if step.progressed && progressing.Status != metav1.ConditionTrue {
+		// The view was read before this reconcile's change (a Pod deleted for a roll, a
+		// learner added): it may show nothing left to do, and Idle written now would read
+		// as settled while the change is under way. The next look records its effect.
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonChanging
+		progressing.Message = "a change toward the spec was just made; the next look records its effect"
+	}
 	if stepErr != nil && !isWaiting {
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "StepFailed", stepErr.Error()
 	}
@@ -163,6 +170,10 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}
 }
+
+// ReasonChanging is Progressing's reason in the status written by the reconcile that made a
+// change, whose view predates it.
+const ReasonChanging = "Changing"
 
 // ReasonProgressDeadlineExceeded is Progressing's reason once no change toward the spec was
 // possible for progressDeadlineSeconds.
