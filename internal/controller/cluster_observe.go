@@ -1,8 +1,9 @@
 package controller
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,8 +70,18 @@ func (r *ClusterReconciler) listMembers(ctx context.Context, c *etcdv1.EtcdClust
 			members = append(members, &list.Items[i])
 		}
 	}
-	sort.Slice(members, func(i, j int) bool { return ordinal(members[i].Name) < ordinal(members[j].Name) })
+	slices.SortFunc(members, func(a, b *etcdv1.EtcdMember) int { return byOrdinal(a.Name, b.Name) })
 	return members, nil
+}
+
+// byOrdinal orders member names by the number at their end, names the operator did not make
+// (adopted members) last and among themselves by name: every decision that takes "the first"
+// or "the last" member takes the same one on every reconcile.
+func byOrdinal(a, b string) int {
+	if c := cmp.Compare(ordinal(a), ordinal(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }
 
 // ordinal is the number at the end of a member's name; names the operator did not make sort

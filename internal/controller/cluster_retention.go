@@ -3,7 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -169,7 +169,7 @@ func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdClus
 			out = append(out, pvc)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return ordinal(out[i].Name) < ordinal(out[j].Name) })
+	slices.SortFunc(out, func(a, b corev1.PersistentVolumeClaim) int { return byOrdinal(a.Name, b.Name) })
 	return out, nil
 }
 

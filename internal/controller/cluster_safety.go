@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func knownMemberNames(c *etcdv1.EtcdCluster, v *clusterView) []string {
 	for name := range seen {
 		out = append(out, name)
 	}
-	sort.Slice(out, func(i, j int) bool { return ordinal(out[i]) < ordinal(out[j]) })
+	slices.SortFunc(out, byOrdinal)
 	return out
 }
 

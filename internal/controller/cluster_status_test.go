@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,5 +54,19 @@ func TestMemberSummaryReadyNeedsItsPodReady(t *testing.T) {
 				t.Fatalf("summaries %+v, want Ready %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Adopted members' names carry no ordinal: they sort after the operator's, by name, so that
+// "the last member" (the one scale-in takes) is the same on every reconcile.
+func TestByOrdinalIsATotalOrder(t *testing.T) {
+	names := []string{"cz-x7k2p", "db-10", "cz-a91fq", "db-2", "db-1"}
+	for range 20 {
+		got := slices.Clone(names)
+		rand.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
+		slices.SortFunc(got, byOrdinal)
+		if want := []string{"db-1", "db-2", "db-10", "cz-a91fq", "cz-x7k2p"}; !slices.Equal(got, want) {
+			t.Fatalf("sorted %v, want %v", got, want)
+		}
 	}
 }
