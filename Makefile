@@ -6,6 +6,8 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 GO_TEST_FLAGS ?= -count=1
+# The machine's one local cluster is taken under this lock (hack/operator-up.sh, test-localcluster).
+LOCALCLUSTER_LOCK = /tmp/etcd-operator-localcluster.lock
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -122,7 +124,8 @@ test-localcluster: ## The local cluster: its parts (as root), then the whole of 
 	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./test/localcluster/ ./test/localcluster/netsetup/ ./test/localcluster/runtime/ \
 		./test/localcluster/node/ ./test/localcluster/provisioner/
-	go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+	@# One local cluster per machine: wait for whoever has it (hack/operator-up.sh takes the same lock).
+	flock $(LOCALCLUSTER_LOCK) go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: test-api
 test-api: ## CRD validation and defaults against a real kube-apiserver.
