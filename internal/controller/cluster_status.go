@@ -61,7 +61,11 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
 		r.event(c, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
 	}
-	return ignoreConflict(r.Status().Patch(ctx, c, client.MergeFrom(before)))
+	// With the resourceVersion read: a copy from a cache that has not caught up with the last
+	// write (ours or a person's) must not overwrite what is newer, which would turn condition
+	// times back and undo fields written since. The conflict brings the newer object, which
+	// is looked at again.
+	return ignoreConflict(r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 func memberSummaries(c *etcdv1.EtcdCluster, v *clusterView) []etcdv1.MemberSummary {

@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -68,5 +70,28 @@ func TestByOrdinalIsATotalOrder(t *testing.T) {
 		if want := []string{"db-1", "db-2", "db-10", "cz-a91fq", "cz-x7k2p"}; !slices.Equal(got, want) {
 			t.Fatalf("sorted %v, want %v", got, want)
 		}
+	}
+}
+
+// A status computed from a copy older than the stored object (a cache behind the last write)
+// is not written over it: a merge patch replaces the whole conditions list, and the newer
+// object's conditions would be lost.
+func TestStatusFromAStaleCopyDoesNotOverwriteANewerOne(t *testing.T) {
+	h := runningHarness(t)
+	stale := h.clusterObj()
+	newer := stale.DeepCopy()
+	newer.Status.Conditions = append(newer.Status.Conditions, metav1.Condition{
+		Type: "WrittenSince", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now(),
+	})
+	if err := h.api.Status().Update(context.Background(), newer); err != nil {
+		t.Fatal(err)
+	}
+	stale.Status.Conditions = nil // the stale copy's status differs from what updateStatus computes
+	v := &clusterView{healthy: map[uint64]bool{}, versions: map[uint64]string{}, pods: map[string]*corev1.Pod{}}
+	if err := h.r.updateStatus(context.Background(), stale, v, stepResult{}); err != nil {
+		t.Fatalf("a conflict is looked at again, not an error: %v", err)
+	}
+	if meta.FindStatusCondition(h.clusterObj().Status.Conditions, "WrittenSince") == nil {
+		t.Fatalf("the stale copy's status overwrote the newer one: %+v", h.clusterObj().Status.Conditions)
 	}
 }
