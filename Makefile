@@ -56,7 +56,7 @@ vet:
 
 .PHONY: lint
 lint: vet ## go vet and golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
