@@ -7,7 +7,10 @@ CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 GO_TEST_FLAGS ?= -count=1
 # The machine's one local cluster is taken under this lock (hack/operator-up.sh, test-localcluster).
-LOCALCLUSTER_LOCK = /tmp/etcd-operator-localcluster.lock
+# To hold the cluster through a whole run, take the lock outside and name another one here:
+#   flock /tmp/etcd-operator-localcluster.lock make test LOCALCLUSTER_LOCK=/tmp/etcd-operator-localcluster.held
+LOCALCLUSTER_LOCK ?= /tmp/etcd-operator-localcluster.lock
+export LOCALCLUSTER_LOCK
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)

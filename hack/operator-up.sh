@@ -4,7 +4,9 @@
 # whatever the outcome, unless KEEP_CLUSTER=1.
 
 # One local cluster per machine: wait for whoever else (another checkout, make bench) has it.
-exec 9>/tmp/etcd-operator-localcluster.lock
+# LOCALCLUSTER_LOCK names another lock file when the caller already holds the machine's lock
+# for a longer run (see docs/development.md).
+exec 9>"${LOCALCLUSTER_LOCK:-/tmp/etcd-operator-localcluster.lock}"
 flock 9
 
 # The cluster's logs (its components', the operator's, every member's) are kept in
