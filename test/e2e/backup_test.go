@@ -202,12 +202,22 @@ func loadKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	}
 }
 
-// createRestoredCluster creates a cluster of three members bootstrapped from source.
-func createRestoredCluster(t *testing.T, ns, name string, source etcdv1.SnapshotLocation) {
+// createRestoredCluster creates a cluster of n members bootstrapped from source.
+func createRestoredCluster(t *testing.T, ns, name string, n int32, source etcdv1.RestoreSource) {
 	t.Helper()
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
-		Replicas: ptr(int32(3)), Version: etcdVersion,
+		Replicas: ptr(n), Version: etcdVersion,
 		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source}}}})
+}
+
+// restoreFrom is a restore source reading a snapshot file where loc says.
+func restoreFrom(loc etcdv1.SnapshotLocation) etcdv1.RestoreSource {
+	return etcdv1.RestoreSource{S3: loc.S3, PVC: loc.PVC}
+}
+
+// restoreFromSnapshot is a restore source naming an EtcdSnapshot.
+func restoreFromSnapshot(name string) etcdv1.RestoreSource {
+	return etcdv1.RestoreSource{SnapshotRef: &corev1.LocalObjectReference{Name: name}}
 }
 
 // snapshotOfLiveCluster loads a 3-member cluster, snapshots it to dest while a writer runs,
@@ -228,7 +238,8 @@ func snapshotOfLiveCluster(t *testing.T, ns string, keys int, dest etcdv1.Snapsh
 
 // A snapshot of a live 3-member cluster goes to S3, complete and verified; a NEW cluster
 // restored from it holds every key, value and revision the source had at the snapshot's
-// revision, has a cluster ID of its own, takes writes and scales.
+// revision, has a cluster ID of its own, takes writes and scales. A second, one-member,
+// cluster restored at the same time by naming the EtcdSnapshot (snapshotRef) holds the same.
 func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
@@ -238,10 +249,16 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("the bucket holds %v, want only snapshots/snap.db of %d bytes", stored, s.Status.Artifact.SizeBytes)
 	}
 
-	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snapshots/snap.db"))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snapshots/snap.db")))
+	createRestoredCluster(t, ns, "by-ref", 1, restoreFromSnapshot("snap"))
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	dst := dialClusterWith(t, ns, "restored", access{})
 	testrestore.Compare(t, src, dst, s.Status.Revision, 10000)
+	byRef := waitSettled(t, ns, "by-ref", 1, 3*time.Minute)
+	if byRef.Status.ClusterID == getCluster(t, ns, "restored").Status.ClusterID {
+		t.Fatalf("two clusters restored from one snapshot share the cluster ID %s", byRef.Status.ClusterID)
+	}
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "by-ref", access{}), s.Status.Revision, 10000)
 
 	w := startWriter(t, ns, "restored", "/after-restore")
 	setReplicas(t, ns, "restored", 4)
@@ -305,7 +322,7 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
 
-	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snap.db"))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snap.db")))
 	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
 		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-1"}, &corev1.Pod{})
 	})
@@ -324,7 +341,7 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 	dest := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd"}}
 	s, src := snapshotOfLiveCluster(t, ns, 2000, dest, "pvc://backups/etcd/snap.db")
 
-	createRestoredCluster(t, ns, "restored", etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
+	createRestoredCluster(t, ns, "restored", 3, etcdv1.RestoreSource{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
@@ -450,8 +467,8 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, "corrupt.db", bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createRestoredCluster(t, ns, "missing", s3Location(t, bucket, "no-such-snapshot.db"))
-	createRestoredCluster(t, ns, "corrupt", s3Location(t, bucket, "corrupt.db"))
+	createRestoredCluster(t, ns, "missing", 3, restoreFrom(s3Location(t, bucket, "no-such-snapshot.db")))
+	createRestoredCluster(t, ns, "corrupt", 3, restoreFrom(s3Location(t, bucket, "corrupt.db")))
 	for name, cause := range map[string]string{"missing": "SnapshotNotFound", "corrupt": "SnapshotCorrupt"} {
 		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+cause, func() error {
 			c := getCluster(t, ns, name)
@@ -490,7 +507,7 @@ func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
 
 	restored := c.Spec.DeepCopy()
-	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: s3Location(t, bucket, "snap.db")}}
+	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: restoreFrom(s3Location(t, bucket, "snap.db"))}}
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns}, Spec: *restored})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	src := dialClusterWith(t, ns, journeyCluster, asRoot)
