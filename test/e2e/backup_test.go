@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
 
@@ -458,23 +460,78 @@ func TestSnapshotFailuresSayWhy(t *testing.T) {
 	}
 }
 
-// A cluster asked to restore a snapshot that is missing or corrupt never comes up empty: it
-// says RestoreFailed, naming the cause, and no member serves.
+// A cluster asked to restore a snapshot that cannot be used never comes up empty: it says
+// RestoreFailed, naming the cause, and no member serves. The causes: a missing file, a file
+// that is no snapshot, credentials the store refuses, a file altered after its snapshot
+// recorded its checksum (read directly, and through its EtcdSnapshot), and a snapshotRef to
+// an EtcdSnapshot that does not exist, is not Complete yet or failed.
 func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
+	s3Secret(t, ns, "wrong-credentials", "not-the-secret")
 	garbage := bytes.Repeat([]byte("not a snapshot "), 4096)
 	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, "corrupt.db", bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createRestoredCluster(t, ns, "missing", 3, restoreFrom(s3Location(t, bucket, "no-such-snapshot.db")))
-	createRestoredCluster(t, ns, "corrupt", 3, restoreFrom(s3Location(t, bucket, "corrupt.db")))
-	for name, cause := range map[string]string{"missing": "SnapshotNotFound", "corrupt": "SnapshotCorrupt"} {
-		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+cause, func() error {
+	wrongCredentials := s3Location(t, bucket, "corrupt.db")
+	wrongCredentials.S3.CredentialsSecretRef.Name = "wrong-credentials"
+	type failure struct {
+		source etcdv1.RestoreSource
+		causes []string // the message names each
+	}
+	cases := map[string]failure{ // restored at once
+		"missing":           {restoreFrom(s3Location(t, bucket, "no-such-snapshot.db")), []string{"SnapshotNotFound"}},
+		"corrupt":           {restoreFrom(s3Location(t, bucket, "corrupt.db")), []string{"SnapshotCorrupt"}},
+		"wrong-credentials": {restoreFrom(wrongCredentials), []string{"CredentialsRejected"}},
+		"ref-missing":       {restoreFromSnapshot("no-such-snapshot"), []string{"EtcdSnapshot no-such-snapshot does not exist"}},
+	}
+	for name, f := range cases {
+		createRestoredCluster(t, ns, name, 3, f.source)
+	}
+	// A snapshot of a cluster that never becomes available waits; one of no cluster fails.
+	createSnapshot(t, ns, "pending", "missing", s3Location(t, bucket, "pending/"))
+	createSnapshot(t, ns, "failed", "no-such-cluster", s3Location(t, bucket, "failed/"))
+	// A real snapshot whose stored file is then replaced by another that passes etcd's own
+	// integrity check: only the checksum recorded when the snapshot was taken tells them
+	// apart. A copy keeps the checksum recorded in the object's metadata (for a restore from
+	// the key); the snapshot's own file is replaced whole, so only the checksum in the
+	// EtcdSnapshot's status catches it.
+	createCluster(t, ns, "source", 1)
+	waitSettled(t, ns, "source", 1, 4*time.Minute)
+	loadKeys(t, dialClusterWith(t, ns, "source", access{}), "/load", 100)
+	createSnapshot(t, ns, "snap", "source", s3Location(t, bucket, ""))
+	recorded := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete).Status.Artifact.Checksum
+	waitSnapshotDone(t, ns, "failed", etcdv1.SnapshotFailed)
+	another := withEtcdHash(bytes.Repeat([]byte("another database "), 4096))
+	if _, err := s3Srv.admin.CopyObject(context.Background(), minio.CopyDestOptions{Bucket: bucket, Object: "copy.db"},
+		minio.CopySrcOptions{Bucket: bucket, Object: "snap.db"}); err != nil {
+		t.Fatal(err)
+	}
+	replaceKeepingMetadata(t, bucket, "copy.db", another)
+	if _, err := s3Srv.admin.PutObject(context.Background(), bucket, "snap.db", bytes.NewReader(another), int64(len(another)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	later := map[string]failure{
+		"altered":     {restoreFrom(s3Location(t, bucket, "copy.db")), []string{"SnapshotCorrupt", recorded + " was recorded"}},
+		"ref-altered": {restoreFromSnapshot("snap"), []string{"SnapshotCorrupt", recorded + " was recorded"}},
+		"ref-pending": {restoreFromSnapshot("pending"), []string{"EtcdSnapshot pending is Pending, not Complete yet"}},
+		"ref-failed":  {restoreFromSnapshot("failed"), []string{"EtcdSnapshot failed failed (ClusterNotFound"}},
+	}
+	for name, f := range later {
+		createRestoredCluster(t, ns, name, 3, f.source)
+		cases[name] = f
+	}
+	for name, f := range cases {
+		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+strings.Join(f.causes, ", "), func() error {
 			c := getCluster(t, ns, name)
 			cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "RestoreFailed" || !strings.Contains(cond.Message, cause) {
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "RestoreFailed" {
 				return fmt.Errorf("Available %+v", cond)
+			}
+			for _, cause := range f.causes {
+				if !strings.Contains(cond.Message, cause) {
+					return fmt.Errorf("Available %+v does not name %q", cond, cause)
+				}
 			}
 			return nil
 		})
@@ -483,7 +540,52 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 		if c.Status.ReadyMembers != 0 || c.Status.ClusterID != "" {
 			t.Errorf("%s: %d ready members, cluster ID %q after a failed restore", name, c.Status.ReadyMembers, c.Status.ClusterID)
 		}
+		if err := noEtcdRuns(ns, name); err != nil {
+			t.Errorf("%s: %v after a failed restore", name, err)
+		}
 	}
+}
+
+// withEtcdHash appends etcd's integrity hash (the sha256 of what precedes it), as etcd does to
+// the snapshots it streams.
+func withEtcdHash(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return append(slices.Clip(body), sum[:]...)
+}
+
+// replaceKeepingMetadata overwrites an object with data, keeping its user metadata (the
+// checksum the snapshot agent recorded in it).
+func replaceKeepingMetadata(t *testing.T, bucket, key string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := localS3(t).admin.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.UserMetadata) == 0 {
+		t.Fatalf("%s has no recorded checksum to keep: %+v", key, info.Metadata)
+	}
+	if _, err := s3Srv.admin.PutObject(ctx, bucket, key, bytes.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: info.UserMetadata}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noEtcdRuns fails when any Pod of the cluster has its etcd container running: a failed
+// restore must leave no member that could serve.
+func noEtcdRuns(ns, cluster string) error {
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == specs.ContainerName && (cs.State.Running != nil || cs.LastTerminationState.Terminated != nil) {
+				return fmt.Errorf("Pod %s ran etcd (%+v)", p.Name, cs.State)
+			}
+		}
+	}
+	return nil
 }
 
 // A snapshot of the TLS journey's cluster with mutual TLS and root auth completes while a
