@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	sched "github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
@@ -349,27 +350,35 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 }
 
 // A schedule every minute with keepLast 2, watched until it has taken four snapshots: exactly
-// the two newest complete ones remain, in the API and in the bucket.
+// the two newest complete ones remain, in the API and in the bucket. Beside it, on the same
+// cluster and in the same minutes: a suspended schedule every minute takes none, and a daily
+// "30 3 * * *" in Asia/Kolkata (UTC+05:30, no daylight saving) plans its next run at 03:30
+// on that zone's wall clock (22:00 UTC), not at 03:30 UTC.
 func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "source", 1)
 	waitSettled(t, ns, "source", 1, 4*time.Minute)
 	w := startWriter(t, ns, "source", "/writer")
-	create(t, &etcdv1.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
-		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"}, Schedule: "* * * * *",
-			Destination: s3Location(t, bucket, "minutely/"), Retention: etcdv1.SnapshotRetention{KeepLast: ptr(int32(2))}}})
+	schedule := func(name, cron, zone string, suspend bool) {
+		create(t, &etcdv1.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"}, Schedule: cron, TimeZone: zone, Suspend: suspend,
+				Destination: s3Location(t, bucket, name+"/"), Retention: etcdv1.SnapshotRetention{KeepLast: ptr(int32(2))}}})
+	}
+	schedule("minutely", "* * * * *", "", false)
+	schedule("suspended", "* * * * *", "", true)
+	schedule("kolkata", "30 3 * * *", "Asia/Kolkata", false)
 
 	seen := map[string]bool{}
 	eventually(t, 7*time.Minute, "four scheduled snapshots, the two newest kept", func() error {
-		complete, err := completeSnapshots(ns)
+		complete, err := completeSnapshots(ns, "minutely")
 		if err != nil {
 			return err
 		}
 		for _, name := range complete {
 			seen[name] = true
 		}
-		stored := objects(t, bucket, "")
+		stored := objects(t, bucket, "minutely/")
 		var want []string
 		for _, name := range complete {
 			want = append(want, "minutely/"+name+".db")
@@ -390,19 +399,75 @@ func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 		}
 		return nil
 	})
-	sched := &etcdv1.EtcdSnapshotSchedule{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "minutely"}, sched); err != nil {
-		t.Fatal(err)
-	}
-	if st := sched.Status; st.LastScheduleTime == nil || st.NextScheduleTime == nil || st.LastSuccessfulSnapshot == "" || st.LastFailure != nil {
+	if st := getSchedule(t, ns, "minutely").Status; st.LastScheduleTime == nil || st.NextScheduleTime == nil || st.LastSuccessfulSnapshot == "" || st.LastFailure != nil {
 		t.Fatalf("schedule status %+v", st)
 	}
 	w.stopAndVerify(t, 10)
+	checkSuspendedAndZonedSchedules(t, ns, bucket)
 }
 
-// completeSnapshots names the Complete EtcdSnapshots of a namespace, checking each is owned
-// by a schedule.
-func completeSnapshots(ns string) ([]string, error) {
+// checkSuspendedAndZonedSchedules checks, once the minutely schedule ran four times, the
+// schedules "suspended" and "kolkata" of TestScheduleKeepsTheLastTwoSnapshots.
+func checkSuspendedAndZonedSchedules(t *testing.T, ns, bucket string) {
+	t.Helper()
+	// The suspended schedule was looked at (Ready says Suspended) and, through the minutes the
+	// other one ran four times, started nothing. (Its status.active may name the other's
+	// snapshot: it names whatever snapshot of the cluster runs.)
+	suspended := getSchedule(t, ns, "suspended")
+	ready := meta.FindStatusCondition(suspended.Status.Conditions, "Ready")
+	if st := suspended.Status; ready == nil || ready.Reason != "Suspended" || st.LastScheduleTime != nil || st.NextScheduleTime != nil {
+		t.Errorf("suspended schedule: Ready %+v, status %+v; want Suspended, no run and none planned", ready, st)
+	}
+	if names, err := snapshotsOf(ns, "suspended"); err != nil || len(names) != 0 {
+		t.Errorf("the suspended schedule has snapshots %v (%v)", names, err)
+	}
+	if stored := objects(t, bucket, "suspended/"); len(stored) != 0 {
+		t.Errorf("the suspended schedule stored %v", stored)
+	}
+
+	// The daily schedule's next run is the next 03:30 in Asia/Kolkata.
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily := getSchedule(t, ns, "kolkata")
+	next := daily.Status.NextScheduleTime
+	now := time.Now()
+	if next == nil {
+		t.Fatalf("the daily schedule has no next run: %+v", daily.Status)
+	}
+	if wall := next.In(kolkata); wall.Hour() != 3 || wall.Minute() != 30 || !next.After(now.Add(-time.Minute)) || next.Sub(now) > 24*time.Hour {
+		t.Errorf("the daily schedule's next run is %s (%s in Asia/Kolkata), want the next 03:30 there after %s",
+			next.UTC().Format(time.RFC3339), wall.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+}
+
+func getSchedule(t *testing.T, ns, name string) *etcdv1.EtcdSnapshotSchedule {
+	t.Helper()
+	sc := &etcdv1.EtcdSnapshotSchedule{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// snapshotsOf names the EtcdSnapshots the schedule created (labelled with its name), any
+// phase.
+func snapshotsOf(ns, schedule string) ([]string, error) {
+	list := &etcdv1.EtcdSnapshotList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{sched.LabelSchedule: schedule}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names, nil
+}
+
+// completeSnapshots names the Complete EtcdSnapshots of a namespace that the named schedule
+// owns, checking each Complete one is owned by a schedule.
+func completeSnapshots(ns, schedule string) ([]string, error) {
 	list := &etcdv1.EtcdSnapshotList{}
 	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 		return nil, err
@@ -412,10 +477,13 @@ func completeSnapshots(ns string) ([]string, error) {
 		if s.Status.Phase != etcdv1.SnapshotComplete || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if ref := metav1.GetControllerOf(&s); ref == nil || ref.Kind != "EtcdSnapshotSchedule" {
+		ref := metav1.GetControllerOf(&s)
+		if ref == nil || ref.Kind != "EtcdSnapshotSchedule" {
 			return nil, fmt.Errorf("snapshot %s is not owned by its schedule: %v", s.Name, s.OwnerReferences)
 		}
-		names = append(names, s.Name)
+		if ref.Name == schedule {
+			names = append(names, s.Name)
+		}
 	}
 	return names, nil
 }
