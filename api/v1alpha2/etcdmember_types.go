@@ -29,6 +29,22 @@ type MemberBootstrap struct {
 	// ClusterToken is etcd's --initial-cluster-token.
 	// +kubebuilder:validation:MinLength=1
 	ClusterToken string `json:"clusterToken"`
+
+	// Restore is the snapshot this founding member's data directory starts from: set on the
+	// first member of a cluster rebuilt from an EtcdSnapshot after it lost its quorum. Its
+	// restore does nothing once the data directory holds a member.
+	// +optional
+	Restore *MemberRestore `json:"restore,omitempty"`
+}
+
+// MemberRestore is a snapshot file to restore and its recorded checksum.
+type MemberRestore struct {
+	// Source is the snapshot file: an exact S3 key or a file on a PVC.
+	Source SnapshotLocation `json:"source"`
+	// Checksum is the file's "sha256:<hex>" as recorded when it was taken; the restore
+	// refuses a file that does not match.
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // MemberTLS names the Secrets a member mounts; empty names mean plaintext on that port.

@@ -18,9 +18,10 @@ const ReasonRestoreFailed = "RestoreFailed"
 // foundingCount is how many members bootstrap the cluster. A cluster restored from a snapshot
 // starts from ONE restored member (the seed); the others join it as learners and receive the
 // data from it. So no member serves before the restore succeeded, every member ends up with
-// the same data, and there is a single restore to fail, report and retry.
+// the same data, and there is a single restore to fail, report and retry. A cluster rebuilt
+// from an EtcdSnapshot after it lost its quorum bootstraps the same way.
 func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
-	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+	if (c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil) || c.Status.SnapshotRecovery != nil {
 		return min(replicas, 1)
 	}
 	return replicas
@@ -30,7 +31,7 @@ func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
 // container's result in the Pods the reconcile observed; "" while it has not failed (or there
 // is no restore).
 func restoreFailure(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, pods map[string]*corev1.Pod) string {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
+	if c.Status.ClusterID != "" {
 		return ""
 	}
 	var failures []string
@@ -75,4 +76,12 @@ func restoreContainerFailure(pod *corev1.Pod) string {
 func restoreFailed(c *etcdv1.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
 	return cond != nil && cond.Reason == ReasonRestoreFailed
+}
+
+// restoreSubject names the snapshot a bootstrap restores, for messages.
+func restoreSubject(c *etcdv1.EtcdCluster) string {
+	if r := c.Status.SnapshotRecovery; r != nil {
+		return "restoring EtcdSnapshot " + r.Snapshot
+	}
+	return "restoring spec.bootstrap.restore"
 }

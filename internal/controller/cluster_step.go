@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,8 @@ const AnnotationRemove = "etcd-operator.cozystack.io/remove"
 type errWaiting struct {
 	reason, message string
 	degraded        bool
+	// retryIn, when set, is when to look again: a wait that ends at a known time.
+	retryIn time.Duration
 }
 
 func (e errWaiting) Error() string { return e.message }
@@ -43,6 +46,11 @@ func waitFor(reason, format string, args ...any) error {
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	if err := waitForAdoption(c, v); err != nil {
 		return false, err
+	}
+	// A recovery from a snapshot owns the cluster from its request to the new cluster's
+	// first answer: no other step may act on members it is discarding.
+	if done, err := r.recoverFromSnapshot(ctx, c, v); done || err != nil {
+		return done && err == nil, err
 	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
@@ -71,8 +79,12 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 	return r.rollOutdatedPods(ctx, c, v)
 }
 
-// withoutQuorum: while etcd does not answer, only a recovery a person asked for acts.
+// withoutQuorum: while etcd does not answer, only a recovery acts: one a person asked for, or
+// the one spec.quorumLoss asks for after its grace period.
 func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if done, err := r.recoverAutomatically(ctx, c, v); done || err != nil {
+		return done && err == nil, err
+	}
 	if done, err := r.recoverQuorum(ctx, c, v); done || err != nil {
 		return done && err == nil, err
 	}
@@ -102,8 +114,11 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		return false, nil
 	}
 	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
-	if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
-		return done, err
+	// Not in a recovery from a snapshot: it deleted the old cluster's PVCs on purpose.
+	if c.Status.SnapshotRecovery == nil {
+		if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
+			return done, err
+		}
 	}
 	names := foundingNames(c, v.members, foundingCount(c, replicas))
 	if len(names) == 0 {
@@ -118,6 +133,9 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		m := r.newMember(c, name, etcdv1.MemberBootstrap{
 			InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken,
 		})
+		if rec := c.Status.SnapshotRecovery; rec != nil {
+			m.Spec.Bootstrap.Restore = rec.Restore.DeepCopy()
+		}
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}

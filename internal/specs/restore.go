@@ -17,12 +17,29 @@ const (
 	RestoreContainerName = "restore"
 )
 
-// Restores reports whether a member starts from the cluster's bootstrap snapshot: only a
-// founding member of a cluster with spec.bootstrap.restore. Members added later join the
-// restored cluster and get its data from the leader.
+// Restores reports whether a member starts from a snapshot: the founding member of a cluster
+// rebuilt from an EtcdSnapshot (its own spec.bootstrap.restore), or a founding member of a
+// cluster with spec.bootstrap.restore. Members added later join the restored cluster and get
+// its data from the leader.
 func Restores(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
-	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil &&
-		m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew
+	_, ok := restoreOf(c, m)
+	return ok
+}
+
+// restoreOf is the snapshot a member restores: its own (a recovery from an EtcdSnapshot names
+// it on the member, and it wins over the cluster's first bootstrap), or the cluster's
+// spec.bootstrap.restore for a founding member.
+func restoreOf(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcdv1.MemberRestore, bool) {
+	if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateNew {
+		return etcdv1.MemberRestore{}, false
+	}
+	if r := m.Spec.Bootstrap.Restore; r != nil {
+		return *r, true
+	}
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		return etcdv1.MemberRestore{Source: c.Spec.Bootstrap.Restore.Source}, true
+	}
+	return etcdv1.MemberRestore{}, false
 }
 
 // restoreInitContainers put the snapshot into a founding member's data directory before etcd
@@ -31,10 +48,11 @@ func Restores(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
 // does nothing when the data directory holds a member already, so a restarted Pod never
 // restores again.
 func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImage, agentImage string) []corev1.Container {
-	if !Restores(c, m) {
+	restore, ok := restoreOf(c, m)
+	if !ok {
 		return nil
 	}
-	src := c.Spec.Bootstrap.Restore.Source
+	src := restore.Source
 	b := m.Spec.Bootstrap
 	args := []string{"restore-agent",
 		"--uri=" + sourceURI(src),
@@ -45,6 +63,9 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 		"--initial-cluster=" + b.InitialCluster,
 		"--initial-cluster-token=" + b.ClusterToken,
 		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
+	}
+	if restore.Checksum != "" {
+		args = append(args, "--checksum="+restore.Checksum)
 	}
 	storeArgs, env, mounts, _ := SnapshotStoreArgs(src, restoreSourceDir, true)
 	args = append(append(args, storeArgs...), "--name="+sourceName(src))
@@ -70,10 +91,11 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 }
 
 func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
-	if !Restores(c, m) {
+	restore, ok := restoreOf(c, m)
+	if !ok {
 		return nil
 	}
-	_, _, _, vols := SnapshotStoreArgs(c.Spec.Bootstrap.Restore.Source, restoreSourceDir, true)
+	_, _, _, vols := SnapshotStoreArgs(restore.Source, restoreSourceDir, true)
 	return append([]corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, vols...)
 }
 
