@@ -51,7 +51,6 @@ func TestDecideAutoRecovery(t *testing.T) {
 	}
 }
 
-
 // The policy asks for the recovery from the most advanced survivor once the grace period has
 // passed, through the recover-from annotation, and not before; the recovery then states what
 // is lost before any act, as for a person's request.
