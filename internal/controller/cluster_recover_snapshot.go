@@ -212,15 +212,50 @@ func (r *ClusterReconciler) continueSnapshotRecovery(ctx context.Context, c *etc
 	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, rec.Loss)
 }
 
+// recoverFromSnapshotStep is recoverFromSnapshot in step's first list.
+func (r *ClusterReconciler) recoverFromSnapshotStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, _ int) (bool, error) {
+	return r.recoverFromSnapshot(ctx, c, v)
+}
+
 // discardAct makes the next act of taking the old cluster down: mark and delete a member,
 // stop a Pod, delete a PVC, and, once nothing of the old cluster is left (read live), clear
 // the cluster ID so that bootstrap founds the new one.
 func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
+	if did, err := r.discardMember(ctx, c, v, rec); did != "" || err != nil {
+		return did, err
+	}
+	if pod := otherRunningPod(v, ""); pod != nil {
+		deleted, err := r.deletePod(ctx, pod)
+		if deleted {
+			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[specs.LabelMember], pod.Name, rec.Snapshot)
+		}
+		return "stopped member " + pod.Labels[specs.LabelMember], err
+	}
+	if len(v.members) > 0 {
+		return "waiting for the members to let go of their data", nil
+	}
+	if did, err := r.discardLeftovers(ctx, c, rec); did != "" || err != nil {
+		return did, err
+	}
+	before := c.DeepCopy()
+	c.Status.ClusterID = ""
+	c.Status.ClusterToken = recoveryToken(c, rec)
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		return "", err
+	}
+	r.event(c, corev1.EventTypeWarning, "RestoringSnapshot", "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
+	return "founding the new cluster from the snapshot", nil
+}
+
+// discardMember marks the next member to discard its data and deletes it; "" when every
+// member is marked and going.
+func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
 	for _, m := range v.members {
-		if m.Annotations[AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
+		marked := m.Annotations[AnnotationDiscard] == "true"
+		if marked && !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if m.Annotations[AnnotationDiscard] != "true" {
+		if !marked {
 			patch := client.MergeFrom(m.DeepCopy())
 			if m.Annotations == nil {
 				m.Annotations = map[string]string{}
@@ -236,36 +271,33 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 		r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
 		return "discarding member " + m.Name, nil
 	}
-	if pod := otherRunningPod(v, ""); pod != nil {
-		deleted, err := r.deletePod(ctx, pod)
-		if deleted {
-			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[specs.LabelMember], pod.Name, rec.Snapshot)
-		}
-		return "stopped member " + pod.Labels[specs.LabelMember], err
-	}
-	if len(v.members) > 0 {
-		return "waiting for the members to let go of their data", nil
-	}
-	// Live: a PVC the old cluster's data is on must be gone before a member of that name is
-	// created again, or it would start on it.
+	return "", nil
+}
+
+// discardLeftovers deletes a PVC of the cluster that no member took with it, or says what is
+// still going; "" when nothing is left. Read live: a PVC with the old cluster's data must be
+// gone before a member of its name is created again, or that member would start on it.
+func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
+	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}}
 	pvcs := &corev1.PersistentVolumeClaimList{}
-	if err := r.reader().List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.reader().List(ctx, pvcs, sel...); err != nil {
 		return "", err
 	}
-	left := []string{}
+	var left []string
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
-		left = append(left, pvc.Name)
-		if pvc.DeletionTimestamp.IsZero() {
-			if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
-				return "", err
-			}
-			r.event(c, corev1.EventTypeWarning, "RecoveryDeletesData", "RecoverQuorum", "deleted PVC %s: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, rec.Snapshot)
-			return "deleted PVC " + pvc.Name, nil
+		left = append(left, "PVC "+pvc.Name)
+		if !pvc.DeletionTimestamp.IsZero() {
+			continue
 		}
+		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+			return "", err
+		}
+		r.event(c, corev1.EventTypeWarning, "RecoveryDeletesData", "RecoverQuorum", "deleted PVC %s: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, rec.Snapshot)
+		return "deleted PVC " + pvc.Name, nil
 	}
 	pods := &corev1.PodList{}
-	if err := r.reader().List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.reader().List(ctx, pods, sel...); err != nil {
 		return "", err
 	}
 	for _, p := range pods.Items {
@@ -274,14 +306,7 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 	if len(left) > 0 {
 		return "waiting for " + strings.Join(left, ", ") + " to go", nil
 	}
-	before := c.DeepCopy()
-	c.Status.ClusterID = ""
-	c.Status.ClusterToken = recoveryToken(c, rec)
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return "", err
-	}
-	r.event(c, corev1.EventTypeWarning, "RestoringSnapshot", "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
-	return "founding the new cluster from the snapshot", nil
+	return "", nil
 }
 
 // recoveryToken is the new cluster's --initial-cluster-token: new member IDs and a new

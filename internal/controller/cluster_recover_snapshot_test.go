@@ -160,6 +160,16 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || len(h.members()) != 3 {
 		t.Fatalf("the recovery was not recorded before the first act: %+v", rec)
 	}
+	h.checkOldClusterCleared(oldToken)
+	h.checkRestoringSeed(oldToken)
+	h.finishSnapshotRecoveryWith(0xbeef)
+}
+
+// checkOldClusterCleared reconciles until the cluster ID is cleared: no member, Pod or PVC of
+// the old cluster is left, and the token is new.
+func (h *harness) checkOldClusterCleared(oldToken string) {
+	t := h.t
+	t.Helper()
 	for i := 0; i < 20 && h.clusterObj().Status.ClusterID != ""; i++ {
 		h.reconcile()
 	}
@@ -169,7 +179,13 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	if n := h.count(&corev1.PodList{}); n != 0 {
 		t.Fatalf("%d Pods left of the old cluster", n)
 	}
-	// What bootstrap creates: one member that restores the snapshot, checking its checksum.
+}
+
+// checkRestoringSeed: what bootstrap creates is one member that restores the snapshot,
+// checking its checksum, under the new token.
+func (h *harness) checkRestoringSeed(oldToken string) {
+	t := h.t
+	t.Helper()
 	h.reconcile()
 	ms := h.members()
 	if len(ms) != 1 || ms[0].Name != "db-1" || ms[0].Spec.Bootstrap.Restore == nil || ms[0].Spec.Bootstrap.Restore.Source.S3.Key != "db/snap.db" ||
@@ -183,17 +199,23 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	if av := h.condition(etcdv1.ConditionAvailable); av.Reason != "Bootstrapping" {
 		t.Fatalf("Available while the new cluster forms: %+v", av)
 	}
+}
 
+// finishSnapshotRecoveryWith: the restored member forms a new cluster of that ID; the request
+// and the record go, and scaling adds a member.
+func (h *harness) finishSnapshotRecoveryWith(clusterID uint64) {
+	t := h.t
+	t.Helper()
 	// The restored member forms a new cluster.
 	h.etcd = etcdfake.New()
-	h.etcd.SetClusterID(0xbeef)
+	h.etcd.SetClusterID(clusterID)
 	h.etcd.SeedMember("db-1", specs.PeerURL(h.clusterObj(), "db-1"), specs.ClientURL(h.clusterObj(), "db-1"))
 	h.reconcile() // the request goes
 	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFromSnapshot]; ok {
 		t.Fatal("the request outlived the recovery")
 	}
 	h.reconcile() // the record goes
-	if c := h.clusterObj(); c.Status.SnapshotRecovery != nil || c.Status.ClusterID != etcd.FormatID(0xbeef) {
+	if c := h.clusterObj(); c.Status.SnapshotRecovery != nil || c.Status.ClusterID != etcd.FormatID(clusterID) {
 		t.Fatalf("after the recovery: record %+v, cluster ID %q", c.Status.SnapshotRecovery, c.Status.ClusterID)
 	}
 	h.reconcile() // scaling adds a member

@@ -47,14 +47,11 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 	if err := waitForAdoption(c, v); err != nil {
 		return false, err
 	}
-	// A recovery from a snapshot owns the cluster from its request to the new cluster's
-	// first answer: no other step may act on members it is discarding.
-	if done, err := r.recoverFromSnapshot(ctx, c, v); done || err != nil {
-		return done && err == nil, err
-	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
-		r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
+		// A recovery from a snapshot owns the cluster from its request to the new cluster's
+		// first answer: no other step may act on members it is discarding.
+		r.recoverFromSnapshotStep, r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
 	} {
 		if done, err := act(ctx, c, v, replicas); done || err != nil {
 			return done && err == nil, err
