@@ -131,9 +131,10 @@ func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int {
 // written: the cluster has no quorum until a person asks, through kubectl etcd, for a
 // recovery from the snapshot. Then every member's data is replaced by the snapshot's: every
 // key written before the snapshot is there, none written after it, the cluster has a new
-// cluster ID and is back to 3 voters. The operator keeps running: parallel.
+// cluster ID and is back to 3 voters. The members are destroyed while the operator is down,
+// as in TestRecoveryFromTheSurvivorOfThree (a running operator replaces the first before the
+// second goes, and the quorum holds): not parallel.
 func TestRecoveryFromASnapshot(t *testing.T) {
-	t.Parallel()
 	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "snaplost", 3)
 	before := waitSettled(t, ns, "snaplost", 3, 4*time.Minute)
@@ -145,7 +146,9 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	loadKeys(t, cli, "/after", 100)
 	_ = cli.Close()
 
+	setOperatorReplicas(t, 0)
 	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
 	eventually(t, 3*time.Minute, "QuorumLost", func() error {
 		av := meta.FindStatusCondition(getCluster(t, ns, "snaplost").Status.Conditions, etcdv1.ConditionAvailable)
 		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, "no quorum") {
@@ -186,9 +189,9 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 // spec.quorumLoss RecoverFromMostAdvancedMember with a short grace period: two of three
 // members destroyed, nobody asks, and once the grace period has passed the operator recovers
 // from the survivor by itself: same cluster ID, the survivor's member ID, 3 voters, and every
-// write the survivor had. The operator keeps running: parallel.
+// write the survivor had. The members are destroyed while the operator is down, so that the
+// quorum is lost for sure: not parallel.
 func TestAutomaticRecoveryFromTheMostAdvancedMember(t *testing.T) {
-	t.Parallel()
 	ns := namespace(t)
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "autolost", Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
 		Replicas: ptr(int32(3)), Version: etcdVersion,
@@ -201,7 +204,9 @@ func TestAutomaticRecoveryFromTheMostAdvancedMember(t *testing.T) {
 	survivor := before.Status.Members[0]
 	written := readThrough(t, memberIPs(t, ns, "autolost")[survivor.Name], "autolost")
 
+	setOperatorReplicas(t, 0)
 	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
 	after := waitSettled(t, ns, "autolost", 3, 6*time.Minute)
 	if after.Status.ClusterID != before.Status.ClusterID {
 		t.Fatalf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
