@@ -20,6 +20,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || self.tls == oldSelf.tls)",message="spec.tls cannot be added, removed or changed on an existing cluster yet: the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
+// +kubebuilder:validation:XValidation:rule="!has(self.quorumLoss) || !has(self.quorumLoss.policy) || self.quorumLoss.policy != 'RecoverFromMostAdvancedMember' || self.storage.medium != 'Memory'",message="spec.quorumLoss.policy RecoverFromMostAdvancedMember needs persistent storage: a tmpfs member loses its data when its Pod restarts with --force-new-cluster; use policy Manual, or medium \"\" (PVC)"
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName is immutable: a PVC's storage class cannot change; create a new cluster on the other class and restore it from a snapshot"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members: 1, 3, 5 or 7 are the useful sizes. 0 pauses the
@@ -132,6 +133,46 @@ type EtcdClusterSpec struct {
 	// clientSelector selects (and the operator), metrics (2381) from anywhere.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// QuorumLoss says what the operator does when the cluster loses its quorum. Absent (or
+	// policy Manual): nothing until a person asks for a recovery (docs/day-two.md).
+	// +optional
+	QuorumLoss *QuorumLossPolicy `json:"quorumLoss,omitempty"`
+}
+
+// QuorumLossAction is what the operator does about a lost quorum.
+// +kubebuilder:validation:Enum=Manual;RecoverFromMostAdvancedMember
+type QuorumLossAction string
+
+const (
+	// QuorumLossManual waits for a person's recovery request (the default).
+	QuorumLossManual QuorumLossAction = "Manual"
+	// QuorumLossRecoverFromMostAdvancedMember, once the quorum has been lost for the grace
+	// period, asks for the recovery from the most advanced member that answers, exactly as
+	// a person does with the recover-from annotation.
+	QuorumLossRecoverFromMostAdvancedMember QuorumLossAction = "RecoverFromMostAdvancedMember"
+)
+
+// QuorumLossPolicy is what the operator does when the cluster loses its quorum.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || (has(self.policy) && self.policy == 'RecoverFromMostAdvancedMember')",message="spec.quorumLoss.gracePeriodSeconds applies only to policy RecoverFromMostAdvancedMember: remove it, or set spec.quorumLoss.policy to RecoverFromMostAdvancedMember"
+type QuorumLossPolicy struct {
+	// Policy is Manual (the default: a person asks for a recovery) or
+	// RecoverFromMostAdvancedMember: once the quorum has been lost for gracePeriodSeconds,
+	// the operator rebuilds the cluster from the member that answers with the most applied
+	// writes. Writes the lost members had and it has not are lost; members that would have
+	// come back with them (a node that returns late) are discarded.
+	// +kubebuilder:default=Manual
+	// +optional
+	Policy QuorumLossAction `json:"policy,omitempty"`
+
+	// GracePeriodSeconds is how long the quorum must have been lost (Available False) before
+	// the automatic recovery starts: long enough for members on a rebooting node to come
+	// back with their data. Default 300.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // PVCRetentionAction is what becomes of the members' PVCs.
@@ -525,6 +566,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 
+	// SnapshotRecovery is a quorum-loss recovery from an EtcdSnapshot under way: written
+	// before its first destructive act, removed once the rebuilt cluster answers. It holds
+	// everything the recovery still needs once the old members are gone.
+	// +optional
+	SnapshotRecovery *SnapshotRecoveryStatus `json:"snapshotRecovery,omitempty"`
+
 	// Members lists each member's ID, role, version and readiness.
 	// +optional
 	// +listType=map
@@ -541,6 +588,26 @@ type EtcdClusterStatus struct {
 	// write. They are kept, not pruned, so that their patches apply; this operator neither
 	// reads nor writes them (docs/compatibility.md).
 	CozystackCompatibleStatus `json:",inline"`
+}
+
+// SnapshotRecoveryStatus is a recovery from an EtcdSnapshot that the operator has begun.
+type SnapshotRecoveryStatus struct {
+	// Snapshot is the name of the EtcdSnapshot the cluster is rebuilt from.
+	Snapshot string `json:"snapshot"`
+	// Revision is the etcd revision the snapshot holds: writes after it are lost.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Restore is the snapshot file and its recorded checksum; the rebuilt cluster's first
+	// member restores it, checking the checksum.
+	Restore MemberRestore `json:"restore"`
+	// ReplacedClusterID is the etcd cluster ID (hex) whose members' data is discarded.
+	ReplacedClusterID string `json:"replacedClusterID"`
+	// Loss is what the recovery loses, as stated before anything was done.
+	// +optional
+	Loss string `json:"loss,omitempty"`
+	// StartTime is when the operator began the recovery.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
 }
 
 // CozystackCompatibleStatus are status fields of Cozystack's v1alpha2 API that this operator

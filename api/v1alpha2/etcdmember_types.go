@@ -30,10 +30,12 @@ type MemberBootstrap struct {
 	// +kubebuilder:validation:MinLength=1
 	ClusterToken string `json:"clusterToken"`
 
-	// Restore is the snapshot a founding member of a restored cluster starts from, resolved
-	// from the cluster's spec.bootstrap.restore.source when the member was created (a
-	// snapshotRef becomes its EtcdSnapshot's file and checksum), so that the member's Pod does
-	// not depend on the EtcdSnapshot still existing later.
+	// Restore is the snapshot a founding member starts from: resolved from the cluster's
+	// spec.bootstrap.restore.source when the member was created (a snapshotRef becomes its
+	// EtcdSnapshot's file and checksum, so that the member's Pod does not depend on the
+	// EtcdSnapshot still existing later), or set on the first member of a cluster rebuilt
+	// from an EtcdSnapshot after it lost its quorum. Its restore does nothing once the data
+	// directory holds a member.
 	// +optional
 	Restore *MemberRestore `json:"restore,omitempty"`
 }

@@ -247,6 +247,9 @@ var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "Rol
 
 func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
 	var waiting errWaiting
+	if errors.As(stepErr, &waiting) && waiting.retryIn > 0 {
+		return min(max(waiting.retryIn, retryBase), retryMax)
+	}
 	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.reason] {
 		r.forgetFailures(key)
 		return retryBase

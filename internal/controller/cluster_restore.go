@@ -24,9 +24,10 @@ const ReasonRestoreFailed = "RestoreFailed"
 // foundingCount is how many members bootstrap the cluster. A cluster restored from a snapshot
 // starts from ONE restored member (the seed); the others join it as learners and receive the
 // data from it. So no member serves before the restore succeeded, every member ends up with
-// the same data, and there is a single restore to fail, report and retry.
+// the same data, and there is a single restore to fail, report and retry. A cluster rebuilt
+// from an EtcdSnapshot after it lost its quorum bootstraps the same way.
 func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
-	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+	if (c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil) || c.Status.SnapshotRecovery != nil {
 		return min(replicas, 1)
 	}
 	return replicas
@@ -36,7 +37,7 @@ func foundingCount(c *etcdv1.EtcdCluster, replicas int) int {
 // container's result in the Pods the reconcile observed; "" while it has not failed (or there
 // is no restore).
 func restoreFailure(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, pods map[string]*corev1.Pod) string {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
+	if c.Status.ClusterID != "" {
 		return ""
 	}
 	var failures []string
@@ -153,8 +154,8 @@ func describeArtifact(a *etcdv1.SnapshotArtifact) string {
 // created: afterwards the member holds what it restores. It reads the EtcdSnapshot a
 // snapshotRef names from the cache.
 func (r *ClusterReconciler) observeRestore(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*etcdv1.MemberRestore, string, error) {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
-		return nil, "", nil
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" || c.Status.SnapshotRecovery != nil {
+		return nil, "", nil // formed already, or rebuilt from the snapshot a recovery names
 	}
 	for _, m := range members {
 		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
@@ -191,4 +192,12 @@ func (r *ClusterReconciler) clustersRestoringFrom(ctx context.Context, obj clien
 		}
 	}
 	return out
+}
+
+// restoreSubject names the snapshot a bootstrap restores, for messages.
+func restoreSubject(c *etcdv1.EtcdCluster) string {
+	if r := c.Status.SnapshotRecovery; r != nil {
+		return "restoring EtcdSnapshot " + r.Snapshot
+	}
+	return "restoring spec.bootstrap.restore"
 }

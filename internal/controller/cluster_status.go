@@ -112,7 +112,7 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 	case replicas == 0:
 		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
 	case !v.reachable && c.Status.ClusterID == "" && v.restoreFailure != "":
-		available.Reason, available.Message = ReasonRestoreFailed, "restoring spec.bootstrap.restore failed, no member serves: "+v.restoreFailure
+		available.Reason, available.Message = ReasonRestoreFailed, restoreSubject(c)+" failed, no member serves: "+v.restoreFailure
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
 	case !v.reachable && v.clientErr != nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,8 @@ const AnnotationRemove = "etcd-operator.cozystack.io/remove"
 type errWaiting struct {
 	reason, message string
 	degraded        bool
+	// retryIn, when set, is when to look again: a wait that ends at a known time.
+	retryIn time.Duration
 }
 
 func (e errWaiting) Error() string { return e.message }
@@ -46,7 +49,9 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
-		r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
+		// A recovery from a snapshot owns the cluster from its request to the new cluster's
+		// first answer: no other step may act on members it is discarding.
+		r.recoverFromSnapshotStep, r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
 	} {
 		if done, err := act(ctx, c, v, replicas); done || err != nil {
 			return done && err == nil, err
@@ -71,8 +76,12 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 	return r.rollOutdatedPods(ctx, c, v)
 }
 
-// withoutQuorum: while etcd does not answer, only a recovery a person asked for acts.
+// withoutQuorum: while etcd does not answer, only a recovery acts: one a person asked for, or
+// the one spec.quorumLoss asks for after its grace period.
 func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if done, err := r.recoverAutomatically(ctx, c, v); done || err != nil {
+		return done && err == nil, err
+	}
 	if done, err := r.recoverQuorum(ctx, c, v); done || err != nil {
 		return done && err == nil, err
 	}
@@ -102,8 +111,11 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		return false, nil
 	}
 	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
-	if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
-		return done, err
+	// Not in a recovery from a snapshot: it deleted the old cluster's PVCs on purpose.
+	if c.Status.SnapshotRecovery == nil {
+		if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
+			return done, err
+		}
 	}
 	names := foundingNames(c, v.members, foundingCount(c, replicas))
 	if len(names) == 0 {
@@ -116,7 +128,12 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 			continue
 		}
 		b := etcdv1.MemberBootstrap{InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken}
-		if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		switch rec := c.Status.SnapshotRecovery; {
+		case rec != nil:
+			// A rebuild after the quorum was lost starts from the snapshot it names, whatever
+			// the cluster was first bootstrapped from.
+			b.Restore = rec.Restore.DeepCopy()
+		case c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil:
 			if v.restoreSource == nil {
 				// No member is created, so none can serve (or start empty) until the
 				// source can be used; an EtcdSnapshot changing wakes the cluster.

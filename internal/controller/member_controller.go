@@ -155,6 +155,12 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		if err := r.keepPVCOfDeletedCluster(ctx, m); err != nil {
 			return ctrl.Result{}, err
 		}
+	case m.Annotations[AnnotationDiscard] == "true":
+		// The whole etcd cluster is replaced (a recovery from a snapshot): there is no quorum
+		// to remove the member with, and the cluster it belongs to will not exist.
+		if err := r.deletePVC(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
 	case m.Annotations[AnnotationRemove] == "true":
 		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
 			reason := "RemoveFailed"

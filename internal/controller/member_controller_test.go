@@ -161,6 +161,26 @@ func TestFinalizerRefusesARemovalTheQuorumCannotTake(t *testing.T) {
 	}
 }
 
+// A member whose whole cluster a recovery from a snapshot replaces lets go without etcd,
+// which has no quorum (here: two of three down): its PVC is deleted and the finalizer released.
+func TestFinalizerOfADiscardDeletesThePVCWithoutEtcd(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.etcd.SetDown(h.ids["db-2"], true)
+	h.etcd.SetDown(h.ids["db-3"], true)
+	m := h.member("db-1")
+	m.Annotations = map[string]string{AnnotationDiscard: "true", AnnotationRemove: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.remove("db-1", false)
+	if calls := h.etcd.Calls(); len(calls) > 0 {
+		t.Fatalf("a discarded member asked etcd: %v", calls)
+	}
+	if h.pvc("db-1") != nil || h.member("db-1") != nil {
+		t.Fatal("the PVC or the finalizer of a discarded member was kept")
+	}
+}
+
 func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 	h := newMemberHarness(t, "")
 	h.remove("db-2", false)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,24 +27,38 @@ import (
 const AnnotationRecoverFrom = controller.AnnotationRecoverFrom
 
 func newRecoverCommand(o *Options) *cobra.Command {
-	var from string
+	var from, fromSnapshot string
 	var timeout time.Duration
-	cmd := o.command("recover CLUSTER [--from MEMBER]",
-		"Rebuild a cluster that lost its quorum from one member (without --from: show what each member has)",
+	cmd := o.command("recover CLUSTER [--from MEMBER | --from-snapshot ETCDSNAPSHOT]",
+		"Rebuild a cluster that lost its quorum from one member or from an EtcdSnapshot (without either: show what each member has)",
 		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
 			if err := checkRecover(meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)); err != nil {
 				return err
 			}
-			if from == "" {
-				say(o.Out, "%s\nTo rebuild %s from one of them (the writes it does not have are lost): kubectl etcd recover %s --from MEMBER\n",
-					meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable).Message, c.Name, c.Name)
+			var req recoveryRequest
+			switch {
+			case from != "" && fromSnapshot != "":
+				return errors.New("--from and --from-snapshot exclude each other: rebuild from one member, or from one snapshot")
+			case from != "":
+				if err := checkMember(ctx, k, c, from); err != nil {
+					return err
+				}
+				req = memberRequest(from)
+			case fromSnapshot != "":
+				if err := checkSnapshot(ctx, k, c, fromSnapshot); err != nil {
+					return err
+				}
+				req = snapshotRequest(fromSnapshot)
+			default:
+				say(o.Out, "%s\nTo rebuild %s from one of them (the writes it does not have are lost): kubectl etcd recover %s --from MEMBER\nTo rebuild it from a snapshot (the writes after it are lost): kubectl etcd recover %s --from-snapshot ETCDSNAPSHOT\n",
+					meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable).Message, c.Name, c.Name, c.Name)
 				return nil
 			}
-			if err := requestRecovery(ctx, k, c, from); err != nil {
+			if err := requestRecovery(ctx, k, c, req); err != nil {
 				return err
 			}
-			say(o.Out, "asked the operator to recover %s from %s (annotation %s=%s)\n", c.Name, from, AnnotationRecoverFrom, from)
-			answer, err := awaitRecoveryAnswer(ctx, k, c.Name, from, timeout)
+			say(o.Out, "asked the operator to recover %s (annotation %s=%s)\n", c.Name, req.annotation, req.value)
+			answer, err := awaitRecoveryAnswer(ctx, k, c.Name, req, timeout)
 			if err != nil {
 				return err
 			}
@@ -51,8 +66,23 @@ func newRecoverCommand(o *Options) *cobra.Command {
 			return nil
 		}))
 	cmd.Flags().StringVar(&from, "from", "", "the member whose data the cluster is rebuilt from")
+	cmd.Flags().StringVar(&fromSnapshot, "from-snapshot", "", "the EtcdSnapshot (Complete, of this cluster) the cluster is rebuilt from")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the operator to take up the request")
 	return cmd
+}
+
+// recoveryRequest is one of the operator's two recovery annotations, its value, and the words
+// that begin the operator's statement of what that recovery loses.
+type recoveryRequest struct {
+	annotation, value, stated string
+}
+
+func memberRequest(member string) recoveryRequest {
+	return recoveryRequest{annotation: AnnotationRecoverFrom, value: member, stated: "recovering from member " + member + " "}
+}
+
+func snapshotRequest(snapshot string) recoveryRequest {
+	return recoveryRequest{annotation: controller.AnnotationRecoverFromSnapshot, value: snapshot, stated: "restoring EtcdSnapshot " + snapshot + " "}
 }
 
 // checkRecover refuses a recovery unless the operator reports the quorum lost: on a cluster
@@ -68,7 +98,8 @@ func checkRecover(available *metav1.Condition) error {
 	return nil
 }
 
-func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, source string) error {
+// checkMember: the cluster has that member.
+func checkMember(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, source string) error {
 	members, err := k.Members(ctx, c.Name)
 	if err != nil {
 		return err
@@ -80,8 +111,28 @@ func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, source
 	if !slices.Contains(names, source) {
 		return fmt.Errorf("cluster %s has no member %q; its members are %v", c.Name, source, names)
 	}
+	return nil
+}
+
+// checkSnapshot: the EtcdSnapshot exists and is Complete. The operator checks the rest (whose
+// data it holds) and answers in the cluster's status.
+func checkSnapshot(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, name string) error {
+	s := &etcdv1.EtcdSnapshot{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("there is no EtcdSnapshot %q in namespace %s (kubectl get etcdsnapshots)", name, c.Namespace)
+		}
+		return explainForbidden(err, "get etcdsnapshots.etcd-operator.cozystack.io")
+	}
+	if s.Status.Phase != etcdv1.SnapshotComplete {
+		return fmt.Errorf("EtcdSnapshot %s is %q, not Complete: only a snapshot stored and verified can be restored", name, s.Status.Phase)
+	}
+	return nil
+}
+
+func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, req recoveryRequest) error {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": c.ResourceVersion, "annotations": map[string]string{AnnotationRecoverFrom: source}}})
+		"resourceVersion": c.ResourceVersion, "annotations": map[string]string{req.annotation: req.value}}})
 	if err != nil {
 		return err
 	}
@@ -91,9 +142,9 @@ func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, source
 	return nil
 }
 
-// awaitRecoveryAnswer waits until the operator either states what the recovery from source
+// awaitRecoveryAnswer waits until the operator either states what the requested recovery
 // loses (it has taken it up) or refuses it, and returns that statement.
-func awaitRecoveryAnswer(ctx context.Context, k *Kube, cluster, source string, timeout time.Duration) (string, error) {
+func awaitRecoveryAnswer(ctx context.Context, k *Kube, cluster string, req recoveryRequest, timeout time.Duration) (string, error) {
 	var answer string
 	var refusal error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
@@ -102,7 +153,7 @@ func awaitRecoveryAnswer(ctx context.Context, k *Kube, cluster, source string, t
 			return false, err
 		}
 		var done bool
-		answer, done, refusal = recoveryAnswer(c, source)
+		answer, done, refusal = recoveryAnswer(c, req)
 		return done, nil
 	})
 	if refusal != nil {
@@ -114,19 +165,19 @@ func awaitRecoveryAnswer(ctx context.Context, k *Kube, cluster, source string, t
 	return answer, nil
 }
 
-// recoveryAnswer reads the operator's answer to a recovery from source off the cluster:
-// done once it stated the loss (or finished: the request is gone) or refused.
-func recoveryAnswer(c *etcdv1.EtcdCluster, source string) (answer string, done bool, refusal error) {
-	if c.Annotations[AnnotationRecoverFrom] != source {
-		return "the operator has finished the recovery (the request is gone)", true, nil
+// recoveryAnswer reads the operator's answer to the request off the cluster: done once it
+// stated the loss (or finished: the request is gone) or refused.
+func recoveryAnswer(c *etcdv1.EtcdCluster, req recoveryRequest) (answer string, done bool, refusal error) {
+	if c.Annotations[req.annotation] != req.value {
+		return "the operator has finished with the request (it is gone): see kubectl etcd status and the cluster's events", true, nil
 	}
 	p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
 	switch {
 	case p == nil:
 		return "", false, nil
-	case p.Reason == controller.ReasonRecoveryRefused && strings.Contains(p.Message, AnnotationRecoverFrom+"="+source+" "):
+	case p.Reason == controller.ReasonRecoveryRefused && strings.Contains(p.Message, req.annotation+"="+req.value+" "):
 		return "", true, fmt.Errorf("the operator refused the recovery: %s", p.Message)
-	case p.Reason == controller.ReasonQuorumRecovery && strings.Contains(p.Message, "recovering from member "+source+" "):
+	case p.Reason == controller.ReasonQuorumRecovery && strings.Contains(p.Message, req.stated):
 		return "the operator is recovering: " + p.Message, true, nil
 	}
 	return "", false, nil

@@ -52,7 +52,7 @@ func TestRecoveryAnswerIsTheOperatorsAboutThisSource(t *testing.T) {
 		"finished":                  {nil, nil, true, false},
 	} {
 		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: tt.annotations}, Status: etcdv1.EtcdClusterStatus{Conditions: tt.conditions}}
-		answer, done, refusal := recoveryAnswer(c, "db-1")
+		answer, done, refusal := recoveryAnswer(c, memberRequest("db-1"))
 		if done != tt.done || (refusal != nil) != tt.refused || done && !tt.refused && answer == "" {
 			t.Errorf("%s: answer %q, done %v, refusal %v; want done %v, refused %v", name, answer, done, refusal, tt.done, tt.refused)
 		}
@@ -82,16 +82,63 @@ func TestRecoverRequestsThroughTheOperatorsAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := requestRecovery(ctx, k, c, "db-9"); err == nil || !strings.Contains(err.Error(), "[db-1 db-2]") {
+	if err := checkMember(ctx, k, c, "db-9"); err == nil || !strings.Contains(err.Error(), "[db-1 db-2]") {
 		t.Fatalf("an unknown member: %v, want the member names", err)
 	}
-	if err := requestRecovery(ctx, k, c, "db-2"); err != nil {
+	if err := checkMember(ctx, k, c, "db-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := requestRecovery(ctx, k, c, memberRequest("db-2")); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ = k.Cluster(ctx, "db"); c.Annotations[AnnotationRecoverFrom] != "db-2" {
 		t.Fatalf("annotations %v", c.Annotations)
 	}
-	if _, err := awaitRecoveryAnswer(ctx, k, "db", "db-2", 1500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "the request stays") {
+	if _, err := awaitRecoveryAnswer(ctx, k, "db", memberRequest("db-2"), 1500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "the request stays") {
 		t.Fatalf("no operator answering: %v", err)
+	}
+}
+
+// --from-snapshot names an EtcdSnapshot that exists and is Complete, and lands as the
+// operator's recover-from-snapshot annotation, whose answer is read as for a member.
+func TestRecoverFromSnapshotRequest(t *testing.T) {
+	ctx := context.Background()
+	k := recoverFixture(t)
+	for _, s := range []*etcdv1.EtcdSnapshot{
+		{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: "ns"}, Status: etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "failed", Namespace: "ns"}, Status: etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed}},
+	} {
+		if err := k.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := k.Cluster(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"nope": `there is no EtcdSnapshot "nope"`, "failed": `EtcdSnapshot failed is "Failed", not Complete`} {
+		if err := checkSnapshot(ctx, k, c, name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	if err := checkSnapshot(ctx, k, c, "done"); err != nil {
+		t.Fatal(err)
+	}
+	req := snapshotRequest("done")
+	if err := requestRecovery(ctx, k, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = k.Cluster(ctx, "db"); c.Annotations[controller.AnnotationRecoverFromSnapshot] != "done" {
+		t.Fatalf("annotations %v", c.Annotations)
+	}
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: controller.ReasonQuorumRecovery,
+		Message: "restoring EtcdSnapshot done at revision 40 (taken from member db-1 of etcd cluster c1): writes after revision 40 are lost"}}
+	if answer, done, refusal := recoveryAnswer(c, req); !done || refusal != nil || !strings.Contains(answer, "writes after revision 40 are lost") {
+		t.Errorf("stated: %q %v %v", answer, done, refusal)
+	}
+	c.Status.Conditions[0].Reason = controller.ReasonRecoveryRefused
+	c.Status.Conditions[0].Message = "the quorum is lost and " + controller.AnnotationRecoverFromSnapshot + "=done asks for a recovery, but: EtcdSnapshot done holds the data of EtcdCluster x"
+	if _, done, refusal := recoveryAnswer(c, req); !done || refusal == nil {
+		t.Errorf("refused: done %v, refusal %v", done, refusal)
 	}
 }

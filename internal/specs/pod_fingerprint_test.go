@@ -149,6 +149,7 @@ func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
 		"NetworkPolicy":                        true, // an object of its own beside the Pods
 		"Defrag":                               true, // a schedule the operator runs through etcd's API
 		"Alarms":                               true, // how the operator answers an alarm, through etcd's API
+		"QuorumLoss":                           true, // whether the operator recovers a lost quorum: annotations and EtcdMembers
 	}
 	inputs := map[string]bool{}
 	for f := range reflect.TypeFor[podInputs]().Fields() {

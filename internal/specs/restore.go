@@ -17,31 +17,42 @@ const (
 	RestoreContainerName = "restore"
 )
 
-// Restores reports whether a member starts from the cluster's bootstrap snapshot: only a
-// founding member of a cluster with spec.bootstrap.restore. Members added later join the
-// restored cluster and get its data from the leader.
+// Restores reports whether a member starts from a snapshot: the founding member of a cluster
+// rebuilt from an EtcdSnapshot (its own spec.bootstrap.restore), or a founding member of a
+// cluster with spec.bootstrap.restore. Members added later join the restored cluster and get
+// its data from the leader.
 func Restores(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
-	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil &&
-		m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew
+	_, ok := restoreOf(c, m)
+	return ok
 }
 
-// RestoreSource is what a founding member restores: the source the cluster controller
-// resolved into the member when it created it or, for a member created before members
-// recorded it, the cluster's s3 or pvc source. nil when the member restores nothing, or when
-// its source is unknown (a snapshotRef never resolved into it): such a member must not start,
-// or it would start empty.
+// restoreOf is the snapshot a member restores: its own (a recovery from an EtcdSnapshot names
+// it on the member, and it wins over the cluster's first bootstrap), or the cluster's
+// spec.bootstrap.restore for a founding member.
+func restoreOf(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcdv1.MemberRestore, bool) {
+	if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateNew {
+		return etcdv1.MemberRestore{}, false
+	}
+	if r := m.Spec.Bootstrap.Restore; r != nil {
+		return *r, true
+	}
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		return etcdv1.MemberRestore{Source: c.Spec.Bootstrap.Restore.Source.Location()}, true
+	}
+	return etcdv1.MemberRestore{}, false
+}
+
+// RestoreSource is what a founding member restores (restoreOf): the source the cluster
+// controller resolved into the member when it created it or, for a member created before
+// members recorded it, the cluster's s3 or pvc source. nil when the member restores nothing,
+// or when its source is unknown (a snapshotRef never resolved into it): such a member must
+// not start, or it would start empty.
 func RestoreSource(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) *etcdv1.MemberRestore {
-	if !Restores(c, m) {
+	restore, ok := restoreOf(c, m)
+	if !ok || (restore.Source.S3 == nil && restore.Source.PVC == nil) {
 		return nil
 	}
-	if m.Spec.Bootstrap.Restore != nil {
-		return m.Spec.Bootstrap.Restore
-	}
-	loc := c.Spec.Bootstrap.Restore.Source.Location()
-	if loc.S3 == nil && loc.PVC == nil {
-		return nil
-	}
-	return &etcdv1.MemberRestore{Source: loc}
+	return &restore
 }
 
 // restoreInitContainers put the snapshot into a founding member's data directory before etcd

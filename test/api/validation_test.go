@@ -68,6 +68,17 @@ func invalidCreates() []invalidCreate {
 		{"restore from a host without scheme", newCluster("b08", withRestore(etcdv1.RestoreSource{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Endpoint = "minio:9000"; return l }()})), "endpoint must be a URL starting with http:// or https://"},
 		{"restore from a bad bucket name", newCluster("b09", withRestore(etcdv1.RestoreSource{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Bucket = "My_Backups"; return l }()})), "bucket must be a valid S3 bucket name"},
 		{"restore from outside the volume", newCluster("b10", withRestore(etcdv1.RestoreSource{PVC: pvc("../other/a.db")})), "subPath must be a relative path inside the volume without '..'"},
+		// spec.quorumLoss
+		{"quorum-loss policy unknown", newCluster("q01", func(c *etcdv1.EtcdCluster) { c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: "Always"} }), `spec.quorumLoss.policy: Unsupported value: "Always"`},
+		{"quorum-loss grace period with Manual", newCluster("q02", func(c *etcdv1.EtcdCluster) {
+			c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossManual, GracePeriodSeconds: ptr[int32](60)}
+		}), "spec.quorumLoss.gracePeriodSeconds applies only to policy RecoverFromMostAdvancedMember"},
+		{"quorum-loss grace period of 5 s", newCluster("q03", func(c *etcdv1.EtcdCluster) {
+			c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptr[int32](5)}
+		}), "spec.quorumLoss.gracePeriodSeconds in body should be greater than or equal to 10"},
+		{"automatic recovery on tmpfs", newCluster("q04", withStorage("1Gi", memory), func(c *etcdv1.EtcdCluster) {
+			c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember}
+		}), "spec.quorumLoss.policy RecoverFromMostAdvancedMember needs persistent storage"},
 		// spec.tolerations, spec.priorityClassName
 		{"33 tolerations", newCluster("p01", func(c *etcdv1.EtcdCluster) { c.Spec.Tolerations = make([]corev1.Toleration, 33) }), "spec.tolerations: Too many: 33: must have at most 32 items"},
 		{"priority class name too long", newCluster("p02", func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = strings.Repeat("p", 254) }), "spec.priorityClassName: Too long: may not be more than 253"},

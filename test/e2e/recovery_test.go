@@ -114,3 +114,127 @@ func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
 	}
 	w.stopAndVerify(t, 10) // every acknowledged write, read back through the recovered cluster
 }
+
+// countKeys counts the keys under prefix through the cluster's client Service.
+func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(resp.Count)
+}
+
+// Two of three members destroyed (Pods and PVCs) after a snapshot was taken and more was
+// written: the cluster has no quorum until a person asks, through kubectl etcd, for a
+// recovery from the snapshot. Then every member's data is replaced by the snapshot's: every
+// key written before the snapshot is there, none written after it, the cluster has a new
+// cluster ID and is back to 3 voters. The members are destroyed while the operator is down,
+// as in TestRecoveryFromTheSurvivorOfThree (a running operator replaces the first before the
+// second goes, and the quorum holds): not parallel.
+func TestRecoveryFromASnapshot(t *testing.T) {
+	ns, bucket := s3Namespace(t)
+	createCluster(t, ns, "snaplost", 3)
+	before := waitSettled(t, ns, "snaplost", 3, 4*time.Minute)
+	cli := dialClusterWith(t, ns, "snaplost", access{})
+	const keys = 2000
+	loadKeys(t, cli, "/before", keys)
+	createSnapshot(t, ns, "snap", "snaplost", s3Location(t, bucket, "snapshots/"))
+	waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
+	loadKeys(t, cli, "/after", 100)
+	_ = cli.Close()
+
+	setOperatorReplicas(t, 0)
+	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
+	eventually(t, 3*time.Minute, "QuorumLost", func() error {
+		av := meta.FindStatusCondition(getCluster(t, ns, "snaplost").Status.Conditions, etcdv1.ConditionAvailable)
+		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, "no quorum") {
+			return fmt.Errorf("Available %+v", av)
+		}
+		return nil
+	})
+
+	plugin := buildPlugin(t)
+	if out := mustPlugin(t, plugin, ns, "recover", "snaplost", "--from-snapshot", "snap"); !strings.Contains(out, "restoring EtcdSnapshot snap at revision") ||
+		!strings.Contains(out, "are lost") {
+		t.Fatalf("kubectl etcd recover --from-snapshot printed no statement of the loss:\n%s", out)
+	}
+	after := waitSettled(t, ns, "snaplost", 3, 6*time.Minute)
+	if after.Status.ClusterID == before.Status.ClusterID || after.Status.ClusterID == "" {
+		t.Fatalf("cluster ID %q after the recovery from a snapshot, was %s", after.Status.ClusterID, before.Status.ClusterID)
+	}
+	if after.Status.Voters != 3 || after.Status.SnapshotRecovery != nil || after.Annotations["etcd-operator.cozystack.io/recover-from-snapshot"] != "" {
+		t.Fatalf("after the recovery: %d voters, record %+v, annotations %v", after.Status.Voters, after.Status.SnapshotRecovery, after.Annotations)
+	}
+	restored := dialClusterWith(t, ns, "snaplost", access{})
+	if got, lost := countKeys(t, restored, "/before"), countKeys(t, restored, "/after"); got != keys || lost != 0 {
+		t.Fatalf("%d of the %d keys written before the snapshot, %d of those written after it", got, keys, lost)
+	}
+	for reason, part := range map[string]string{
+		"QuorumRecovery":  "restoring EtcdSnapshot snap",
+		"QuorumRecovered": "restored from EtcdSnapshot snap",
+	} {
+		if !eventAbout(t, ns, reason, part) {
+			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
+		}
+	}
+	w := startWriter(t, ns, "snaplost", "/after-recovery")
+	time.Sleep(2 * time.Second)
+	w.stopAndVerify(t, 10)
+}
+
+// spec.quorumLoss RecoverFromMostAdvancedMember with a short grace period: two of three
+// members destroyed, nobody asks, and once the grace period has passed the operator recovers
+// from the survivor by itself: same cluster ID, the survivor's member ID, 3 voters, and every
+// write the survivor had. The members are destroyed while the operator is down, so that the
+// quorum is lost for sure: not parallel.
+func TestAutomaticRecoveryFromTheMostAdvancedMember(t *testing.T) {
+	ns := namespace(t)
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "autolost", Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
+		Replicas: ptr(int32(3)), Version: etcdVersion,
+		QuorumLoss: &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptr(int32(15))}}}
+	create(t, c)
+	before := waitSettled(t, ns, "autolost", 3, 4*time.Minute)
+	w := startWriter(t, ns, "autolost", "autolost")
+	time.Sleep(2 * time.Second)
+	w.stopAndVerify(t, 10)
+	survivor := before.Status.Members[0]
+	written := readThrough(t, memberIPs(t, ns, "autolost")[survivor.Name], "autolost")
+
+	setOperatorReplicas(t, 0)
+	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
+	// The settled status from before the loss would pass at once: the recovery's own event
+	// and the destroyed members' absence from the status say it happened.
+	eventually(t, 3*time.Minute, "an AutomaticRecovery event naming "+survivor.Name, func() error {
+		if !eventAbout(t, ns, "AutomaticRecovery", "asks for the recovery from "+survivor.Name) {
+			return fmt.Errorf("events %v", eventReasons(t, ns))
+		}
+		return nil
+	})
+	var after *etcdv1.EtcdCluster
+	eventually(t, 6*time.Minute, "3 voters again without the destroyed members' IDs", func() error {
+		after = waitSettled(t, ns, "autolost", 3, 6*time.Minute)
+		ids := memberIDs(after)
+		for _, m := range before.Status.Members[1:] {
+			for _, id := range ids {
+				if id == m.ID {
+					return fmt.Errorf("member ID %s of destroyed %s still listed: %v", m.ID, m.Name, ids)
+				}
+			}
+		}
+		return nil
+	})
+	if after.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
+	}
+	if ids := memberIDs(after); ids[survivor.Name] != survivor.ID {
+		t.Fatalf("the survivor %s has ID %q, was %s: %v", survivor.Name, ids[survivor.Name], survivor.ID, ids)
+	}
+	if got := readThrough(t, memberIPs(t, ns, "autolost")[survivor.Name], "autolost"); got != written {
+		t.Fatalf("%d writes after the recovery, the survivor had %d", got, written)
+	}
+}

@@ -262,3 +262,10 @@ func (f *Cluster) ForceNewCluster(id uint64) {
 	f.members = []*memberState{m}
 	f.leader = id
 }
+
+// SetClusterID gives the cluster another ID, as a cluster founded again from a snapshot has.
+func (f *Cluster) SetClusterID(id uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clusterID = id
+}

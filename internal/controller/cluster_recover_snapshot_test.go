@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+const testChecksum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// completeSnapshot is an EtcdSnapshot of cluster db (etcd cluster clusterID) at revision 40.
+func completeSnapshot(name, clusterID string) *etcdv1.EtcdSnapshot {
+	return &etcdv1.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "db"}, Destination: etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{
+			Endpoint: "http://minio:9000", Bucket: "backups", Key: "db/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"},
+		}}},
+		Status: etcdv1.EtcdSnapshotStatus{
+			Phase: etcdv1.SnapshotComplete, Revision: 40, ClusterID: clusterID, Member: "db-2",
+			Artifact: &etcdv1.SnapshotArtifact{URI: "s3://backups/db/" + name + ".db", SizeBytes: 1000, Checksum: testChecksum},
+		},
+	}
+}
+
+func TestPlanSnapshotRecovery(t *testing.T) {
+	survivors := []survivor{answered("db-1", 100, false), {name: "db-2"}, {name: "db-3"}}
+	edited := func(edit func(*etcdv1.EtcdSnapshot)) *etcdv1.EtcdSnapshot {
+		s := completeSnapshot("snap", "c1a5e4")
+		edit(s)
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		snapshot   *etcdv1.EtcdSnapshot
+		allowOther bool
+		tmpfs      bool
+		refusal    string // part of the refusal; "" when it goes ahead
+	}{
+		{"a complete snapshot of this cluster", completeSnapshot("snap", "c1a5e4"), false, false, ""},
+		{"no such snapshot", nil, false, false, "EtcdSnapshot snap does not exist"},
+		{"a snapshot still being taken", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotStarted }), false, false, `is "Started", not Complete`},
+		{"a failed snapshot", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotFailed }), false, false, "not Complete"},
+		{"no checksum", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.Checksum = "" }), false, false, "records no checksum or revision"},
+		{"no revision", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Revision = 0 }), false, false, "records no checksum or revision"},
+		{"another EtcdCluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Spec.ClusterRef.Name = "orders" }), false, false, "holds the data of EtcdCluster orders"},
+		{"another etcd cluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), false, false, "etcd cluster beef; this is EtcdCluster db, etcd cluster c1a5e4"},
+		{"another cluster's, allowed", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), true, false, ""},
+		{"tmpfs", completeSnapshot("snap", "c1a5e4"), false, true, "a tmpfs cluster cannot be rebuilt from a snapshot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planSnapshotRecovery(snapshotRecoveryInput{
+				requested: "snap", snapshot: tc.snapshot, cluster: "db", clusterID: "c1a5e4", allowOther: tc.allowOther, tmpfs: tc.tmpfs,
+				survivors: survivors, names: []string{"db-3", "db-1", "db-2"},
+			})
+			if tc.refusal != "" {
+				if !strings.Contains(plan.refusal, tc.refusal) {
+					t.Fatalf("refusal %q, want %q", plan.refusal, tc.refusal)
+				}
+				return
+			}
+			if plan.refusal != "" {
+				t.Fatalf("refused: %s", plan.refusal)
+			}
+			for _, want := range []string{
+				"restoring EtcdSnapshot snap at revision 40", "writes after revision 40 are lost",
+				"db-1 revision 42 (2 revisions after the snapshot are lost)", "db-2 unknown (not answering)",
+				"the data of every member [db-1, db-2, db-3] is discarded", "new cluster ID",
+			} {
+				if !strings.Contains(plan.loss, want) {
+					t.Errorf("loss %q does not say %q", plan.loss, want)
+				}
+			}
+			rec := plan.record
+			if rec.Restore.Source.S3 == nil || rec.Restore.Source.S3.Key != "db/snap.db" || rec.Restore.Checksum != testChecksum || rec.ReplacedClusterID != "c1a5e4" || rec.Loss != plan.loss {
+				t.Errorf("record %+v", rec)
+			}
+		})
+	}
+}
+
+// lostQuorumWithSnapshot: a running cluster of 3 whose db-2 and db-3 are down, with a Pod for
+// each member and a Complete snapshot of it.
+func lostQuorumWithSnapshot(t *testing.T) *harness {
+	h := runningHarness(t)
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		h.startPodOf(name)
+	}
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.reconcile()
+	if err := h.api.Create(context.Background(), completeSnapshot("snap", h.clusterObj().Status.ClusterID)); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) annotate(kv ...string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	for i := 0; i < len(kv); i += 2 {
+		c.Annotations[kv[i]] = kv[i+1]
+	}
+	if err := h.api.Patch(context.Background(), c, patch); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) count(list client.ObjectList) int {
+	h.t.Helper()
+	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
+		h.t.Fatal(err)
+	}
+	return len(mustItems(list))
+}
+
+func mustItems(list client.ObjectList) []any {
+	var out []any
+	switch l := list.(type) {
+	case *corev1.PodList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.PersistentVolumeClaimList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}
+
+// A recovery from a snapshot: the loss is stated before anything, then recorded, then every
+// member, Pod and PVC goes, then one member restores the snapshot under a new token, and once
+// the new cluster answers the request and the record go and scaling adds the others.
+func TestRecoveryFromSnapshot(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	oldToken := h.clusterObj().Status.ClusterToken
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile()
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") || !strings.Contains(pr.Message, "db-1 revision 0 (nothing after the snapshot)") {
+		t.Fatalf("Progressing before any act: %+v", pr)
+	}
+	if len(h.members()) != 3 || h.clusterObj().Status.SnapshotRecovery != nil {
+		t.Fatal("something was done before the loss was in status")
+	}
+	h.reconcile()
+	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || len(h.members()) != 3 {
+		t.Fatalf("the recovery was not recorded before the first act: %+v", rec)
+	}
+	h.checkOldClusterCleared(oldToken)
+	h.checkRestoringSeed(oldToken)
+	h.finishSnapshotRecoveryWith(0xbeef)
+}
+
+// checkOldClusterCleared reconciles until the cluster ID is cleared: no member, Pod or PVC of
+// the old cluster is left, and the token is new.
+func (h *harness) checkOldClusterCleared(oldToken string) {
+	t := h.t
+	t.Helper()
+	for i := 0; i < 20 && h.clusterObj().Status.ClusterID != ""; i++ {
+		h.reconcile()
+	}
+	if c := h.clusterObj(); c.Status.ClusterID != "" || c.Status.ClusterToken == oldToken {
+		t.Fatalf("the old cluster was never cleared: ID %q, token %q", c.Status.ClusterID, c.Status.ClusterToken)
+	}
+	if n := h.count(&corev1.PodList{}); n != 0 {
+		t.Fatalf("%d Pods left of the old cluster", n)
+	}
+}
+
+// checkRestoringSeed: what bootstrap creates is one member that restores the snapshot,
+// checking its checksum, under the new token.
+func (h *harness) checkRestoringSeed(oldToken string) {
+	t := h.t
+	t.Helper()
+	h.reconcile()
+	ms := h.members()
+	if len(ms) != 1 || ms[0].Name != "db-1" || ms[0].Spec.Bootstrap.Restore == nil || ms[0].Spec.Bootstrap.Restore.Source.S3.Key != "db/snap.db" ||
+		ms[0].Spec.Bootstrap.ClusterToken == oldToken {
+		t.Fatalf("founding members %v: %+v", names(ms), ms[0].Spec.Bootstrap)
+	}
+	pod := specs.Pod(h.clusterObj(), ms[0], h.r.PodOptions)
+	if !hasArg(pod.Spec.InitContainers, specs.RestoreContainerName, "--checksum="+testChecksum) {
+		t.Fatal("the founding member's Pod does not restore the snapshot with its checksum")
+	}
+	if av := h.condition(etcdv1.ConditionAvailable); av.Reason != "Bootstrapping" {
+		t.Fatalf("Available while the new cluster forms: %+v", av)
+	}
+}
+
+// finishSnapshotRecoveryWith: the restored member forms a new cluster of that ID; the request
+// and the record go, and scaling adds a member.
+func (h *harness) finishSnapshotRecoveryWith(clusterID uint64) {
+	t := h.t
+	t.Helper()
+	// The restored member forms a new cluster.
+	h.etcd = etcdfake.New()
+	h.etcd.SetClusterID(clusterID)
+	h.etcd.SeedMember("db-1", specs.PeerURL(h.clusterObj(), "db-1"), specs.ClientURL(h.clusterObj(), "db-1"))
+	h.reconcile() // the request goes
+	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFromSnapshot]; ok {
+		t.Fatal("the request outlived the recovery")
+	}
+	h.reconcile() // the record goes
+	if c := h.clusterObj(); c.Status.SnapshotRecovery != nil || c.Status.ClusterID != etcd.FormatID(clusterID) {
+		t.Fatalf("after the recovery: record %+v, cluster ID %q", c.Status.SnapshotRecovery, c.Status.ClusterID)
+	}
+	h.reconcile() // scaling adds a member
+	if got := len(h.members()); got != 2 {
+		t.Fatalf("%d members after the recovery, want a new one added", got)
+	}
+}
+
+func hasArg(containers []corev1.Container, name, arg string) bool {
+	for _, c := range containers {
+		if c.Name != name {
+			continue
+		}
+		for _, a := range c.Args {
+			if a == arg {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Refused, with nothing changed: a snapshot of another etcd cluster without the allowance,
+// and a missing one. Allowed explicitly, the other cluster's snapshot goes ahead.
+func TestRecoveryFromSnapshotRefusals(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	other := completeSnapshot("other", "beef")
+	if err := h.api.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"missing": "EtcdSnapshot missing does not exist", "other": "to restore it anyway, set " + AnnotationAllowOtherClusterSnapshot + "=true"} {
+		h.annotate(AnnotationRecoverFromSnapshot, name)
+		h.reconcile()
+		h.reconcile()
+		pr := h.condition(etcdv1.ConditionProgressing)
+		if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, want) {
+			t.Fatalf("%s: Progressing %+v", name, pr)
+		}
+		if len(h.members()) != 3 || h.clusterObj().Status.SnapshotRecovery != nil {
+			t.Fatalf("%s: a refused recovery changed something", name)
+		}
+	}
+	h.annotate(AnnotationAllowOtherClusterSnapshot, "true")
+	h.reconcile()
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot other") {
+		t.Fatalf("allowed: Progressing %+v", pr)
+	}
+}
+
+// While etcd has a quorum the request is refused and removed; nothing else changes.
+func TestRecoveryFromSnapshotRefusedWithAQuorum(t *testing.T) {
+	h := runningHarness(t)
+	if err := h.api.Create(context.Background(), completeSnapshot("snap", h.clusterObj().Status.ClusterID)); err != nil {
+		t.Fatal(err)
+	}
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile()
+	c := h.clusterObj()
+	if _, ok := c.Annotations[AnnotationRecoverFromSnapshot]; ok || c.Status.SnapshotRecovery != nil || len(h.members()) != 3 {
+		t.Fatalf("a healthy cluster: annotations %v, record %+v, %d members", c.Annotations, c.Status.SnapshotRecovery, len(h.members()))
+	}
+}
+
+// The quorum back before the recovery was recorded: the request goes and nothing changes.
+// Once recorded, the recovery goes on whatever answers: members may already be gone.
+func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	h.etcd.SetDown(h.etcdID("db-2"), false)
+	h.reconcile()
+	c := h.clusterObj()
+	if c.Status.SnapshotRecovery != nil || c.Annotations[AnnotationRecoverFromSnapshot] != "" || len(h.members()) != 3 {
+		t.Fatalf("quorum back before the record: record %+v, annotations %v, %d members", c.Status.SnapshotRecovery, c.Annotations, len(h.members()))
+	}
+
+	h = lostQuorumWithSnapshot(t)
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	h.reconcile() // recorded
+	h.reconcile() // db-1 discarded
+	h.etcd.SetDown(h.etcdID("db-2"), false)
+	h.etcd.SetDown(h.etcdID("db-3"), false)
+	for i := 0; i < 20 && h.clusterObj().Status.ClusterID != ""; i++ {
+		h.reconcile()
+	}
+	if c := h.clusterObj(); c.Status.ClusterID != "" || len(h.members()) > 1 {
+		t.Fatalf("a recovery that discarded a member stopped halfway: ID %q, members %v", c.Status.ClusterID, names(h.members()))
+	}
+}
