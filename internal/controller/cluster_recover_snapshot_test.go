@@ -246,7 +246,12 @@ func TestRecoveryFromSnapshotRefusals(t *testing.T) {
 	if err := h.api.Create(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"missing": "EtcdSnapshot missing does not exist", "other": "to restore it anyway, set " + AnnotationAllowOtherClusterSnapshot + "=true"} {
+	// In this order: the allowance below applies to the annotation left on, "other".
+	for _, tc := range []struct{ name, want string }{
+		{"missing", "EtcdSnapshot missing does not exist"},
+		{"other", "to restore it anyway, set " + AnnotationAllowOtherClusterSnapshot + "=true"},
+	} {
+		name, want := tc.name, tc.want
 		h.annotate(AnnotationRecoverFromSnapshot, name)
 		h.reconcile()
 		h.reconcile()
