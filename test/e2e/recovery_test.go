@@ -71,16 +71,7 @@ func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
 	written := readThrough(t, memberIPs(t, ns, "lost")[survivor.Name], "lost")
 	t.Logf("survivor %s has applied %d writes", survivor.Name, written)
 
-	setOperatorReplicas(t, 0)
-	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
-	setOperatorReplicas(t, 1)
-	eventually(t, 3*time.Minute, "QuorumLost naming the survivor", func() error {
-		av := meta.FindStatusCondition(getCluster(t, ns, "lost").Status.Conditions, etcdv1.ConditionAvailable)
-		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, "1 of 3 members answer") {
-			return fmt.Errorf("Available %+v", av)
-		}
-		return nil
-	})
+	loseTwoOfThree(t, ns, "lost", before, "1 of 3 members answer")
 
 	// Asked through kubectl etcd: first what each member has, then the request, which the
 	// plugin hands to the operator (the recover-from annotation) and whose answer it prints.
@@ -146,16 +137,7 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	loadKeys(t, cli, "/after", 100)
 	_ = cli.Close()
 
-	setOperatorReplicas(t, 0)
-	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
-	setOperatorReplicas(t, 1)
-	eventually(t, 3*time.Minute, "QuorumLost", func() error {
-		av := meta.FindStatusCondition(getCluster(t, ns, "snaplost").Status.Conditions, etcdv1.ConditionAvailable)
-		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, "no quorum") {
-			return fmt.Errorf("Available %+v", av)
-		}
-		return nil
-	})
+	loseTwoOfThree(t, ns, "snaplost", before, "no quorum")
 
 	plugin := buildPlugin(t)
 	if out := mustPlugin(t, plugin, ns, "recover", "snaplost", "--from-snapshot", "snap"); !strings.Contains(out, "restoring EtcdSnapshot snap at revision") ||
@@ -184,4 +166,21 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	w := startWriter(t, ns, "snaplost", "/after-recovery")
 	time.Sleep(2 * time.Second)
 	w.stopAndVerify(t, 10)
+}
+
+// loseTwoOfThree destroys the second and third members (Pods and PVCs) while the operator is
+// down, so that it cannot replace the first before the second goes, and waits for the
+// cluster to report QuorumLost with a message containing what.
+func loseTwoOfThree(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster, what string) {
+	t.Helper()
+	setOperatorReplicas(t, 0)
+	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
+	setOperatorReplicas(t, 1)
+	eventually(t, 3*time.Minute, "QuorumLost: "+what, func() error {
+		av := meta.FindStatusCondition(getCluster(t, ns, cluster).Status.Conditions, etcdv1.ConditionAvailable)
+		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, what) {
+			return fmt.Errorf("Available %+v", av)
+		}
+		return nil
+	})
 }
