@@ -4,10 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 // The local cluster's supervisor restarts kube-apiserver on SIGUSR1 (cmd/localcluster:
@@ -29,11 +36,49 @@ func apiServerRestartTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	time.Sleep(delay)
+	before, err := apiServerIdentity(ctx, t.c.e.k8s)
+	if err != nil {
+		return err
+	}
 	if err := restartAPIServer(); err != nil {
 		return err
 	}
 	t.replicas = target
-	return t.c.waitSettled(ctx, target, time.Time{})
+	// The supervisor restarts kube-apiserver in its own time, and the old one serves while it
+	// shuts down: a settled status read before the restart would end the trial with the
+	// restart still to come (and the next request refused). The new instance's identity
+	// shows the restart happened.
+	return t.c.waitSettled(ctx, target, time.Time{}, func(*etcdv1.EtcdCluster) error {
+		now, err := apiServerIdentity(ctx, t.c.e.k8s)
+		if err != nil {
+			return err
+		}
+		if now == before {
+			return fmt.Errorf("kube-apiserver not restarted yet (identity %s)", before)
+		}
+		return nil
+	})
+}
+
+// apiServerIdentity names the running kube-apiserver instance: each start takes its identity
+// Lease in kube-system under a new holder identity.
+func apiServerIdentity(ctx context.Context, k8s client.Client) (string, error) {
+	leases := &coordinationv1.LeaseList{}
+	if err := k8s.List(ctx, leases, client.InNamespace(metav1.NamespaceSystem),
+		client.MatchingLabels{"apiserver.kubernetes.io/identity": "kube-apiserver"}); err != nil {
+		return "", err
+	}
+	var holders []string
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil {
+			holders = append(holders, *l.Spec.HolderIdentity)
+		}
+	}
+	if len(holders) == 0 {
+		return "", fmt.Errorf("no kube-apiserver identity Lease in %s", metav1.NamespaceSystem)
+	}
+	slices.Sort(holders)
+	return strings.Join(holders, ","), nil
 }
 
 // restartAPIServer asks the local cluster's supervisor to restart kube-apiserver.
