@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,6 +32,10 @@ func alarmCondition(v *clusterView, alarms []etcd.Alarm) metav1.Condition {
 		name := etcd.FormatID(a.MemberID)
 		if em, ok := v.etcdMemberByID(a.MemberID); ok && em.Name != "" {
 			name = em.Name
+		} else if a.MemberID == 0 {
+			// etcd's corruption check raises CORRUPT on ID 0 when it cannot tell which
+			// member differs (no quorum agreed on a hash).
+			name = "the whole cluster (etcd could not tell which member)"
 		}
 		byType[a.Type] = append(byType[a.Type], name)
 	}
@@ -79,6 +85,50 @@ func (r *ClusterReconciler) setAlarmCondition(c *etcdv1.EtcdCluster, v *clusterV
 		r.event(c, corev1.EventTypeNormal, "AlarmCleared", "Alarm", "etcd has no alarm raised any more")
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}
+
+// ReasonRemovedMemberAlarmDisarmed is the event of disarmStaleAlarms.
+const ReasonRemovedMemberAlarmDisarmed = "RemovedMemberAlarmDisarmed"
+
+// staleAlarms are the alarms etcd keeps for members it no longer lists. etcd does not drop a
+// member's alarms when the member is removed, and its CORRUPT alarm keeps refusing every
+// write of the whole cluster: once the corrupt member has been replaced, its alarm describes
+// nothing that exists. ID 0 is never a member: it is etcd's "some member, it could not tell
+// which", and stays.
+func staleAlarms(alarms []etcd.Alarm, members []etcd.Member) []etcd.Alarm {
+	var out []etcd.Alarm
+	for _, a := range alarms {
+		if a.MemberID != 0 && !slices.ContainsFunc(members, func(m etcd.Member) bool { return m.ID == a.MemberID }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// disarmStaleAlarms disarms the alarms of members etcd no longer lists (staleAlarms): a
+// replaced corrupt member's CORRUPT, above all. A member's own alarm is never disarmed here
+// while the member is in the cluster. The member list is read again right before: an alarm
+// raised by a member added after this reconcile's look must not pass for a removed one's.
+func (r *ClusterReconciler) disarmStaleAlarms(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	stale := staleAlarms(v.alarms, v.etcdMembers)
+	if len(stale) == 0 {
+		return false, nil
+	}
+	_, members, err := v.etcd.MemberList(ctx)
+	if err != nil {
+		return false, err
+	}
+	stale = staleAlarms(stale, members)
+	for _, a := range stale {
+		if err := v.etcd.DisarmAlarm(ctx, a); err != nil {
+			return false, err
+		}
+		r.event(c, corev1.EventTypeNormal, ReasonRemovedMemberAlarmDisarmed, "Alarm",
+			"disarmed %s of member %s: etcd no longer lists that member (it was removed or replaced)", a.Type, etcd.FormatID(a.MemberID))
+		v.alarms = slices.DeleteFunc(v.alarms, func(x etcd.Alarm) bool { return x == a })
+	}
+	v.corrupt = corruptMembers(v.alarms)
+	return len(stale) > 0, nil
 }
 
 // Emit records an event about regarding (and related, when not nil) and logs it, so that the

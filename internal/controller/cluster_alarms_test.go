@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -25,6 +28,8 @@ func TestAlarmConditionNamesTheMembers(t *testing.T) {
 		{"CORRUPT wins", []etcd.Alarm{{MemberID: 1, Type: etcd.AlarmNoSpace}, {MemberID: 3, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, ReasonCorrupt,
 			[]string{"CORRUPT raised by db-3", "NOSPACE raised by db-1", "never disarms CORRUPT"}},
 		{"a member etcd no longer lists", []etcd.Alarm{{MemberID: 0xab, Type: etcd.AlarmNoSpace}}, metav1.ConditionTrue, ReasonNoSpace, []string{"raised by ab"}},
+		{"no member named (ID 0)", []etcd.Alarm{{MemberID: 0, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, ReasonCorrupt,
+			[]string{"CORRUPT raised by the whole cluster (etcd could not tell which member)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,5 +58,78 @@ func TestAlarmsAreListedOncePerReconcile(t *testing.T) {
 	}
 	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != ReasonNoSpace || !strings.Contains(cond.Message, "NOSPACE raised by db-2") {
 		t.Fatalf("Alarm condition %+v", cond)
+	}
+}
+
+func TestStaleAlarmsAreThoseOfMembersEtcdNoLongerLists(t *testing.T) {
+	members := []etcd.Member{{ID: 1, Name: "db-1"}, {ID: 2, Name: "db-2"}, {ID: 3}} // 3: a learner not started yet
+	tests := []struct {
+		name   string
+		alarms []etcd.Alarm
+		want   []etcd.Alarm
+	}{
+		{"none", nil, nil},
+		{"a listed member's CORRUPT stays", []etcd.Alarm{{MemberID: 2, Type: etcd.AlarmCorrupt}}, nil},
+		{"an unstarted member is listed too", []etcd.Alarm{{MemberID: 3, Type: etcd.AlarmNoSpace}}, nil},
+		{"a removed member's alarms go", []etcd.Alarm{{MemberID: 2, Type: etcd.AlarmCorrupt}, {MemberID: 9, Type: etcd.AlarmCorrupt}, {MemberID: 9, Type: etcd.AlarmNoSpace}},
+			[]etcd.Alarm{{MemberID: 9, Type: etcd.AlarmCorrupt}, {MemberID: 9, Type: etcd.AlarmNoSpace}}},
+		{"ID 0 (etcd could not tell which member) stays", []etcd.Alarm{{MemberID: 0, Type: etcd.AlarmCorrupt}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := staleAlarms(tt.alarms, members); !slices.Equal(got, tt.want) {
+				t.Fatalf("staleAlarms = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A member with a CORRUPT alarm keeps it, and the condition says so, as long as etcd lists the
+// member, also while its replacement is refused; once the member is out of etcd (what its
+// EtcdMember's finalizer does after the replacement marked it), the alarm, which etcd keeps
+// and which refuses every write, is disarmed, and the condition clears.
+func TestCorruptAlarmIsDisarmedOnlyOnceTheMemberIsGone(t *testing.T) {
+	h := runningHarness(t)
+	recorder := events.NewFakeRecorder(50)
+	h.r.Recorder = recorder
+	corrupt := etcd.Alarm{MemberID: h.etcdID("db-3"), Type: etcd.AlarmCorrupt}
+	h.etcd.RaiseAlarm(corrupt)
+	h.etcd.SetDown(h.etcdID("db-1"), true) // the quorum cannot lose db-3 now
+	for range 3 {
+		h.reconcile()
+	}
+	if alarms, _ := h.etcd.Alarms(context.Background()); !slices.Equal(alarms, []etcd.Alarm{corrupt}) {
+		t.Fatalf("alarms %+v while db-3 remains, want its CORRUPT", alarms)
+	}
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != ReasonCorrupt || !strings.Contains(cond.Message, "CORRUPT raised by db-3") {
+		t.Fatalf("Alarm condition %+v", cond)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonReplacementRefused {
+		t.Fatalf("Progressing %+v, want the replacement refused", pr)
+	}
+	h.etcd.SetDown(h.etcdID("db-1"), false)
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-3") {
+		t.Fatalf("db-3 not replaced: %v", names(h.members()))
+	}
+	if alarms, _ := h.etcd.Alarms(context.Background()); len(alarms) != 1 {
+		t.Fatalf("alarms %+v: disarmed while etcd still lists db-3", alarms)
+	}
+	if err := h.etcd.Remove(context.Background(), corrupt.MemberID); err != nil {
+		t.Fatal(err)
+	}
+	drain(recorder)
+	h.reconcile()
+	if alarms, _ := h.etcd.Alarms(context.Background()); len(alarms) != 0 {
+		t.Fatalf("alarms %+v after db-3 left etcd, want none", alarms)
+	}
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Status != metav1.ConditionFalse || cond.Reason != ReasonNoAlarm {
+		t.Fatalf("Alarm condition %+v after the disarm", cond)
+	}
+	got := strings.Join(drain(recorder), "\n")
+	for _, want := range []string{ReasonRemovedMemberAlarmDisarmed, "AlarmCleared"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events %q, want %s", got, want)
+		}
 	}
 }

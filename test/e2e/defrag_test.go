@@ -175,6 +175,44 @@ func TestNoSpaceIsRemediated(t *testing.T) {
 	w.stopAndVerify(t, 5)
 }
 
+// spec.defrag set on a running cluster of 3 with a schedule of every minute: within about
+// two minutes the schedule has created an EtcdDefrag, owned by the cluster, that
+// defragmented every member (followers first, the leader last) and recorded each outcome.
+func TestScheduledDefrag(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	createCluster(t, ns, "cron", 3)
+	waitSettled(t, ns, "cron", 3, 4*time.Minute)
+	c := getCluster(t, ns, "cron")
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "* * * * *", Rule: &etcdv1.DefragRule{All: true}}
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+	var pass *etcdv1.EtcdDefrag
+	eventually(t, 150*time.Second, "a scheduled EtcdDefrag complete", func() error {
+		list := &etcdv1.EtcdDefragList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns),
+			client.MatchingLabels{"etcd-operator.cozystack.io/defrag-schedule": "cron"}); err != nil {
+			return err
+		}
+		for i, d := range list.Items {
+			if d.Status.Phase == etcdv1.EtcdDefragPhaseComplete {
+				pass = &list.Items[i]
+				return nil
+			}
+		}
+		return fmt.Errorf("scheduled passes %d, none complete", len(list.Items))
+	})
+	outcomes(t, pass, etcdv1.DefragOutcomeDefragmented, "RuleMatched")
+	if owner := metav1.GetControllerOf(pass); owner == nil || owner.UID != c.UID {
+		t.Errorf("EtcdDefrag %s is owned by %+v, want the cluster", pass.Name, owner)
+	}
+	if !eventAbout(t, ns, "DefragScheduled", pass.Name) {
+		t.Errorf("no DefragScheduled event naming %s: %v", pass.Name, eventReasons(t, ns))
+	}
+}
+
 // quotaClusterUnderLoad is a settled cluster of 3 with that backend quota in a new namespace,
 // a writer on it, and a client of its own.
 func quotaClusterUnderLoad(t *testing.T, name, quota string) (string, *writer, *clientv3.Client) {

@@ -110,14 +110,30 @@ func TestPatchUpgradeSurvivesTheOperatorKilled(t *testing.T) {
 // with the same member IDs, no acknowledged write lost.
 func TestUpgradeFrom35To36(t *testing.T) {
 	t.Parallel()
+	upgradeUnderLoad(t, "minor", 5, newest35)
+}
+
+// Five members on the previous 3.6 patch upgraded to the current one with a writer
+// throughout, as TestUpgradeFrom35To36.
+func TestPatchUpgradeOfFive(t *testing.T) {
+	t.Parallel()
+	upgradeUnderLoad(t, "five", 5, previousPatch)
+}
+
+// upgradeUnderLoad creates a cluster of n members at version from, checks that every member's
+// etcd reports it, and upgrades the cluster to etcdVersion while a writer runs: every member
+// ends on etcdVersion (as its etcd reports it) with its member ID, and every acknowledged write
+// is read back.
+func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
+	t.Helper()
 	ns := namespace(t)
-	createClusterAt(t, ns, "minor", 5, newest35)
-	before := waitSettled(t, ns, "minor", 5, 6*time.Minute)
-	if got := runningVersions(before, newest35); got != 5 || before.Status.Version != newest35 {
-		t.Fatalf("%d of 5 members report %s, status.version %q: %+v", got, newest35, before.Status.Version, before.Status.Members)
+	createClusterAt(t, ns, name, n, from)
+	before := waitSettled(t, ns, name, n, 6*time.Minute)
+	if got := runningVersions(before, from); got != int(n) || before.Status.Version != from {
+		t.Fatalf("%d of %d members report %s, status.version %q: %+v", got, n, from, before.Status.Version, before.Status.Members)
 	}
-	w := startWriter(t, ns, "minor", "minor")
-	setVersion(t, ns, "minor", etcdVersion)
-	waitUpgraded(t, ns, "minor", etcdVersion, before)
+	w := startWriter(t, ns, name, name)
+	setVersion(t, ns, name, etcdVersion)
+	waitUpgraded(t, ns, name, etcdVersion, before)
 	w.stopAndVerify(t, 20)
 }

@@ -185,6 +185,13 @@ func (w *writer) failures() int {
 	return w.failed
 }
 
+// acknowledged is how many puts etcd acknowledged so far.
+func (w *writer) acknowledged() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
 // errorsSeen are the errors of the failed puts so far, by message.
 func (w *writer) errorsSeen() string {
 	w.mu.Lock()
