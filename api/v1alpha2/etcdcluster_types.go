@@ -339,8 +339,36 @@ type BootstrapSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.source.s3) || (has(self.source.s3.key) && size(self.source.s3.key) > 0 && !self.source.s3.key.endsWith('/'))",message="spec.bootstrap.restore.source.s3.key must be the exact key of the snapshot object, not empty and not a prefix ending in '/'"
 // +kubebuilder:validation:XValidation:rule="!has(self.source.pvc) || (has(self.source.pvc.subPath) && size(self.source.pvc.subPath) > 0 && !self.source.pvc.subPath.endsWith('/'))",message="spec.bootstrap.restore.source.pvc.subPath must be the exact path of the snapshot file in the volume, not empty and not a directory ending in '/'"
 type RestoreSpec struct {
-	// Source is the snapshot to restore: an S3 object or a file on a PVC.
-	Source SnapshotLocation `json:"source"`
+	// Source is the snapshot to restore: an S3 object, a file on a PVC, or an EtcdSnapshot.
+	Source RestoreSource `json:"source"`
+}
+
+// RestoreSource is where a restored cluster's snapshot comes from: exactly one of s3, pvc or
+// snapshotRef.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.pvc) ? 1 : 0) + (has(self.snapshotRef) ? 1 : 0) == 1",message="spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef: name an S3 object (s3.key), a file on a PersistentVolumeClaim (pvc.subPath) or a Complete EtcdSnapshot in this namespace (snapshotRef.name), not several and not none"
+type RestoreSource struct {
+	// S3 is the snapshot object in an S3-compatible store; key is its exact key.
+	// +optional
+	S3 *S3SnapshotLocation `json:"s3,omitempty"`
+
+	// PVC is the snapshot file on a PersistentVolumeClaim in the cluster's namespace; subPath
+	// is its exact path.
+	// +optional
+	PVC *PVCSnapshotLocation `json:"pvc,omitempty"`
+
+	// SnapshotRef names a Complete EtcdSnapshot in the cluster's namespace: its destination
+	// (with its credentials) is read, and its file is checked against the checksum in its
+	// status.artifact before it is restored.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) > 0",message="spec.bootstrap.restore.source.snapshotRef.name must name an EtcdSnapshot in the cluster's namespace"
+	// +optional
+	SnapshotRef *corev1.LocalObjectReference `json:"snapshotRef,omitempty"`
+}
+
+// Location is the source as a snapshot location (s3 or pvc); empty for a snapshotRef, whose
+// location is its EtcdSnapshot's destination.
+func (s RestoreSource) Location() SnapshotLocation {
+	return SnapshotLocation{S3: s.S3, PVC: s.PVC}
 }
 
 // AdditionalMetadata is merged into every object the operator creates.

@@ -29,6 +29,28 @@ type MemberBootstrap struct {
 	// ClusterToken is etcd's --initial-cluster-token.
 	// +kubebuilder:validation:MinLength=1
 	ClusterToken string `json:"clusterToken"`
+
+	// Restore is the snapshot a founding member of a restored cluster starts from, resolved
+	// from the cluster's spec.bootstrap.restore.source when the member was created (a
+	// snapshotRef becomes its EtcdSnapshot's file and checksum), so that the member's Pod does
+	// not depend on the EtcdSnapshot still existing later.
+	// +optional
+	Restore *MemberRestore `json:"restore,omitempty"`
+}
+
+// MemberRestore is one snapshot file to restore and how to check it.
+type MemberRestore struct {
+	// Source is the file: an exact S3 key or an exact path on a PVC.
+	Source SnapshotLocation `json:"source"`
+
+	// Checksum is the "sha256:<hex>" the file must have: the one an EtcdSnapshot recorded in
+	// its status. Empty: the checksum stored beside the file, when there is one.
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
+
+	// Snapshot names the EtcdSnapshot the file came from, when the source was a snapshotRef.
+	// +optional
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // MemberTLS names the Secrets a member mounts; empty names mean plaintext on that port.

@@ -87,6 +87,7 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -219,6 +220,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Metadata only: the name is all the mapping needs, and Secrets are read live
 		// (cmd/etcd-operator's clientOptions), so no Secret's data is held in memory.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		// A snapshot a new cluster is to restore (spec.bootstrap.restore.source.snapshotRef)
+		// completing lets it start at once.
+		Watches(&etcdv1.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.clustersRestoringFrom)).
 		Named("etcdcluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)

@@ -36,6 +36,9 @@ type clusterView struct {
 	clientErr error // why no client could be opened, e.g. etcd.ErrAuthFailed
 	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
 	restoreFailure string
+	// restoreSource is what the founding member of a restored cluster is to restore, while it
+	// is still to be created; nil otherwise, or when restoreFailure says why it cannot be.
+	restoreSource *etcdv1.MemberRestore
 	// pvcs and pods are the cluster's PVCs and Pods by name, from the cache: with etcd's
 	// member list they say where each member's data lives and whether it is still there.
 	pvcs map[string]*corev1.PersistentVolumeClaim
@@ -103,6 +106,14 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return nil, err
 	}
 	view.restoreFailure = restoreFailure(c, members, view.pods)
+	src, unusable, err := r.observeRestore(ctx, c, members)
+	if err != nil {
+		return nil, err
+	}
+	view.restoreSource = src
+	if view.restoreFailure == "" {
+		view.restoreFailure = unusable
+	}
 	endpoints := runningEndpoints(c, members)
 	if len(endpoints) == 0 && ptrOr(c.Spec.Replicas, 3) > 0 {
 		// Every EtcdMember is gone or going (kubectl delete etcdmembers --all): ask whatever

@@ -1,14 +1,20 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -75,4 +81,114 @@ func restoreContainerFailure(pod *corev1.Pod) string {
 func restoreFailed(c *etcdv1.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
 	return cond != nil && cond.Reason == ReasonRestoreFailed
+}
+
+// resolveRestore turns the cluster's restore source into what its founding member restores,
+// or says why it cannot be used and what to do. s3 and pvc are used as they are (the restore
+// agent checks the checksum recorded beside the file, when there is one). A snapshotRef must
+// name a Complete EtcdSnapshot (snap; nil when none of that name exists): its file (its
+// destination and its name) is restored, and must have the checksum its status.artifact
+// recorded. The result is written into the founding member, so the member's Pod does not
+// depend on the EtcdSnapshot afterwards.
+func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.MemberRestore, string) {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil {
+		return nil, ""
+	}
+	src := c.Spec.Bootstrap.Restore.Source
+	if src.SnapshotRef == nil {
+		loc := src.Location()
+		return &etcdv1.MemberRestore{Source: *loc.DeepCopy()}, ""
+	}
+	name := src.SnapshotRef.Name
+	// spec.bootstrap is immutable: a cluster that names the wrong snapshot is created again.
+	const recreate = "or delete this EtcdCluster and create it again naming a Complete EtcdSnapshot (spec.bootstrap cannot change)"
+	if snap == nil {
+		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s does not exist in namespace %s: create it (the restore starts once it is Complete), %s",
+			name, c.Namespace, recreate)
+	}
+	if !snap.DeletionTimestamp.IsZero() {
+		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is being deleted: %s", name, recreate)
+	}
+	switch snap.Status.Phase {
+	case etcdv1.SnapshotComplete:
+	case etcdv1.SnapshotFailed:
+		why := "no reason recorded"
+		if ready := meta.FindStatusCondition(snap.Status.Conditions, "Ready"); ready != nil {
+			why = ready.Reason + ": " + ready.Message
+		}
+		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s failed (%s): delete it and create it again under the same name once its cause is fixed, %s",
+			name, why, recreate)
+	default:
+		phase := string(snap.Status.Phase)
+		if phase == "" {
+			phase = string(etcdv1.SnapshotPending)
+		}
+		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is %s, not Complete yet: the restore starts once it completes (see kubectl get etcdsnap %s)",
+			name, phase, name)
+	}
+	loc := *snap.Spec.Destination.DeepCopy()
+	uri := backup.DestinationURI(loc, snap.Name)
+	a := snap.Status.Artifact
+	if a == nil || a.URI != uri || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
+		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is Complete but its status.artifact %s does not name its file %s with a sha256 checksum, so the file cannot be verified: restore from its s3 or pvc location instead, %s",
+			name, describeArtifact(a), uri, recreate)
+	}
+	switch {
+	case loc.S3 != nil:
+		loc.S3.Key = backup.ObjectKey(loc.S3.Key, snap.Name)
+	case loc.PVC != nil:
+		loc.PVC.SubPath = backup.FilePath(loc.PVC.SubPath, snap.Name)
+	}
+	return &etcdv1.MemberRestore{Source: loc, Checksum: a.Checksum, Snapshot: snap.Name}, ""
+}
+
+func describeArtifact(a *etcdv1.SnapshotArtifact) string {
+	if a == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("{uri %q, checksum %q}", a.URI, a.Checksum)
+}
+
+// observeRestore resolves the restore source while the founding member is still to be
+// created: afterwards the member holds what it restores. It reads the EtcdSnapshot a
+// snapshotRef names from the cache.
+func (r *ClusterReconciler) observeRestore(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (*etcdv1.MemberRestore, string, error) {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Status.ClusterID != "" {
+		return nil, "", nil
+	}
+	for _, m := range members {
+		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
+			return nil, "", nil
+		}
+	}
+	var snap *etcdv1.EtcdSnapshot
+	if ref := c.Spec.Bootstrap.Restore.Source.SnapshotRef; ref != nil {
+		s := &etcdv1.EtcdSnapshot{}
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, s); {
+		case err == nil:
+			snap = s
+		case !apierrors.IsNotFound(err):
+			return nil, "", err
+		}
+	}
+	src, failure := resolveRestore(c, snap)
+	return src, failure, nil
+}
+
+// clustersRestoringFrom maps an EtcdSnapshot to the clusters of its namespace waiting to
+// restore it, so that a snapshot completing (or created) starts their restore at once.
+func (r *ClusterReconciler) clustersRestoringFrom(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Status.ClusterID == "" && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil &&
+			c.Spec.Bootstrap.Restore.Source.SnapshotRef != nil && c.Spec.Bootstrap.Restore.Source.SnapshotRef.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
 }

@@ -115,9 +115,16 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		if memberNamed(v.members, name) != nil {
 			continue
 		}
-		m := r.newMember(c, name, etcdv1.MemberBootstrap{
-			InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken,
-		})
+		b := etcdv1.MemberBootstrap{InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken}
+		if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+			if v.restoreSource == nil {
+				// No member is created, so none can serve (or start empty) until the
+				// source can be used; an EtcdSnapshot changing wakes the cluster.
+				return true, waitFor(ReasonRestoreFailed, "%s", v.restoreFailure)
+			}
+			b.Restore = v.restoreSource
+		}
+		m := r.newMember(c, name, b)
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}

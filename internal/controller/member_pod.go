@@ -230,6 +230,12 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 	if joined && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		return ctrl.Result{}, r.setStatus(ctx, m, "", dataLostCondition("its tmpfs data went with its Pod"))
 	}
+	if specs.Restores(c, m) && specs.RestoreSource(c, m) == nil {
+		// Only a member whose snapshotRef was never resolved into it (the cluster controller
+		// always does so when it creates one): without its source it would start empty.
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, ReasonRestoreFailed,
+			"spec.bootstrap.restore of the cluster names a snapshotRef that was not resolved into this member: delete the member, the cluster controller creates it again with its snapshot"))
+	}
 	pod := specs.Pod(c, m, r.PodOptions)
 	if joined || err != nil {
 		specs.RequireData(pod, c, m)

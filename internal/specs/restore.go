@@ -25,16 +25,36 @@ func Restores(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
 		m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew
 }
 
+// RestoreSource is what a founding member restores: the source the cluster controller
+// resolved into the member when it created it or, for a member created before members
+// recorded it, the cluster's s3 or pvc source. nil when the member restores nothing, or when
+// its source is unknown (a snapshotRef never resolved into it): such a member must not start,
+// or it would start empty.
+func RestoreSource(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) *etcdv1.MemberRestore {
+	if !Restores(c, m) {
+		return nil
+	}
+	if m.Spec.Bootstrap.Restore != nil {
+		return m.Spec.Bootstrap.Restore
+	}
+	loc := c.Spec.Bootstrap.Restore.Source.Location()
+	if loc.S3 == nil && loc.PVC == nil {
+		return nil
+	}
+	return &etcdv1.MemberRestore{Source: loc}
+}
+
 // restoreInitContainers put the snapshot into a founding member's data directory before etcd
 // starts. The first copies the operator's binary (the restore agent) into a shared emptyDir;
 // the second runs it in the etcd image, whose etcdutl matches the cluster's version. The agent
 // does nothing when the data directory holds a member already, so a restarted Pod never
 // restores again.
 func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImage, agentImage string) []corev1.Container {
-	if !Restores(c, m) {
+	restore := RestoreSource(c, m)
+	if restore == nil {
 		return nil
 	}
-	src := c.Spec.Bootstrap.Restore.Source
+	src := restore.Source
 	b := m.Spec.Bootstrap
 	args := []string{"restore-agent",
 		"--uri=" + sourceURI(src),
@@ -45,6 +65,9 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 		"--initial-cluster=" + b.InitialCluster,
 		"--initial-cluster-token=" + b.ClusterToken,
 		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
+	}
+	if restore.Checksum != "" {
+		args = append(args, "--checksum="+restore.Checksum)
 	}
 	storeArgs, env, mounts, _ := SnapshotStoreArgs(src, restoreSourceDir, true)
 	args = append(append(args, storeArgs...), "--name="+sourceName(src))
@@ -70,10 +93,11 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 }
 
 func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
-	if !Restores(c, m) {
+	restore := RestoreSource(c, m)
+	if restore == nil {
 		return nil
 	}
-	_, _, _, vols := SnapshotStoreArgs(c.Spec.Bootstrap.Restore.Source, restoreSourceDir, true)
+	_, _, _, vols := SnapshotStoreArgs(restore.Source, restoreSourceDir, true)
 	return append([]corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, vols...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -11,7 +12,7 @@ import (
 
 func TestOnlyFoundingMembersOfARestoredClusterRestore(t *testing.T) {
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16",
-		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.SnapshotLocation{
+		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{
 			PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "snaps/a.db"}}}}}}
 	seed := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "ns"}, Spec: etcdv1.EtcdMemberSpec{
 		Version: "3.6.16", Bootstrap: etcdv1.MemberBootstrap{InitialClusterState: etcdv1.InitialClusterStateNew, InitialCluster: "r-1=http://x:2380", ClusterToken: "t"}}}
@@ -33,5 +34,36 @@ func TestOnlyFoundingMembersOfARestoredClusterRestore(t *testing.T) {
 	joiner.Spec.Bootstrap.InitialClusterState = etcdv1.InitialClusterStateExisting
 	if p := Pod(c, joiner, PodOptions{AgentImage: "op:1"}); len(p.Spec.InitContainers) != 0 {
 		t.Error("a member that joins later must not restore")
+	}
+}
+
+// A seed created from a snapshotRef restores the file and checksum resolved into it, not
+// anything read from the cluster's spec again; a seed whose snapshotRef was never resolved
+// has no source, and must not get a Pod that would start empty.
+func TestASeedRestoresTheSourceResolvedIntoIt(t *testing.T) {
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16",
+		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{
+			SnapshotRef: &corev1.LocalObjectReference{Name: "nightly"}}}}}}
+	seed := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "ns"}, Spec: etcdv1.EtcdMemberSpec{
+		Version: "3.6.16", Bootstrap: etcdv1.MemberBootstrap{InitialClusterState: etcdv1.InitialClusterStateNew, InitialCluster: "r-1=http://x:2380", ClusterToken: "t"}}}
+	if RestoreSource(c, seed) != nil {
+		t.Fatal("an unresolved snapshotRef must give no source")
+	}
+	seed.Spec.Bootstrap.Restore = &etcdv1.MemberRestore{Snapshot: "nightly", Checksum: "sha256:abc",
+		Source: etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Endpoint: "http://minio:9000", Bucket: "b", Key: "p/nightly.db",
+			CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}}
+	pod := Pod(c, seed, PodOptions{AgentImage: "op:1"})
+	if len(pod.Spec.InitContainers) != 2 {
+		t.Fatalf("the seed has %d init containers, want the agent copy and the restore", len(pod.Spec.InitContainers))
+	}
+	restore := pod.Spec.InitContainers[1]
+	args := strings.Join(restore.Args, " ")
+	for _, want := range []string{"--uri=s3://b/p/nightly.db", "--name=p/nightly.db", "--checksum=sha256:abc", "--s3-bucket=b"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("restore args %q lack %q", args, want)
+		}
+	}
+	if len(restore.Env) == 0 || restore.Env[0].ValueFrom.SecretKeyRef.Name != "creds" {
+		t.Errorf("the restore reads credentials from %+v, want the snapshot's Secret creds", restore.Env)
 	}
 }

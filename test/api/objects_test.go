@@ -78,7 +78,7 @@ func withAuth(a etcdv1.AuthSpec) clusterEdit {
 	return func(c *etcdv1.EtcdCluster) { c.Spec.Auth = &a }
 }
 
-func withRestore(source etcdv1.SnapshotLocation) clusterEdit {
+func withRestore(source etcdv1.RestoreSource) clusterEdit {
 	return func(c *etcdv1.EtcdCluster) {
 		c.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source}}
 	}

@@ -87,8 +87,9 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}),
 			withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})),
 		newCluster("ok-auth-off", withAuth(etcdv1.AuthSpec{Enabled: false})),
-		newCluster("ok-restore-s3", withRestore(etcdv1.SnapshotLocation{S3: s3("example/nightly.db")})),
-		newCluster("ok-restore-pvc", withRestore(etcdv1.SnapshotLocation{PVC: pvc("snapshots/example.db")})),
+		newCluster("ok-restore-s3", withRestore(etcdv1.RestoreSource{S3: s3("example/nightly.db")})),
+		newCluster("ok-restore-pvc", withRestore(etcdv1.RestoreSource{PVC: pvc("snapshots/example.db")})),
+		newCluster("ok-restore-snapshot", withRestore(etcdv1.RestoreSource{SnapshotRef: ref("nightly-1764547200")})),
 		newCluster("ok-options", withOptions(etcdv1.EtcdOptions{
 			QuotaBackendBytes:       qtyPtr("8Gi"),
 			AutoCompactionMode:      etcdv1.AutoCompactionPeriodic,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	sched "github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
 
@@ -202,12 +205,22 @@ func loadKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	}
 }
 
-// createRestoredCluster creates a cluster of three members bootstrapped from source.
-func createRestoredCluster(t *testing.T, ns, name string, source etcdv1.SnapshotLocation) {
+// createRestoredCluster creates a cluster of n members bootstrapped from source.
+func createRestoredCluster(t *testing.T, ns, name string, n int32, source etcdv1.RestoreSource) {
 	t.Helper()
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
-		Replicas: ptr(int32(3)), Version: etcdVersion,
+		Replicas: ptr(n), Version: etcdVersion,
 		Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source}}}})
+}
+
+// restoreFrom is a restore source reading a snapshot file where loc says.
+func restoreFrom(loc etcdv1.SnapshotLocation) etcdv1.RestoreSource {
+	return etcdv1.RestoreSource{S3: loc.S3, PVC: loc.PVC}
+}
+
+// restoreFromSnapshot is a restore source naming an EtcdSnapshot.
+func restoreFromSnapshot(name string) etcdv1.RestoreSource {
+	return etcdv1.RestoreSource{SnapshotRef: &corev1.LocalObjectReference{Name: name}}
 }
 
 // snapshotOfLiveCluster loads a 3-member cluster, snapshots it to dest while a writer runs,
@@ -228,7 +241,8 @@ func snapshotOfLiveCluster(t *testing.T, ns string, keys int, dest etcdv1.Snapsh
 
 // A snapshot of a live 3-member cluster goes to S3, complete and verified; a NEW cluster
 // restored from it holds every key, value and revision the source had at the snapshot's
-// revision, has a cluster ID of its own, takes writes and scales.
+// revision, has a cluster ID of its own, takes writes and scales. A second, one-member,
+// cluster restored at the same time by naming the EtcdSnapshot (snapshotRef) holds the same.
 func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
@@ -238,10 +252,16 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("the bucket holds %v, want only snapshots/snap.db of %d bytes", stored, s.Status.Artifact.SizeBytes)
 	}
 
-	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snapshots/snap.db"))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snapshots/snap.db")))
+	createRestoredCluster(t, ns, "by-ref", 1, restoreFromSnapshot("snap"))
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	dst := dialClusterWith(t, ns, "restored", access{})
 	testrestore.Compare(t, src, dst, s.Status.Revision, 10000)
+	byRef := waitSettled(t, ns, "by-ref", 1, 3*time.Minute)
+	if byRef.Status.ClusterID == getCluster(t, ns, "restored").Status.ClusterID {
+		t.Fatalf("two clusters restored from one snapshot share the cluster ID %s", byRef.Status.ClusterID)
+	}
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "by-ref", access{}), s.Status.Revision, 10000)
 
 	w := startWriter(t, ns, "restored", "/after-restore")
 	setReplicas(t, ns, "restored", 4)
@@ -305,7 +325,7 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
 
-	createRestoredCluster(t, ns, "restored", s3Location(t, bucket, "snap.db"))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snap.db")))
 	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
 		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-1"}, &corev1.Pod{})
 	})
@@ -324,33 +344,41 @@ func TestSnapshotToPVCAndRestoreIntoANewCluster(t *testing.T) {
 	dest := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd"}}
 	s, src := snapshotOfLiveCluster(t, ns, 2000, dest, "pvc://backups/etcd/snap.db")
 
-	createRestoredCluster(t, ns, "restored", etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
+	createRestoredCluster(t, ns, "restored", 3, etcdv1.RestoreSource{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), s.Status.Revision, 2000)
 }
 
 // A schedule every minute with keepLast 2, watched until it has taken four snapshots: exactly
-// the two newest complete ones remain, in the API and in the bucket.
+// the two newest complete ones remain, in the API and in the bucket. Beside it, on the same
+// cluster and in the same minutes: a suspended schedule every minute takes none, and a daily
+// "30 3 * * *" in Asia/Kolkata (UTC+05:30, no daylight saving) plans its next run at 03:30
+// on that zone's wall clock (22:00 UTC), not at 03:30 UTC.
 func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "source", 1)
 	waitSettled(t, ns, "source", 1, 4*time.Minute)
 	w := startWriter(t, ns, "source", "/writer")
-	create(t, &etcdv1.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
-		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"}, Schedule: "* * * * *",
-			Destination: s3Location(t, bucket, "minutely/"), Retention: etcdv1.SnapshotRetention{KeepLast: ptr(int32(2))}}})
+	schedule := func(name, cron, zone string, suspend bool) {
+		create(t, &etcdv1.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"}, Schedule: cron, TimeZone: zone, Suspend: suspend,
+				Destination: s3Location(t, bucket, name+"/"), Retention: etcdv1.SnapshotRetention{KeepLast: ptr(int32(2))}}})
+	}
+	schedule("minutely", "* * * * *", "", false)
+	schedule("suspended", "* * * * *", "", true)
+	schedule("kolkata", "30 3 * * *", "Asia/Kolkata", false)
 
 	seen := map[string]bool{}
 	eventually(t, 7*time.Minute, "four scheduled snapshots, the two newest kept", func() error {
-		complete, err := completeSnapshots(ns)
+		complete, err := completeSnapshots(ns, "minutely")
 		if err != nil {
 			return err
 		}
 		for _, name := range complete {
 			seen[name] = true
 		}
-		stored := objects(t, bucket, "")
+		stored := objects(t, bucket, "minutely/")
 		var want []string
 		for _, name := range complete {
 			want = append(want, "minutely/"+name+".db")
@@ -371,19 +399,75 @@ func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 		}
 		return nil
 	})
-	sched := &etcdv1.EtcdSnapshotSchedule{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "minutely"}, sched); err != nil {
-		t.Fatal(err)
-	}
-	if st := sched.Status; st.LastScheduleTime == nil || st.NextScheduleTime == nil || st.LastSuccessfulSnapshot == "" || st.LastFailure != nil {
+	if st := getSchedule(t, ns, "minutely").Status; st.LastScheduleTime == nil || st.NextScheduleTime == nil || st.LastSuccessfulSnapshot == "" || st.LastFailure != nil {
 		t.Fatalf("schedule status %+v", st)
 	}
 	w.stopAndVerify(t, 10)
+	checkSuspendedAndZonedSchedules(t, ns, bucket)
 }
 
-// completeSnapshots names the Complete EtcdSnapshots of a namespace, checking each is owned
-// by a schedule.
-func completeSnapshots(ns string) ([]string, error) {
+// checkSuspendedAndZonedSchedules checks, once the minutely schedule ran four times, the
+// schedules "suspended" and "kolkata" of TestScheduleKeepsTheLastTwoSnapshots.
+func checkSuspendedAndZonedSchedules(t *testing.T, ns, bucket string) {
+	t.Helper()
+	// The suspended schedule was looked at (Ready says Suspended) and, through the minutes the
+	// other one ran four times, started nothing. (Its status.active may name the other's
+	// snapshot: it names whatever snapshot of the cluster runs.)
+	suspended := getSchedule(t, ns, "suspended")
+	ready := meta.FindStatusCondition(suspended.Status.Conditions, "Ready")
+	if st := suspended.Status; ready == nil || ready.Reason != "Suspended" || st.LastScheduleTime != nil || st.NextScheduleTime != nil {
+		t.Errorf("suspended schedule: Ready %+v, status %+v; want Suspended, no run and none planned", ready, st)
+	}
+	if names, err := snapshotsOf(ns, "suspended"); err != nil || len(names) != 0 {
+		t.Errorf("the suspended schedule has snapshots %v (%v)", names, err)
+	}
+	if stored := objects(t, bucket, "suspended/"); len(stored) != 0 {
+		t.Errorf("the suspended schedule stored %v", stored)
+	}
+
+	// The daily schedule's next run is the next 03:30 in Asia/Kolkata.
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily := getSchedule(t, ns, "kolkata")
+	next := daily.Status.NextScheduleTime
+	now := time.Now()
+	if next == nil {
+		t.Fatalf("the daily schedule has no next run: %+v", daily.Status)
+	}
+	if wall := next.In(kolkata); wall.Hour() != 3 || wall.Minute() != 30 || !next.After(now.Add(-time.Minute)) || next.Sub(now) > 24*time.Hour {
+		t.Errorf("the daily schedule's next run is %s (%s in Asia/Kolkata), want the next 03:30 there after %s",
+			next.UTC().Format(time.RFC3339), wall.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+}
+
+func getSchedule(t *testing.T, ns, name string) *etcdv1.EtcdSnapshotSchedule {
+	t.Helper()
+	sc := &etcdv1.EtcdSnapshotSchedule{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// snapshotsOf names the EtcdSnapshots the schedule created (labelled with its name), any
+// phase.
+func snapshotsOf(ns, schedule string) ([]string, error) {
+	list := &etcdv1.EtcdSnapshotList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{sched.LabelSchedule: schedule}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names, nil
+}
+
+// completeSnapshots names the Complete EtcdSnapshots of a namespace that the named schedule
+// owns, checking each Complete one is owned by a schedule.
+func completeSnapshots(ns, schedule string) ([]string, error) {
 	list := &etcdv1.EtcdSnapshotList{}
 	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 		return nil, err
@@ -393,10 +477,13 @@ func completeSnapshots(ns string) ([]string, error) {
 		if s.Status.Phase != etcdv1.SnapshotComplete || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if ref := metav1.GetControllerOf(&s); ref == nil || ref.Kind != "EtcdSnapshotSchedule" {
+		ref := metav1.GetControllerOf(&s)
+		if ref == nil || ref.Kind != "EtcdSnapshotSchedule" {
 			return nil, fmt.Errorf("snapshot %s is not owned by its schedule: %v", s.Name, s.OwnerReferences)
 		}
-		names = append(names, s.Name)
+		if ref.Name == schedule {
+			names = append(names, s.Name)
+		}
 	}
 	return names, nil
 }
@@ -441,23 +528,78 @@ func TestSnapshotFailuresSayWhy(t *testing.T) {
 	}
 }
 
-// A cluster asked to restore a snapshot that is missing or corrupt never comes up empty: it
-// says RestoreFailed, naming the cause, and no member serves.
+// A cluster asked to restore a snapshot that cannot be used never comes up empty: it says
+// RestoreFailed, naming the cause, and no member serves. The causes: a missing file, a file
+// that is no snapshot, credentials the store refuses, a file altered after its snapshot
+// recorded its checksum (read directly, and through its EtcdSnapshot), and a snapshotRef to
+// an EtcdSnapshot that does not exist, is not Complete yet or failed.
 func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
+	s3Secret(t, ns, "wrong-credentials", "not-the-secret")
 	garbage := bytes.Repeat([]byte("not a snapshot "), 4096)
 	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, "corrupt.db", bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createRestoredCluster(t, ns, "missing", s3Location(t, bucket, "no-such-snapshot.db"))
-	createRestoredCluster(t, ns, "corrupt", s3Location(t, bucket, "corrupt.db"))
-	for name, cause := range map[string]string{"missing": "SnapshotNotFound", "corrupt": "SnapshotCorrupt"} {
-		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+cause, func() error {
+	wrongCredentials := s3Location(t, bucket, "corrupt.db")
+	wrongCredentials.S3.CredentialsSecretRef.Name = "wrong-credentials"
+	type failure struct {
+		source etcdv1.RestoreSource
+		causes []string // the message names each
+	}
+	cases := map[string]failure{ // restored at once
+		"missing":           {restoreFrom(s3Location(t, bucket, "no-such-snapshot.db")), []string{"SnapshotNotFound"}},
+		"corrupt":           {restoreFrom(s3Location(t, bucket, "corrupt.db")), []string{"SnapshotCorrupt"}},
+		"wrong-credentials": {restoreFrom(wrongCredentials), []string{"CredentialsRejected"}},
+		"ref-missing":       {restoreFromSnapshot("no-such-snapshot"), []string{"EtcdSnapshot no-such-snapshot does not exist"}},
+	}
+	for name, f := range cases {
+		createRestoredCluster(t, ns, name, 3, f.source)
+	}
+	// A snapshot of a cluster that never becomes available waits; one of no cluster fails.
+	createSnapshot(t, ns, "pending", "missing", s3Location(t, bucket, "pending/"))
+	createSnapshot(t, ns, "failed", "no-such-cluster", s3Location(t, bucket, "failed/"))
+	// A real snapshot whose stored file is then replaced by another that passes etcd's own
+	// integrity check: only the checksum recorded when the snapshot was taken tells them
+	// apart. A copy keeps the checksum recorded in the object's metadata (for a restore from
+	// the key); the snapshot's own file is replaced whole, so only the checksum in the
+	// EtcdSnapshot's status catches it.
+	createCluster(t, ns, "source", 1)
+	waitSettled(t, ns, "source", 1, 4*time.Minute)
+	loadKeys(t, dialClusterWith(t, ns, "source", access{}), "/load", 100)
+	createSnapshot(t, ns, "snap", "source", s3Location(t, bucket, ""))
+	recorded := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete).Status.Artifact.Checksum
+	waitSnapshotDone(t, ns, "failed", etcdv1.SnapshotFailed)
+	another := withEtcdHash(bytes.Repeat([]byte("another database "), 4096))
+	if _, err := s3Srv.admin.CopyObject(context.Background(), minio.CopyDestOptions{Bucket: bucket, Object: "copy.db"},
+		minio.CopySrcOptions{Bucket: bucket, Object: "snap.db"}); err != nil {
+		t.Fatal(err)
+	}
+	replaceKeepingMetadata(t, bucket, "copy.db", another)
+	if _, err := s3Srv.admin.PutObject(context.Background(), bucket, "snap.db", bytes.NewReader(another), int64(len(another)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	later := map[string]failure{
+		"altered":     {restoreFrom(s3Location(t, bucket, "copy.db")), []string{"SnapshotCorrupt", recorded + " was recorded"}},
+		"ref-altered": {restoreFromSnapshot("snap"), []string{"SnapshotCorrupt", recorded + " was recorded"}},
+		"ref-pending": {restoreFromSnapshot("pending"), []string{"EtcdSnapshot pending is Pending, not Complete yet"}},
+		"ref-failed":  {restoreFromSnapshot("failed"), []string{"EtcdSnapshot failed failed (ClusterNotFound"}},
+	}
+	for name, f := range later {
+		createRestoredCluster(t, ns, name, 3, f.source)
+		cases[name] = f
+	}
+	for name, f := range cases {
+		eventually(t, 4*time.Minute, name+": Available=False RestoreFailed naming "+strings.Join(f.causes, ", "), func() error {
 			c := getCluster(t, ns, name)
 			cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "RestoreFailed" || !strings.Contains(cond.Message, cause) {
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "RestoreFailed" {
 				return fmt.Errorf("Available %+v", cond)
+			}
+			for _, cause := range f.causes {
+				if !strings.Contains(cond.Message, cause) {
+					return fmt.Errorf("Available %+v does not name %q", cond, cause)
+				}
 			}
 			return nil
 		})
@@ -466,7 +608,52 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 		if c.Status.ReadyMembers != 0 || c.Status.ClusterID != "" {
 			t.Errorf("%s: %d ready members, cluster ID %q after a failed restore", name, c.Status.ReadyMembers, c.Status.ClusterID)
 		}
+		if err := noEtcdRuns(ns, name); err != nil {
+			t.Errorf("%s: %v after a failed restore", name, err)
+		}
 	}
+}
+
+// withEtcdHash appends etcd's integrity hash (the sha256 of what precedes it), as etcd does to
+// the snapshots it streams.
+func withEtcdHash(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return append(slices.Clip(body), sum[:]...)
+}
+
+// replaceKeepingMetadata overwrites an object with data, keeping its user metadata (the
+// checksum the snapshot agent recorded in it).
+func replaceKeepingMetadata(t *testing.T, bucket, key string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := localS3(t).admin.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.UserMetadata) == 0 {
+		t.Fatalf("%s has no recorded checksum to keep: %+v", key, info.Metadata)
+	}
+	if _, err := s3Srv.admin.PutObject(ctx, bucket, key, bytes.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: info.UserMetadata}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noEtcdRuns fails when any Pod of the cluster has its etcd container running: a failed
+// restore must leave no member that could serve.
+func noEtcdRuns(ns, cluster string) error {
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == specs.ContainerName && (cs.State.Running != nil || cs.LastTerminationState.Terminated != nil) {
+				return fmt.Errorf("Pod %s ran etcd (%+v)", p.Name, cs.State)
+			}
+		}
+	}
+	return nil
 }
 
 // A snapshot of the TLS journey's cluster with mutual TLS and root auth completes while a
@@ -490,7 +677,7 @@ func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
 
 	restored := c.Spec.DeepCopy()
-	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: s3Location(t, bucket, "snap.db")}}
+	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: restoreFrom(s3Location(t, bucket, "snap.db"))}}
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns}, Spec: *restored})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	src := dialClusterWith(t, ns, journeyCluster, asRoot)

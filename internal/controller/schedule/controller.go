@@ -90,6 +90,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sc.Status.Active = running
 	switch {
 	case sc.Spec.Suspend:
+		// No next run while suspended (status.nextScheduleTime says "unless suspended"):
+		// a time there would read as a promise.
+		sc.Status.NextScheduleTime = nil
 		setReady(sc, metav1.ConditionTrue, "Suspended", "spec.suspend is true: no new snapshots")
 	case isDue && running != "":
 		// Never two snapshots of a cluster at once: this run waits for the running one.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,5 +193,38 @@ func TestARunIsTakenOnceAcrossACrashAndQuietReconcilesWriteNothing(t *testing.T)
 	reconcile()
 	if writes != before {
 		t.Errorf("%d status writes by reconciles that changed nothing", writes-before)
+	}
+}
+
+// A suspended schedule starts nothing however many runs pass, plans no next run, and says
+// why; resumed, it runs once for the runs it missed.
+func TestASuspendedScheduleStartsNothing(t *testing.T) {
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	sc := &etcdv1.EtcdSnapshotSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
+		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "* * * * *", Suspend: true,
+			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
+	}
+	f := newScheduleFixture(t, sc, created.Add(30*time.Second), nil)
+	f.reconcile() // finalizer
+	for range 5 {
+		f.now = f.now.Add(time.Minute)
+		f.reconcile()
+	}
+	got := &etcdv1.EtcdSnapshotSchedule{}
+	if err := f.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "nightly"}, got); err != nil {
+		t.Fatal(err)
+	}
+	ready := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+	if n := len(f.snapshots()); n != 0 || got.Status.NextScheduleTime != nil || got.Status.LastScheduleTime != nil || ready == nil || ready.Reason != "Suspended" {
+		t.Fatalf("suspended: %d snapshots, status %+v", n, got.Status)
+	}
+	got.Spec.Suspend = false
+	if err := f.api.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile()
+	if n := len(f.snapshots()); n != 1 {
+		t.Fatalf("resumed after five missed runs: %d snapshots, want one", n)
 	}
 }
