@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
@@ -80,15 +78,7 @@ func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, source
 	if !slices.Contains(names, source) {
 		return fmt.Errorf("cluster %s has no member %q; its members are %v", c.Name, source, names)
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": c.ResourceVersion, "annotations": map[string]string{AnnotationRecoverFrom: source}}})
-	if err != nil {
-		return err
-	}
-	if err := k.Client.Patch(ctx, c, client.RawPatch("application/merge-patch+json", body)); err != nil {
-		return explainForbidden(err, "patch etcdclusters.etcd-operator.cozystack.io")
-	}
-	return nil
+	return patchCluster(ctx, k, c, map[string]any{AnnotationRecoverFrom: source}, nil)
 }
 
 // awaitRecoveryAnswer waits until the operator either states what the recovery from source
