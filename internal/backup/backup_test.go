@@ -38,6 +38,13 @@ func TestStoredNamesAreReproducibleFromTheSpecAndTheName(t *testing.T) {
 	if got := DestinationURI(pvc, "x"); got != "pvc://c/d/x.db" {
 		t.Errorf("DestinationURI = %q", got)
 	}
+	// The file's own location names what DestinationURI names, and leaves the destination be.
+	if f := FileLocation(s3, "x"); f.S3.Key != "p/x.db" || f.S3.Bucket != "b" || s3.S3.Key != "p/" {
+		t.Errorf("FileLocation(s3) = %+v (destination now %+v)", f.S3, s3.S3)
+	}
+	if f := FileLocation(pvc, "x"); f.PVC.SubPath != "d/x.db" || f.PVC.ClaimName != "c" || pvc.PVC.SubPath != "d" {
+		t.Errorf("FileLocation(pvc) = %+v (destination now %+v)", f.PVC, pvc.PVC)
+	}
 }
 
 // fakeSnapshot is content followed by its sha256, as etcd streams a snapshot.

@@ -35,6 +35,19 @@ func FilePath(subPath, snapshot string) string {
 	return path.Join(subPath, SnapshotFileName(snapshot))
 }
 
+// FileLocation narrows a destination to snapshot's own file: its exact S3 key (ObjectKey)
+// or its exact path in the volume (FilePath), the rest of the destination kept.
+func FileLocation(loc etcdv1.SnapshotLocation, snapshot string) etcdv1.SnapshotLocation {
+	out := *loc.DeepCopy()
+	switch {
+	case out.S3 != nil:
+		out.S3.Key = ObjectKey(out.S3.Key, snapshot)
+	case out.PVC != nil:
+		out.PVC.SubPath = FilePath(out.PVC.SubPath, snapshot)
+	}
+	return out
+}
+
 // DestinationURI is where snapshot is stored for a destination: s3://bucket/key or
 // pvc://claim/path.
 func DestinationURI(loc etcdv1.SnapshotLocation, snapshot string) string {

@@ -127,20 +127,13 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is %s, not Complete yet: the restore starts once it completes (see kubectl get etcdsnap %s)",
 			name, phase, name)
 	}
-	loc := *snap.Spec.Destination.DeepCopy()
-	uri := backup.DestinationURI(loc, snap.Name)
+	uri := backup.DestinationURI(snap.Spec.Destination, snap.Name)
 	a := snap.Status.Artifact
 	if a == nil || a.URI != uri || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is Complete but its status.artifact %s does not name its file %s with a sha256 checksum, so the file cannot be verified: restore from its s3 or pvc location instead, %s",
 			name, describeArtifact(a), uri, recreate)
 	}
-	switch {
-	case loc.S3 != nil:
-		loc.S3.Key = backup.ObjectKey(loc.S3.Key, snap.Name)
-	case loc.PVC != nil:
-		loc.PVC.SubPath = backup.FilePath(loc.PVC.SubPath, snap.Name)
-	}
-	return &etcdv1.MemberRestore{Source: loc, Checksum: a.Checksum, Snapshot: snap.Name}, ""
+	return &etcdv1.MemberRestore{Source: backup.FileLocation(snap.Spec.Destination, snap.Name), Checksum: a.Checksum, Snapshot: snap.Name}, ""
 }
 
 func describeArtifact(a *etcdv1.SnapshotArtifact) string {

@@ -87,7 +87,7 @@ func (r *ClusterReconciler) memberPods(ctx context.Context, reader client.Reader
 func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, pods map[string]*corev1.Pod) (outdated []*etcdv1.EtcdMember, down []string) {
 	for _, m := range v.members {
 		pod := pods[m.Name]
-		if pod == nil || !pod.DeletionTimestamp.IsZero() || !podReady(pod) {
+		if !podServes(pod) {
 			down = append(down, m.Name)
 			continue
 		}
@@ -110,6 +110,11 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 func joinedWithPeerFlags(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
 	return m.Status.Role == etcdv1.RoleVoter && m.Status.MemberID != "" &&
 		m.Spec.Storage.Medium != etcdv1.StorageMediumMemory && specs.RefillsEmptyData(pod, c, m)
+}
+
+// podServes: the member's Pod, as this look saw it, is Ready and not going.
+func podServes(pod *corev1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp.IsZero() && podReady(pod)
 }
 
 func podReady(pod *corev1.Pod) bool {

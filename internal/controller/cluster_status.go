@@ -78,6 +78,9 @@ func memberSummaries(c *etcdv1.EtcdCluster, v *clusterView) []etcdv1.MemberSumma
 			if em.IsLearner {
 				sum.Role = etcdv1.RoleLearner
 			}
+			// The Pod too: the EtcdMember's Ready condition follows its Pod a moment later,
+			// and etcd of a member restarted in place answers before its new Pod turns Ready;
+			// a status written in between read as settled in the middle of a roll.
 			sum.Ready = v.healthy[em.ID] && meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1.MemberConditionReady) &&
 				podServes(v.pods[m.Name])
 			if ver := v.versions[em.ID]; ver != "" {
@@ -87,14 +90,6 @@ func memberSummaries(c *etcdv1.EtcdCluster, v *clusterView) []etcdv1.MemberSumma
 		out = append(out, sum)
 	}
 	return out
-}
-
-// podServes: the member's Pod, as this look saw it, is Ready and not going. The EtcdMember's
-// Ready condition follows its Pod a moment later, and etcd of a member restarted in place
-// answers before its new Pod turns Ready: without this a status written in between counted
-// a member restarting for a roll as ready, and read as settled in the middle of the roll.
-func podServes(pod *corev1.Pod) bool {
-	return pod != nil && pod.DeletionTimestamp.IsZero() && podReady(pod)
 }
 
 // stepResult is what the reconcile's one step did: a change, or why it waited or failed.

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -131,15 +130,7 @@ func checkSnapshot(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, name str
 }
 
 func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, req recoveryRequest) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": c.ResourceVersion, "annotations": map[string]string{req.annotation: req.value}}})
-	if err != nil {
-		return err
-	}
-	if err := k.Client.Patch(ctx, c, client.RawPatch("application/merge-patch+json", body)); err != nil {
-		return explainForbidden(err, "patch etcdclusters.etcd-operator.cozystack.io")
-	}
-	return nil
+	return patchCluster(ctx, k, c, map[string]any{req.annotation: req.value}, nil)
 }
 
 // awaitRecoveryAnswer waits until the operator either states what the requested recovery

@@ -119,15 +119,24 @@ func replicasOf(c *etcdv1.EtcdCluster) int32 {
 	return *c.Spec.Replicas
 }
 
-// patchReplicas sets spec.replicas and annotations (nil deletes) in one merge patch that
-// carries the resourceVersion read, so a concurrent change makes it fail instead of being
-// overwritten.
+// patchReplicas sets spec.replicas and annotations (nil deletes) in one patch (patchCluster).
 func patchReplicas(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, n int32, annotations map[string]any) error {
+	return patchCluster(ctx, k, c, annotations, map[string]any{"replicas": n})
+}
+
+// patchCluster sets annotations (nil deletes one) and spec fields (nil: none) in one merge
+// patch that carries the resourceVersion read, so a concurrent change makes it fail instead
+// of being overwritten.
+func patchCluster(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, annotations, spec map[string]any) error {
 	meta := map[string]any{"resourceVersion": c.ResourceVersion}
 	if annotations != nil {
 		meta["annotations"] = annotations
 	}
-	body, err := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{"replicas": n}})
+	patch := map[string]any{"metadata": meta}
+	if spec != nil {
+		patch["spec"] = spec
+	}
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
