@@ -381,3 +381,73 @@ func TestRemovalMarkIsDroppedWhenTheClusterNeedsTheMember(t *testing.T) {
 		t.Fatalf("%d members, want 3", n)
 	}
 }
+
+// staleMembers is a cache that has not seen some EtcdMembers yet: its List leaves them out.
+type staleMembers struct {
+	client.Client
+	hidden []string
+}
+
+func (s staleMembers) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := s.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if members, ok := list.(*etcdv1.EtcdMemberList); ok {
+		members.Items = slices.DeleteFunc(members.Items, func(m etcdv1.EtcdMember) bool { return slices.Contains(s.hidden, m.Name) })
+	}
+	return nil
+}
+
+// A reconcile right after the one that created db-4 sees a cache without it: it must not
+// create another member (seen after a recovery from a snapshot: two pending members, of
+// which etcd took one as a learner, and the other's add failed on every reconcile).
+func TestScaleOutWaitsForACacheThatMissesTheMemberItCreated(t *testing.T) {
+	h := runningHarness(t)
+	h.setReplicas(5)
+	h.reconcile() // creates db-4
+	h.r.APIReader = h.api
+	h.r.Client = staleMembers{Client: h.api, hidden: []string{"db-4"}}
+	h.reconcile()
+	live, err := listMembersFrom(context.Background(), h.api, h.clusterObj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(live); !slices.Equal(got, []string{"db-1", "db-2", "db-3", "db-4"}) {
+		t.Fatalf("members %v after a reconcile with a stale cache, want db-4 alone added", got)
+	}
+	if cond := h.condition(etcdv1.ConditionProgressing); !strings.Contains(cond.Message, "db-4 exists but is not in this reconcile's view") {
+		t.Fatalf("Progressing %+v, want the wait for the cache", cond)
+	}
+}
+
+// Two members waiting to join (however that came about): etcd takes one learner at a time,
+// so the second waits while the first is promoted, and joins after it.
+func TestASecondPendingMemberWaitsForTheLearnerToBePromoted(t *testing.T) {
+	h := runningHarness(t)
+	h.setReplicas(5)
+	h.reconcile() // creates db-4
+	h.reconcile() // adds it as a learner
+	c := h.clusterObj()
+	m5 := h.r.newMember(c, "db-5", etcdv1.MemberBootstrap{
+		InitialCluster: specs.InitialCluster(c, []string{"db-1", "db-5"}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+	})
+	if err := h.r.createMember(context.Background(), c, m5); err != nil {
+		t.Fatal(err)
+	}
+	m4 := h.members()[3]
+	id, err := etcd.ParseID(m4.Status.MemberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.StartMember(id, "db-4", specs.ClientURL(c, "db-4"))
+	h.etcd.SetCaughtUp(id, true)
+	h.etcd.ResetCalls()
+	h.reconcile()
+	if promotes := h.etcd.CallsTo("Promote"); len(promotes) != 1 || len(h.etcd.CallsTo("AddLearner")) != 0 {
+		t.Fatalf("calls %v, want db-4 promoted and no add while it is a learner", h.etcd.Calls())
+	}
+	h.reconcile()
+	if adds := h.etcd.CallsTo("AddLearner"); len(adds) != 1 || !strings.Contains(adds[0], "db-5") {
+		t.Fatalf("AddLearner calls %v, want db-5 added once db-4 is a voter", adds)
+	}
+}

@@ -63,8 +63,14 @@ func (v *clusterView) close() {
 }
 
 func (r *ClusterReconciler) listMembers(ctx context.Context, c *etcdv1.EtcdCluster) ([]*etcdv1.EtcdMember, error) {
+	return listMembersFrom(ctx, r.Client, c)
+}
+
+// listMembersFrom lists the cluster's EtcdMembers through reader (the cache, or the API
+// itself where a decision must not rest on a cache that may be behind).
+func listMembersFrom(ctx context.Context, reader client.Reader, c *etcdv1.EtcdCluster) ([]*etcdv1.EtcdMember, error) {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	members := make([]*etcdv1.EtcdMember, 0, len(list.Items))

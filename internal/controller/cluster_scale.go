@@ -84,6 +84,9 @@ func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v 
 
 // scaleOut creates the next member; addPending then adds it to etcd as a learner.
 func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	if err := r.viewHasEveryMember(ctx, c, v); err != nil {
+		return err
+	}
 	name, err := r.freeName(ctx, c, v)
 	if err != nil {
 		return err
@@ -104,6 +107,22 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 	}
 	failpoint.Crash(c, failpoint.AfterCreateMember)
 	r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
+	return nil
+}
+
+// viewHasEveryMember reads the EtcdMembers live before one is created: a reconcile that
+// starts right after another created a member may see a cache without it, and would create
+// a second member where one was enough (two pending learners, of which etcd takes one).
+func (r *ClusterReconciler) viewHasEveryMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	live, err := listMembersFrom(ctx, r.reader(), c)
+	if err != nil {
+		return err
+	}
+	for _, m := range live {
+		if memberNamed(v.members, m.Name) == nil {
+			return waitFor("Scaling", "member %s exists but is not in this reconcile's view yet", m.Name)
+		}
+	}
 	return nil
 }
 

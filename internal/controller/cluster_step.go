@@ -318,6 +318,11 @@ func (v *clusterView) ownerOf(c *etcdv1.EtcdCluster, em etcd.Member) *etcdv1.Etc
 // addPending adds, as a learner, a member created to join the cluster but not yet in etcd.
 // Looking the peer URL up first (etcdMemberFor) makes a retried add a no-op.
 func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if len(v.learners()) > 0 {
+		// etcd takes one learner at a time: another member waits until this one is
+		// promoted, which promoteLearners does next.
+		return false, nil
+	}
 	for _, m := range v.active() {
 		if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateExisting {
 			continue
