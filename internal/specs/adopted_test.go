@@ -72,7 +72,9 @@ func TestPeerAutoTLS(t *testing.T) {
 	pod := Pod(c, member(c, "db-0"), PodOptions{})
 	args := pod.Spec.Containers[0].Args
 	if !slices.Contains(args, "--peer-auto-tls=true") || !slices.Contains(args, "--listen-peer-urls=https://0.0.0.0:2380") ||
-		slices.ContainsFunc(args, func(a string) bool { return len(a) > 11 && a[:11] == "--peer-cert" || a == "--peer-client-cert-auth=true" }) {
+		slices.ContainsFunc(args, func(a string) bool {
+			return len(a) > 11 && a[:11] == "--peer-cert" || a == "--peer-client-cert-auth=true"
+		}) {
 		t.Errorf("args %v", args)
 	}
 	for _, vm := range pod.Spec.Containers[0].VolumeMounts {
