@@ -22,7 +22,7 @@ func newMigrateCommand(o *Options) *cobra.Command {
 		Use:   "migrate",
 		Short: "Take over, in place, clusters that another etcd operator runs",
 	}
-	cmd.AddCommand(newMigrateCozystackCommand(o))
+	cmd.AddCommand(newMigrateCozystackCommand(o), newMigrateAenixCommand(o))
 	return cmd
 }
 

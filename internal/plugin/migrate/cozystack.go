@@ -57,7 +57,11 @@ type MemberChange struct {
 func PlanCozystack(o Observed) Plan {
 	p := Plan{Cluster: o.Cluster.Name}
 	p.Refusals = append(p.Refusals, clusterRefusals(o.Cluster)...)
-	p.Refusals = append(p.Refusals, membershipRefusals(o)...)
+	names := map[string]bool{}
+	for _, m := range o.Members {
+		names[m.Name] = true
+	}
+	p.Refusals = append(p.Refusals, membershipRefusals(o.Etcd, names, "Cozystack's operator", "has no EtcdMember")...)
 	members := append([]etcdv1.EtcdMember(nil), o.Members...)
 	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
 	for i := range members {
@@ -91,33 +95,30 @@ func clusterRefusals(c *etcdv1.EtcdCluster) []string {
 }
 
 // membershipRefusals: adoption takes over a settled cluster, where every etcd member is a
-// started voter with an EtcdMember of its name. A learner or an unknown member is another
-// operator's change in flight; taking over in the middle of it would leave it half done.
-func membershipRefusals(o Observed) []string {
-	if len(o.Etcd) == 0 {
+// started voter that names one of the members to adopt. A learner or an unknown member is
+// the other operator's change in flight; taking over in the middle of it would leave it half
+// done. operator names that operator; unknown says what an unknown member lacks.
+func membershipRefusals(etcdMembers []etcd.Member, names map[string]bool, operator, unknown string) []string {
+	if len(etcdMembers) == 0 {
 		return []string{"etcd's member list could not be read: adopt a cluster that answers"}
 	}
 	var out []string
-	names := map[string]bool{}
-	for _, m := range o.Members {
-		names[m.Name] = true
-	}
-	for _, em := range o.Etcd {
+	for _, em := range etcdMembers {
 		switch {
 		case !em.IsStarted():
-			out = append(out, fmt.Sprintf("etcd member %s (peer %v) was added but never started: let Cozystack's operator finish that scale-up first", em.IDHex(), em.PeerURLs))
+			out = append(out, fmt.Sprintf("etcd member %s (peer %v) was added but never started: let %s finish that scale-up first", em.IDHex(), em.PeerURLs, operator))
 		case em.IsLearner:
-			out = append(out, fmt.Sprintf("etcd member %s (%s) is a learner: let Cozystack's operator promote it first", em.Name, em.IDHex()))
+			out = append(out, fmt.Sprintf("etcd member %s (%s) is a learner: let %s promote it first", em.Name, em.IDHex(), operator))
 		case !names[em.Name]:
-			out = append(out, fmt.Sprintf("etcd member %s (%s) has no EtcdMember: this is not a settled cluster of Cozystack's operator", em.Name, em.IDHex()))
+			out = append(out, fmt.Sprintf("etcd member %s (%s) %s: this is not a settled cluster of %s", em.Name, em.IDHex(), unknown, operator))
 		}
 	}
 	return out
 }
 
 // etcdID is the ID etcd knows the member by, "" when it does not list it.
-func etcdID(o Observed, name string) string {
-	for _, em := range o.Etcd {
+func etcdID(etcdMembers []etcd.Member, name string) string {
+	for _, em := range etcdMembers {
 		if em.Name == name {
 			return em.IDHex()
 		}
@@ -148,7 +149,7 @@ func planMember(o Observed, m *etcdv1.EtcdMember) (MemberChange, string) {
 	if flags["initial-cluster"] == "" || flags["initial-cluster-token"] == "" {
 		return MemberChange{}, fmt.Sprintf("Pod %s has no --initial-cluster or --initial-cluster-token", pod.Name)
 	}
-	id := etcdID(o, m.Name)
+	id := etcdID(o.Etcd, m.Name)
 	if id == "" {
 		return MemberChange{}, "etcd does not list it as a member: it was removed; delete it under Cozystack's operator first"
 	}
