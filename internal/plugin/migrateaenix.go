@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/convert"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/migrate"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -63,26 +64,33 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	obs.Force = f.force
 	// etcd's member list, through the Pods: the session is that of the cluster as this
 	// operator will see it, whose members are the StatefulSet's Pods.
-	s := &Session{Kube: k, Cluster: &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace}},
-		Pods: map[string]corev1.Pod{}, Endpoints: map[string]string{}, Unreachable: map[string]error{}}
+	// With the legacy TLS translated: the CA of the server Secret, the legacy operator's
+	// client certificate, as this operator will use them.
+	sessionCluster := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace}}
+	if res, err := convert.Legacy(obs.Legacy); err == nil {
+		sessionCluster.Spec.TLS = res.Cluster.Spec.TLS
+	}
+	s := &Session{Kube: k, Cluster: sessionCluster, Pods: map[string]corev1.Pod{}, Endpoints: map[string]string{}, Unreachable: map[string]error{}}
 	for podName, pod := range obs.Pods {
 		s.Members = append(s.Members, etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: podName}})
 		s.Pods[podName] = *pod
 	}
+	// Unreachable etcd is one refusal among others (a certificate this operator cannot use
+	// is the likely cause, which the plan names), not the only thing said.
+	var unreachable error
 	if len(s.Members) > 0 {
-		if err := s.dial(ctx); err != nil {
-			return fmt.Errorf("reaching etcd through the StatefulSet's Pods: %w", err)
-		}
-		defer s.Close()
-		listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, obs.Etcd, err = s.Etcd.MemberList(listCtx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("reading etcd's member list: %w", err)
+		if unreachable = s.dial(ctx); unreachable == nil {
+			defer s.Close()
+			listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, obs.Etcd, unreachable = s.Etcd.MemberList(listCtx)
+			cancel()
 		}
 	}
 	plan := migrate.PlanAenix(obs)
 	say(o.Out, "%s", plan.Describe())
+	if unreachable != nil {
+		say(o.Out, "  etcd through the StatefulSet's Pods: %v\n", unreachable)
+	}
 	if len(plan.Refusals) > 0 {
 		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", name, len(plan.Refusals))
 	}
@@ -149,6 +157,16 @@ func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObser
 	}
 	for i := range pvcs.Items {
 		obs.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
+	}
+	obs.Secrets = map[string]map[string][]byte{}
+	for _, secretName := range migrate.LegacyTLSSecrets(legacy.Object) {
+		secret := &corev1.Secret{}
+		err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: secretName}, secret)
+		if err == nil {
+			obs.Secrets[secretName] = secret.Data
+		} else if !apierrors.IsNotFound(err) {
+			return obs, nil, explainForbidden(err, "get secrets")
+		}
 	}
 	existing := &etcdv1.EtcdCluster{}
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, existing); err == nil {

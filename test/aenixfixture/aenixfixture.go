@@ -167,3 +167,51 @@ func Pod(sts *appsv1.StatefulSet, i int) *corev1.Pod {
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sts.Namespace, Labels: labels}, Spec: spec}
 }
+
+// TLSSecrets names the Secrets of WithTLS, by spec.security.tls field.
+func TLSSecrets(cluster string) map[string]string {
+	return map[string]string{
+		"peerSecret": cluster + "-peer", "peerTrustedCASecret": cluster + "-peer-ca",
+		"serverSecret": cluster + "-server", "serverTrustedCASecret": cluster + "-server-ca",
+		"clientSecret": cluster + "-client-cert", "clientTrustedCASecret": cluster + "-client-ca",
+	}
+}
+
+// WithTLS sets spec.security.tls to every Secret of TLSSecrets and gives the StatefulSet the
+// legacy factory's TLS: peer and server certificates and the client CA mounted under
+// /etc/etcd/pki, https on both ports, client and peer certificates required.
+func WithTLS(legacy map[string]any, sts *appsv1.StatefulSet) {
+	cluster := sts.Name
+	names := TLSSecrets(cluster)
+	tls := map[string]any{}
+	for k, v := range names {
+		tls[k] = v
+	}
+	legacy["spec"].(map[string]any)["security"] = map[string]any{"tls": tls}
+	pod := &sts.Spec.Template.Spec
+	ctr := &pod.Containers[0]
+	for _, v := range []struct{ volume, secret, dir string }{
+		{"peer-trusted-ca-certificate", names["peerTrustedCASecret"], "/etc/etcd/pki/peer/ca"},
+		{"peer-certificate", names["peerSecret"], "/etc/etcd/pki/peer/cert"},
+		{"server-certificate", names["serverSecret"], "/etc/etcd/pki/server/cert"},
+		{"client-trusted-ca-certificate", names["clientTrustedCASecret"], "/etc/etcd/pki/client/ca"},
+	} {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: v.volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.secret}}})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: v.volume, ReadOnly: true, MountPath: v.dir})
+	}
+	var args []string
+	for _, a := range ctr.Args {
+		switch {
+		case a == "--peer-auto-tls":
+			args = append(args, "--peer-trusted-ca-file=/etc/etcd/pki/peer/ca/ca.crt", "--peer-cert-file=/etc/etcd/pki/peer/cert/tls.crt",
+				"--peer-key-file=/etc/etcd/pki/peer/cert/tls.key", "--peer-client-cert-auth",
+				"--cert-file=/etc/etcd/pki/server/cert/tls.crt", "--key-file=/etc/etcd/pki/server/cert/tls.key",
+				"--trusted-ca-file=/etc/etcd/pki/client/ca/ca.crt", "--client-cert-auth")
+		case strings.HasPrefix(a, "--listen-client-urls=") || strings.HasPrefix(a, "--advertise-client-urls="):
+			args = append(args, strings.Replace(a, "http://", "https://", 1))
+		default:
+			args = append(args, a)
+		}
+	}
+	ctr.Args = args
+}

@@ -32,6 +32,9 @@ type AenixObserved struct {
 	ConfigMaps map[string]map[string]string
 	// Etcd is etcd's member list, asked through the Pods.
 	Etcd []etcd.Member
+	// Secrets are the data of the Secrets spec.security.tls names (LegacyTLSSecrets), by
+	// name; a Secret that does not exist is absent.
+	Secrets map[string]map[string][]byte
 	// Existing is this operator's EtcdCluster of the same name, if there is one.
 	Existing *etcdv1.EtcdCluster
 	// RunningOperators are the legacy operator's Deployments that still have replicas
@@ -114,11 +117,19 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	case len(versions) == 1:
 		c.Spec.Version = sortedKeys(versions)[0]
 	}
-	if len(peerModes) > 1 {
-		p.Refusals = append(p.Refusals, "the Pods do not all protect the peer port the same way: let the legacy operator finish its roll first")
-	} else if peerModes["auto"] {
-		c.Spec.TLS = withPeerAuto(c.Spec.TLS)
+	specPeer := "plain"
+	if c.Spec.TLS != nil && c.Spec.TLS.Peer != nil {
+		specPeer = "secret"
 	}
+	switch {
+	case len(peerModes) > 1:
+		p.Refusals = append(p.Refusals, "the Pods do not all protect the peer port the same way: let the legacy operator finish its roll first")
+	case peerModes["auto"] && specPeer == "plain":
+		c.Spec.TLS = withPeerAuto(c.Spec.TLS)
+	case len(peerModes) == 1 && !peerModes[specPeer]:
+		p.Refusals = append(p.Refusals, fmt.Sprintf("the Pods protect the peer port as %v but spec.security.tls says %s: let the legacy operator finish its roll first", sortedKeys(peerModes), specPeer))
+	}
+	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, sts.Spec.ServiceName, replicas)...)
 	return p
 }
 
@@ -126,9 +137,6 @@ func aenixClusterRefusals(o AenixObserved, c *etcdv1.EtcdCluster) []string {
 	var out []string
 	if c.Spec.Auth != nil && c.Spec.Auth.Enabled {
 		out = append(out, "spec.security.enableAuth is on: adopting a cluster with auth is not supported yet (the root user this operator manages would have to be taken over too)")
-	}
-	if c.Spec.TLS != nil && c.Spec.TLS.Client != nil {
-		out = append(out, "spec.security.tls.serverSecret is set: adopting a cluster whose client port uses TLS is not supported yet; move the data with a snapshot instead (docs/migration.md)")
 	}
 	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
 		out = append(out, "spec.replicas is 0: there is no running member to adopt")
@@ -180,7 +188,8 @@ func planAenixMember(o AenixObserved, c *etcdv1.EtcdCluster, name string) (Membe
 	if why != "" {
 		return MemberChange{}, aenixPod{}, why
 	}
-	peer, why := aenixPeer(pod, flags, mounts)
+	peer := aenixPeer(flags)
+	tls, why := memberTLS(pod, flags, mounts)
 	if why != "" {
 		return MemberChange{}, aenixPod{}, why
 	}
@@ -199,24 +208,23 @@ func planAenixMember(o AenixObserved, c *etcdv1.EtcdCluster, name string) (Membe
 				InitialClusterState: etcdv1.InitialClusterStateExisting,
 				ClusterToken:        flags["initial-cluster-token"],
 			},
+			TLS:     tls,
 			Adopted: &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromAenix, PVCName: pvc, DataDir: dataDir},
 		},
 	}, aenixPod{peer: peer, configMaps: cms}, ""
 }
 
-// aenixPeer is how the Pod protects its peer port. The legacy operator runs --peer-auto-tls
-// unless spec.security.tls.peerSecret names a certificate; this operator runs the first
-// (spec.tls.peer.autoTLS), and refuses the second for now: its CA sits in another Secret,
-// where this operator reads it from the peer Secret's ca.crt.
-func aenixPeer(pod *corev1.Pod, flags, mounts map[string]string) (string, string) {
-	if file := flags["peer-cert-file"]; file != "" {
-		return "", fmt.Sprintf("Pod %s uses the peer certificate of Secret %s (spec.security.tls.peerSecret): adopting a cluster with its own peer certificates is not supported yet; move the data with a snapshot instead (docs/migration.md)",
-			pod.Name, orNone(mounts[path.Dir(file)]))
+// aenixPeer is how the Pod protects its peer port: the legacy operator runs --peer-auto-tls
+// (this operator's spec.tls.peer.autoTLS) unless spec.security.tls.peerSecret names a
+// certificate (spec.tls.peer.secretRef).
+func aenixPeer(flags map[string]string) string {
+	switch {
+	case flags["peer-cert-file"] != "":
+		return "secret"
+	case flags["peer-auto-tls"] == "true":
+		return "auto"
 	}
-	if flags["peer-auto-tls"] == "true" {
-		return "auto", ""
-	}
-	return "plain", ""
+	return "plain"
 }
 
 // imageVersion is the etcd release of the Pod's etcd image tag.

@@ -10,6 +10,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 	"github.com/quorumkeeper/etcd-operator/test/aenixfixture"
 )
 
@@ -107,10 +108,9 @@ func TestPlanAenixRefuses(t *testing.T) {
 			o.Pods["lg-0"].Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 		}, "Pod lg-0 keeps its data on volume data, not on a PVC"},
 		"old etcd": {func(o *AenixObserved) { o.Pods["lg-0"].Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.5.12" }, "Pod lg-0 runs image quay.io/coreos/etcd:v3.5.12"},
-		"peer certificate": {func(o *AenixObserved) {
-			args := &o.Pods["lg-1"].Spec.Containers[0].Args
-			*args = append(*args, "--peer-cert-file=/etc/etcd/pki/peer/cert/tls.crt")
-		}, "Pod lg-1 uses the peer certificate"},
+		"pods and spec disagree on the peer port": {func(o *AenixObserved) {
+			o.Legacy["spec"].(map[string]any)["security"] = map[string]any{"tls": map[string]any{"peerSecret": "p"}}
+		}, "the Pods protect the peer port as [auto] but spec.security.tls says secret"},
 		"renamed": {func(o *AenixObserved) { o.Pods["lg-1"].Spec.Containers[0].Args[0] = "--name=other" }, `Pod lg-1 runs etcd --name="other"`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -139,5 +139,90 @@ func TestPodSettingsExpandsTheEnvironment(t *testing.T) {
 	if !ok || flags["name"] != "lg-2" || flags["advertise-client-urls"] != "http://lg-2.lg-headless.ns.svc:2379" ||
 		flags["peer-auto-tls"] != "true" || flags["initial-cluster-state"] != "new" || len(cms) != 1 {
 		t.Errorf("flags %v, config maps %v", flags, cms)
+	}
+}
+
+// aenixTLSObserved is aenixObserved with the legacy TLS on both ports, from one CA, with
+// certificates that name every member and the client Service.
+func aenixTLSObserved(t *testing.T) (AenixObserved, *testpki.CA) {
+	o := aenixObserved()
+	aenixfixture.WithTLS(o.Legacy, o.StatefulSet)
+	for name := range o.Pods {
+		i := int(name[len(name)-1] - '0')
+		o.Pods[name] = withReady(aenixfixture.Pod(o.StatefulSet, i))
+	}
+	ca := testpki.NewCA(t)
+	names := aenixfixture.TLSSecrets("lg")
+	members := []string{"*.lg-headless.ns.svc", "*.lg.ns.svc"}
+	o.Secrets = map[string]map[string][]byte{
+		names["serverSecret"]:          ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: append(members, "lg-client.ns.svc")}),
+		names["peerSecret"]:            ca.SecretData(t, testpki.Request{CommonName: "lg-peer", DNSNames: members}),
+		names["clientSecret"]:          ca.SecretData(t, testpki.Request{CommonName: "root"}),
+		names["serverTrustedCASecret"]: {"ca.crt": ca.PEM},
+		names["clientTrustedCASecret"]: {"ca.crt": ca.PEM},
+		names["peerTrustedCASecret"]:   {"ca.crt": ca.PEM},
+	}
+	return o, ca
+}
+
+func withReady(pod *corev1.Pod) *corev1.Pod {
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return pod
+}
+
+// A TLS cluster is adopted with the Secrets its Pods mount: the server and peer Secrets, and
+// the legacy operator's client certificate as the operator's.
+func TestPlanAenixTakesOverTheTLSSecrets(t *testing.T) {
+	o, _ := aenixTLSObserved(t)
+	p := PlanAenix(o)
+	if len(p.Refusals) != 0 {
+		t.Fatalf("refusals: %v", p.Refusals)
+	}
+	tls := p.Cluster.Spec.TLS
+	if tls.Client.ServerSecretRef.Name != "lg-server" || tls.Client.OperatorClientSecretRef.Name != "lg-client-cert" ||
+		tls.Peer.SecretRef.Name != "lg-peer" || tls.Peer.AutoTLS || !specs.ClientCertAuth(p.Cluster) {
+		t.Errorf("cluster TLS %+v %+v %+v", tls, tls.Client, tls.Peer)
+	}
+	want := etcdv1.MemberTLS{ServerSecretName: "lg-server", PeerSecretName: "lg-peer", ClientCertAuth: true}
+	for _, m := range p.Members {
+		if m.Spec.TLS == nil || *m.Spec.TLS != want {
+			t.Errorf("member %s TLS %+v, want %+v", m.Member, m.Spec.TLS, want)
+		}
+	}
+	if got := specs.ClientURL(p.Cluster, "lg-0"); got != "https://lg-0.lg-headless.ns.svc:2379" {
+		t.Errorf("client URL %s", got)
+	}
+}
+
+// What this operator cannot use is refused, naming the Secret, the field and the fix.
+func TestPlanAenixRefusesCertificatesThisOperatorCannotUse(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change func(t *testing.T, o *AenixObserved, ca *testpki.CA)
+		want   string
+	}{
+		"server certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
+			o.Secrets["lg-server"] = ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: []string{"*.lg-headless.ns.svc", "lg.ns.svc"}})
+		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-client.ns.svc, lg-3.lg.ns.svc"},
+		"peer certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
+			o.Secrets["lg-peer"] = ca.SecretData(t, testpki.Request{CommonName: "p", DNSNames: []string{"*.lg-headless.ns.svc"}})
+		}, "the certificate of Secret lg-peer (spec.security.tls.peerSecret) is not valid for lg-3.lg.ns.svc"},
+		"client CA of its own": {func(t *testing.T, o *AenixObserved, _ *testpki.CA) {
+			o.Secrets["lg-client-ca"] = map[string][]byte{"ca.crt": testpki.NewCA(t).PEM}
+		}, "the ca.crt of Secret lg-client-ca (spec.security.tls.clientTrustedCASecret) is not the ca.crt of Secret lg-server"},
+		"server Secret without ca.crt": {func(t *testing.T, o *AenixObserved, _ *testpki.CA) {
+			delete(o.Secrets["lg-server"], "ca.crt")
+		}, "Secret lg-server (spec.security.tls.serverSecret) has no ca.crt"},
+		"missing peer Secret": {func(t *testing.T, o *AenixObserved, _ *testpki.CA) {
+			delete(o.Secrets, "lg-peer")
+		}, "Secret lg-peer (spec.security.tls.peerSecret) does not exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, ca := aenixTLSObserved(t)
+			tc.change(t, &o, ca)
+			p := PlanAenix(o)
+			if !strings.Contains(strings.Join(p.Refusals, "\n"), tc.want) {
+				t.Errorf("refusals %q, want one containing %q", p.Refusals, tc.want)
+			}
+		})
 	}
 }

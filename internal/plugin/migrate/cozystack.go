@@ -29,6 +29,9 @@ type Observed struct {
 	PVCs    map[string]*corev1.PersistentVolumeClaim // by name
 	// Etcd is etcd's member list, asked through the members: the truth about who is a member.
 	Etcd []etcd.Member
+	// Secrets are the data of the TLS Secrets the members' Pods mount, by name; a Secret
+	// that does not exist is absent.
+	Secrets map[string]map[string][]byte
 }
 
 // Plan is what adoption changes, member by member; Refusals say why it must not start.
@@ -80,7 +83,36 @@ func PlanCozystack(o Observed) Plan {
 	if len(p.Members) == 0 && len(p.Refusals) == 0 && len(p.Adopted) == 0 {
 		p.Refusals = append(p.Refusals, "the cluster has no EtcdMembers: there is nothing to adopt")
 	}
+	p.Refusals = append(p.Refusals, cozystackTLSRefusals(o, p.Members)...)
 	return p
+}
+
+// cozystackTLSRefusals checks the certificates the members mount the way this operator uses
+// them: it reaches members at <member>.<cluster>.<namespace>.svc and kubectl etcd checks the
+// server certificate against <cluster>-client.<namespace>.svc, and each Secret carries the
+// CA in its ca.crt.
+func cozystackTLSRefusals(o Observed, members []MemberChange) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range members {
+		t := m.Spec.TLS
+		if t == nil {
+			continue
+		}
+		member := fmt.Sprintf("%s.%s.%s.svc", m.Member, specs.HeadlessServiceName(o.Cluster.Name), o.Cluster.Namespace)
+		client := fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(o.Cluster.Name), o.Cluster.Namespace)
+		for _, s := range []struct {
+			name, field string
+			hosts       []string
+		}{{t.ServerSecretName, "the Pods' --cert-file", []string{member, client}}, {t.PeerSecretName, "the Pods' --peer-cert-file", []string{member}}} {
+			if s.name == "" || seen[s.name] {
+				continue
+			}
+			seen[s.name] = true
+			out = append(out, secretRefusals(o.Secrets, s.field, s.name, true, s.hosts, "Cozystack's operator")...)
+		}
+	}
+	return out
 }
 
 func clusterRefusals(c *etcdv1.EtcdCluster) []string {
