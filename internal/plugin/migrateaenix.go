@@ -110,46 +110,20 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 
 // observeAenix reads the legacy EtcdCluster and what the legacy operator built for it.
 func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObserved, *unstructured.Unstructured, error) {
-	legacy := &unstructured.Unstructured{}
-	legacy.SetAPIVersion("etcd.aenix.io/v1alpha1")
-	legacy.SetKind("EtcdCluster")
-	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, legacy)
-	switch {
-	case meta.IsNoMatchError(err):
-		return migrate.AenixObserved{}, nil, errors.New("the API has no etcd.aenix.io/v1alpha1 EtcdCluster kind: the legacy operator's CRD is not installed here (wrong context or namespace?)")
-	case apierrors.IsNotFound(err):
-		return migrate.AenixObserved{}, nil, fmt.Errorf("no etcd.aenix.io/v1alpha1 EtcdCluster %s in namespace %s. If a previous --apply deleted it, finish by hand: kubectl delete statefulset %s --cascade=orphan, and delete the legacy client Service %s if it is still a ClusterIP Service", name, k.Namespace, name, name)
-	case err != nil:
-		return migrate.AenixObserved{}, nil, explainForbidden(err, "get etcdclusters.etcd.aenix.io")
+	legacy, err := getLegacy(ctx, k, name)
+	if err != nil {
+		return migrate.AenixObserved{}, nil, err
 	}
 	obs := migrate.AenixObserved{Legacy: legacy.Object, Pods: map[string]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{},
-		ConfigMaps: map[string]map[string]string{}}
+		ConfigMaps: map[string]map[string]string{}, Secrets: map[string]map[string][]byte{}}
 	sts := &appsv1.StatefulSet{}
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, sts); err == nil {
 		obs.StatefulSet = sts
+		if err := readPods(ctx, k, sts, &obs); err != nil {
+			return obs, nil, err
+		}
 	} else if !apierrors.IsNotFound(err) {
 		return obs, nil, explainForbidden(err, "get statefulsets")
-	}
-	if obs.StatefulSet != nil {
-		pods := &corev1.PodList{}
-		if err := k.Client.List(ctx, pods, client.InNamespace(k.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
-			return obs, nil, explainForbidden(err, "list pods")
-		}
-		for i := range pods.Items {
-			pod := &pods.Items[i]
-			obs.Pods[pod.Name] = pod
-			for _, c := range pod.Spec.Containers {
-				for _, from := range c.EnvFrom {
-					if ref := from.ConfigMapRef; ref != nil && obs.ConfigMaps[ref.Name] == nil {
-						cm := &corev1.ConfigMap{}
-						if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: ref.Name}, cm); err != nil {
-							return obs, nil, explainForbidden(err, "get configmaps")
-						}
-						obs.ConfigMaps[ref.Name] = cm.Data
-					}
-				}
-			}
-		}
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := k.Client.List(ctx, pvcs, client.InNamespace(k.Namespace)); err != nil {
@@ -158,14 +132,11 @@ func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObser
 	for i := range pvcs.Items {
 		obs.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
-	obs.Secrets = map[string]map[string][]byte{}
 	for _, secretName := range migrate.LegacyTLSSecrets(legacy.Object) {
-		secret := &corev1.Secret{}
-		err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: secretName}, secret)
-		if err == nil {
-			obs.Secrets[secretName] = secret.Data
-		} else if !apierrors.IsNotFound(err) {
-			return obs, nil, explainForbidden(err, "get secrets")
+		if err := readInto(ctx, k, secretName, &corev1.Secret{}, "get secrets", func(o client.Object) {
+			obs.Secrets[secretName] = o.(*corev1.Secret).Data
+		}); err != nil {
+			return obs, nil, err
 		}
 	}
 	existing := &etcdv1.EtcdCluster{}
@@ -176,6 +147,61 @@ func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObser
 	}
 	obs.RunningOperators, obs.OperatorCheck = legacyOperators(ctx, k)
 	return obs, legacy, nil
+}
+
+// getLegacy reads the legacy EtcdCluster, explaining why it cannot be.
+func getLegacy(ctx context.Context, k *Kube, name string) (*unstructured.Unstructured, error) {
+	legacy := &unstructured.Unstructured{}
+	legacy.SetAPIVersion("etcd.aenix.io/v1alpha1")
+	legacy.SetKind("EtcdCluster")
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, legacy)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, errors.New("the API has no etcd.aenix.io/v1alpha1 EtcdCluster kind: the legacy operator's CRD is not installed here (wrong context or namespace?)")
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("no etcd.aenix.io/v1alpha1 EtcdCluster %s in namespace %s. If a previous --apply deleted it, finish by hand: kubectl delete statefulset %s --cascade=orphan, and delete the legacy client Service %s if it is still a ClusterIP Service", name, k.Namespace, name, name)
+	case err != nil:
+		return nil, explainForbidden(err, "get etcdclusters.etcd.aenix.io")
+	}
+	return legacy, nil
+}
+
+// readPods reads the StatefulSet's Pods and the ConfigMaps they take their environment from.
+func readPods(ctx context.Context, k *Kube, sts *appsv1.StatefulSet, obs *migrate.AenixObserved) error {
+	pods := &corev1.PodList{}
+	if err := k.Client.List(ctx, pods, client.InNamespace(k.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
+		return explainForbidden(err, "list pods")
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		obs.Pods[pod.Name] = pod
+		for _, c := range pod.Spec.Containers {
+			for _, from := range c.EnvFrom {
+				ref := from.ConfigMapRef
+				if ref == nil || obs.ConfigMaps[ref.Name] != nil {
+					continue
+				}
+				if err := readInto(ctx, k, ref.Name, &corev1.ConfigMap{}, "get configmaps", func(o client.Object) {
+					obs.ConfigMaps[ref.Name] = o.(*corev1.ConfigMap).Data
+				}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// readInto reads the named object and hands it to found; a missing one is no error.
+func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
+	switch {
+	case err == nil:
+		found(obj)
+	case !apierrors.IsNotFound(err):
+		return explainForbidden(err, verb)
+	}
+	return nil
 }
 
 // legacyOperators are the Deployments, in any namespace, that run the legacy operator's image
@@ -205,42 +231,19 @@ func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
 // ones go last: the legacy EtcdCluster and StatefulSet with propagationPolicy Orphan, so that
 // no Pod, PVC or kept object goes with them. A run cut short is finished by running again.
 func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured) error {
-	c := plan.Cluster
-	for _, change := range plan.Members {
-		if err := createAdoptedMember(ctx, k, change); err != nil {
-			return fmt.Errorf("member %s: %w", change.Member, err)
-		}
-		say(o.Out, "adopted member %s\n", change.Member)
-	}
-	if err := k.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating EtcdCluster %s (is this operator installed? kubectl apply -f config/crd/bases): %w", c.Name, err)
-	}
-	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+	c, err := createAenixOwn(ctx, o, k, plan)
+	if err != nil {
 		return err
-	}
-	for _, change := range plan.Members {
-		m := &etcdv1.EtcdMember{}
-		if err := setOwner(ctx, k, change.Member, m, c, true); err != nil {
-			return err
-		}
-	}
-	if err := setOwner(ctx, k, plan.HeadlessService, &corev1.Service{}, c, false); err != nil {
-		return err
-	}
-	for _, cm := range plan.ConfigMaps {
-		if err := setOwner(ctx, k, cm, &corev1.ConfigMap{}, c, false); err != nil {
-			return err
-		}
 	}
 	// What the legacy EtcdCluster controls and this operator names the same: deleted once
 	// orphaned, this operator makes its own.
-	conflicting := []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}}
 	var toDelete []client.Object
-	for _, obj := range conflicting {
-		err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: plan.ClientService}, obj)
-		if err == nil && controlledByUID(obj, legacy.GetUID()) {
-			toDelete = append(toDelete, obj)
-		} else if client.IgnoreNotFound(err) != nil {
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		if err := readInto(ctx, k, plan.ClientService, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
+			if controlledByUID(obj, legacy.GetUID()) {
+				toDelete = append(toDelete, obj)
+			}
+		}); err != nil {
 			return err
 		}
 	}
@@ -268,6 +271,39 @@ func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan
 		}
 	}
 	return nil
+}
+
+// createAenixOwn creates the EtcdMembers and the EtcdCluster, and makes the cluster the owner
+// of its members and of the legacy objects it keeps.
+func createAenixOwn(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan) (*etcdv1.EtcdCluster, error) {
+	c := plan.Cluster
+	for _, change := range plan.Members {
+		if err := createAdoptedMember(ctx, k, change); err != nil {
+			return nil, fmt.Errorf("member %s: %w", change.Member, err)
+		}
+		say(o.Out, "adopted member %s\n", change.Member)
+	}
+	if err := k.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating EtcdCluster %s (is this operator installed? kubectl apply -f config/crd/bases): %w", c.Name, err)
+	}
+	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+		return nil, err
+	}
+	for _, change := range plan.Members {
+		if err := setOwner(ctx, k, change.Member, &etcdv1.EtcdMember{}, c, true); err != nil {
+			return nil, err
+		}
+	}
+	kept := map[string]client.Object{plan.HeadlessService: &corev1.Service{}}
+	for _, cm := range plan.ConfigMaps {
+		kept[cm] = &corev1.ConfigMap{}
+	}
+	for name, obj := range kept {
+		if err := setOwner(ctx, k, name, obj, c, false); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // createAdoptedMember labels the member's PVC and Pod (metadata only) and creates its

@@ -60,7 +60,7 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 
 	out = mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
@@ -193,27 +193,42 @@ func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *u
 		}
 	}
 	for _, name := range aenixMembers {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-			t.Fatal(err)
-		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.RestartCount != 0 {
-				t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
-			}
-		}
-		if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.Name != name {
-			t.Errorf("Pod %s is controlled by %+v, want its EtcdMember", name, ref)
-		}
-		m := &etcdv1.EtcdMember{}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
-			t.Fatal(err)
-		}
-		if m.Spec.Adopted == nil || m.Spec.Adopted.From != etcdv1.AdoptedFromAenix || m.Spec.Adopted.PVCName != "data-"+name ||
-			m.Spec.Adopted.DataDir != "/var/lib/etcd/default.etcd" {
-			t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
+		checkAenixMember(t, ns, name)
+	}
+	checkLegacyObjectsRetired(t, ns, c, legacy)
+}
+
+// checkAenixMember: the Pod never restarted and is its EtcdMember's, which says where the
+// data is.
+func checkAenixMember(t *testing.T, ns, name string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
 		}
 	}
+	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.Name != name {
+		t.Errorf("Pod %s is controlled by %+v, want its EtcdMember", name, ref)
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec.Adopted == nil || m.Spec.Adopted.From != etcdv1.AdoptedFromAenix || m.Spec.Adopted.PVCName != "data-"+name ||
+		m.Spec.Adopted.DataDir != "/var/lib/etcd/default.etcd" {
+		t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
+	}
+}
+
+// checkLegacyObjectsRetired: the legacy EtcdCluster and StatefulSet are gone, the headless
+// Service and the ConfigMap the Pods depend on are the new cluster's, and the Service lg is
+// this operator's headless Service.
+func checkLegacyObjectsRetired(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured) {
+	t.Helper()
 	gone := map[client.Object]string{legacy: "legacy EtcdCluster", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "lg", Namespace: ns}}: "StatefulSet"}
 	for obj, what := range gone {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {

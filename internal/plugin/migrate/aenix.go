@@ -111,9 +111,18 @@ func PlanAenix(o AenixObserved) AenixPlan {
 		p.Members = append(p.Members, change)
 	}
 	p.ConfigMaps = sortedKeys(configMaps)
+	p.Refusals = append(p.Refusals, settleFromPods(c, versions, peerModes)...)
+	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, sts.Spec.ServiceName, replicas)...)
+	return p
+}
+
+// settleFromPods takes the etcd version and the peer port's protection from what the Pods
+// run, which must agree among themselves and with the spec.
+func settleFromPods(c *etcdv1.EtcdCluster, versions, peerModes map[string]bool) []string {
+	var out []string
 	switch {
 	case len(versions) > 1:
-		p.Refusals = append(p.Refusals, fmt.Sprintf("the Pods run different etcd versions %v: let the legacy operator finish its upgrade first", sortedKeys(versions)))
+		out = append(out, fmt.Sprintf("the Pods run different etcd versions %v: let the legacy operator finish its upgrade first", sortedKeys(versions)))
 	case len(versions) == 1:
 		c.Spec.Version = sortedKeys(versions)[0]
 	}
@@ -123,14 +132,13 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	}
 	switch {
 	case len(peerModes) > 1:
-		p.Refusals = append(p.Refusals, "the Pods do not all protect the peer port the same way: let the legacy operator finish its roll first")
+		out = append(out, "the Pods do not all protect the peer port the same way: let the legacy operator finish its roll first")
 	case peerModes["auto"] && specPeer == "plain":
 		c.Spec.TLS = withPeerAuto(c.Spec.TLS)
 	case len(peerModes) == 1 && !peerModes[specPeer]:
-		p.Refusals = append(p.Refusals, fmt.Sprintf("the Pods protect the peer port as %v but spec.security.tls says %s: let the legacy operator finish its roll first", sortedKeys(peerModes), specPeer))
+		out = append(out, fmt.Sprintf("the Pods protect the peer port as %v but spec.security.tls says %s: let the legacy operator finish its roll first", sortedKeys(peerModes), specPeer))
 	}
-	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, sts.Spec.ServiceName, replicas)...)
-	return p
+	return out
 }
 
 func aenixClusterRefusals(o AenixObserved, c *etcdv1.EtcdCluster) []string {
@@ -252,27 +260,7 @@ func podSettings(pod *corev1.Pod, configMaps map[string]map[string]string) (map[
 	if !ok {
 		return nil, nil, nil, false
 	}
-	ctr := etcdContainer(pod)
-	env := map[string]string{}
-	var used []string
-	for _, from := range ctr.EnvFrom {
-		if ref := from.ConfigMapRef; ref != nil {
-			used = append(used, ref.Name)
-			for k, v := range configMaps[ref.Name] {
-				env[from.Prefix+k] = v
-			}
-		}
-	}
-	for _, e := range ctr.Env {
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			env[e.Name] = pod.Name
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env[e.Name] = pod.Namespace
-		case e.ValueFrom == nil:
-			env[e.Name] = expand(e.Value, env)
-		}
-	}
+	env, used := podEnv(pod, configMaps)
 	for k, v := range flags {
 		flags[k] = expand(v, env)
 	}
@@ -285,6 +273,32 @@ func podSettings(pod *corev1.Pod, configMaps map[string]map[string]string) (map[
 		}
 	}
 	return flags, mounts, used, true
+}
+
+// podEnv is the etcd container's environment as far as it can be known without running it:
+// its ConfigMaps' keys, the Pod's name and namespace, literal values. used are the ConfigMaps.
+func podEnv(pod *corev1.Pod, configMaps map[string]map[string]string) (map[string]string, []string) {
+	ctr := etcdContainer(pod)
+	env := map[string]string{}
+	var used []string
+	for _, from := range ctr.EnvFrom {
+		if ref := from.ConfigMapRef; ref != nil {
+			used = append(used, ref.Name)
+			for k, v := range configMaps[ref.Name] {
+				env[from.Prefix+k] = v
+			}
+		}
+	}
+	fields := map[string]string{"metadata.name": pod.Name, "metadata.namespace": pod.Namespace}
+	for _, e := range ctr.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = expand(e.Value, env)
+		case e.ValueFrom.FieldRef != nil && fields[e.ValueFrom.FieldRef.FieldPath] != "":
+			env[e.Name] = fields[e.ValueFrom.FieldRef.FieldPath]
+		}
+	}
+	return env, used
 }
 
 // expand replaces $(VAR) with the variable's value, as the kubelet does in a container's

@@ -59,6 +59,18 @@ func TestPlanAenixTakesIdentityFromThePodsAndTheirConfigMap(t *testing.T) {
 	if m.Spec.ClusterName != "lg" || m.Spec.Version != "3.6.16" || m.Spec.Storage.Size.String() != "1Gi" || m.Spec.TLS != nil {
 		t.Errorf("spec %+v", m.Spec)
 	}
+	out := p.Describe()
+	for _, want := range []string{"member lg-0 (etcd ID a0): Pod lg-0 keeps running unchanged", "StatefulSet lg: deleted with propagationPolicy Orphan", "Service lg: deleted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The EtcdCluster is the translated spec with what the Pods run, and the legacy objects are
+// named for the dry run.
+func TestPlanAenixBuildsTheClusterFromTheSpecAndThePods(t *testing.T) {
+	p := PlanAenix(aenixObserved())
 	c := p.Cluster
 	if c.Name != "lg" || c.Namespace != "ns" || *c.Spec.Replicas != 3 || c.Spec.Version != "3.6.16" || !specs.PeerAutoTLS(c) || specs.ClientTLS(c) {
 		t.Errorf("cluster %+v", c.Spec)
@@ -71,12 +83,6 @@ func TestPlanAenixTakesIdentityFromThePodsAndTheirConfigMap(t *testing.T) {
 	}
 	if p.StatefulSet != "lg" || p.HeadlessService != "lg-headless" || p.ClientService != "lg" || len(p.ConfigMaps) != 1 || p.ConfigMaps[0] != "lg-cluster-state" {
 		t.Errorf("legacy objects: %+v", p)
-	}
-	out := p.Describe()
-	for _, want := range []string{"member lg-0 (etcd ID a0): Pod lg-0 keeps running unchanged", "StatefulSet lg: deleted with propagationPolicy Orphan", "Service lg: deleted"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("describe lacks %q:\n%s", want, out)
-		}
 	}
 }
 
