@@ -57,6 +57,9 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	if err != nil {
 		return err
 	}
+	if done, err := finishAenix(ctx, o, k, name); done || err != nil {
+		return err
+	}
 	obs, legacy, err := observeAenix(ctx, k, name)
 	if err != nil {
 		return err
@@ -106,6 +109,39 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	}
 	say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted. Clients: connect to %s-client\n", name, name)
 	return nil
+}
+
+// finishAenix finishes an --apply cut short after it deleted the legacy EtcdCluster: this
+// operator's EtcdCluster exists and names the adopted members (AnnotationAdoptedSubdomain),
+// and what is left is to retire the StatefulSet and the legacy client Service. done is false
+// when there is no such adoption to finish.
+func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, error) {
+	if _, err := getLegacy(ctx, k, name); !apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	c := &etcdv1.EtcdCluster{}
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, c); err != nil {
+		return false, nil
+	}
+	_, list, ok := strings.Cut(c.Annotations[specs.AnnotationAdoptedSubdomain], "=")
+	if !ok {
+		return false, nil
+	}
+	var toDelete []client.Object
+	if err := readInto(ctx, k, name, &corev1.Service{}, "get services", func(obj client.Object) {
+		// The orphaned legacy client Service: a ClusterIP Service this cluster does not control.
+		if svc := obj.(*corev1.Service); svc.Spec.ClusterIP != corev1.ClusterIPNone && !metav1.IsControlledBy(svc, c) {
+			toDelete = append(toDelete, svc)
+		}
+	}); err != nil {
+		return true, err
+	}
+	say(o.Out, "the legacy EtcdCluster %s is gone and this operator's adopted it: finishing the adoption\n", name)
+	if err := retireStatefulSet(ctx, o, k, name, strings.Split(list, ","), toDelete); err != nil {
+		return true, err
+	}
+	say(o.Out, "cluster %s adopted\n", name)
+	return true, nil
 }
 
 // observeAenix reads the legacy EtcdCluster and what the legacy operator built for it.
@@ -159,7 +195,7 @@ func getLegacy(ctx context.Context, k *Kube, name string) (*unstructured.Unstruc
 	case meta.IsNoMatchError(err):
 		return nil, errors.New("the API has no etcd.aenix.io/v1alpha1 EtcdCluster kind: the legacy operator's CRD is not installed here (wrong context or namespace?)")
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("no etcd.aenix.io/v1alpha1 EtcdCluster %s in namespace %s. If a previous --apply deleted it, finish by hand: kubectl delete statefulset %s --cascade=orphan, and delete the legacy client Service %s if it is still a ClusterIP Service", name, k.Namespace, name, name)
+		return nil, fmt.Errorf("no etcd.aenix.io/v1alpha1 EtcdCluster %s in namespace %s: %w", name, k.Namespace, err)
 	case err != nil:
 		return nil, explainForbidden(err, "get etcdclusters.etcd.aenix.io")
 	}
@@ -251,17 +287,27 @@ func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan
 		return fmt.Errorf("deleting the legacy EtcdCluster: %w", err)
 	}
 	say(o.Out, "deleted the legacy EtcdCluster %s (orphaning its objects)\n", c.Name)
-	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: plan.StatefulSet, Namespace: k.Namespace}}); err != nil {
+	var members []string
+	for _, change := range plan.Members {
+		members = append(members, change.Member)
+	}
+	return retireStatefulSet(ctx, o, k, plan.StatefulSet, members, toDelete)
+}
+
+// retireStatefulSet deletes the StatefulSet with propagationPolicy Orphan, makes each orphaned
+// Pod its EtcdMember's (as the Pods this operator creates are) and deletes the legacy objects
+// whose names this operator uses.
+func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, members []string, toDelete []client.Object) error {
+	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: sts, Namespace: k.Namespace}}); err != nil {
 		return fmt.Errorf("deleting the StatefulSet: %w", err)
 	}
-	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", plan.StatefulSet)
-	// Orphaned, each Pod becomes its EtcdMember's, as the Pods this operator creates are.
-	for _, change := range plan.Members {
+	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", sts)
+	for _, name := range members {
 		m := &etcdv1.EtcdMember{}
-		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: change.Member}, m); err != nil {
+		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m); err != nil {
 			return err
 		}
-		if err := setOwner(ctx, k, change.Pod, &corev1.Pod{}, m, true); err != nil {
+		if err := setOwner(ctx, k, name, &corev1.Pod{}, m, true); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,36 @@ import (
 // first changes nothing it already did.
 func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 	ctx := context.Background()
+	k, plan, legacy, sts := aenixAPI(t)
+	o := &Options{Out: io.Discard, Err: io.Discard}
+	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
+		t.Fatal(err)
+	}
+	checkAenixAdoption(t, k, plan, legacy, sts)
+}
+
+// A run cut short right after it deleted the legacy EtcdCluster is finished by running
+// the command again: the StatefulSet and the legacy client Service go, the Pods become the
+// members'.
+func TestFinishAenixAfterTheLegacyClusterWasDeleted(t *testing.T) {
+	ctx := context.Background()
+	k, plan, legacy, sts := aenixAPI(t)
+	o := &Options{Out: io.Discard, Err: io.Discard}
+	if _, err := createAenixOwn(ctx, o, k, plan); err != nil {
+		t.Fatal(err)
+	}
+	if err := orphanDelete(ctx, k, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := finishAenix(ctx, o, k, "lg"); !done || err != nil {
+		t.Fatalf("finish: done %t, %v", done, err)
+	}
+	checkAenixAdoption(t, k, plan, legacy, sts)
+}
+
+// aenixAPI is a fake API with a settled legacy cluster, and the plan to adopt it.
+func aenixAPI(t *testing.T) (*Kube, migrate.AenixPlan, *unstructured.Unstructured, *appsv1.StatefulSet) {
+	t.Helper()
 	scheme, err := newScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +90,13 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 		t.Fatalf("refusals: %v", plan.Refusals)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdMember{}).Build()
-	k := &Kube{Client: c, Namespace: "ns"}
-	o := &Options{Out: io.Discard, Err: io.Discard}
-	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
-		t.Fatal(err)
-	}
+	return &Kube{Client: c, Namespace: "ns"}, plan, legacy, sts
+}
+
+func checkAenixAdoption(t *testing.T, k *Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured, sts *appsv1.StatefulSet) {
+	t.Helper()
+	ctx, c := context.Background(), k.Client
+	obs := plan.Members
 
 	cluster := &etcdv1.EtcdCluster{}
 	mustGet(t, k, "lg", cluster)
@@ -72,22 +104,7 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 		t.Errorf("cluster: annotations %v, tls %+v", cluster.Annotations, cluster.Spec.TLS)
 	}
 	for i := range 3 {
-		name := aenixfixture.Pod(sts, i).Name
-		m := &etcdv1.EtcdMember{}
-		mustGet(t, k, name, m)
-		if !metav1.IsControlledBy(m, cluster) || m.Status.MemberID != obs.Etcd[i].IDHex() || m.Spec.Adopted.From != etcdv1.AdoptedFromAenix {
-			t.Errorf("EtcdMember %s: owners %v, ID %s, adopted %+v", name, m.OwnerReferences, m.Status.MemberID, m.Spec.Adopted)
-		}
-		pod := &corev1.Pod{}
-		mustGet(t, k, name, pod)
-		if !metav1.IsControlledBy(pod, m) || pod.Labels[specs.LabelMember] != name || pod.Spec.Containers[0].Args[0] != "--name=$(POD_NAME)" {
-			t.Errorf("Pod %s: owners %v, labels %v", name, pod.OwnerReferences, pod.Labels)
-		}
-		pvc := &corev1.PersistentVolumeClaim{}
-		mustGet(t, k, "data-"+name, pvc)
-		if got := specs.AdoptionOf(pvc); got == nil || *got != *m.Spec.Adopted {
-			t.Errorf("PVC data-%s records %+v", name, got)
-		}
+		checkAdoptedAenixMember(t, k, cluster, aenixfixture.Pod(sts, i).Name, obs[i].MemberID)
 	}
 	for name, obj := range map[string]client.Object{"lg-headless": &corev1.Service{}, "lg-cluster-state": &corev1.ConfigMap{}} {
 		mustGet(t, k, name, obj)
@@ -102,6 +119,27 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), legacy.DeepCopy()); !apierrors.IsNotFound(err) {
 		t.Errorf("the legacy EtcdCluster is still there: %v", err)
+	}
+}
+
+// checkAdoptedAenixMember: the EtcdMember is the cluster's with the etcd ID, the Pod is the
+// member's with its spec as the legacy operator built it, the PVC records the adoption.
+func checkAdoptedAenixMember(t *testing.T, k *Kube, cluster *etcdv1.EtcdCluster, name, id string) {
+	t.Helper()
+	m := &etcdv1.EtcdMember{}
+	mustGet(t, k, name, m)
+	if !metav1.IsControlledBy(m, cluster) || m.Status.MemberID != id || m.Spec.Adopted.From != etcdv1.AdoptedFromAenix {
+		t.Errorf("EtcdMember %s: owners %v, ID %s, adopted %+v", name, m.OwnerReferences, m.Status.MemberID, m.Spec.Adopted)
+	}
+	pod := &corev1.Pod{}
+	mustGet(t, k, name, pod)
+	if !metav1.IsControlledBy(pod, m) || pod.Labels[specs.LabelMember] != name || pod.Spec.Containers[0].Args[0] != "--name=$(POD_NAME)" {
+		t.Errorf("Pod %s: owners %v, labels %v", name, pod.OwnerReferences, pod.Labels)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	mustGet(t, k, "data-"+name, pvc)
+	if got := specs.AdoptionOf(pvc); got == nil || *got != *m.Spec.Adopted {
+		t.Errorf("PVC data-%s records %+v", name, got)
 	}
 }
 

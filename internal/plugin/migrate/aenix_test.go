@@ -130,6 +130,17 @@ func TestPlanAenixRefuses(t *testing.T) {
 	}
 }
 
+// An EtcdCluster that a previous --apply created (it carries the adopted-subdomain
+// annotation) is the adoption to finish, not a name conflict.
+func TestPlanAenixResumesItsOwnAdoption(t *testing.T) {
+	o := aenixObserved()
+	o.Existing = &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lg",
+		Annotations: map[string]string{specs.AnnotationAdoptedSubdomain: "lg-headless=lg-0,lg-1,lg-2"}}}
+	if p := PlanAenix(o); len(p.Refusals) != 0 || len(p.Members) != 3 {
+		t.Errorf("plan %+v", p)
+	}
+}
+
 // --force goes ahead although the legacy operator's Deployment has replicas.
 func TestPlanAenixForce(t *testing.T) {
 	o := aenixObserved()
