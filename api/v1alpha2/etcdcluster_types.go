@@ -335,9 +335,10 @@ type ClientCertManager struct {
 	OperatorClientIssuerRef *IssuerReference `json:"operatorClientIssuerRef,omitempty"`
 }
 
-// PeerTLS takes the peer certificate from a Secret or from cert-manager.
+// PeerTLS takes the peer certificate from a Secret or from cert-manager, or lets etcd make
+// its own (autoTLS).
 //
-// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.certManager)",message="spec.tls.peer needs exactly one source: secretRef (your own Secret) or certManager (issued for you), not both and not neither"
+// +kubebuilder:validation:XValidation:rule="(has(self.secretRef) ? 1 : 0) + (has(self.certManager) ? 1 : 0) + ((has(self.autoTLS) && self.autoTLS) ? 1 : 0) == 1",message="spec.tls.peer needs exactly one source: secretRef (your own Secret), certManager (issued for you) or autoTLS: true, not several and not none"
 type PeerTLS struct {
 	// SecretRef names a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt; the
 	// certificate must allow both server and client authentication.
@@ -347,6 +348,14 @@ type PeerTLS struct {
 	// CertManager issues the peer certificate, stored in Secret <cluster>-peer-tls.
 	// +optional
 	CertManager *PeerCertManager `json:"certManager,omitempty"`
+
+	// AutoTLS is etcd's --peer-auto-tls: each member encrypts the peer port with a
+	// self-signed certificate and peers do not verify each other, so it protects against
+	// eavesdropping only, not against an impostor. It is what clusters of the legacy
+	// etcd.aenix.io operator run with, and adopting one keeps it (its members cannot speak
+	// to peers that verify certificates); other clusters should use secretRef or certManager.
+	// +optional
+	AutoTLS bool `json:"autoTLS,omitempty"`
 }
 
 // PeerCertManager names the issuer of the peer certificate.

@@ -108,11 +108,15 @@ type EtcdMemberSpec struct {
 }
 
 // AdoptedFrom names the operator a member was taken over from.
-// +kubebuilder:validation:Enum=cozystack-v1alpha2
+// +kubebuilder:validation:Enum=cozystack-v1alpha2;aenix-v1alpha1
 type AdoptedFrom string
 
-// AdoptedFromCozystack: Cozystack's etcd-operator (etcd-operator.cozystack.io/v1alpha2).
-const AdoptedFromCozystack AdoptedFrom = "cozystack-v1alpha2"
+const (
+	// AdoptedFromCozystack: Cozystack's etcd-operator (etcd-operator.cozystack.io/v1alpha2).
+	AdoptedFromCozystack AdoptedFrom = "cozystack-v1alpha2"
+	// AdoptedFromAenix: the legacy StatefulSet-based operator (etcd.aenix.io/v1alpha1).
+	AdoptedFromAenix AdoptedFrom = "aenix-v1alpha1"
+)
 
 // MemberAdoption says where an adopted member keeps its data.
 type MemberAdoption struct {

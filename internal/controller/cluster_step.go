@@ -209,7 +209,7 @@ func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
 			t.ServerSecretName = cl.ServerSecretRef.Name
 		}
 	}
-	if p := c.Spec.TLS.Peer; p != nil {
+	if p := c.Spec.TLS.Peer; p != nil && !p.AutoTLS {
 		t.PeerSecretName = c.Name + "-peer-tls"
 		if p.SecretRef != nil {
 			t.PeerSecretName = p.SecretRef.Name

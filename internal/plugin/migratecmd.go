@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,7 +23,7 @@ func newMigrateCommand(o *Options) *cobra.Command {
 		Use:   "migrate",
 		Short: "Take over, in place, clusters that another etcd operator runs",
 	}
-	cmd.AddCommand(newMigrateCozystackCommand(o))
+	cmd.AddCommand(newMigrateCozystackCommand(o), newMigrateAenixCommand(o))
 	return cmd
 }
 
@@ -90,6 +91,11 @@ func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
 	}
 	o := migrate.Observed{Cluster: s.Cluster, Members: s.Members, Pods: map[string]*corev1.Pod{},
 		PVCs: map[string]*corev1.PersistentVolumeClaim{}, Etcd: etcdMembers}
+	secrets, err := podSecrets(ctx, s.Kube, s.Pods)
+	if err != nil {
+		return migrate.Plan{}, err
+	}
+	o.Secrets = secrets
 	for name, pod := range s.Pods {
 		o.Pods[name] = &pod
 	}
@@ -174,4 +180,26 @@ func merged(into, add map[string]string) map[string]string {
 		into[key] = v
 	}
 	return into
+}
+
+// podSecrets reads the Secrets the Pods mount (their TLS certificates), by name: adoption
+// checks them the way this operator will use them. A missing one is left out.
+func podSecrets(ctx context.Context, k *Kube, pods map[string]corev1.Pod) (map[string]map[string][]byte, error) {
+	out := map[string]map[string][]byte{}
+	for _, pod := range pods {
+		for _, v := range pod.Spec.Volumes {
+			if v.Secret == nil || out[v.Secret.SecretName] != nil {
+				continue
+			}
+			secret := &corev1.Secret{}
+			err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: v.Secret.SecretName}, secret)
+			switch {
+			case err == nil:
+				out[secret.Name] = secret.Data
+			case !apierrors.IsNotFound(err):
+				return nil, explainForbidden(err, "get secrets")
+			}
+		}
+	}
+	return out, nil
 }

@@ -39,6 +39,16 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.dial(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// dial forwards a local port to every running member Pod of the session and opens an etcd
+// client with the cluster's TLS and auth; on error the session is closed.
+func (s *Session) dial(ctx context.Context) error {
+	cluster := s.Cluster.Name
 	scheme := "http"
 	if specs.ClientTLS(s.Cluster) {
 		scheme = "https"
@@ -77,7 +87,7 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 	}
 	if len(endpoints) == 0 {
 		s.Close()
-		return nil, fmt.Errorf("cluster %s has no running member Pod to talk to (%v)", cluster, s.Unreachable)
+		return fmt.Errorf("cluster %s has no running member Pod to talk to (%v)", cluster, s.Unreachable)
 	}
 	// The operator's own way of building a client: the CA from the server Secret, its client
 	// certificate where etcd requires one, root's password where auth is on.
@@ -93,10 +103,10 @@ func (o *Options) connect(ctx context.Context, cluster string) (*Session, error)
 	cli, err := factory.New(ctx, s.Cluster, endpoints)
 	if err != nil {
 		s.Close()
-		return nil, explainSecretError(err)
+		return explainSecretError(err)
 	}
 	s.Etcd = cli
-	return s, nil
+	return nil
 }
 
 // load reads the cluster, its members and Pods without reaching etcd.

@@ -41,3 +41,48 @@ func TestAdoptionOfReadsThePVCAnnotations(t *testing.T) {
 		t.Error("a PVC of this operator's member is no adoption")
 	}
 }
+
+// A member adopted from the legacy operator keeps the DNS name its peers know it by
+// (<member>.<cluster>-headless): its Pods are built under that Service and the operator
+// reaches it there; members the operator adds get the cluster's own Service.
+func TestAdoptedSubdomainNamesTheLegacyMembersOnly(t *testing.T) {
+	c := cluster()
+	c.Annotations = map[string]string{AnnotationAdoptedSubdomain: AdoptedSubdomainValue("db-headless", []string{"db-0", "db-1"})}
+	for member, want := range map[string]string{"db-0": "db-headless", "db-1": "db-headless", "db-2": "db", "db-10": "db"} {
+		if got := MemberSubdomain(c, member); got != want {
+			t.Errorf("member %s: subdomain %s, want %s", member, got, want)
+		}
+	}
+	if got, want := ClientURL(c, "db-1"), "http://db-1.db-headless."+c.Namespace+".svc:2379"; got != want {
+		t.Errorf("client URL %s, want %s", got, want)
+	}
+	if pod := Pod(c, member(c, "db-0"), PodOptions{}); pod.Spec.Subdomain != "db-headless" ||
+		!slices.Contains(pod.Spec.Containers[0].Args, "--initial-advertise-peer-urls=http://db-0.db-headless."+c.Namespace+".svc:2380") {
+		t.Errorf("adopted member's Pod: subdomain %s, args %v", pod.Spec.Subdomain, pod.Spec.Containers[0].Args)
+	}
+	if pod := Pod(c, member(c, "db-2"), PodOptions{}); pod.Spec.Subdomain != "db" {
+		t.Errorf("new member's Pod: subdomain %s", pod.Spec.Subdomain)
+	}
+}
+
+// Peer auto TLS: https between peers with etcd's own certificates, no Secret mounted.
+func TestPeerAutoTLS(t *testing.T) {
+	c := cluster()
+	c.Spec.TLS = &etcdv1.EtcdClusterTLS{Peer: &etcdv1.PeerTLS{AutoTLS: true}}
+	pod := Pod(c, member(c, "db-0"), PodOptions{})
+	args := pod.Spec.Containers[0].Args
+	if !slices.Contains(args, "--peer-auto-tls=true") || !slices.Contains(args, "--listen-peer-urls=https://0.0.0.0:2380") ||
+		slices.ContainsFunc(args, func(a string) bool {
+			return len(a) > 11 && a[:11] == "--peer-cert" || a == "--peer-client-cert-auth=true"
+		}) {
+		t.Errorf("args %v", args)
+	}
+	for _, vm := range pod.Spec.Containers[0].VolumeMounts {
+		if vm.Name == "peer-tls" {
+			t.Errorf("peer-tls mounted with auto TLS")
+		}
+	}
+	if got := PeerURL(c, "db-0"); got[:8] != "https://" {
+		t.Errorf("peer URL %s", got)
+	}
+}

@@ -4,6 +4,7 @@ package specs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,19 +84,42 @@ func scheme(secure bool) string {
 	return "http"
 }
 
+// AnnotationAdoptedSubdomain on an EtcdCluster names the members whose stable DNS names live
+// under another headless Service than the cluster's, as "SERVICE=MEMBER,MEMBER,...". A
+// member adopted from the legacy etcd.aenix.io operator is known to its peers (etcd's
+// membership) as <member>.<cluster>-headless.<namespace>.svc, and its running Pod's
+// subdomain cannot change: the operator reaches it, and builds its later Pods, under that
+// Service. `kubectl etcd migrate aenix` writes it; nothing else should.
+const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain"
+
+// MemberSubdomain is the headless Service a member's DNS name lives under: the cluster's,
+// unless AnnotationAdoptedSubdomain names the member.
+func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
+	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
+	if ok && service != "" && slices.Contains(strings.Split(members, ","), member) {
+		return service
+	}
+	return HeadlessServiceName(c.Name)
+}
+
+// AdoptedSubdomainValue is the AnnotationAdoptedSubdomain value for members under service.
+func AdoptedSubdomainValue(service string, members []string) string {
+	return service + "=" + strings.Join(members, ",")
+}
+
 // MemberHost is a member's stable DNS name.
-func MemberHost(cluster, member, namespace string) string {
-	return fmt.Sprintf("%s.%s.%s.svc", member, HeadlessServiceName(cluster), namespace)
+func MemberHost(c *etcdv1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", member, MemberSubdomain(c, member), c.Namespace)
 }
 
 // PeerURL is the URL other members reach a member at.
 func PeerURL(c *etcdv1.EtcdCluster, member string) string {
-	return fmt.Sprintf("%s://%s:%d", scheme(PeerTLS(c)), MemberHost(c.Name, member, c.Namespace), PeerPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(PeerTLS(c)), MemberHost(c, member), PeerPort)
 }
 
 // ClientURL is the URL clients reach a member at.
 func ClientURL(c *etcdv1.EtcdCluster, member string) string {
-	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c.Name, member, c.Namespace), ClientPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c, member), ClientPort)
 }
 
 // ClientTLS is true when the client port serves TLS.
@@ -103,6 +127,9 @@ func ClientTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.
 
 // PeerTLS is true when the peer port serves TLS.
 func PeerTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Peer != nil }
+
+// PeerAutoTLS is true when the peer port uses etcd's self-signed certificates (no Secret).
+func PeerAutoTLS(c *etcdv1.EtcdCluster) bool { return PeerTLS(c) && c.Spec.TLS.Peer.AutoTLS }
 
 // InitialCluster is etcd's --initial-cluster for the given members.
 func InitialCluster(c *etcdv1.EtcdCluster, members []string) string {

@@ -47,7 +47,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 		},
 		Spec: corev1.PodSpec{
 			Hostname:                      m.Name,
-			Subdomain:                     HeadlessServiceName(c.Name),
+			Subdomain:                     MemberSubdomain(c, m.Name),
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr(int64(30)),
 			EnableServiceLinks:            ptr(false),
@@ -240,7 +240,10 @@ func tlsArgs(c *etcdv1.EtcdCluster) []string {
 			args = append(args, "--client-cert-auth=true")
 		}
 	}
-	if PeerTLS(c) {
+	if PeerAutoTLS(c) {
+		// Self-signed certificates that peers accept without verifying them (see PeerTLS.AutoTLS).
+		args = append(args, "--peer-auto-tls=true")
+	} else if PeerTLS(c) {
 		args = append(args,
 			"--peer-cert-file="+peerTLSDir+"/tls.crt",
 			"--peer-key-file="+peerTLSDir+"/tls.key",
@@ -317,7 +320,7 @@ func volumeMounts(c *etcdv1.EtcdCluster) []corev1.VolumeMount {
 	if ClientTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
 	}
-	if PeerTLS(c) {
+	if PeerTLS(c) && !PeerAutoTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true})
 	}
 	return mounts

@@ -48,6 +48,7 @@ func invalidCreates() []invalidCreate {
 		{"client TLS operator secret with cert-manager", newCluster("t03", withClientTLS(etcdv1.ClientTLS{OperatorClientSecretRef: ref("op"), CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer("ca")}})), "operatorClientSecretRef cannot be combined with certManager: use certManager.operatorClientIssuerRef"},
 		{"peer TLS with two sources", newCluster("t04", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer"), CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("ca")}})), "spec.tls.peer needs exactly one source"},
 		{"peer TLS with no source", newCluster("t05", withPeerTLS(etcdv1.PeerTLS{})), "spec.tls.peer needs exactly one source"},
+		{"peer auto TLS with a Secret", newCluster("t08", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer"), AutoTLS: true})), "spec.tls.peer needs exactly one source"},
 		{"issuer of unknown kind", newCluster("t06", withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: etcdv1.IssuerReference{Name: "ca", Kind: "Vault"}}})), `spec.tls.client.certManager.serverIssuerRef.kind: Unsupported value: "Vault"`},
 		{"issuer without name", newCluster("t07", withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("")}})), "spec.tls.peer.certManager.issuerRef.name in body should be at least 1 chars long"},
 		// spec.auth

@@ -95,7 +95,8 @@ func hexID(t *testing.T, n json.Number) string {
 
 // Every command of `kubectl etcd` against a cluster with mutual TLS and auth, run on the host:
 // status field by field against etcd's own answers, members, compact, defrag, alarms,
-// move-leader, snapshot save, pause/resume, add/remove-member and replace-member.
+// move-leader, snapshot save, snapshot (an EtcdSnapshot to MinIO), pause/resume,
+// add/remove-member and replace-member.
 func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
 	t.Parallel()
 	bin := buildPlugin(t)
@@ -115,6 +116,7 @@ func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
 	t.Run("alarm", p.pluginAlarm)
 	t.Run("move-leader", p.pluginMoveLeader)
 	t.Run("snapshot save", p.pluginSnapshotSave)
+	t.Run("snapshot (EtcdSnapshot to S3)", p.pluginSnapshotToS3)
 	t.Run("pause and resume", p.pluginPauseResume)
 	t.Run("add-member and remove-member", p.pluginAddRemove)
 	t.Run("replace-member", p.pluginReplace)
@@ -334,5 +336,24 @@ func checkSnapshotFile(t *testing.T, file string) {
 	out, err := exec.CommandContext(t.Context(), matches[0], "snapshot", "status", file, "-w", "json").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"totalKey"`) {
 		t.Fatalf("etcdutl snapshot status %s: %v\n%s", file, err, out)
+	}
+}
+
+// pluginSnapshotToS3: `kubectl etcd snapshot` creates an EtcdSnapshot, waits for the operator
+// to take and upload it, and prints where it landed; the object is in the bucket.
+func (p pluginRun) pluginSnapshotToS3(t *testing.T) {
+	bucket := bucketFor(t, p.ns)
+	s3Secret(t, p.ns, s3SecretName, localS3(t).secretKey)
+	out := mustPlugin(t, p.bin, p.ns, "snapshot", journeyCluster, "--name", "from-plugin", "--s3-endpoint", localS3(t).endpoint,
+		"--s3-bucket", bucket, "--s3-key", "plugin/", "--s3-region", "us-east-1", "--s3-credentials-secret", s3SecretName,
+		"--s3-force-path-style", "--timeout", "3m")
+	s := getSnapshot(t, p.ns, "from-plugin")
+	uri := "s3://" + bucket + "/plugin/snap.db"
+	checkComplete(t, s, getCluster(t, p.ns, journeyCluster), uri)
+	if !strings.Contains(out, uri) || !strings.Contains(out, fmt.Sprintf("%d bytes", s.Status.Artifact.SizeBytes)) {
+		t.Errorf("snapshot printed %q; want the artifact %s and its size %d", out, uri, s.Status.Artifact.SizeBytes)
+	}
+	if got := objects(t, bucket, "plugin/")["plugin/snap.db"]; got != s.Status.Artifact.SizeBytes {
+		t.Errorf("object plugin/snap.db in the bucket: %d bytes, the snapshot says %d", got, s.Status.Artifact.SizeBytes)
 	}
 }

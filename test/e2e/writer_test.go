@@ -16,7 +16,7 @@ import (
 // puts etcd acknowledged. Failed puts are allowed during an operation; lost acked ones are not.
 type writer struct {
 	cli         *clientv3.Client
-	ns, cluster string
+	ns, service string // the writer follows the Service's members
 	access      access
 	prefix      string
 	cancel      context.CancelFunc
@@ -58,7 +58,12 @@ func (a access) scheme() string {
 // clientServiceEndpoints resolves the client Service through the cluster's DNS server: the
 // addresses of the ready members, as an application in the cluster would reach them.
 func clientServiceEndpoints(ctx context.Context, ns, cluster string, a access) ([]string, error) {
-	ips, err := resolver.LookupHost(ctx, fmt.Sprintf("%s-client.%s.svc.cluster.local", cluster, ns))
+	return serviceEndpoints(ctx, ns, cluster+"-client", a)
+}
+
+// serviceEndpoints resolves any Service through the cluster's DNS server.
+func serviceEndpoints(ctx context.Context, ns, service string, a access) ([]string, error) {
+	ips, err := resolver.LookupHost(ctx, fmt.Sprintf("%s.%s.svc.cluster.local", service, ns))
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +79,16 @@ func clientServiceEndpoints(ctx context.Context, ns, cluster string, a access) (
 // (and, over TLS, a ServerName the certificate has).
 func dialClusterWith(t *testing.T, ns, cluster string, a access) *clientv3.Client {
 	t.Helper()
+	return dialService(t, ns, cluster+"-client", a)
+}
+
+// dialService connects through the named Service.
+func dialService(t *testing.T, ns, service string, a access) *clientv3.Client {
+	t.Helper()
 	var endpoints []string
-	eventually(t, time.Minute, "resolving the client Service", func() error {
+	eventually(t, time.Minute, "resolving the Service "+service, func() error {
 		var err error
-		endpoints, err = clientServiceEndpoints(context.Background(), ns, cluster, a)
+		endpoints, err = serviceEndpoints(context.Background(), ns, service, a)
 		return err
 	})
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
@@ -96,8 +107,14 @@ func startWriter(t *testing.T, ns, cluster, prefix string) *writer {
 
 func startWriterWith(t *testing.T, ns, cluster, prefix string, a access) *writer {
 	t.Helper()
+	return startWriterVia(t, ns, cluster+"-client", prefix, a)
+}
+
+// startWriterVia writes through the named Service, following its members.
+func startWriterVia(t *testing.T, ns, service, prefix string, a access) *writer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{cli: dialClusterWith(t, ns, cluster, a), ns: ns, cluster: cluster, access: a,
+	w := &writer{cli: dialService(t, ns, service, a), ns: ns, service: service, access: a,
 		prefix: prefix, cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
@@ -138,7 +155,7 @@ func (w *writer) run(ctx context.Context) {
 func (w *writer) followService(ctx context.Context) {
 	lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if endpoints, err := clientServiceEndpoints(lookupCtx, w.ns, w.cluster, w.access); err == nil && len(endpoints) > 0 {
+	if endpoints, err := serviceEndpoints(lookupCtx, w.ns, w.service, w.access); err == nil && len(endpoints) > 0 {
 		w.cli.SetEndpoints(endpoints...)
 	}
 }

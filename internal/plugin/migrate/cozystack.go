@@ -29,6 +29,9 @@ type Observed struct {
 	PVCs    map[string]*corev1.PersistentVolumeClaim // by name
 	// Etcd is etcd's member list, asked through the members: the truth about who is a member.
 	Etcd []etcd.Member
+	// Secrets are the data of the TLS Secrets the members' Pods mount, by name; a Secret
+	// that does not exist is absent.
+	Secrets map[string]map[string][]byte
 }
 
 // Plan is what adoption changes, member by member; Refusals say why it must not start.
@@ -57,7 +60,11 @@ type MemberChange struct {
 func PlanCozystack(o Observed) Plan {
 	p := Plan{Cluster: o.Cluster.Name}
 	p.Refusals = append(p.Refusals, clusterRefusals(o.Cluster)...)
-	p.Refusals = append(p.Refusals, membershipRefusals(o)...)
+	names := map[string]bool{}
+	for _, m := range o.Members {
+		names[m.Name] = true
+	}
+	p.Refusals = append(p.Refusals, membershipRefusals(o.Etcd, names, "Cozystack's operator", "has no EtcdMember")...)
 	members := append([]etcdv1.EtcdMember(nil), o.Members...)
 	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
 	for i := range members {
@@ -76,7 +83,36 @@ func PlanCozystack(o Observed) Plan {
 	if len(p.Members) == 0 && len(p.Refusals) == 0 && len(p.Adopted) == 0 {
 		p.Refusals = append(p.Refusals, "the cluster has no EtcdMembers: there is nothing to adopt")
 	}
+	p.Refusals = append(p.Refusals, cozystackTLSRefusals(o, p.Members)...)
 	return p
+}
+
+// cozystackTLSRefusals checks the certificates the members mount the way this operator uses
+// them: it reaches members at <member>.<cluster>.<namespace>.svc and kubectl etcd checks the
+// server certificate against <cluster>-client.<namespace>.svc, and each Secret carries the
+// CA in its ca.crt.
+func cozystackTLSRefusals(o Observed, members []MemberChange) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range members {
+		t := m.Spec.TLS
+		if t == nil {
+			continue
+		}
+		member := fmt.Sprintf("%s.%s.%s.svc", m.Member, specs.HeadlessServiceName(o.Cluster.Name), o.Cluster.Namespace)
+		client := fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(o.Cluster.Name), o.Cluster.Namespace)
+		for _, s := range []struct {
+			name, field string
+			hosts       []string
+		}{{t.ServerSecretName, "the Pods' --cert-file", []string{member, client}}, {t.PeerSecretName, "the Pods' --peer-cert-file", []string{member}}} {
+			if s.name == "" || seen[s.name] {
+				continue
+			}
+			seen[s.name] = true
+			out = append(out, secretRefusals(o.Secrets, s.field, s.name, true, s.hosts, "Cozystack's operator")...)
+		}
+	}
+	return out
 }
 
 func clusterRefusals(c *etcdv1.EtcdCluster) []string {
@@ -91,33 +127,30 @@ func clusterRefusals(c *etcdv1.EtcdCluster) []string {
 }
 
 // membershipRefusals: adoption takes over a settled cluster, where every etcd member is a
-// started voter with an EtcdMember of its name. A learner or an unknown member is another
-// operator's change in flight; taking over in the middle of it would leave it half done.
-func membershipRefusals(o Observed) []string {
-	if len(o.Etcd) == 0 {
+// started voter that names one of the members to adopt. A learner or an unknown member is
+// the other operator's change in flight; taking over in the middle of it would leave it half
+// done. operator names that operator; unknown says what an unknown member lacks.
+func membershipRefusals(etcdMembers []etcd.Member, names map[string]bool, operator, unknown string) []string {
+	if len(etcdMembers) == 0 {
 		return []string{"etcd's member list could not be read: adopt a cluster that answers"}
 	}
 	var out []string
-	names := map[string]bool{}
-	for _, m := range o.Members {
-		names[m.Name] = true
-	}
-	for _, em := range o.Etcd {
+	for _, em := range etcdMembers {
 		switch {
 		case !em.IsStarted():
-			out = append(out, fmt.Sprintf("etcd member %s (peer %v) was added but never started: let Cozystack's operator finish that scale-up first", em.IDHex(), em.PeerURLs))
+			out = append(out, fmt.Sprintf("etcd member %s (peer %v) was added but never started: let %s finish that scale-up first", em.IDHex(), em.PeerURLs, operator))
 		case em.IsLearner:
-			out = append(out, fmt.Sprintf("etcd member %s (%s) is a learner: let Cozystack's operator promote it first", em.Name, em.IDHex()))
+			out = append(out, fmt.Sprintf("etcd member %s (%s) is a learner: let %s promote it first", em.Name, em.IDHex(), operator))
 		case !names[em.Name]:
-			out = append(out, fmt.Sprintf("etcd member %s (%s) has no EtcdMember: this is not a settled cluster of Cozystack's operator", em.Name, em.IDHex()))
+			out = append(out, fmt.Sprintf("etcd member %s (%s) %s: this is not a settled cluster of %s", em.Name, em.IDHex(), unknown, operator))
 		}
 	}
 	return out
 }
 
 // etcdID is the ID etcd knows the member by, "" when it does not list it.
-func etcdID(o Observed, name string) string {
-	for _, em := range o.Etcd {
+func etcdID(etcdMembers []etcd.Member, name string) string {
+	for _, em := range etcdMembers {
 		if em.Name == name {
 			return em.IDHex()
 		}
@@ -148,7 +181,7 @@ func planMember(o Observed, m *etcdv1.EtcdMember) (MemberChange, string) {
 	if flags["initial-cluster"] == "" || flags["initial-cluster-token"] == "" {
 		return MemberChange{}, fmt.Sprintf("Pod %s has no --initial-cluster or --initial-cluster-token", pod.Name)
 	}
-	id := etcdID(o, m.Name)
+	id := etcdID(o.Etcd, m.Name)
 	if id == "" {
 		return MemberChange{}, "etcd does not list it as a member: it was removed; delete it under Cozystack's operator first"
 	}

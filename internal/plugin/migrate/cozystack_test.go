@@ -10,6 +10,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 const initial = "cz-a=http://cz-a.cz.ns.svc:2380,cz-b=http://cz-b.cz.ns.svc:2380"
@@ -87,8 +88,21 @@ func TestPlanCozystackTakesIdentityFromThePods(t *testing.T) {
 	}
 }
 
+// observedTLS is observed(true) with the Secrets its Pods mount, from one CA, naming the
+// members and the client Service.
+func observedTLS(t *testing.T) Observed {
+	o := observed(true)
+	o.Cluster.Namespace = "ns"
+	ca := testpki.NewCA(t)
+	o.Secrets = map[string]map[string][]byte{
+		"cz-server-tls": ca.SecretData(t, testpki.Request{CommonName: "cz", DNSNames: []string{"*.cz.ns.svc", "cz-client.ns.svc"}}),
+		"cz-peer-tls":   ca.SecretData(t, testpki.Request{CommonName: "cz", DNSNames: []string{"*.cz.ns.svc"}}),
+	}
+	return o
+}
+
 func TestPlanCozystackMapsTLSSecretsFromTheMounts(t *testing.T) {
-	p := PlanCozystack(observed(true))
+	p := PlanCozystack(observedTLS(t))
 	if len(p.Refusals) != 0 {
 		t.Fatalf("refusals: %v", p.Refusals)
 	}
@@ -141,5 +155,20 @@ func TestPlanCozystackSkipsAdoptedMembers(t *testing.T) {
 	p := PlanCozystack(o)
 	if len(p.Refusals) != 0 || len(p.Members) != 1 || p.Members[0].Member != "cz-a" || len(p.Adopted) != 1 || p.Adopted[0] != "cz-b" {
 		t.Fatalf("plan %+v", p)
+	}
+}
+
+// A server certificate that does not name the client Service, which this operator and
+// kubectl etcd check, is refused before anything changes, naming the Secret and the fix.
+func TestPlanCozystackRefusesCertificatesThisOperatorCannotUse(t *testing.T) {
+	o := observedTLS(t)
+	o.Secrets["cz-server-tls"] = testpki.NewCA(t).SecretData(t, testpki.Request{CommonName: "cz", DNSNames: []string{"*.cz.ns.svc"}})
+	delete(o.Secrets, "cz-peer-tls")
+	got := strings.Join(PlanCozystack(o).Refusals, "\n")
+	for _, want := range []string{"the certificate of Secret cz-server-tls (the Pods' --cert-file) is not valid for cz-client.ns.svc",
+		"Secret cz-peer-tls (the Pods' --peer-cert-file) does not exist"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("refusals %q, want one containing %q", got, want)
+		}
 	}
 }

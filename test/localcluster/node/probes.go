@@ -164,7 +164,7 @@ func (c *containerRun) checkHTTP(ctx context.Context, get *corev1.HTTPGetAction)
 	if get.Host != "" {
 		host = get.Host
 	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: get.Path}
+	u := probeURL(scheme, net.JoinHostPort(host, strconv.Itoa(port)), get.Path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
@@ -209,4 +209,16 @@ func (c *containerRun) resolvePort(port intstr.IntOrString) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("container %s has no port named %q", c.spec.Name, port.StrVal)
+}
+
+// probeURL is the probe's URL as the kubelet makes it: the path may carry a query
+// ("/readyz?serializable=false", which the legacy etcd.aenix.io operator's startup probe
+// uses), which must reach the server as a query, not escaped into the path.
+func probeURL(scheme, hostPort, path string) *url.URL {
+	u, err := url.Parse(path)
+	if err != nil {
+		u = &url.URL{Path: path}
+	}
+	u.Scheme, u.Host = scheme, hostPort
+	return u
 }

@@ -1,0 +1,422 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/convert"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/migrate"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// legacyOperatorImage is in the image of every build of the legacy operator
+// (ghcr.io/aenix-io/etcd-operator), whichever way it was installed.
+const legacyOperatorImage = "aenix-io/etcd-operator"
+
+type aenixFlags struct {
+	migrateFlags
+	force bool
+}
+
+func newMigrateAenixCommand(o *Options) *cobra.Command {
+	f := &aenixFlags{}
+	cmd := &cobra.Command{
+		Use:   "aenix CLUSTER",
+		Short: "Adopt a cluster of the legacy etcd.aenix.io/v1alpha1 operator without restarting a Pod (a dry run unless --apply)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd.Context(), o, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
+	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
+	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
+	cmd.Flags().BoolVar(&f.force, "force", false, "adopt although the legacy operator's Deployment may be running (it must not act on the cluster meanwhile)")
+	return cmd
+}
+
+func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
+	k, err := o.kube()
+	if err != nil {
+		return err
+	}
+	if done, err := finishAenix(ctx, o, k, name); done || err != nil {
+		return err
+	}
+	obs, legacy, err := observeAenix(ctx, k, name)
+	if err != nil {
+		return err
+	}
+	obs.Force = f.force
+	// etcd's member list, through the Pods: the session is that of the cluster as this
+	// operator will see it, whose members are the StatefulSet's Pods.
+	// With the legacy TLS translated: the CA of the server Secret, the legacy operator's
+	// client certificate, as this operator will use them.
+	sessionCluster := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace}}
+	if res, err := convert.Legacy(obs.Legacy); err == nil {
+		sessionCluster.Spec.TLS = res.Cluster.Spec.TLS
+	}
+	s := &Session{Kube: k, Cluster: sessionCluster, Pods: map[string]corev1.Pod{}, Endpoints: map[string]string{}, Unreachable: map[string]error{}}
+	for podName, pod := range obs.Pods {
+		s.Members = append(s.Members, etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: podName}})
+		s.Pods[podName] = *pod
+	}
+	// Unreachable etcd is one refusal among others (a certificate this operator cannot use
+	// is the likely cause, which the plan names), not the only thing said.
+	var unreachable error
+	if len(s.Members) > 0 {
+		if unreachable = s.dial(ctx); unreachable == nil {
+			defer s.Close()
+			listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, obs.Etcd, unreachable = s.Etcd.MemberList(listCtx)
+			cancel()
+		}
+	}
+	plan := migrate.PlanAenix(obs)
+	say(o.Out, "%s", plan.Describe())
+	if unreachable != nil {
+		say(o.Out, "  etcd through the StatefulSet's Pods: %v\n", unreachable)
+	}
+	if len(plan.Refusals) > 0 {
+		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", name, len(plan.Refusals))
+	}
+	if !f.apply {
+		say(o.Out, "dry run: nothing was changed. Stop the legacy operator, install this operator, then run again with --apply\n")
+		return nil
+	}
+	if err := f.safetySnapshot(ctx, o, s); err != nil {
+		return err
+	}
+	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
+		return fmt.Errorf("adopting %s (run the command again to continue from where it stopped): %w", name, err)
+	}
+	say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted. Clients: connect to %s-client\n", name, name)
+	return nil
+}
+
+// finishAenix finishes an --apply cut short after it deleted the legacy EtcdCluster: this
+// operator's EtcdCluster exists and names the adopted members (AnnotationAdoptedSubdomain),
+// and what is left is to retire the StatefulSet and the legacy client Service. done is false
+// when there is no such adoption to finish.
+func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, error) {
+	if _, err := getLegacy(ctx, k, name); !apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	c := &etcdv1.EtcdCluster{}
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, c); err != nil {
+		return false, nil
+	}
+	_, list, ok := strings.Cut(c.Annotations[specs.AnnotationAdoptedSubdomain], "=")
+	if !ok {
+		return false, nil
+	}
+	var toDelete []client.Object
+	if err := readInto(ctx, k, name, &corev1.Service{}, "get services", func(obj client.Object) {
+		// The orphaned legacy client Service: a ClusterIP Service this cluster does not control.
+		if svc := obj.(*corev1.Service); svc.Spec.ClusterIP != corev1.ClusterIPNone && !metav1.IsControlledBy(svc, c) {
+			toDelete = append(toDelete, svc)
+		}
+	}); err != nil {
+		return true, err
+	}
+	say(o.Out, "the legacy EtcdCluster %s is gone and this operator's adopted it: finishing the adoption\n", name)
+	if err := retireStatefulSet(ctx, o, k, name, strings.Split(list, ","), toDelete); err != nil {
+		return true, err
+	}
+	say(o.Out, "cluster %s adopted\n", name)
+	return true, nil
+}
+
+// observeAenix reads the legacy EtcdCluster and what the legacy operator built for it.
+func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObserved, *unstructured.Unstructured, error) {
+	legacy, err := getLegacy(ctx, k, name)
+	if err != nil {
+		return migrate.AenixObserved{}, nil, err
+	}
+	obs := migrate.AenixObserved{Legacy: legacy.Object, Pods: map[string]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{},
+		ConfigMaps: map[string]map[string]string{}, Secrets: map[string]map[string][]byte{}}
+	sts := &appsv1.StatefulSet{}
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, sts); err == nil {
+		obs.StatefulSet = sts
+		if err := readPods(ctx, k, sts, &obs); err != nil {
+			return obs, nil, err
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return obs, nil, explainForbidden(err, "get statefulsets")
+	}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := k.Client.List(ctx, pvcs, client.InNamespace(k.Namespace)); err != nil {
+		return obs, nil, explainForbidden(err, "list persistentvolumeclaims")
+	}
+	for i := range pvcs.Items {
+		obs.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
+	}
+	for _, secretName := range migrate.LegacyTLSSecrets(legacy.Object) {
+		if err := readInto(ctx, k, secretName, &corev1.Secret{}, "get secrets", func(o client.Object) {
+			obs.Secrets[secretName] = o.(*corev1.Secret).Data
+		}); err != nil {
+			return obs, nil, err
+		}
+	}
+	existing := &etcdv1.EtcdCluster{}
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, existing); err == nil {
+		obs.Existing = existing
+	} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return obs, nil, explainForbidden(err, "get etcdclusters")
+	}
+	obs.RunningOperators, obs.OperatorCheck = legacyOperators(ctx, k)
+	return obs, legacy, nil
+}
+
+// getLegacy reads the legacy EtcdCluster, explaining why it cannot be.
+func getLegacy(ctx context.Context, k *Kube, name string) (*unstructured.Unstructured, error) {
+	legacy := &unstructured.Unstructured{}
+	legacy.SetAPIVersion("etcd.aenix.io/v1alpha1")
+	legacy.SetKind("EtcdCluster")
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, legacy)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, errors.New("the API has no etcd.aenix.io/v1alpha1 EtcdCluster kind: the legacy operator's CRD is not installed here (wrong context or namespace?)")
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("no etcd.aenix.io/v1alpha1 EtcdCluster %s in namespace %s: %w", name, k.Namespace, err)
+	case err != nil:
+		return nil, explainForbidden(err, "get etcdclusters.etcd.aenix.io")
+	}
+	return legacy, nil
+}
+
+// readPods reads the StatefulSet's Pods and the ConfigMaps they take their environment from.
+func readPods(ctx context.Context, k *Kube, sts *appsv1.StatefulSet, obs *migrate.AenixObserved) error {
+	pods := &corev1.PodList{}
+	if err := k.Client.List(ctx, pods, client.InNamespace(k.Namespace), client.MatchingLabels(sts.Spec.Selector.MatchLabels)); err != nil {
+		return explainForbidden(err, "list pods")
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		obs.Pods[pod.Name] = pod
+		for _, c := range pod.Spec.Containers {
+			for _, from := range c.EnvFrom {
+				ref := from.ConfigMapRef
+				if ref == nil || obs.ConfigMaps[ref.Name] != nil {
+					continue
+				}
+				if err := readInto(ctx, k, ref.Name, &corev1.ConfigMap{}, "get configmaps", func(o client.Object) {
+					obs.ConfigMaps[ref.Name] = o.(*corev1.ConfigMap).Data
+				}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// readInto reads the named object and hands it to found; a missing one is no error.
+func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
+	switch {
+	case err == nil:
+		found(obj)
+	case !apierrors.IsNotFound(err):
+		return explainForbidden(err, verb)
+	}
+	return nil
+}
+
+// legacyOperators are the Deployments, in any namespace, that run the legacy operator's image
+// and have replicas; or why they could not be listed.
+func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
+	list := &appsv1.DeploymentList{}
+	if err := k.Client.List(ctx, list); err != nil {
+		return nil, explainForbidden(err, "list deployments in all namespaces").Error()
+	}
+	var out []string
+	for _, d := range list.Items {
+		if d.Status.Replicas == 0 && (d.Spec.Replicas != nil && *d.Spec.Replicas == 0) {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if strings.Contains(c.Image, legacyOperatorImage) {
+				out = append(out, d.Namespace+"/"+d.Name)
+				break
+			}
+		}
+	}
+	return out, ""
+}
+
+// adoptAenix makes the plan's changes. This operator's objects come first (its EtcdMembers
+// before its EtcdCluster, so that the cluster never looks empty and bootstraps), the legacy
+// ones go last: the legacy EtcdCluster and StatefulSet with propagationPolicy Orphan, so that
+// no Pod, PVC or kept object goes with them. A run cut short is finished by running again.
+func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured) error {
+	c, err := createAenixOwn(ctx, o, k, plan)
+	if err != nil {
+		return err
+	}
+	// What the legacy EtcdCluster controls and this operator names the same: deleted once
+	// orphaned, this operator makes its own.
+	var toDelete []client.Object
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		if err := readInto(ctx, k, plan.ClientService, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
+			if controlledByUID(obj, legacy.GetUID()) {
+				toDelete = append(toDelete, obj)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	if err := orphanDelete(ctx, k, legacy); err != nil {
+		return fmt.Errorf("deleting the legacy EtcdCluster: %w", err)
+	}
+	say(o.Out, "deleted the legacy EtcdCluster %s (orphaning its objects)\n", c.Name)
+	var members []string
+	for _, change := range plan.Members {
+		members = append(members, change.Member)
+	}
+	return retireStatefulSet(ctx, o, k, plan.StatefulSet, members, toDelete)
+}
+
+// retireStatefulSet deletes the StatefulSet with propagationPolicy Orphan, makes each orphaned
+// Pod its EtcdMember's (as the Pods this operator creates are) and deletes the legacy objects
+// whose names this operator uses.
+func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, members []string, toDelete []client.Object) error {
+	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: sts, Namespace: k.Namespace}}); err != nil {
+		return fmt.Errorf("deleting the StatefulSet: %w", err)
+	}
+	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", sts)
+	for _, name := range members {
+		m := &etcdv1.EtcdMember{}
+		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m); err != nil {
+			return err
+		}
+		if err := setOwner(ctx, k, name, &corev1.Pod{}, m, true); err != nil {
+			return err
+		}
+	}
+	for _, obj := range toDelete {
+		if err := k.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the legacy %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// createAenixOwn creates the EtcdMembers and the EtcdCluster, and makes the cluster the owner
+// of its members and of the legacy objects it keeps.
+func createAenixOwn(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan) (*etcdv1.EtcdCluster, error) {
+	c := plan.Cluster
+	for _, change := range plan.Members {
+		if err := createAdoptedMember(ctx, k, change); err != nil {
+			return nil, fmt.Errorf("member %s: %w", change.Member, err)
+		}
+		say(o.Out, "adopted member %s\n", change.Member)
+	}
+	if err := k.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating EtcdCluster %s (is this operator installed? kubectl apply -f config/crd/bases): %w", c.Name, err)
+	}
+	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+		return nil, err
+	}
+	for _, change := range plan.Members {
+		if err := setOwner(ctx, k, change.Member, &etcdv1.EtcdMember{}, c, true); err != nil {
+			return nil, err
+		}
+	}
+	kept := map[string]client.Object{plan.HeadlessService: &corev1.Service{}}
+	for _, cm := range plan.ConfigMaps {
+		kept[cm] = &corev1.ConfigMap{}
+	}
+	for name, obj := range kept {
+		if err := setOwner(ctx, k, name, obj, c, false); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// createAdoptedMember labels the member's PVC and Pod (metadata only) and creates its
+// EtcdMember with the ID etcd knows it by.
+func createAdoptedMember(ctx context.Context, k *Kube, change migrate.MemberChange) error {
+	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
+	if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, labels, map[string]string{
+		specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
+		specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
+	}); err != nil {
+		return err
+	}
+	if err := patchMeta(ctx, k, change.Pod, &corev1.Pod{}, labels, nil); err != nil {
+		return err
+	}
+	m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: change.Member, Namespace: k.Namespace, Labels: labels}, Spec: change.Spec}
+	if err := k.Client.Create(ctx, m); apierrors.IsAlreadyExists(err) {
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("creating EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
+	}
+	if m.Status.MemberID == change.MemberID {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Status.MemberID = change.MemberID
+	return k.Client.Status().Patch(ctx, m, patch)
+}
+
+// setOwner makes owner an owner of the named object (its controller when controller is
+// true): the EtcdMembers and Pods are controlled as this operator's own are, the kept legacy
+// objects go with the cluster.
+func setOwner(ctx context.Context, k *Kube, name string, obj client.Object, owner client.Object, controller bool) error {
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	var err error
+	if controller {
+		err = controllerutil.SetControllerReference(owner, obj, k.Client.Scheme())
+	} else {
+		err = controllerutil.SetOwnerReference(owner, obj, k.Client.Scheme())
+	}
+	if err != nil {
+		return fmt.Errorf("owner of %s: %w", name, err)
+	}
+	return k.Client.Patch(ctx, obj, patch)
+}
+
+func controlledByUID(obj client.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+// orphanDelete deletes obj with propagationPolicy Orphan and waits until it is gone: the
+// garbage collector then has taken its owner reference off every dependent, which stays.
+func orphanDelete(ctx context.Context, k *Kube, obj client.Object) error {
+	if err := k.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := k.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}

@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/aenixfixture"
+)
+
+var aenixMembers = []string{"lg-0", "lg-1", "lg-2"}
+
+// TestMigrateFromAenixOperator builds a running cluster as the legacy etcd.aenix.io operator
+// leaves it (its EtcdCluster under a CRD of the same group, version and kind, its
+// StatefulSet, Services and ConfigMap as its factory builds them, the StatefulSet controller
+// making the Pods and PVCs, real etcd members with the legacy flags: peers over
+// --peer-auto-tls, data in /var/run/etcd/default.etcd), then runs `kubectl etcd migrate
+// aenix` with a writer running through the legacy client Service: refused while the legacy
+// operator's Deployment has replicas, a dry run that changes nothing, then --apply. No Pod
+// restarts, no member changes its ID, the legacy objects are gone or taken over, the cluster
+// scales 3 -> 4 -> 3 under this operator, and no acknowledged write is lost.
+func TestMigrateFromAenixOperator(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	bin := buildPlugin(t)
+	legacy := buildAenixCluster(t, ns)
+	// Clients of a legacy cluster use the Service <cluster>; it becomes this operator's
+	// headless Service of the same name, which still resolves to the members.
+	w := startWriterVia(t, ns, "lg", "lg", access{})
+	pods := podUIDs(t, ns, aenixMembers)
+	ids := serviceMemberIDs(t, ns, "lg")
+
+	// The legacy operator's Deployment has a replica: refused, changing nothing.
+	operator := legacyOperatorDeployment(ns)
+	create(t, operator)
+	out, err := runPlugin(bin, ns, "migrate", "aenix", "lg")
+	if err == nil || !strings.Contains(out, "the legacy operator is running (Deployment "+ns+"/etcd-operator-controller-manager)") {
+		t.Fatalf("migrate with the legacy operator running: err %v, output:\n%s", err, out)
+	}
+	if err := k8s.Delete(context.Background(), operator); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the legacy operator's Deployment is gone", func() error {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(operator), &appsv1.Deployment{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %w", err)
+	})
+
+	out = mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
+	for _, want := range []string{"member lg-0 (etcd ID ", "Pod lg-0 keeps running unchanged", "data in /var/lib/etcd/default.etcd on PVC data-lg-0",
+		"spec.tls.peer.autoTLS", "StatefulSet lg: deleted with propagationPolicy Orphan", "dry run: nothing was changed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "lg"}, &etcdv1.EtcdCluster{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the dry run created an EtcdCluster (or reading it failed): %v", err)
+	}
+
+	snap := filepath.Join(t.TempDir(), "before-adoption.db")
+	out = mustPlugin(t, bin, ns, "migrate", "aenix", "lg", "--apply", "--snapshot-file", snap)
+	t.Logf("kubectl etcd migrate aenix lg --apply:\n%s", out)
+	checkSnapshotFile(t, snap)
+	c := waitSettled(t, ns, "lg", 3, 4*time.Minute)
+	checkAenixAdopted(t, ns, c, legacy, pods, ids)
+
+	for _, n := range []int32{4, 3} {
+		setReplicas(t, ns, "lg", n)
+		c = waitSettled(t, ns, "lg", n, 6*time.Minute)
+		t.Logf("settled at %d: %v", n, memberIDs(c))
+	}
+	// The adopted members that are left (scale-in takes the newest follower, lg-3, unless it
+	// leads) still run their original Pods.
+	for name := range memberIDs(c) {
+		if before, ok := pods[name]; ok && podUIDs(t, ns, []string{name})[name] != before {
+			t.Errorf("the Pod of adopted member %s was replaced while scaling", name)
+		}
+	}
+	w.stopAndVerify(t, 50)
+}
+
+// buildAenixCluster creates the legacy EtcdCluster and what the legacy operator makes for it,
+// each object controlled by the legacy EtcdCluster as that operator sets it, and waits until
+// the StatefulSet's three Pods are Ready.
+func buildAenixCluster(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	installAenixCRD(t)
+	image := specs.Image(specs.DefaultImageRepository, etcdVersion)
+	legacy := &unstructured.Unstructured{Object: aenixfixture.Legacy("lg", ns, 3, image)}
+	eventually(t, time.Minute, "the legacy EtcdCluster is created", func() error {
+		return client.IgnoreAlreadyExists(k8s.Create(context.Background(), legacy))
+	})
+	owner := []metav1.OwnerReference{{APIVersion: aenixfixture.APIVersion, Kind: aenixfixture.Kind, Name: "lg", UID: legacy.GetUID(),
+		Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
+	cm := aenixfixture.ConfigMap("lg", ns, 3)
+	cm.OwnerReferences = owner
+	create(t, cm)
+	for _, svc := range aenixfixture.Services("lg", ns) {
+		svc.OwnerReferences = owner
+		create(t, svc)
+	}
+	sts := aenixfixture.StatefulSet("lg", ns, 3, image)
+	sts.OwnerReferences = owner
+	create(t, sts)
+	eventually(t, 4*time.Minute, "the legacy StatefulSet is ready", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sts), sts); err != nil {
+			return err
+		}
+		if sts.Status.ReadyReplicas != 3 || sts.Status.CurrentRevision != sts.Status.UpdateRevision {
+			return fmt.Errorf("ready %d, revision %s -> %s", sts.Status.ReadyReplicas, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
+		}
+		return nil
+	})
+	return legacy
+}
+
+// installAenixCRD installs the legacy CRD fixture once for all tests of the run.
+func installAenixCRD(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/aenix-etcdcluster-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), crd); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+// legacyOperatorDeployment looks like the legacy operator's (its image) and has a replica,
+// which no node can run: the image is never pulled and the legacy operator never runs.
+func legacyOperatorDeployment(ns string) *appsv1.Deployment {
+	labels := map[string]string{"control-plane": "controller-manager"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-operator-controller-manager", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{"e2e.invalid/no-such-node": "true"},
+					Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/aenix-io/etcd-operator:v0.0.2"}}},
+			},
+		},
+	}
+}
+
+// serviceMemberIDs is etcd's own member list, by name, through the named Service.
+func serviceMemberIDs(t *testing.T, ns, service string) map[string]string {
+	t.Helper()
+	cli := dialService(t, ns, service, access{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range resp.Members {
+		out[m.Name] = fmt.Sprintf("%x", m.ID)
+	}
+	return out
+}
+
+// checkAenixAdopted: the same Pods, never restarted, now controlled by their EtcdMembers;
+// the same etcd IDs; the legacy EtcdCluster and StatefulSet gone; the headless Service and
+// ConfigMap the Pods depend on kept and owned by the new cluster; the Service lg now this
+// operator's headless Service.
+func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, pods, ids map[string]string) {
+	t.Helper()
+	if got := podUIDs(t, ns, aenixMembers); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("Pods after adoption %v, before %v: a Pod was replaced", got, pods)
+	}
+	for name, id := range memberIDs(c) {
+		if ids[name] != id {
+			t.Errorf("member %s: ID %s in the status, %s in etcd before adoption", name, id, ids[name])
+		}
+	}
+	for _, name := range aenixMembers {
+		checkAenixMember(t, ns, name)
+	}
+	checkLegacyObjectsRetired(t, ns, c, legacy)
+}
+
+// checkAenixMember: the Pod never restarted and is its EtcdMember's, which says where the
+// data is.
+func checkAenixMember(t *testing.T, ns, name string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
+		}
+	}
+	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.Name != name {
+		t.Errorf("Pod %s is controlled by %+v, want its EtcdMember", name, ref)
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec.Adopted == nil || m.Spec.Adopted.From != etcdv1.AdoptedFromAenix || m.Spec.Adopted.PVCName != "data-"+name ||
+		m.Spec.Adopted.DataDir != "/var/lib/etcd/default.etcd" {
+		t.Errorf("EtcdMember %s: spec.adopted %+v", name, m.Spec.Adopted)
+	}
+}
+
+// checkLegacyObjectsRetired: the legacy EtcdCluster and StatefulSet are gone, the headless
+// Service and the ConfigMap the Pods depend on are the new cluster's, and the Service lg is
+// this operator's headless Service.
+func checkLegacyObjectsRetired(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured) {
+	t.Helper()
+	gone := map[client.Object]string{legacy: "legacy EtcdCluster", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "lg", Namespace: ns}}: "StatefulSet"}
+	for obj, what := range gone {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("the %s is still there (%v)", what, err)
+		}
+	}
+	for name, obj := range map[string]client.Object{aenixfixture.HeadlessService("lg"): &corev1.Service{}, aenixfixture.ConfigMapName("lg"): &corev1.ConfigMap{}} {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if refs := obj.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != c.UID {
+			t.Errorf("%s is owned by %+v, want the new EtcdCluster only", name, refs)
+		}
+	}
+	eventually(t, time.Minute, "the Service lg is this operator's headless Service", func() error {
+		svc := &corev1.Service{}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "lg"}, svc); err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(svc, c) || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			return fmt.Errorf("service lg: clusterIP %s, owners %v", svc.Spec.ClusterIP, svc.OwnerReferences)
+		}
+		return nil
+	})
+}
