@@ -82,7 +82,7 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
 // deleteNamespaces deletes every namespace the bench made and waits until they are gone, so
 // that a run does not measure the previous one's teardown.
 func (b *bench) deleteNamespaces(ctx context.Context) {
-	err := waitFor(ctx, 3*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
+	err := waitFor(ctx, 10*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
 		list := &corev1.NamespaceList{}
 		if err := b.k8s.List(ctx, list, client.MatchingLabels{benchLabel: "true"}); err != nil {
 			return err

@@ -19,18 +19,20 @@ import (
 )
 
 type options struct {
-	runs         int
-	timeout      time.Duration
-	idleClusters int
-	idleWarmup   time.Duration
-	idleWindow   time.Duration
+	runs       int
+	timeout    time.Duration
+	clusters   int
+	unrelated  int
+	idleWarmup time.Duration
+	idleWindow time.Duration
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "how often each time is measured; the median is reported")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one cluster to be ready; an error after it")
-	flag.IntVar(&o.idleClusters, "idle-clusters", 20, "one-member clusters left idle while the operator's API writes are counted")
+	flag.IntVar(&o.clusters, "clusters", 100, "one-member clusters created at once for the scale step, then left idle while the operator's API requests are counted")
+	flag.IntVar(&o.unrelated, "unrelated", 5000, "Secrets and Pods (half each) of no cluster created in other namespaces, to see whether the operator's memory grows with them")
 	flag.DurationVar(&o.idleWarmup, "idle-warmup", 15*time.Second, "wait between the idle clusters being Available and counting")
 	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
 	flag.Parse()
@@ -62,11 +64,19 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	many, err := b.scale(ctx)
+	if err != nil {
+		return err
+	}
 	rest, err := b.idle(ctx)
 	if err != nil {
 		return err
 	}
-	if err := printReport(os.Stdout, o, times, rest, time.Since(started)); err != nil {
+	crowded, err := b.crowdIn(ctx)
+	if err != nil {
+		return err
+	}
+	if err := printReport(os.Stdout, o, times, report{many, rest, crowded}, time.Since(started)); err != nil {
 		return err
 	}
 	// Zero writes at rest is a requirement, not a speed: a cluster at rest must cost nothing.

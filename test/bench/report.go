@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -32,15 +33,23 @@ func (s *samples) add(metric, side string, d time.Duration) {
 
 // printReport writes the report with its tab-separated columns aligned; lines without tabs
 // (titles) do not take part in the alignment.
-func printReport(w io.Writer, o options, times *samples, rest *atRest, took time.Duration) error {
+func printReport(w io.Writer, o options, times *samples, r report, took time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if _, err := io.WriteString(tw, formatReport(o, times, rest, took)); err != nil {
+	if _, err := io.WriteString(tw, formatReport(o, times, r, took)); err != nil {
 		return err
 	}
 	return tw.Flush()
 }
 
-func formatReport(o options, times *samples, rest *atRest, took time.Duration) string {
+// report is what the steps after the timed runs measured.
+type report struct {
+	scale *atScale
+	rest  *atRest
+	crowd *crowd
+}
+
+func formatReport(o options, times *samples, r report, took time.Duration) string {
+	rest := r.rest
 	var b strings.Builder
 	fmt.Fprintf(&b, "\netcd-operator bench: etcd %s, %d CPUs, median of %d runs\n", etcdVersion, runtime.NumCPU(), o.runs)
 	fmt.Fprintln(&b, "floor: the same etcd Pods started by hand as a static cluster, on the same cluster, in the same run")
@@ -52,15 +61,24 @@ func formatReport(o options, times *samples, rest *atRest, took time.Duration) s
 		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), stats.Seconds(op), stats.Seconds(fl))
 	}
 
+	writeScale(&b, r.scale)
+
 	perMinute := func(n float64) float64 { return n / rest.window.Minutes() }
-	fmt.Fprintf(&b, "\nat rest: %d one-member clusters, API writes counted for %s once all were Available (floor: 0)\n",
+	fmt.Fprintf(&b, "\nat rest: %d one-member clusters, API requests counted for %s once all were Available (floor: 0 writes)\n",
 		rest.clusters, rest.window.Round(time.Second))
+	fmt.Fprintf(&b, "operator API requests/min, reads included\t%.1f\n", perMinute(total(rest.requests)))
+	writeKinds(&b, rest.requests, perMinute)
+	fmt.Fprintf(&b, "reconcile latency at rest (EtcdCluster)\tp50 %s\tp99 %s\t%.0f reconciles\n", ms(rest.reconcile.p50), ms(rest.reconcile.p99), rest.reconcile.count)
 	fmt.Fprintf(&b, "operator API writes/min\t%.1f\tLease renewals for leader election left out: %.1f/min\n",
 		perMinute(total(rest.operatorWrites)), perMinute(float64(rest.leaseRenewals)))
 	writeKinds(&b, rest.operatorWrites, perMinute)
 	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\n", rest.rssBytes/(1<<20))
 	fmt.Fprintf(&b, "apiserver writes/min\t%.1f\tevery client; Leases and Nodes (heartbeats) left out\n", perMinute(total(rest.apiserverWrites)))
 	writeKinds(&b, rest.apiserverWrites, perMinute)
+	c := r.crowd
+	fmt.Fprintf(&b, "\nwith %d unrelated Secrets and %d unrelated Pods in %d other namespaces\n", c.secrets, c.pods, unrelatedNamespaces)
+	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssAfter/(1<<20), c.rssBefore/(1<<20))
+	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapAfter/(1<<20), c.heapBefore/(1<<20))
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
 }
@@ -83,4 +101,23 @@ func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(fl
 	for _, k := range kinds {
 		fmt.Fprintf(b, "  %s\t%.1f\n", k, perMinute(writes[k]))
 	}
+}
+
+// writeScale reports the clusters created at once beside one alone: the ratio to n times one
+// cluster says how much the operator works on them side by side (1 would be one after the
+// other).
+func writeScale(b *strings.Builder, s *atScale) {
+	one := stats.Median(s.one)
+	fmt.Fprintf(b, "\nscale: %d one-member clusters created at once\n", s.clusters)
+	fmt.Fprintf(b, "one cluster alone, to Available\t%.2fs\truns (s): %s\n", one.Seconds(), stats.Seconds(s.one))
+	fmt.Fprintf(b, "all %d, to every one Available\t%.2fs\tratio to %d x one alone: %.3f\n", s.clusters, s.all.Seconds(), s.clusters, s.all.Seconds()/(float64(s.clusters)*one.Seconds()))
+	fmt.Fprintf(b, "reconcile latency meanwhile (EtcdCluster)\tp50 %s\tp99 %s\t%.0f reconciles\n", ms(s.burst.p50), ms(s.burst.p99), s.burst.count)
+}
+
+// ms renders seconds as milliseconds; a NaN (no reconcile) as "-".
+func ms(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ms", seconds*1000)
 }
