@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // readThrough makes a linearizable read through one member: it answers only once that
@@ -183,4 +184,64 @@ func loseTwoOfThree(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster
 		}
 		return nil
 	})
+}
+
+// spec.quorumLoss RecoverFromMostAdvancedMember with a short grace period: two of three
+// members destroyed, nobody asks, and once the grace period has passed the operator recovers
+// from the survivor by itself: same cluster ID, the survivor's member ID, 3 voters, and every
+// write the survivor had applied. The operator is stopped and started: not parallel.
+func TestAutomaticRecoveryFromTheMostAdvancedMember(t *testing.T) {
+	ns := namespace(t)
+	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "autolost", Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
+		Replicas: ptr(int32(3)), Version: etcdVersion,
+		QuorumLoss: &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptr(int32(15))}}})
+	before := waitSettled(t, ns, "autolost", 3, 4*time.Minute)
+	w := startWriter(t, ns, "autolost", "autolost")
+	time.Sleep(2 * time.Second)
+	w.stopAndVerify(t, 10)
+	survivor := before.Status.Members[0]
+	written := readThrough(t, memberIPs(t, ns, "autolost")[survivor.Name], "autolost")
+
+	loseTwoOfThree(t, ns, "autolost", before, "")
+	// The settled status from before the loss would pass at once: the recovery's own event
+	// and the destroyed members' IDs leaving the status say it happened.
+	eventually(t, 3*time.Minute, "an AutomaticRecovery event naming "+survivor.Name, func() error {
+		if !eventAbout(t, ns, "AutomaticRecovery", survivor.Name) {
+			return fmt.Errorf("events %v", eventReasons(t, ns))
+		}
+		return nil
+	})
+	after := waitSettledWithout(t, ns, "autolost", 3, before.Status.Members[1:], 6*time.Minute)
+	if after.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("cluster ID %s, was %s", after.Status.ClusterID, before.Status.ClusterID)
+	}
+	if ids := memberIDs(after); ids[survivor.Name] != survivor.ID {
+		t.Fatalf("the survivor %s has ID %q, was %s: %v", survivor.Name, ids[survivor.Name], survivor.ID, ids)
+	}
+	if got := readThrough(t, memberIPs(t, ns, "autolost")[after.Status.Members[2].Name], "autolost"); got != written {
+		t.Fatalf("%d writes read through a member added after the recovery, the survivor had applied %d", got, written)
+	}
+}
+
+// waitSettledWithout waits until the cluster is settled at n members and none of gone's
+// member IDs is listed any more.
+func waitSettledWithout(t *testing.T, ns, name string, n int32, gone []etcdv1.MemberSummary, timeout time.Duration) *etcdv1.EtcdCluster {
+	t.Helper()
+	var c *etcdv1.EtcdCluster
+	eventually(t, timeout, fmt.Sprintf("%s/%s settled at %d members without the lost members' IDs", ns, name, n), func() error {
+		c = getCluster(t, ns, name)
+		if err := robustness.Settled(c, n); err != nil {
+			return err
+		}
+		ids := memberIDs(c)
+		for _, m := range gone {
+			for _, id := range ids {
+				if id == m.ID {
+					return fmt.Errorf("member ID %s of lost %s still listed: %v", m.ID, m.Name, ids)
+				}
+			}
+		}
+		return nil
+	})
+	return c
 }
