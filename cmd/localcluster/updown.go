@@ -48,6 +48,7 @@ func up(o options) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), marker(o.dir))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
+	closeInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -55,6 +56,21 @@ func up(o options) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	return waitReady(o.dir, logPath, exited)
+}
+
+// closeInheritedOnExec keeps the files this command inherited (beyond stdin, stdout and
+// stderr) from the supervisor, which outlives it: a caller's lock file held open there (flock
+// around a run with KEEP_CLUSTER=1) would stay locked for as long as the cluster runs.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 func waitReady(dir, logPath string, exited <-chan error) error {
