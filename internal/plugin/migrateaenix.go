@@ -355,14 +355,8 @@ func createAenixOwn(ctx context.Context, o *Options, k *Kube, plan migrate.Aenix
 // createAdoptedMember labels the member's PVC and Pod (metadata only) and creates its
 // EtcdMember with the ID etcd knows it by.
 func createAdoptedMember(ctx context.Context, k *Kube, change migrate.MemberChange) error {
-	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
-	if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, labels, map[string]string{
-		specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
-		specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
-	}); err != nil {
-		return err
-	}
-	if err := patchMeta(ctx, k, change.Pod, &corev1.Pod{}, labels, nil); err != nil {
+	labels, err := labelMemberObjects(ctx, k, change)
+	if err != nil {
 		return err
 	}
 	m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: change.Member, Namespace: k.Namespace, Labels: labels}, Spec: change.Spec}

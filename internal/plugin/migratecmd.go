@@ -118,21 +118,31 @@ func (f *migrateFlags) safetySnapshot(ctx context.Context, o *Options, s *Sessio
 	return nil
 }
 
+// labelMemberObjects labels the member's PVC (when it has one, with where its data came from
+// and lives) and its Pod (metadata only: the Pod is not restarted) as this operator's own, and
+// returns the member's labels.
+func labelMemberObjects(ctx context.Context, k *Kube, change migrate.MemberChange) (map[string]string, error) {
+	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
+	if change.PVC != "" {
+		if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, labels, map[string]string{
+			specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
+			specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := patchMeta(ctx, k, change.Pod, &corev1.Pod{}, labels, nil); err != nil {
+		return nil, err
+	}
+	return labels, nil
+}
+
 // adoptMember labels the member's PVC and Pod, then rewrites its EtcdMember: that last write
 // is the adoption (the operator acts on the member from then on), so a run cut short is
 // finished by running the command again.
 func adoptMember(ctx context.Context, k *Kube, change migrate.MemberChange) error {
-	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
-	if change.PVC != "" {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := patchMeta(ctx, k, change.PVC, pvc, labels, map[string]string{
-			specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
-			specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
-		}); err != nil {
-			return err
-		}
-	}
-	if err := patchMeta(ctx, k, change.Pod, &corev1.Pod{}, labels, nil); err != nil {
+	labels, err := labelMemberObjects(ctx, k, change)
+	if err != nil {
 		return err
 	}
 	m := &etcdv1.EtcdMember{}
