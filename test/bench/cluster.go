@@ -20,10 +20,13 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 const (
 	etcdVersion = "3.6.16"
+	// previousPatch is what the upgrade step starts from (the e2e upgrade tests' too).
+	previousPatch = "3.6.15"
 	// pollInterval bounds how late a measurement can see a state: both sides are polled alike.
 	pollInterval = 200 * time.Millisecond
 	// benchLabel marks the bench's namespaces, so that all of them are found and deleted.
@@ -128,7 +131,7 @@ type member struct {
 }
 
 // readyMembers lists the namespace's Pods and fails unless exactly n are there, none going
-// away, all Ready.
+// away, all Ready; with n < 0, the Ready ones, at least one.
 func (b *bench) readyMembers(ctx context.Context, ns string, n int) ([]member, error) {
 	pods := &corev1.PodList{}
 	if err := b.k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
@@ -140,11 +143,14 @@ func (b *bench) readyMembers(ctx context.Context, ns string, n int) ([]member, e
 			continue
 		}
 		if !podReady(&p) || p.Status.PodIP == "" {
+			if n < 0 {
+				continue // any ready ones will do
+			}
 			return nil, fmt.Errorf("pod %s is not ready", p.Name)
 		}
 		out = append(out, member{pod: p.Name, url: "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(specs.ClientPort))})
 	}
-	if len(out) != n {
+	if (n >= 0 && len(out) != n) || len(out) == 0 {
 		return nil, fmt.Errorf("%d Pods ready, want %d", len(out), n)
 	}
 	return out, nil
@@ -212,4 +218,77 @@ func (b *bench) follower(ctx context.Context, ns string, n int) (string, error) 
 		return errors.New("no member follows a leader")
 	})
 	return pod, err
+}
+
+// allOn is nil once n members are ready and each one's etcd answers with version.
+func (b *bench) allOn(ctx context.Context, ns string, n int, version string) error {
+	members, err := b.readyMembers(ctx, ns, n)
+	if err != nil {
+		return err
+	}
+	return withEtcd(members, func(cli etcd.Client) error {
+		for _, m := range members {
+			st, err := cli.Status(ctx, m.url)
+			if err != nil {
+				return err
+			}
+			if st.Version != version {
+				return fmt.Errorf("%s runs etcd %s", m.pod, st.Version)
+			}
+		}
+		return nil
+	})
+}
+
+// memberID is the etcd member ID of the member in Pod pod.
+func (b *bench) memberID(ctx context.Context, ns, pod string) (uint64, error) {
+	members, err := b.readyMembers(ctx, ns, -1)
+	if err != nil {
+		return 0, err
+	}
+	var id uint64
+	err = withEtcd(members, func(cli etcd.Client) error {
+		for _, m := range members {
+			if m.pod == pod {
+				st, err := cli.Status(ctx, m.url)
+				id = st.MemberID
+				return err
+			}
+		}
+		return fmt.Errorf("no ready Pod %s", pod)
+	})
+	return id, err
+}
+
+// wipe empties the member's volume (the local cluster's provisioner made it a directory of
+// this machine) and deletes its Pod at once, as a lost disk under a running member.
+func (b *bench) wipe(ctx context.Context, ns, member string) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: member}, pvc); err != nil {
+		return err
+	}
+	if err := robustness.EmptyVolume(ctx, b.k8s, pvc); err != nil {
+		return err
+	}
+	return b.k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member}}, lost)
+}
+
+// idGone is nil once etcd, asked through the ready members, no longer lists id.
+func (b *bench) idGone(ctx context.Context, ns string, id uint64) error {
+	members, err := b.readyMembers(ctx, ns, -1)
+	if err != nil {
+		return err
+	}
+	return withEtcd(members, func(cli etcd.Client) error {
+		_, list, err := cli.MemberList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range list {
+			if m.ID == id {
+				return fmt.Errorf("member %x still listed", id)
+			}
+		}
+		return nil
+	})
 }

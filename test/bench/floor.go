@@ -25,7 +25,9 @@ type handMade struct {
 	b *bench
 	// cluster exists only here: it gives specs the names, URLs and defaults.
 	cluster *etcdv1.EtcdCluster
-	pods    map[string]*corev1.Pod // as first created, to create a lost one again
+	version string                        // the etcd version new members run
+	members map[string]*etcdv1.EtcdMember // what each member's Pod was built from
+	pods    map[string]*corev1.Pod        // as last created, to create a lost one again
 }
 
 func newHandMade(b *bench, ns string) *handMade {
@@ -34,12 +36,13 @@ func newHandMade(b *bench, ns string) *handMade {
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: ns},
 		Spec:       etcdv1.EtcdClusterSpec{Version: etcdVersion, Storage: etcdv1.StorageSpec{Size: &size}},
 	}
-	return &handMade{b: b, cluster: c, pods: map[string]*corev1.Pod{}}
+	return &handMade{b: b, cluster: c, version: etcdVersion, members: map[string]*etcdv1.EtcdMember{}, pods: map[string]*corev1.Pod{}}
 }
 
 func (h *handMade) namespace() string { return h.cluster.Namespace }
 
-func (h *handMade) start(ctx context.Context, n int) error {
+func (h *handMade) start(ctx context.Context, n int, version string) error {
+	h.version = version
 	if err := h.b.k8s.Create(ctx, specs.HeadlessService(h.cluster)); err != nil {
 		return err
 	}
@@ -66,7 +69,7 @@ func (h *handMade) createMember(ctx context.Context, name string, state etcdv1.I
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.namespace()},
 		Spec: etcdv1.EtcdMemberSpec{
 			ClusterName: h.cluster.Name,
-			Version:     etcdVersion,
+			Version:     h.version,
 			Storage:     h.cluster.Spec.Storage,
 			Bootstrap: etcdv1.MemberBootstrap{
 				InitialCluster:      specs.InitialCluster(h.cluster, names),
@@ -78,8 +81,14 @@ func (h *handMade) createMember(ctx context.Context, name string, state etcdv1.I
 	if err := h.b.k8s.Create(ctx, specs.PVC(h.cluster, m)); err != nil {
 		return err
 	}
+	h.members[name] = m
+	return h.createPod(ctx, m)
+}
+
+// createPod creates the member's Pod as specs builds it, and keeps a copy to create it again.
+func (h *handMade) createPod(ctx context.Context, m *etcdv1.EtcdMember) error {
 	pod := specs.Pod(h.cluster, m, specs.PodOptions{})
-	h.pods[name] = pod.DeepCopy()
+	h.pods[m.Name] = pod.DeepCopy()
 	return h.b.k8s.Create(ctx, pod)
 }
 
@@ -111,6 +120,139 @@ func (h *handMade) grow(ctx context.Context, n int) error {
 	})
 }
 
+// replaceWiped does by hand what the operator does for a member that lost its data: remove
+// it from etcd, delete its PVC once its Pod is gone, and add it again as a learner on a new
+// PVC (same name, new ID), promoted as soon as etcd allows.
+func (h *handMade) replaceWiped(ctx context.Context, name string, id uint64) error {
+	n := len(h.members)
+	members, err := h.b.readyMembers(ctx, h.namespace(), -1)
+	if err != nil {
+		return err
+	}
+	return withEtcd(members, func(cli etcd.Client) error {
+		if err := retry(ctx, h.b.opts.timeout, "removing "+name, func(ctx context.Context) error { return cli.Remove(ctx, id) }); err != nil {
+			return err
+		}
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
+		if err := h.b.k8s.Delete(ctx, pvc); err != nil {
+			return err
+		}
+		if err := h.b.gone(ctx, pvc); err != nil {
+			return err
+		}
+		var added etcd.Member
+		err := retry(ctx, h.b.opts.timeout, "adding "+name+" again as a learner", func(ctx context.Context) error {
+			var err error
+			added, _, err = cli.AddLearner(ctx, []string{specs.PeerURL(h.cluster, name)})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := h.createMember(ctx, name, etcdv1.InitialClusterStateExisting, h.names(n)); err != nil {
+			return err
+		}
+		return retry(ctx, h.b.opts.timeout, "promoting "+name, func(ctx context.Context) error {
+			return cli.Promote(ctx, added.ID)
+		})
+	})
+}
+
+// upgrade restarts the members one at a time on the new version as a person would with
+// kubectl: followers first, then the leader after moving leadership away; each Pod deleted
+// (gracefully, as the operator does), created again with the new image, and the next only
+// once every member serves.
+func (h *handMade) upgrade(ctx context.Context, version string) error {
+	h.version = version
+	order, err := h.followersThenLeader(ctx)
+	if err != nil {
+		return err
+	}
+	for i, name := range order {
+		if i == len(order)-1 {
+			if err := h.moveLeaderFrom(ctx, name); err != nil {
+				return err
+			}
+		}
+		if err := h.restartOn(ctx, name, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followersThenLeader names the members, the leader last.
+func (h *handMade) followersThenLeader(ctx context.Context) ([]string, error) {
+	members, err := h.b.readyMembers(ctx, h.namespace(), len(h.members))
+	if err != nil {
+		return nil, err
+	}
+	var order []string
+	var leader string
+	err = withEtcd(members, func(cli etcd.Client) error {
+		for _, m := range members {
+			st, err := cli.Status(ctx, m.url)
+			if err != nil {
+				return err
+			}
+			if st.Leader == st.MemberID {
+				leader = m.pod
+				continue
+			}
+			order = append(order, m.pod)
+		}
+		return nil
+	})
+	if err != nil || leader == "" {
+		return nil, errors.Join(err, errors.New("no leader"))
+	}
+	return append(order, leader), nil
+}
+
+// moveLeaderFrom hands the leadership of the member in Pod name to another voter.
+func (h *handMade) moveLeaderFrom(ctx context.Context, name string) error {
+	members, err := h.b.readyMembers(ctx, h.namespace(), len(h.members))
+	if err != nil {
+		return err
+	}
+	return withEtcd(members, func(cli etcd.Client) error {
+		for _, m := range members {
+			if m.pod == name {
+				continue
+			}
+			st, err := cli.Status(ctx, m.url)
+			if err != nil {
+				return err
+			}
+			return retry(ctx, h.b.opts.timeout, "moving the leader to "+m.pod, func(ctx context.Context) error {
+				return cli.MoveLeader(ctx, st.MemberID)
+			})
+		}
+		return errors.New("no other member to lead")
+	})
+}
+
+// restartOn deletes the member's Pod, creates it again on the new version, and waits until
+// every member serves.
+func (h *handMade) restartOn(ctx context.Context, name, version string) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
+	if err := h.b.k8s.Delete(ctx, pod); err != nil {
+		return err
+	}
+	if err := h.b.gone(ctx, pod); err != nil {
+		return err
+	}
+	m := h.members[name].DeepCopy()
+	m.Spec.Version = version
+	h.members[name] = m
+	if err := h.createPod(ctx, m); err != nil {
+		return err
+	}
+	return waitFor(ctx, h.b.opts.timeout, name+" serving on "+version, func(ctx context.Context) error {
+		return h.b.serving(ctx, h.namespace(), len(h.members))
+	})
+}
+
 // retry polls a membership change. Each attempt has its own deadline: etcd drops a change
 // proposed while another is applied, and the call would otherwise wait forever.
 func retry(ctx context.Context, timeout time.Duration, what string, change func(context.Context) error) error {
@@ -128,8 +270,16 @@ func (h *handMade) losePod(ctx context.Context, name string) error {
 	if err := h.b.k8s.Delete(ctx, pod, lost); err != nil {
 		return err
 	}
-	err := waitFor(ctx, h.b.opts.timeout, "Pod "+name+" gone", func(ctx context.Context) error {
-		switch err := h.b.k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); {
+	if err := h.b.gone(ctx, pod); err != nil {
+		return err
+	}
+	return h.b.k8s.Create(ctx, h.pods[name].DeepCopy())
+}
+
+// gone waits until obj no longer exists.
+func (b *bench) gone(ctx context.Context, obj client.Object) error {
+	return waitFor(ctx, b.opts.timeout, obj.GetName()+" gone", func(ctx context.Context) error {
+		switch err := b.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); {
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
@@ -137,10 +287,6 @@ func (h *handMade) losePod(ctx context.Context, name string) error {
 		}
 		return errors.New("still there")
 	})
-	if err != nil {
-		return err
-	}
-	return h.b.k8s.Create(ctx, h.pods[name].DeepCopy())
 }
 
 func (h *handMade) settled(ctx context.Context, n int) error {

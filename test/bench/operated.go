@@ -27,26 +27,38 @@ func (o *operated) key() client.ObjectKey {
 	return client.ObjectKey{Namespace: o.ns, Name: clusterName}
 }
 
-func (o *operated) start(ctx context.Context, n int) error {
-	return o.b.createCluster(ctx, o.ns, clusterName, n)
+func (o *operated) start(ctx context.Context, n int, version string) error {
+	return o.b.createCluster(ctx, o.ns, clusterName, n, version)
 }
 
-func (b *bench) createCluster(ctx context.Context, ns, name string, n int) error {
+func (b *bench) createCluster(ctx context.Context, ns, name string, n int, version string) error {
 	replicas := int32(n)
 	return b.k8s.Create(ctx, &etcdv1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: version},
 	})
 }
 
 func (o *operated) grow(ctx context.Context, n int) error {
+	replicas := int32(n)
+	return o.editSpec(ctx, func(s *etcdv1.EtcdClusterSpec) { s.Replicas = &replicas })
+}
+
+func (o *operated) upgrade(ctx context.Context, version string) error {
+	return o.editSpec(ctx, func(s *etcdv1.EtcdClusterSpec) { s.Version = version })
+}
+
+// replaceWiped: nothing to do, the operator finds the member that lost its data.
+func (o *operated) replaceWiped(context.Context, string, uint64) error { return nil }
+
+// editSpec changes the cluster's spec as a user does, with one patch.
+func (o *operated) editSpec(ctx context.Context, edit func(*etcdv1.EtcdClusterSpec)) error {
 	c := &etcdv1.EtcdCluster{}
 	if err := o.b.k8s.Get(ctx, o.key(), c); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(c.DeepCopy())
-	replicas := int32(n)
-	c.Spec.Replicas = &replicas
+	edit(&c.Spec)
 	return o.b.k8s.Patch(ctx, c, patch)
 }
 

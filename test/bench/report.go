@@ -60,6 +60,7 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 		mo, mf := stats.Median(op), stats.Median(fl)
 		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), stats.Seconds(op), stats.Seconds(fl))
 	}
+	writeReplacement(&b, times)
 
 	writeScale(&b, r.scale)
 
@@ -101,6 +102,15 @@ func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(fl
 	for _, k := range kinds {
 		fmt.Fprintf(b, "  %s\t%.1f\n", k, perMinute(writes[k]))
 	}
+}
+
+// writeReplacement sets the operator's time from a member's data wiped to a healthy
+// replacement beside one learner step by hand (the floor's scale-out): what a replacement
+// costs beyond the join it cannot avoid.
+func writeReplacement(b *strings.Builder, times *samples) {
+	wiped, learner := stats.Median(times.times[metricWiped][operator]), stats.Median(times.times[metricLearnerStep][floor])
+	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)	%.2fs	%.2f x one learner step by hand (%s, floor: %.2fs)\n",
+		wiped.Seconds(), wiped.Seconds()/learner.Seconds(), metricLearnerStep, learner.Seconds())
 }
 
 // writeScale reports the clusters created at once beside one alone: the ratio to n times one

@@ -10,8 +10,13 @@ import (
 
 // subject is one etcd cluster under measurement: run by the operator, or by hand (the floor).
 type subject interface {
-	// start creates n founding members.
-	start(ctx context.Context, n int) error
+	// start creates n founding members running etcd version.
+	start(ctx context.Context, n int, version string) error
+	// upgrade restarts every member on etcd version, one at a time, the leader last.
+	upgrade(ctx context.Context, version string) error
+	// replaceWiped replaces the member whose data was wiped (its Pod deleted, the empty
+	// volume left) with a fresh one. The operator does it by itself.
+	replaceWiped(ctx context.Context, pod string, id uint64) error
 	// grow adds one member, making n.
 	grow(ctx context.Context, n int) error
 	// losePod deletes a member's Pod. By hand, it is also recreated, as a person would.
@@ -38,15 +43,61 @@ type step struct {
 // steps are what a user does to clusters, in order. Pod loss takes a follower of the grown
 // cluster; bootstrap of 5 is a second cluster.
 var steps = []step{
-	{"bootstrap, 3 members", "grown", 3, bootstrap(3)},
+	{"bootstrap, 3 members", "grown", 3, bootstrap(3, etcdVersion)},
 	{"scale-out 3 -> 4", "grown", 4, growTo(4)},
 	{"scale-out 4 -> 5", "grown", 5, growTo(5)},
 	{"Pod loss, 5 members", "grown", 5, loseFollower},
-	{"bootstrap, 5 members", "five", 5, bootstrap(5)},
+	{metricWiped, "grown", 5, wipeFollower},
+	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion)},
+	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch)},
+	{"upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgraded", 3, upgradeTo(3, etcdVersion)},
 }
 
-func bootstrap(n int) func(context.Context, *bench, subject) error {
-	return func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, n) }
+// metricWiped is also set beside one learner step (metricLearnerStep) in the report.
+const (
+	metricWiped       = "data wiped -> replaced, 5"
+	metricLearnerStep = "scale-out 4 -> 5"
+)
+
+func bootstrap(n int, version string) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.start(ctx, n, version) }
+}
+
+// upgradeTo changes the version and waits, inside the measured time, until every member's
+// etcd answers with it: a settled status alone could be read before the roll began.
+func upgradeTo(n int, version string) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, b *bench, s subject) error {
+		if err := s.upgrade(ctx, version); err != nil {
+			return err
+		}
+		return waitFor(ctx, b.opts.timeout, s.namespace()+" on etcd "+version, func(ctx context.Context) error {
+			return b.allOn(ctx, s.namespace(), n, version)
+		})
+	}
+}
+
+// wipeFollower empties a follower's volume and deletes its Pod (a disk lost under a
+// running member), has the member replaced (by hand on the floor; the operator does it by
+// itself), and waits, inside the measured time, until etcd no longer lists the wiped
+// member's ID.
+func wipeFollower(ctx context.Context, b *bench, s subject) error {
+	pod, err := b.follower(ctx, s.namespace(), 5)
+	if err != nil {
+		return err
+	}
+	id, err := b.memberID(ctx, s.namespace(), pod)
+	if err != nil {
+		return err
+	}
+	if err := b.wipe(ctx, s.namespace(), pod); err != nil {
+		return err
+	}
+	if err := s.replaceWiped(ctx, pod, id); err != nil {
+		return err
+	}
+	return waitFor(ctx, b.opts.timeout, fmt.Sprintf("member %x of %s removed", id, pod), func(ctx context.Context) error {
+		return b.idGone(ctx, s.namespace(), id)
+	})
 }
 
 func growTo(n int) func(context.Context, *bench, subject) error {

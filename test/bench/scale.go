@@ -70,7 +70,7 @@ func (b *bench) createAndWait(ctx context.Context, prefix string, n int) (time.D
 	}
 	began := time.Now()
 	for i := range n {
-		if err := b.createCluster(ctx, ns, fmt.Sprintf("c-%d", i), 1); err != nil {
+		if err := b.createCluster(ctx, ns, fmt.Sprintf("c-%d", i), 1, etcdVersion); err != nil {
 			return 0, err
 		}
 	}
