@@ -50,6 +50,7 @@ type options struct {
 	agentImage         string
 	clusterDomain      string
 	maxConcurrent      int
+	maxConcurrentRolls int
 	zap                zap.Options
 	showVersionAndExit bool
 }
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&o.agentImage, "agent-image", "", "image of the snapshot and restore agents (this operator's own); read from the operator's Pod (POD_NAMESPACE, POD_NAME) when empty")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
+	flag.IntVar(&o.maxConcurrentRolls, "max-concurrent-rolls", 10, "how many clusters restart members for a changed Pod spec at once (an operator release that changes how Pods are built outdates every cluster together); 0: no cap")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -210,6 +212,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 			Clients:                 controller.NewClientCache(mgr.GetCache(), newClient),
 			MaxConcurrentReconciles: o.maxConcurrent,
 			OperatorNamespace:       controller.OperatorNamespace(),
+			RollSlots:               controller.NewRollSlots(o.maxConcurrentRolls),
 		}},
 		{"EtcdMember", &controller.MemberReconciler{
 			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,

@@ -57,6 +57,9 @@ type ClusterReconciler struct {
 	// OperatorNamespace is where the operator runs, which spec.networkPolicy admits to the
 	// client port; "" admits the operator's Pods from any namespace.
 	OperatorNamespace string
+	// RollSlots caps how many clusters restart members for a changed Pod spec at once; no
+	// cap when nil.
+	RollSlots *RollSlots
 
 	backoffOnce sync.Once
 	backoff     workqueue.TypedRateLimiter[types.NamespacedName]
@@ -115,14 +118,12 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	cluster := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetClient(req.NamespacedName)
-			r.forgetFailures(req.NamespacedName)
+			r.forgetCluster(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		r.forgetClient(req.NamespacedName)
-		r.forgetFailures(req.NamespacedName)
+		r.forgetCluster(req.NamespacedName)
 		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
 		// retained are released first.
 		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
@@ -258,6 +259,14 @@ func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) 
 }
 
 func (r *ClusterReconciler) forgetFailures(key types.NamespacedName) { r.failures().Forget(key) }
+
+// forgetCluster drops what the operator keeps in memory about a cluster that is gone or
+// going: its etcd client, its failure backoff and its roll slot.
+func (r *ClusterReconciler) forgetCluster(key types.NamespacedName) {
+	r.forgetClient(key)
+	r.forgetFailures(key)
+	r.RollSlots.release(key)
+}
 
 func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.NamespacedName] {
 	r.backoffOnce.Do(func() {

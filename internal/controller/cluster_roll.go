@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +34,9 @@ func (r *ClusterReconciler) rollOutdatedPods(ctx context.Context, c *etcdv1.Etcd
 func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	// The Pods observe read from the cache answer the question asked at every reconcile, "is
 	// anything outdated?"; only a restart about to happen pays for a live read.
+	key := client.ObjectKeyFromObject(c)
 	if outdated, _ := r.classifyPods(c, v, v.pods); len(outdated) == 0 {
+		r.RollSlots.release(key)
 		return false, nil
 	}
 	reader := r.APIReader
@@ -46,6 +49,7 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	}
 	outdated, down := r.classifyPods(c, v, pods)
 	if len(outdated) == 0 {
+		r.RollSlots.release(key)
 		return false, nil
 	}
 	if len(down) > 0 {
@@ -56,6 +60,10 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	}
 	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory && len(v.members) == 1 {
 		return false, waitFor("PodSpecChangeBlocked", "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
+	}
+	if ok, rolling := r.RollSlots.take(key); !ok {
+		return false, errWaiting{reason: ReasonRollQueued, retryIn: rollSlotRetry, message: fmt.Sprintf(
+			"%d members to restart for the new Pod spec; waiting for a slot: %d clusters are restarting members (--max-concurrent-rolls)", len(outdated), rolling)}
 	}
 	victim := r.pickRollVictim(c, v, outdated)
 	if moved, err := r.moveLeaderAwayFrom(ctx, c, v, victim); moved || err != nil {
@@ -68,6 +76,13 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	r.eventAbout(c, victim, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
 	return true, nil
 }
+
+// ReasonRollQueued: the cluster has members to restart for a changed Pod spec and waits
+// for one of the operator's roll slots (--max-concurrent-rolls).
+const ReasonRollQueued = "RollQueued"
+
+// rollSlotRetry is how soon a cluster waiting for a roll slot looks again.
+const rollSlotRetry = 10 * time.Second
 
 // memberPods maps member names to their Pods as reader sees them.
 func (r *ClusterReconciler) memberPods(ctx context.Context, reader client.Reader, c *etcdv1.EtcdCluster) (map[string]*corev1.Pod, error) {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -171,5 +172,43 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 	h.reconcile()
 	if got := h.podNames(); len(got) != 3 {
 		t.Fatalf("restarted again: %v", got)
+	}
+}
+
+// With every roll slot taken by other clusters, a changed Pod spec waits (RollQueued) and no
+// Pod goes; once a slot frees, the roll begins, and the cluster gives its slot back when no
+// Pod is outdated any more.
+func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.r.RollSlots = NewRollSlots(1)
+	other := types.NamespacedName{Namespace: "elsewhere", Name: "rolling"}
+	if ok, _ := h.r.RollSlots.take(other); !ok {
+		t.Fatal("the first slot was refused")
+	}
+	h.setMemoryRequest("512Mi")
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("a member restarted while every slot was taken: Pods %v", got)
+	}
+	if cond := h.condition(etcdv1.ConditionProgressing); cond.Reason != ReasonRollQueued {
+		t.Fatalf("Progressing %+v, want %s", cond, ReasonRollQueued)
+	}
+	h.r.RollSlots.release(other)
+	h.reconcile()
+	if got := h.podNames(); len(got) != 2 {
+		t.Fatalf("the roll did not begin once a slot was free: Pods %v", got)
+	}
+	if ok, _ := h.r.RollSlots.take(other); ok {
+		t.Fatal("the rolling cluster did not hold the slot")
+	}
+	for range 4 {
+		h.startPods()
+		h.reconcile()
+	}
+	h.startPods()
+	h.reconcile()
+	if ok, _ := h.r.RollSlots.take(other); !ok {
+		t.Fatalf("the slot was kept after the roll ended: Pods %v", h.podNames())
 	}
 }
