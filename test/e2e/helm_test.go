@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,8 +57,9 @@ func scaleKustomizeOperator(t *testing.T, replicas int) {
 	}
 }
 
-// The chart installed with helm (instead of config/default) runs an operator that manages a
-// 3-member cluster; helm upgrade with a changed value rolls the operator and no etcd member.
+// The chart installed with helm (instead of config/default) runs an operator that manages
+// three clusters (3, 1 and 3 members); helm upgrade with a changed value rolls the operator
+// and restarts no etcd member of any of them.
 func TestHelmInstallAndUpgrade(t *testing.T) {
 	scaleKustomizeOperator(t, 0)
 	t.Cleanup(func() { scaleKustomizeOperator(t, 1) })
@@ -69,9 +71,15 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	})
 
 	ns := namespace(t)
-	createCluster(t, ns, "helm", 3)
-	waitSettled(t, ns, "helm", 3, 5*time.Minute)
-	membersBefore := memberPods(t, ns, "helm")
+	sizes := map[string]int32{"helm": 3, "helm-one": 1, "helm-three": 3}
+	membersBefore := map[string]string{}
+	for name, n := range sizes {
+		createCluster(t, ns, name, n)
+	}
+	for name, n := range sizes {
+		waitSettled(t, ns, name, n, 5*time.Minute)
+		maps.Copy(membersBefore, memberPods(t, ns, name))
+	}
 	operatorBefore := deploymentGeneration(t)
 
 	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reuse-values",
@@ -91,7 +99,13 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	// member's Pod was replaced or restarted on the way.
 	setReplicas(t, ns, "helm", 4)
 	waitSettled(t, ns, "helm", 4, 5*time.Minute)
-	after := memberPods(t, ns, "helm")
+	after := map[string]string{}
+	for name := range sizes {
+		maps.Copy(after, memberPods(t, ns, name))
+	}
+	if len(membersBefore) != 7 {
+		t.Fatalf("member Pods before the upgrade: %v, want 7", membersBefore)
+	}
 	for name, before := range membersBefore {
 		if after[name] != before {
 			t.Errorf("member Pod %s changed across the operator's upgrade: %s -> %s", name, before, after[name])
