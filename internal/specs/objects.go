@@ -83,7 +83,7 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 func PDB(c *etcdv1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget {
 	selector := ClusterLabels(c.Name)
 	selector[LabelRole] = string(etcdv1.RoleVoter)
-	minAvailable := intstr.FromInt32(voters/2 + 1)
+	minAvailable := intstr.FromInt32(pdbMinAvailable(c.Spec.Storage.Medium, voters))
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: objectMeta(c, PDBName(c.Name), ClusterLabels(c.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -91,4 +91,17 @@ func PDB(c *etcdv1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget {
 			Selector:     &metav1.LabelSelector{MatchLabels: selector},
 		},
 	}
+}
+
+// pdbMinAvailable is the quorum of the voters, except for a single voter on a PVC. A quorum of
+// one would block `kubectl drain` for good, and protect nothing a drain endangers: one member
+// has no redundancy to keep, so its eviction costs availability (until its Pod is back on its
+// PVC) and no data. On tmpfs (medium Memory) the eviction would destroy the only copy of the
+// data, so a single voter there stays protected, and draining its node takes a decision
+// (docs/install.md#draining-a-node-with-a-one-member-cluster).
+func pdbMinAvailable(medium etcdv1.StorageMedium, voters int32) int32 {
+	if voters == 1 && medium != etcdv1.StorageMediumMemory {
+		return 0
+	}
+	return voters/2 + 1
 }

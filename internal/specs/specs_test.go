@@ -130,14 +130,37 @@ func TestTLSArgsAndMounts(t *testing.T) {
 }
 
 func TestPDBKeepsQuorumOfVoters(t *testing.T) {
-	for voters, want := range map[int32]int{1: 1, 3: 2, 5: 3, 7: 4} {
-		pdb := PDB(cluster(), voters)
-		if got := pdb.Spec.MinAvailable.IntValue(); got != want {
-			t.Errorf("%d voters: minAvailable %d, want %d", voters, got, want)
-		}
-		if pdb.Spec.Selector.MatchLabels[LabelRole] != "Voter" {
-			t.Errorf("PDB must select voters only: %v", pdb.Spec.Selector.MatchLabels)
-		}
+	onPVC, onTmpfs := etcdv1.StorageMediumDefault, etcdv1.StorageMediumMemory
+	for _, tc := range []struct {
+		name   string
+		medium etcdv1.StorageMedium
+		voters int32
+		want   int
+	}{
+		// One voter on a PVC: nothing to keep but availability, so a drain may evict it.
+		{"one voter on a PVC may be evicted", onPVC, 1, 0},
+		// On tmpfs the eviction would wipe the only copy of the data.
+		{"one voter on tmpfs is kept", onTmpfs, 1, 1},
+		{"two voters keep both", onPVC, 2, 2},
+		{"two voters on tmpfs keep both", onTmpfs, 2, 2},
+		{"three voters keep two", onPVC, 3, 2},
+		{"three voters on tmpfs keep two", onTmpfs, 3, 2},
+		{"four voters keep three", onPVC, 4, 3},
+		{"five voters keep three", onPVC, 5, 3},
+		{"seven voters keep four", onPVC, 7, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pdb := PDB(cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Medium = tc.medium }), tc.voters)
+			if pdb.Spec.MinAvailable == nil || pdb.Spec.MaxUnavailable != nil {
+				t.Fatalf("minAvailable %v, maxUnavailable %v: want minAvailable only", pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable)
+			}
+			if got := pdb.Spec.MinAvailable.IntValue(); got != tc.want {
+				t.Errorf("%d voters, medium %q: minAvailable %d, want %d", tc.voters, tc.medium, got, tc.want)
+			}
+			if pdb.Spec.Selector.MatchLabels[LabelRole] != "Voter" {
+				t.Errorf("PDB must select voters only: %v", pdb.Spec.Selector.MatchLabels)
+			}
+		})
 	}
 }
 
