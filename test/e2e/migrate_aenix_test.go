@@ -33,7 +33,7 @@ var aenixMembers = []string{"lg-0", "lg-1", "lg-2"}
 // aenix` with a writer running through the legacy client Service: refused while the legacy
 // operator's Deployment has replicas, a dry run that changes nothing, then --apply. No Pod
 // restarts, no member changes its ID, the legacy objects are gone or taken over, the cluster
-// scales 3 -> 4 -> 3 under this operator, and no acknowledged write is lost.
+// scales 3 -> 5 -> 3 under this operator, and no acknowledged write is lost.
 func TestMigrateFromAenixOperator(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
@@ -81,13 +81,13 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	c := waitSettled(t, ns, "lg", 3, 4*time.Minute)
 	checkAenixAdopted(t, ns, c, legacy, pods, ids)
 
-	for _, n := range []int32{4, 3} {
+	for _, n := range []int32{5, 3} {
 		setReplicas(t, ns, "lg", n)
 		c = waitSettled(t, ns, "lg", n, 6*time.Minute)
 		t.Logf("settled at %d: %v", n, memberIDs(c))
 	}
-	// The adopted members that are left (scale-in takes the newest follower, lg-3, unless it
-	// leads) still run their original Pods.
+	// The adopted members that are left (scale-in takes the newest followers, lg-4 and lg-3,
+	// unless one leads) still run their original Pods.
 	for name := range memberIDs(c) {
 		if before, ok := pods[name]; ok && podUIDs(t, ns, []string{name})[name] != before {
 			t.Errorf("the Pod of adopted member %s was replaced while scaling", name)
