@@ -186,7 +186,7 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 	if ok, _ := h.r.RollSlots.take(other); !ok {
 		t.Fatal("the first slot was refused")
 	}
-	h.setMemoryRequest("512Mi")
+	h.setMemoryRequest("768Mi")
 	h.reconcile()
 	if got := h.podNames(); len(got) != 3 {
 		t.Fatalf("a member restarted while every slot was taken: Pods %v", got)

@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
