@@ -20,6 +20,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // placement is what a cluster's scheduling fields must make of every member Pod.
@@ -212,7 +213,7 @@ func TestOneMemberClusterIsEvictedOnlyWhenItsDataSurvives(t *testing.T) {
 
 	waitBudget(t, ns, "ram", 1, 0)
 	kept := getPod(t, ns, ram.Status.Members[0].Name)
-	if err := evict(kept); !apierrors.IsTooManyRequests(err) {
+	if err := robustness.Evict(context.Background(), k8s, kept); !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("evicting the only member of a tmpfs cluster: %v; want it refused by the PodDisruptionBudget", err)
 	}
 	if p := getPod(t, ns, kept.Name); p.UID != kept.UID || !p.DeletionTimestamp.IsZero() {
@@ -224,7 +225,7 @@ func TestOneMemberClusterIsEvictedOnlyWhenItsDataSurvives(t *testing.T) {
 	waitBudget(t, ns, "solo", 0, 1)
 	victim := getPod(t, ns, before.Status.Members[0].Name)
 	evicted := time.Now()
-	if err := evict(victim); err != nil {
+	if err := robustness.Evict(context.Background(), k8s, victim); err != nil {
 		t.Fatalf("evicting the only member of a cluster on a PVC: %v; want it let through", err)
 	}
 	eventually(t, 2*time.Minute, "a new Pod for "+victim.Name, func() error {
@@ -265,12 +266,6 @@ func waitBudget(t *testing.T, ns, cluster string, minAvailable, allowed int32) {
 		}
 		return nil
 	})
-}
-
-// evict asks the eviction API to evict the Pod, as kubectl drain does.
-func evict(pod *corev1.Pod) error {
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	return k8s.SubResource("eviction").Create(context.Background(), pod, ev)
 }
 
 func getPod(t *testing.T, ns, name string) *corev1.Pod {

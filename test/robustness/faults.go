@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -31,6 +33,13 @@ func KillOperator(ctx context.Context, k8s client.Client) (int, error) {
 		}
 	}
 	return len(pods.Items), nil
+}
+
+// Evict asks the eviction API to evict the Pod, as kubectl drain does: a PodDisruptionBudget
+// that forbids it answers 429 (apierrors.IsTooManyRequests).
+func Evict(ctx context.Context, k8s client.Client, pod *corev1.Pod) error {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	return k8s.SubResource("eviction").Create(ctx, pod, ev)
 }
 
 // EmptyVolume removes everything in the PVC's volume: a local directory of this machine on

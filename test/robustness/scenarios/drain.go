@@ -6,10 +6,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // drainTrial drains the node of a member chosen at random as kubectl drain does: the node
@@ -34,12 +34,12 @@ func drainTrial(ctx context.Context, t *trialEnv) error {
 	defer func() { _ = t.c.e.cordon(context.WithoutCancel(ctx), node, false) }()
 	since := time.Now()
 	if err := poll(ctx, 2*time.Minute, "evicting "+victim.Name, func(ctx context.Context) error {
-		return t.c.e.evict(ctx, victim)
+		return robustness.Evict(ctx, t.c.e.k8s, victim)
 	}); err != nil {
 		return err
 	}
 	// Quorum of 3 voters is 2 (of 5, 3): the PDB allows one member away at a time here.
-	switch err := t.c.e.evict(ctx, other); {
+	switch err := robustness.Evict(ctx, t.c.e.k8s, other); {
 	case err == nil:
 		return fmt.Errorf("the PodDisruptionBudget let %s be evicted while %s was away: the quorum was not kept", other.Name, victim.Name)
 	case !apierrors.IsTooManyRequests(err):
@@ -49,12 +49,6 @@ func drainTrial(ctx context.Context, t *trialEnv) error {
 		return err
 	}
 	return t.c.waitSettled(ctx, t.replicas, since)
-}
-
-// evict asks the eviction API to evict the Pod, as kubectl drain does.
-func (e *env) evict(ctx context.Context, pod *corev1.Pod) error {
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	return e.k8s.SubResource("eviction").Create(ctx, pod, ev)
 }
 
 // cordon marks the node (un)schedulable.
