@@ -16,6 +16,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -248,24 +249,15 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 }
 
 // discardMember marks the next member to discard its data and deletes it; "" when every
-// member is marked and going.
+// member is marked and going. A member already going without the mark (a removal the lost
+// quorum could not take, a deletion by hand) is marked too, so that its finalizer lets go
+// without etcd.
 func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
 	for _, m := range v.members {
-		marked := m.Annotations[AnnotationDiscard] == "true"
-		if marked && !m.DeletionTimestamp.IsZero() {
+		if m.Annotations[AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if !marked {
-			patch := client.MergeFrom(m.DeepCopy())
-			if m.Annotations == nil {
-				m.Annotations = map[string]string{}
-			}
-			m.Annotations[AnnotationDiscard] = "true"
-			if err := r.Patch(ctx, m, patch); err != nil {
-				return "", err
-			}
-		}
-		if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.markWithAndDelete(ctx, c, m, AnnotationDiscard, failpoint.AfterDiscardMark); err != nil {
 			return "", err
 		}
 		r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
