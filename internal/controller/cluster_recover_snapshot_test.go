@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -123,22 +125,7 @@ func (h *harness) count(list client.ObjectList) int {
 	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
 		h.t.Fatal(err)
 	}
-	return len(mustItems(list))
-}
-
-func mustItems(list client.ObjectList) []any {
-	var out []any
-	switch l := list.(type) {
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PersistentVolumeClaimList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
+	return meta.LenList(list)
 }
 
 // A recovery from a snapshot: the loss is stated before anything, then recorded, then every
@@ -178,6 +165,9 @@ func (h *harness) checkOldClusterCleared(oldToken string) {
 	}
 	if n := h.count(&corev1.PodList{}); n != 0 {
 		t.Fatalf("%d Pods left of the old cluster", n)
+	}
+	if n := h.count(&corev1.PersistentVolumeClaimList{}); n != 0 {
+		t.Fatalf("%d PVCs left of the old cluster", n)
 	}
 }
 
@@ -309,5 +299,60 @@ func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 	}
 	if c := h.clusterObj(); c.Status.ClusterID != "" || len(h.members()) > 1 {
 		t.Fatalf("a recovery that discarded a member stopped halfway: ID %q, members %v", c.Status.ClusterID, names(h.members()))
+	}
+}
+
+// Each member is marked to discard its data before it is deleted (its finalizer then lets go
+// without etcd), one per look; a member left marked but not deleted (the operator died
+// between the two) is deleted by the next look; and the old cluster's ID stays while any
+// member still holds its data.
+func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	for _, m := range h.members() {
+		m.Finalizers = []string{memberFinalizer} // discarded members stay, going, as the finalizer holds them
+		if err := h.api.Update(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	member := func(name string) *etcdv1.EtcdMember {
+		m := &etcdv1.EtcdMember{}
+		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	h.reconcile() // recorded
+	h.reconcile()
+	if m := member("db-1"); m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+		t.Fatalf("db-1 after the first act: annotations %v, deleted %v", m.Annotations, m.DeletionTimestamp)
+	}
+	if m := member("db-2"); m.Annotations[AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
+		t.Fatal("a second member was discarded in the same look")
+	}
+	// The operator died right after marking db-2.
+	m := member("db-2")
+	m.Annotations = map[string]string{AnnotationDiscard: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if m := member("db-2"); m.DeletionTimestamp.IsZero() {
+		t.Fatal("a member left marked was not deleted")
+	}
+	for range 6 {
+		h.reconcile()
+	}
+	for _, m := range h.members() {
+		if m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+			t.Fatalf("%s not marked and going: annotations %v", m.Name, m.Annotations)
+		}
+	}
+	if c := h.clusterObj(); c.Status.ClusterID == "" || c.Status.SnapshotRecovery == nil {
+		t.Fatalf("the old cluster was cleared while members still hold its data: ID %q", c.Status.ClusterID)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for the members to let go of their data") {
+		t.Fatalf("Progressing while the members go: %+v", pr)
 	}
 }
