@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -174,12 +175,15 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	// The record is the point of no return: from here on nothing is checked again (the
 	// members it stops could not answer a check, and a member deleted without a finalizer
 	// leaves no trace to tell a begun recovery from one that has not), and everything the
-	// rest needs is in it. The quorum was lost in this very look.
+	// rest needs is in it. The quorum was lost in this very look. Written once: with the
+	// resourceVersion read, so that a look at a cache not yet showing the record (the next
+	// one, often) cannot write it again over the first, with another start time and a loss
+	// recomputed from what the members answer then.
 	before := c.DeepCopy()
 	rec := plan.record
-	rec.StartTime = &metav1.Time{Time: r.now().Truncate(1e9)}
+	rec.StartTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	c.Status.SnapshotRecovery = &rec
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return true, err
 	}
 	return true, waitFor(ReasonQuorumRecovery, "began; %s", plan.loss)
