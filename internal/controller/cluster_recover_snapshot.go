@@ -101,7 +101,14 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 
 // snapshotRecoveryKey begins the loss statement of a recovery from an EtcdSnapshot.
 func snapshotRecoveryKey(name string, revision int64) string {
-	return fmt.Sprintf("restoring EtcdSnapshot %s at revision %d", name, revision)
+	return fmt.Sprintf("%s%d", SnapshotRecoveryKeyPrefix(name), revision)
+}
+
+// SnapshotRecoveryKeyPrefix begins the loss statement of a recovery from EtcdSnapshot name,
+// which Progressing carries once the operator took the request up (kubectl etcd recover
+// waits for it).
+func SnapshotRecoveryKeyPrefix(name string) string {
+	return "restoring EtcdSnapshot " + name + " at revision "
 }
 
 // memberRevisions says, as far as the members answer, how much each has beyond the snapshot.
