@@ -3,7 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,8 +91,7 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 		Restore: etcdv1.MemberRestore{Source: *source, Checksum: s.Status.Artifact.Checksum},
 	}
 	plan.key = snapshotRecoveryKey(s.Name, s.Status.Revision)
-	names := append([]string(nil), in.names...)
-	sort.Slice(names, func(i, j int) bool { return ordinal(names[i]) < ordinal(names[j]) })
+	names := slices.SortedFunc(slices.Values(in.names), byOrdinal)
 	plan.loss = fmt.Sprintf("%s (taken from member %s of etcd cluster %s): writes after revision %d are lost; the members have: %s; the data of every member [%s] is discarded (PVCs deleted, new ones created) and the cluster comes back under a new cluster ID, one member restored from the snapshot, the others joining as learners",
 		plan.key, s.Status.Member, s.Status.ClusterID, s.Status.Revision, memberRevisions(in.survivors, s.Status.Revision), strings.Join(names, ", "))
 	plan.record.Loss = plan.loss
