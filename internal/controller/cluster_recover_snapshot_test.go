@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -308,37 +307,25 @@ func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 // member still holds its data.
 func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
-	for _, m := range h.members() {
-		m.Finalizers = []string{memberFinalizer} // discarded members stay, going, as the finalizer holds them
-		if err := h.api.Update(context.Background(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	member := func(name string) *etcdv1.EtcdMember {
-		m := &etcdv1.EtcdMember{}
-		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	h.holdMembers() // discarded members stay, going, as the finalizer holds them
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // stated
 	h.reconcile() // recorded
 	h.reconcile()
-	if m := member("db-1"); m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+	if m := h.member("db-1"); m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
 		t.Fatalf("db-1 after the first act: annotations %v, deleted %v", m.Annotations, m.DeletionTimestamp)
 	}
-	if m := member("db-2"); m.Annotations[AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
+	if m := h.member("db-2"); m.Annotations[AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
 		t.Fatal("a second member was discarded in the same look")
 	}
 	// The operator died right after marking db-2.
-	m := member("db-2")
+	m := h.member("db-2")
 	m.Annotations = map[string]string{AnnotationDiscard: "true"}
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	if m := member("db-2"); m.DeletionTimestamp.IsZero() {
+	if m := h.member("db-2"); m.DeletionTimestamp.IsZero() {
 		t.Fatal("a member left marked was not deleted")
 	}
 	for range 6 {
