@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -341,5 +343,36 @@ func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for the members to let go of their data") {
 		t.Fatalf("Progressing while the members go: %+v", pr)
+	}
+}
+
+// A look at a copy of the cluster from before the record (a cache behind the write) does not
+// write the record again: the first stays, with its start time.
+func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	stale := h.clusterObj()
+	h.reconcile() // recorded
+	first := h.clusterObj().Status.SnapshotRecovery
+	if first == nil {
+		t.Fatal("not recorded")
+	}
+	h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	ctx := context.Background()
+	members, err := h.r.listMembers(ctx, stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.r.observe(ctx, stale, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	if _, err := h.r.recoverFromSnapshot(ctx, stale, v); !apierrors.IsConflict(err) {
+		t.Fatalf("a stale look at the request: %v, want a conflict", err)
+	}
+	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || !rec.StartTime.Equal(first.StartTime) {
+		t.Fatalf("the record was written again: %+v, first %+v", rec, first)
 	}
 }
