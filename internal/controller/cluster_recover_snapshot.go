@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -64,6 +62,10 @@ type snapshotRecoveryInput struct {
 func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	var plan snapshotRecoveryPlan
 	s := in.snapshot
+	var restore *etcdv1.MemberRestore
+	if s != nil {
+		restore = snapshotFile(s)
+	}
 	switch {
 	case in.tmpfs:
 		plan.refusal = "a tmpfs cluster cannot be rebuilt from a snapshot: a member's Pod that restarts would restore it again and lose later writes; create a new cluster with medium \"\" (PVC) and spec.bootstrap.restore"
@@ -71,8 +73,8 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s does not exist in this namespace; set %s to a Complete EtcdSnapshot of this cluster (kubectl get etcdsnapshots)", in.requested, AnnotationRecoverFromSnapshot)
 	case s.Status.Phase != etcdv1.SnapshotComplete:
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is %q, not Complete: only a snapshot stored and verified can be restored; name a Complete one", s.Name, s.Status.Phase)
-	case s.Status.Artifact == nil || !strings.HasPrefix(s.Status.Artifact.Checksum, backup.ChecksumPrefix) || s.Status.Revision <= 0:
-		plan.refusal = fmt.Sprintf("EtcdSnapshot %s records no checksum or revision: the restore could not verify the file; name another snapshot", s.Name)
+	case restore == nil || s.Status.Revision <= 0:
+		plan.refusal = fmt.Sprintf("EtcdSnapshot %s records no checksum or revision (or an artifact that does not name its file): the restore could not verify the file; name another snapshot", s.Name)
 	case !in.allowOther && (s.Spec.ClusterRef.Name != in.cluster || s.Status.ClusterID != in.clusterID):
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s holds the data of EtcdCluster %s, etcd cluster %s; this is EtcdCluster %s, etcd cluster %s (a cluster rebuilt from a snapshot has a new ID, so snapshots older than that count as another cluster's); to restore it anyway, set %s=true as well",
 			s.Name, s.Spec.ClusterRef.Name, s.Status.ClusterID, in.cluster, in.clusterID, AnnotationAllowOtherClusterSnapshot)
@@ -80,15 +82,8 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	if plan.refusal != "" {
 		return plan
 	}
-	source := s.Spec.Destination.DeepCopy()
-	if source.S3 != nil {
-		source.S3.Key = snapshot.StoredName(s)
-	} else {
-		source.PVC.SubPath = snapshot.StoredName(s)
-	}
 	plan.record = etcdv1.SnapshotRecoveryStatus{
-		Snapshot: s.Name, Revision: s.Status.Revision, ReplacedClusterID: in.clusterID,
-		Restore: etcdv1.MemberRestore{Source: *source, Checksum: s.Status.Artifact.Checksum},
+		Snapshot: s.Name, Revision: s.Status.Revision, ReplacedClusterID: in.clusterID, Restore: *restore,
 	}
 	plan.key = snapshotRecoveryKey(s.Name, s.Status.Revision)
 	names := slices.SortedFunc(slices.Values(in.names), byOrdinal)

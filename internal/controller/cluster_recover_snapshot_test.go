@@ -54,6 +54,7 @@ func TestPlanSnapshotRecovery(t *testing.T) {
 		{"a failed snapshot", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotFailed }), false, false, "not Complete"},
 		{"no checksum", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.Checksum = "" }), false, false, "records no checksum or revision"},
 		{"no revision", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Revision = 0 }), false, false, "records no checksum or revision"},
+		{"an artifact naming another file", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.URI = "s3://backups/db/other.db" }), false, false, "an artifact that does not name its file"},
 		{"another EtcdCluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Spec.ClusterRef.Name = "orders" }), false, false, "holds the data of EtcdCluster orders"},
 		{"another etcd cluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), false, false, "etcd cluster beef; this is EtcdCluster db, etcd cluster c1a5e4"},
 		{"another cluster's, allowed", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), true, false, ""},
