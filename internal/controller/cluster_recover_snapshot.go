@@ -71,6 +71,8 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 		plan.refusal = "a tmpfs cluster cannot be rebuilt from a snapshot: a member's Pod that restarts would restore it again and lose later writes; create a new cluster with medium \"\" (PVC) and spec.bootstrap.restore"
 	case s == nil:
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s does not exist in this namespace; set %s to a Complete EtcdSnapshot of this cluster (kubectl get etcdsnapshots)", in.requested, AnnotationRecoverFromSnapshot)
+	case !s.DeletionTimestamp.IsZero():
+		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is being deleted (with deletionPolicy Delete, its stored file too): name another snapshot", s.Name)
 	case s.Status.Phase != etcdv1.SnapshotComplete:
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is %q, not Complete: only a snapshot stored and verified can be restored; name a Complete one", s.Name, s.Status.Phase)
 	case restore == nil || s.Status.Revision <= 0:

@@ -51,6 +51,7 @@ func TestPlanSnapshotRecovery(t *testing.T) {
 		{"a complete snapshot of this cluster", completeSnapshot("snap", "c1a5e4"), false, false, ""},
 		{"no such snapshot", nil, false, false, "EtcdSnapshot snap does not exist"},
 		{"a snapshot still being taken", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotStarted }), false, false, `is "Started", not Complete`},
+		{"a snapshot being deleted", edited(func(s *etcdv1.EtcdSnapshot) { s.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false, false, "is being deleted"},
 		{"a failed snapshot", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotFailed }), false, false, "not Complete"},
 		{"no checksum", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.Checksum = "" }), false, false, "records no checksum or revision"},
 		{"no revision", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Revision = 0 }), false, false, "records no checksum or revision"},
