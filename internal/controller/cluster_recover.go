@@ -83,14 +83,15 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.key = fmt.Sprintf("%s%d", recoveryKeyPrefix(requested), src.status.Revision)
+	plan.key = fmt.Sprintf("%s%d", RecoveryKeyPrefix(requested), src.status.Revision)
 	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
 }
 
-// recoveryKeyPrefix begins the loss statement of a recovery from source.
-func recoveryKeyPrefix(source string) string {
+// RecoveryKeyPrefix begins the loss statement of a recovery from member source, which
+// Progressing carries once the operator took the request up (kubectl etcd recover waits for it).
+func RecoveryKeyPrefix(source string) string {
 	return "recovering from member " + source + " at revision "
 }
 
@@ -101,7 +102,7 @@ func statedLoss(c *etcdv1.EtcdCluster, source string) string {
 	if prev == nil {
 		return ""
 	}
-	if i := strings.Index(prev.Message, recoveryKeyPrefix(source)); i >= 0 {
+	if i := strings.Index(prev.Message, RecoveryKeyPrefix(source)); i >= 0 {
 		return prev.Message[i:]
 	}
 	return ""

@@ -3,8 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,9 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -62,15 +62,21 @@ type snapshotRecoveryInput struct {
 func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	var plan snapshotRecoveryPlan
 	s := in.snapshot
+	var restore *etcdv1.MemberRestore
+	if s != nil {
+		restore = snapshotFile(s)
+	}
 	switch {
 	case in.tmpfs:
 		plan.refusal = "a tmpfs cluster cannot be rebuilt from a snapshot: a member's Pod that restarts would restore it again and lose later writes; create a new cluster with medium \"\" (PVC) and spec.bootstrap.restore"
 	case s == nil:
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s does not exist in this namespace; set %s to a Complete EtcdSnapshot of this cluster (kubectl get etcdsnapshots)", in.requested, AnnotationRecoverFromSnapshot)
+	case !s.DeletionTimestamp.IsZero():
+		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is being deleted (with deletionPolicy Delete, its stored file too): name another snapshot", s.Name)
 	case s.Status.Phase != etcdv1.SnapshotComplete:
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is %q, not Complete: only a snapshot stored and verified can be restored; name a Complete one", s.Name, s.Status.Phase)
-	case s.Status.Artifact == nil || !strings.HasPrefix(s.Status.Artifact.Checksum, backup.ChecksumPrefix) || s.Status.Revision <= 0:
-		plan.refusal = fmt.Sprintf("EtcdSnapshot %s records no checksum or revision: the restore could not verify the file; name another snapshot", s.Name)
+	case restore == nil || s.Status.Revision <= 0:
+		plan.refusal = fmt.Sprintf("EtcdSnapshot %s records no checksum or revision (or an artifact that does not name its file): the restore could not verify the file; name another snapshot", s.Name)
 	case !in.allowOther && (s.Spec.ClusterRef.Name != in.cluster || s.Status.ClusterID != in.clusterID):
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s holds the data of EtcdCluster %s, etcd cluster %s; this is EtcdCluster %s, etcd cluster %s (a cluster rebuilt from a snapshot has a new ID, so snapshots older than that count as another cluster's); to restore it anyway, set %s=true as well",
 			s.Name, s.Spec.ClusterRef.Name, s.Status.ClusterID, in.cluster, in.clusterID, AnnotationAllowOtherClusterSnapshot)
@@ -78,19 +84,11 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	if plan.refusal != "" {
 		return plan
 	}
-	source := s.Spec.Destination.DeepCopy()
-	if source.S3 != nil {
-		source.S3.Key = snapshot.StoredName(s)
-	} else {
-		source.PVC.SubPath = snapshot.StoredName(s)
-	}
 	plan.record = etcdv1.SnapshotRecoveryStatus{
-		Snapshot: s.Name, Revision: s.Status.Revision, ReplacedClusterID: in.clusterID,
-		Restore: etcdv1.MemberRestore{Source: *source, Checksum: s.Status.Artifact.Checksum},
+		Snapshot: s.Name, Revision: s.Status.Revision, ReplacedClusterID: in.clusterID, Restore: *restore,
 	}
 	plan.key = snapshotRecoveryKey(s.Name, s.Status.Revision)
-	names := append([]string(nil), in.names...)
-	sort.Slice(names, func(i, j int) bool { return ordinal(names[i]) < ordinal(names[j]) })
+	names := slices.SortedFunc(slices.Values(in.names), byOrdinal)
 	plan.loss = fmt.Sprintf("%s (taken from member %s of etcd cluster %s): writes after revision %d are lost; the members have: %s; the data of every member [%s] is discarded (PVCs deleted, new ones created) and the cluster comes back under a new cluster ID, one member restored from the snapshot, the others joining as learners",
 		plan.key, s.Status.Member, s.Status.ClusterID, s.Status.Revision, memberRevisions(in.survivors, s.Status.Revision), strings.Join(names, ", "))
 	plan.record.Loss = plan.loss
@@ -99,7 +97,14 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 
 // snapshotRecoveryKey begins the loss statement of a recovery from an EtcdSnapshot.
 func snapshotRecoveryKey(name string, revision int64) string {
-	return fmt.Sprintf("restoring EtcdSnapshot %s at revision %d", name, revision)
+	return fmt.Sprintf("%s%d", SnapshotRecoveryKeyPrefix(name), revision)
+}
+
+// SnapshotRecoveryKeyPrefix begins the loss statement of a recovery from EtcdSnapshot name,
+// which Progressing carries once the operator took the request up (kubectl etcd recover
+// waits for it).
+func SnapshotRecoveryKeyPrefix(name string) string {
+	return "restoring EtcdSnapshot " + name + " at revision "
 }
 
 // memberRevisions says, as far as the members answer, how much each has beyond the snapshot.
@@ -173,12 +178,15 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	// The record is the point of no return: from here on nothing is checked again (the
 	// members it stops could not answer a check, and a member deleted without a finalizer
 	// leaves no trace to tell a begun recovery from one that has not), and everything the
-	// rest needs is in it. The quorum was lost in this very look.
+	// rest needs is in it. The quorum was lost in this very look. Written once: with the
+	// resourceVersion read, so that a look at a cache not yet showing the record (the next
+	// one, often) cannot write it again over the first, with another start time and a loss
+	// recomputed from what the members answer then.
 	before := c.DeepCopy()
 	rec := plan.record
-	rec.StartTime = &metav1.Time{Time: r.now().Truncate(1e9)}
+	rec.StartTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	c.Status.SnapshotRecovery = &rec
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return true, err
 	}
 	return true, waitFor(ReasonQuorumRecovery, "began; %s", plan.loss)
@@ -248,24 +256,15 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 }
 
 // discardMember marks the next member to discard its data and deletes it; "" when every
-// member is marked and going.
+// member is marked and going. A member already going without the mark (a removal the lost
+// quorum could not take, a deletion by hand) is marked too, so that its finalizer lets go
+// without etcd.
 func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
 	for _, m := range v.members {
-		marked := m.Annotations[AnnotationDiscard] == "true"
-		if marked && !m.DeletionTimestamp.IsZero() {
+		if m.Annotations[AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if !marked {
-			patch := client.MergeFrom(m.DeepCopy())
-			if m.Annotations == nil {
-				m.Annotations = map[string]string{}
-			}
-			m.Annotations[AnnotationDiscard] = "true"
-			if err := r.Patch(ctx, m, patch); err != nil {
-				return "", err
-			}
-		}
-		if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.markWithAndDelete(ctx, c, m, AnnotationDiscard, failpoint.AfterDiscardMark); err != nil {
 			return "", err
 		}
 		r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,9 +51,11 @@ func TestPlanSnapshotRecovery(t *testing.T) {
 		{"a complete snapshot of this cluster", completeSnapshot("snap", "c1a5e4"), false, false, ""},
 		{"no such snapshot", nil, false, false, "EtcdSnapshot snap does not exist"},
 		{"a snapshot still being taken", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotStarted }), false, false, `is "Started", not Complete`},
+		{"a snapshot being deleted", edited(func(s *etcdv1.EtcdSnapshot) { s.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false, false, "is being deleted"},
 		{"a failed snapshot", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Phase = etcdv1.SnapshotFailed }), false, false, "not Complete"},
 		{"no checksum", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.Checksum = "" }), false, false, "records no checksum or revision"},
 		{"no revision", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Revision = 0 }), false, false, "records no checksum or revision"},
+		{"an artifact naming another file", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.URI = "s3://backups/db/other.db" }), false, false, "an artifact that does not name its file"},
 		{"another EtcdCluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Spec.ClusterRef.Name = "orders" }), false, false, "holds the data of EtcdCluster orders"},
 		{"another etcd cluster's", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), false, false, "etcd cluster beef; this is EtcdCluster db, etcd cluster c1a5e4"},
 		{"another cluster's, allowed", edited(func(s *etcdv1.EtcdSnapshot) { s.Status.ClusterID = "beef" }), true, false, ""},
@@ -123,22 +128,7 @@ func (h *harness) count(list client.ObjectList) int {
 	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
 		h.t.Fatal(err)
 	}
-	return len(mustItems(list))
-}
-
-func mustItems(list client.ObjectList) []any {
-	var out []any
-	switch l := list.(type) {
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PersistentVolumeClaimList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
+	return meta.LenList(list)
 }
 
 // A recovery from a snapshot: the loss is stated before anything, then recorded, then every
@@ -178,6 +168,9 @@ func (h *harness) checkOldClusterCleared(oldToken string) {
 	}
 	if n := h.count(&corev1.PodList{}); n != 0 {
 		t.Fatalf("%d Pods left of the old cluster", n)
+	}
+	if n := h.count(&corev1.PersistentVolumeClaimList{}); n != 0 {
+		t.Fatalf("%d PVCs left of the old cluster", n)
 	}
 }
 
@@ -309,5 +302,79 @@ func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 	}
 	if c := h.clusterObj(); c.Status.ClusterID != "" || len(h.members()) > 1 {
 		t.Fatalf("a recovery that discarded a member stopped halfway: ID %q, members %v", c.Status.ClusterID, names(h.members()))
+	}
+}
+
+// Each member is marked to discard its data before it is deleted (its finalizer then lets go
+// without etcd), one per look; a member left marked but not deleted (the operator died
+// between the two) is deleted by the next look; and the old cluster's ID stays while any
+// member still holds its data.
+func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	h.holdMembers() // discarded members stay, going, as the finalizer holds them
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	h.reconcile() // recorded
+	h.reconcile()
+	if m := h.member("db-1"); m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+		t.Fatalf("db-1 after the first act: annotations %v, deleted %v", m.Annotations, m.DeletionTimestamp)
+	}
+	if m := h.member("db-2"); m.Annotations[AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
+		t.Fatal("a second member was discarded in the same look")
+	}
+	// The operator died right after marking db-2.
+	m := h.member("db-2")
+	m.Annotations = map[string]string{AnnotationDiscard: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if m := h.member("db-2"); m.DeletionTimestamp.IsZero() {
+		t.Fatal("a member left marked was not deleted")
+	}
+	for range 6 {
+		h.reconcile()
+	}
+	for _, m := range h.members() {
+		if m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+			t.Fatalf("%s not marked and going: annotations %v", m.Name, m.Annotations)
+		}
+	}
+	if c := h.clusterObj(); c.Status.ClusterID == "" || c.Status.SnapshotRecovery == nil {
+		t.Fatalf("the old cluster was cleared while members still hold its data: ID %q", c.Status.ClusterID)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for the members to let go of their data") {
+		t.Fatalf("Progressing while the members go: %+v", pr)
+	}
+}
+
+// A look at a copy of the cluster from before the record (a cache behind the write) does not
+// write the record again: the first stays, with its start time.
+func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // stated
+	stale := h.clusterObj()
+	h.reconcile() // recorded
+	first := h.clusterObj().Status.SnapshotRecovery
+	if first == nil {
+		t.Fatal("not recorded")
+	}
+	h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	ctx := context.Background()
+	members, err := h.r.listMembers(ctx, stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.r.observe(ctx, stale, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	if _, err := h.r.recoverFromSnapshot(ctx, stale, v); !apierrors.IsConflict(err) {
+		t.Fatalf("a stale look at the request: %v, want a conflict", err)
+	}
+	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || !rec.StartTime.Equal(first.StartTime) {
+		t.Fatalf("the record was written again: %+v, first %+v", rec, first)
 	}
 }

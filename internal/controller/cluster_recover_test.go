@@ -234,17 +234,34 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	}
 }
 
+// holdMembers puts the member controller's finalizer on every member, as it does: a member
+// deleted stays, going, until the finalizer lets go.
+func (h *harness) holdMembers() {
+	h.t.Helper()
+	for _, m := range h.members() {
+		m.Finalizers = []string{memberFinalizer}
+		if err := h.api.Update(context.Background(), m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// member is the EtcdMember of that name, read from the API.
+func (h *harness) member(name string) *etcdv1.EtcdMember {
+	h.t.Helper()
+	m := &etcdv1.EtcdMember{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
 // A request changed in the middle of a recovery to a member that recovery removes is
 // refused: the member that was to force a new cluster is not removed, no second member is
 // marked.
 func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	h := runningHarness(t)
-	for _, m := range h.members() {
-		m.Finalizers = []string{memberFinalizer} // removed members stay, going, as the finalizer holds them
-		if err := h.api.Update(context.Background(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.holdMembers() // removed members stay, going, as the finalizer holds them
 	h.startPodOf("db-1")
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
@@ -252,14 +269,7 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	for range 4 { // stated, db-2 removed, db-3 removed, db-1 marked
 		h.reconcile()
 	}
-	member := func(name string) *etcdv1.EtcdMember {
-		m := &etcdv1.EtcdMember{}
-		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	if member("db-1").Annotations[AnnotationForceNewCluster] != "true" || member("db-2").DeletionTimestamp.IsZero() {
+	if h.member("db-1").Annotations[AnnotationForceNewCluster] != "true" || h.member("db-2").DeletionTimestamp.IsZero() {
 		t.Fatal("the recovery from db-1 did not get as far as marking it")
 	}
 	// db-1's forced start fails; db-2 answers again, alone; the request is changed to db-2.
@@ -268,7 +278,7 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	h.requestRecoveryFrom("db-2")
 	h.reconcile()
 	h.reconcile()
-	if !member("db-1").DeletionTimestamp.IsZero() || member("db-2").Annotations[AnnotationForceNewCluster] == "true" {
+	if !h.member("db-1").DeletionTimestamp.IsZero() || h.member("db-2").Annotations[AnnotationForceNewCluster] == "true" {
 		t.Fatal("a changed request removed the member being forced or marked a second one")
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 is being removed") {

@@ -155,12 +155,20 @@ func (r *ClusterReconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdClus
 // markAndDelete marks a member for removal and deletes its EtcdMember; only with the mark
 // does its finalizer take it out of etcd and delete its PVC. step is the failpoint between.
 func (r *ClusterReconciler) markAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, step string) error {
-	if m.Annotations[AnnotationRemove] != "true" {
+	return r.markWithAndDelete(ctx, c, m, AnnotationRemove, step)
+}
+
+// markWithAndDelete sets the annotation mark to "true" on a member, unless it is there, then
+// deletes its EtcdMember: the mark tells its finalizer what becomes of the member, so it is
+// written first, and a crash between the two (step is the failpoint there) leaves a marked
+// member that the next look deletes. Deleting a member already going changes nothing.
+func (r *ClusterReconciler) markWithAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, mark, step string) error {
+	if m.Annotations[mark] != "true" {
 		patch := client.MergeFrom(m.DeepCopy())
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
-		m.Annotations[AnnotationRemove] = "true"
+		m.Annotations[mark] = "true"
 		if err := r.Patch(ctx, m, patch); err != nil {
 			return err
 		}

@@ -127,13 +127,24 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is %s, not Complete yet: the restore starts once it completes (see kubectl get etcdsnap %s)",
 			name, phase, name)
 	}
-	uri := backup.DestinationURI(snap.Spec.Destination, snap.Name)
-	a := snap.Status.Artifact
-	if a == nil || a.URI != uri || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
+	restore := snapshotFile(snap)
+	if restore == nil {
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is Complete but its status.artifact %s does not name its file %s with a sha256 checksum, so the file cannot be verified: restore from its s3 or pvc location instead, %s",
-			name, describeArtifact(a), uri, recreate)
+			name, describeArtifact(snap.Status.Artifact), backup.DestinationURI(snap.Spec.Destination, snap.Name), recreate)
 	}
-	return &etcdv1.MemberRestore{Source: backup.FileLocation(snap.Spec.Destination, snap.Name), Checksum: a.Checksum, Snapshot: snap.Name}, ""
+	return restore, ""
+}
+
+// snapshotFile is what a member restores from a Complete EtcdSnapshot: its file (its
+// destination and its name), which must have the checksum its status.artifact recorded. Nil
+// when the artifact does not name that file with a sha256 checksum: the file could not be
+// verified.
+func snapshotFile(snap *etcdv1.EtcdSnapshot) *etcdv1.MemberRestore {
+	a := snap.Status.Artifact
+	if a == nil || a.URI != backup.DestinationURI(snap.Spec.Destination, snap.Name) || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
+		return nil
+	}
+	return &etcdv1.MemberRestore{Source: backup.FileLocation(snap.Spec.Destination, snap.Name), Checksum: a.Checksum, Snapshot: snap.Name}
 }
 
 func describeArtifact(a *etcdv1.SnapshotArtifact) string {

@@ -43,6 +43,11 @@ const (
 	AfterDeadVoterRemove = "dead-voter-remove" // a voter without data removed from etcd, no event
 )
 
+// The steps of a recovery from a snapshot.
+const (
+	AfterDiscardMark = "discard-mark" // a member marked to discard its data, not deleted
+)
+
 // enabled is read once: failpoints cannot be turned on in a running operator.
 var enabled = os.Getenv(EnvVar) == "enabled"
 

@@ -77,11 +77,11 @@ type recoveryRequest struct {
 }
 
 func memberRequest(member string) recoveryRequest {
-	return recoveryRequest{annotation: AnnotationRecoverFrom, value: member, stated: "recovering from member " + member + " "}
+	return recoveryRequest{annotation: AnnotationRecoverFrom, value: member, stated: controller.RecoveryKeyPrefix(member)}
 }
 
 func snapshotRequest(snapshot string) recoveryRequest {
-	return recoveryRequest{annotation: controller.AnnotationRecoverFromSnapshot, value: snapshot, stated: "restoring EtcdSnapshot " + snapshot + " "}
+	return recoveryRequest{annotation: controller.AnnotationRecoverFromSnapshot, value: snapshot, stated: controller.SnapshotRecoveryKeyPrefix(snapshot)}
 }
 
 // checkRecover refuses a recovery unless the operator reports the quorum lost: on a cluster
