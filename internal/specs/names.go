@@ -95,11 +95,20 @@ const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain
 // MemberSubdomain is the headless Service a member's DNS name lives under: the cluster's,
 // unless AnnotationAdoptedSubdomain names the member.
 func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
-	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
-	if ok && service != "" && slices.Contains(strings.Split(members, ","), member) {
+	if service, members := AdoptedSubdomain(c); service != "" && slices.Contains(members, member) {
 		return service
 	}
 	return HeadlessServiceName(c.Name)
+}
+
+// AdoptedSubdomain reads AnnotationAdoptedSubdomain: the Service and the members under it;
+// "" and nil when the cluster has none.
+func AdoptedSubdomain(c *etcdv1.EtcdCluster) (string, []string) {
+	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
+	if !ok {
+		return "", nil
+	}
+	return service, strings.Split(members, ",")
 }
 
 // AdoptedSubdomainValue is the AnnotationAdoptedSubdomain value for members under service.
