@@ -113,8 +113,7 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 
 // finishAenix finishes an --apply cut short after it deleted the legacy EtcdCluster: this
 // operator's EtcdCluster exists and names the adopted members (AnnotationAdoptedSubdomain),
-// and what is left is to retire the StatefulSet and the legacy client Service. done is false
-// when there is no such adoption to finish.
+// and what is left is retireLegacy. done is false when there is no such adoption to finish.
 func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, error) {
 	if _, err := getLegacy(ctx, k, name); !apierrors.IsNotFound(err) {
 		return false, nil
@@ -123,21 +122,11 @@ func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, e
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, c); err != nil {
 		return false, nil
 	}
-	_, list, ok := strings.Cut(c.Annotations[specs.AnnotationAdoptedSubdomain], "=")
-	if !ok {
+	if _, members := specs.AdoptedSubdomain(c); members == nil {
 		return false, nil
 	}
-	var toDelete []client.Object
-	if err := readInto(ctx, k, name, &corev1.Service{}, "get services", func(obj client.Object) {
-		// The orphaned legacy client Service: a ClusterIP Service this cluster does not control.
-		if svc := obj.(*corev1.Service); svc.Spec.ClusterIP != corev1.ClusterIPNone && !metav1.IsControlledBy(svc, c) {
-			toDelete = append(toDelete, svc)
-		}
-	}); err != nil {
-		return true, err
-	}
 	say(o.Out, "the legacy EtcdCluster %s is gone and this operator's adopted it: finishing the adoption\n", name)
-	if err := retireStatefulSet(ctx, o, k, name, strings.Split(list, ","), toDelete); err != nil {
+	if err := retireLegacy(ctx, o, k, c); err != nil {
 		return true, err
 	}
 	say(o.Out, "cluster %s adopted\n", name)
@@ -264,44 +253,31 @@ func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
 
 // adoptAenix makes the plan's changes. This operator's objects come first (its EtcdMembers
 // before its EtcdCluster, so that the cluster never looks empty and bootstraps), the legacy
-// ones go last: the legacy EtcdCluster and StatefulSet with propagationPolicy Orphan, so that
-// no Pod, PVC or kept object goes with them. A run cut short is finished by running again.
+// ones go last: the legacy EtcdCluster, then its StatefulSet, with propagationPolicy Orphan,
+// so that no Pod, PVC or kept object goes with them. Once the legacy EtcdCluster is gone the
+// legacy operator has nothing to act on, and a run cut short is finished by finishAenix.
 func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured) error {
 	c, err := createAenixOwn(ctx, o, k, plan)
 	if err != nil {
 		return err
 	}
-	// What the legacy EtcdCluster controls and this operator names the same: deleted once
-	// orphaned, this operator makes its own.
-	var toDelete []client.Object
-	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
-		if err := readInto(ctx, k, plan.ClientService, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
-			if controlledByUID(obj, legacy.GetUID()) {
-				toDelete = append(toDelete, obj)
-			}
-		}); err != nil {
-			return err
-		}
-	}
 	if err := orphanDelete(ctx, k, legacy); err != nil {
 		return fmt.Errorf("deleting the legacy EtcdCluster: %w", err)
 	}
 	say(o.Out, "deleted the legacy EtcdCluster %s (orphaning its objects)\n", c.Name)
-	var members []string
-	for _, change := range plan.Members {
-		members = append(members, change.Member)
-	}
-	return retireStatefulSet(ctx, o, k, plan.StatefulSet, members, toDelete)
+	return retireLegacy(ctx, o, k, c)
 }
 
-// retireStatefulSet deletes the StatefulSet with propagationPolicy Orphan, makes each orphaned
-// Pod its EtcdMember's (as the Pods this operator creates are) and deletes the legacy objects
-// whose names this operator uses.
-func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, members []string, toDelete []client.Object) error {
-	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: sts, Namespace: k.Namespace}}); err != nil {
+// retireLegacy, once the legacy EtcdCluster is gone, deletes the StatefulSet (named after the
+// cluster) with propagationPolicy Orphan, makes each adopted Pod its EtcdMember's (as the
+// Pods this operator creates are) and deletes the legacy objects whose names this operator
+// uses (legacyNamesakes).
+func retireLegacy(ctx context.Context, o *Options, k *Kube, c *etcdv1.EtcdCluster) error {
+	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: k.Namespace}}); err != nil {
 		return fmt.Errorf("deleting the StatefulSet: %w", err)
 	}
-	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", sts)
+	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", c.Name)
+	_, members := specs.AdoptedSubdomain(c)
 	for _, name := range members {
 		m := &etcdv1.EtcdMember{}
 		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m); err != nil {
@@ -311,12 +287,38 @@ func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, mem
 			return err
 		}
 	}
+	toDelete, err := legacyNamesakes(ctx, k, c)
+	if err != nil {
+		return err
+	}
 	for _, obj := range toDelete {
 		if err := k.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting the legacy %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// legacyNamesakes are the legacy client Service and PodDisruptionBudget, both named after the
+// cluster as this operator's headless Service and PodDisruptionBudget are: the objects of
+// those names that c does not control (a client Service with a cluster IP). Orphaned, they no
+// longer say that they were the legacy EtcdCluster's; whatever of those names c does not
+// control keeps this operator from making its own.
+func legacyNamesakes(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) ([]client.Object, error) {
+	var out []client.Object
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		if err := readInto(ctx, k, c.Name, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
+			if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				return
+			}
+			if !metav1.IsControlledBy(obj, c) {
+				out = append(out, obj)
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // createAenixOwn creates the EtcdMembers and the EtcdCluster, and makes the cluster the owner
@@ -393,11 +395,6 @@ func setOwner(ctx context.Context, k *Kube, name string, obj client.Object, owne
 		return fmt.Errorf("owner of %s: %w", name, err)
 	}
 	return k.Client.Patch(ctx, obj, patch)
-}
-
-func controlledByUID(obj client.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == uid
 }
 
 // orphanDelete deletes obj with propagationPolicy Orphan and waits until it is gone: the
