@@ -45,9 +45,7 @@ func newMigrateAenixCommand(o *Options) *cobra.Command {
 			return f.run(cmd.Context(), o, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
-	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
-	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
+	f.addFlags(cmd)
 	cmd.Flags().BoolVar(&f.force, "force", false, "adopt although the legacy operator's Deployment may be running (it must not act on the cluster meanwhile)")
 	return cmd
 }
@@ -94,14 +92,7 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	if unreachable != nil {
 		say(o.Out, "  etcd through the StatefulSet's Pods: %v\n", unreachable)
 	}
-	if len(plan.Refusals) > 0 {
-		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", name, len(plan.Refusals))
-	}
-	if !f.apply {
-		say(o.Out, "dry run: nothing was changed. Stop the legacy operator, install this operator, then run again with --apply\n")
-		return nil
-	}
-	if err := f.safetySnapshot(ctx, o, s); err != nil {
+	if ok, err := f.goAhead(ctx, o, s, name, plan.Refusals, "Stop the legacy operator, install this operator"); !ok {
 		return err
 	}
 	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {

@@ -40,10 +40,15 @@ func newMigrateCozystackCommand(o *Options) *cobra.Command {
 		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			return f.run(cmd.Context(), o, s)
 		}))
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags every migration takes.
+func (f *migrateFlags) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
 	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
 	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
-	return cmd
 }
 
 func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
@@ -52,18 +57,11 @@ func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
 		return err
 	}
 	say(o.Out, "%s", plan.Describe())
-	if len(plan.Refusals) > 0 {
-		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", plan.Cluster, len(plan.Refusals))
-	}
-	if len(plan.Members) == 0 {
+	if len(plan.Refusals) == 0 && len(plan.Members) == 0 {
 		say(o.Out, "nothing to do: every member of %s is adopted\n", plan.Cluster)
 		return nil
 	}
-	if !f.apply {
-		say(o.Out, "dry run: nothing was changed. Stop Cozystack's operator and install this operator's CRDs first, then run again with --apply\n")
-		return nil
-	}
-	if err := f.safetySnapshot(ctx, o, s); err != nil {
+	if ok, err := f.goAhead(ctx, o, s, plan.Cluster, plan.Refusals, "Stop Cozystack's operator and install this operator's CRDs first"); !ok {
 		return err
 	}
 	for _, change := range plan.Members {
@@ -103,6 +101,23 @@ func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
 		o.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
 	return migrate.PlanCozystack(o), nil
+}
+
+// goAhead says whether a migration whose plan the command has printed makes its changes:
+// not with refusals (an error), not without --apply (a dry run, which says what to do first),
+// and not before the safety snapshot is saved.
+func (f *migrateFlags) goAhead(ctx context.Context, o *Options, s *Session, cluster string, refusals []string, first string) (bool, error) {
+	if len(refusals) > 0 {
+		return false, fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", cluster, len(refusals))
+	}
+	if !f.apply {
+		say(o.Out, "dry run: nothing was changed. %s, then run again with --apply\n", first)
+		return false, nil
+	}
+	if err := f.safetySnapshot(ctx, o, s); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (f *migrateFlags) safetySnapshot(ctx context.Context, o *Options, s *Session) error {
