@@ -208,18 +208,6 @@ func readPods(ctx context.Context, k *Kube, sts *appsv1.StatefulSet, obs *migrat
 	return nil
 }
 
-// readInto reads the named object and hands it to found; a missing one is no error.
-func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
-	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
-	switch {
-	case err == nil:
-		found(obj)
-	case !apierrors.IsNotFound(err):
-		return explainForbidden(err, verb)
-	}
-	return nil
-}
-
 // legacyOperators are the Deployments, in any namespace, that run the legacy operator's image
 // and have replicas; or why they could not be listed.
 func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
@@ -372,20 +360,18 @@ func createAdoptedMember(ctx context.Context, k *Kube, change migrate.MemberChan
 // true): the EtcdMembers and Pods are controlled as this operator's own are, the kept legacy
 // objects go with the cluster.
 func setOwner(ctx context.Context, k *Kube, name string, obj client.Object, owner client.Object, controller bool) error {
-	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	var err error
-	if controller {
-		err = controllerutil.SetControllerReference(owner, obj, k.Client.Scheme())
-	} else {
-		err = controllerutil.SetOwnerReference(owner, obj, k.Client.Scheme())
-	}
-	if err != nil {
-		return fmt.Errorf("owner of %s: %w", name, err)
-	}
-	return k.Client.Patch(ctx, obj, patch)
+	return patchNamed(ctx, k, name, obj, func() error {
+		var err error
+		if controller {
+			err = controllerutil.SetControllerReference(owner, obj, k.Client.Scheme())
+		} else {
+			err = controllerutil.SetOwnerReference(owner, obj, k.Client.Scheme())
+		}
+		if err != nil {
+			return fmt.Errorf("owner of %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // orphanDelete deletes obj with propagationPolicy Orphan and waits until it is gone: the

@@ -185,12 +185,34 @@ func adoptMember(ctx context.Context, k *Kube, change migrate.MemberChange) erro
 
 // patchMeta adds labels and annotations to an object: metadata only, so a Pod keeps running.
 func patchMeta(ctx context.Context, k *Kube, name string, obj client.Object, labels, annotations map[string]string) error {
+	return patchNamed(ctx, k, name, obj, func() error {
+		obj.SetLabels(merged(obj.GetLabels(), labels))
+		obj.SetAnnotations(merged(obj.GetAnnotations(), annotations))
+		return nil
+	})
+}
+
+// readInto reads the named object and hands it to found; a missing one is no error.
+func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
+	switch {
+	case err == nil:
+		found(obj)
+	case !apierrors.IsNotFound(err):
+		return explainForbidden(err, verb)
+	}
+	return nil
+}
+
+// patchNamed reads the named object into obj, lets change change it and patches what changed.
+func patchNamed(ctx context.Context, k *Kube, name string, obj client.Object, change func() error) error {
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	obj.SetLabels(merged(obj.GetLabels(), labels))
-	obj.SetAnnotations(merged(obj.GetAnnotations(), annotations))
+	if err := change(); err != nil {
+		return err
+	}
 	return k.Client.Patch(ctx, obj, patch)
 }
 
@@ -216,13 +238,10 @@ func podSecrets(ctx context.Context, k *Kube, pods map[string]corev1.Pod) (map[s
 			if v.Secret == nil || out[v.Secret.SecretName] != nil {
 				continue
 			}
-			secret := &corev1.Secret{}
-			err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: v.Secret.SecretName}, secret)
-			switch {
-			case err == nil:
-				out[secret.Name] = secret.Data
-			case !apierrors.IsNotFound(err):
-				return nil, explainForbidden(err, "get secrets")
+			if err := readInto(ctx, k, v.Secret.SecretName, &corev1.Secret{}, "get secrets", func(obj client.Object) {
+				out[obj.GetName()] = obj.(*corev1.Secret).Data
+			}); err != nil {
+				return nil, err
 			}
 		}
 	}
