@@ -88,4 +88,7 @@ func TestPeerAutoTLS(t *testing.T) {
 	if got := PeerURL(c, "db-0"); got[:8] != "https://" {
 		t.Errorf("peer URL %s", got)
 	}
+	if PeerSecretTLS(c) {
+		t.Error("auto TLS counts as a peer Secret")
+	}
 }

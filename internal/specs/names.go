@@ -140,6 +140,10 @@ func PeerTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TL
 // PeerAutoTLS is true when the peer port uses etcd's self-signed certificates (no Secret).
 func PeerAutoTLS(c *etcdv1.EtcdCluster) bool { return PeerTLS(c) && c.Spec.TLS.Peer.AutoTLS }
 
+// PeerSecretTLS is true when the peer port's certificate comes from a Secret (PeerSecretName)
+// that the Pods mount: peer TLS, not etcd's own certificates.
+func PeerSecretTLS(c *etcdv1.EtcdCluster) bool { return PeerTLS(c) && !c.Spec.TLS.Peer.AutoTLS }
+
 // InitialCluster is etcd's --initial-cluster for the given members.
 func InitialCluster(c *etcdv1.EtcdCluster, members []string) string {
 	parts := make([]string, 0, len(members))
