@@ -131,6 +131,12 @@ func ClientURL(c *etcdv1.EtcdCluster, member string) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c, member), ClientPort)
 }
 
+// ClientServiceHost is the client Service's DNS name, which the server certificate must name
+// (the operator and kubectl etcd check it).
+func ClientServiceHost(c *etcdv1.EtcdCluster) string {
+	return fmt.Sprintf("%s.%s.svc", ClientServiceName(c.Name), c.Namespace)
+}
+
 // ClientTLS is true when the client port serves TLS.
 func ClientTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Client != nil }
 

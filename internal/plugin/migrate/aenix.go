@@ -113,7 +113,7 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	}
 	p.ConfigMaps = slices.Sorted(maps.Keys(configMaps))
 	p.Refusals = append(p.Refusals, settleFromPods(c, versions, peerModes)...)
-	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, sts.Spec.ServiceName, replicas)...)
+	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, replicas)...)
 	return p
 }
 
