@@ -259,7 +259,11 @@ func retireLegacy(ctx context.Context, o *Options, k *Kube, c *etcdv1.EtcdCluste
 	_, members := specs.AdoptedSubdomain(c)
 	for _, name := range members {
 		m := &etcdv1.EtcdMember{}
-		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m); err != nil {
+		err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m)
+		if apierrors.IsNotFound(err) {
+			continue // removed since (a scale-in after the adoption): its Pod went with it
+		}
+		if err != nil {
 			return err
 		}
 		if err := setOwner(ctx, k, name, &corev1.Pod{}, m, true); err != nil {

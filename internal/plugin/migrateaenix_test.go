@@ -39,6 +39,13 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 		t.Fatalf("second run: done %t, %v", done, err)
 	}
 	checkAenixAdoption(t, k, plan, legacy, sts)
+	// A run long after, when the operator has removed an adopted member (a scale-in).
+	if err := k.Client.Delete(ctx, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "lg-2", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := finishAenix(ctx, o, k, "lg"); !done || err != nil {
+		t.Fatalf("run after a scale-in: done %t, %v", done, err)
+	}
 }
 
 // A run cut short right after it deleted the legacy EtcdCluster is finished by running
