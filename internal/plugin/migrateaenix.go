@@ -352,12 +352,7 @@ func createAdoptedMember(ctx context.Context, k *Kube, change migrate.MemberChan
 	} else if err != nil {
 		return fmt.Errorf("creating EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
 	}
-	if m.Status.MemberID == change.MemberID {
-		return nil
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	m.Status.MemberID = change.MemberID
-	return k.Client.Status().Patch(ctx, m, patch)
+	return recordMemberID(ctx, k, m, change.MemberID)
 }
 
 // setOwner makes owner an owner of the named object (its controller when controller is

@@ -178,9 +178,17 @@ func adoptMember(ctx context.Context, k *Kube, change migrate.MemberChange) erro
 	if err := k.Client.Update(ctx, m); err != nil {
 		return fmt.Errorf("rewriting EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
 	}
-	status := client.MergeFrom(m.DeepCopy())
-	m.Status.MemberID = change.MemberID
-	return k.Client.Status().Patch(ctx, m, status)
+	return recordMemberID(ctx, k, m, change.MemberID)
+}
+
+// recordMemberID writes the ID etcd knows an adopted member by into its status.
+func recordMemberID(ctx context.Context, k *Kube, m *etcdv1.EtcdMember, id string) error {
+	if m.Status.MemberID == id {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Status.MemberID = id
+	return k.Client.Status().Patch(ctx, m, patch)
 }
 
 // patchMeta adds labels and annotations to an object: metadata only, so a Pod keeps running.
