@@ -384,7 +384,7 @@ func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Ob
 
 func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
 	names := clientSecretNames(c)
-	if specs.PeerTLS(c) && !specs.PeerAutoTLS(c) {
+	if specs.PeerSecretTLS(c) {
 		names = append(names, specs.PeerSecretName(c))
 	}
 	return slices.Contains(names, name)

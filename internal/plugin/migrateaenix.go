@@ -45,9 +45,7 @@ func newMigrateAenixCommand(o *Options) *cobra.Command {
 			return f.run(cmd.Context(), o, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
-	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
-	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
+	f.addFlags(cmd)
 	cmd.Flags().BoolVar(&f.force, "force", false, "adopt although the legacy operator's Deployment may be running (it must not act on the cluster meanwhile)")
 	return cmd
 }
@@ -94,14 +92,7 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	if unreachable != nil {
 		say(o.Out, "  etcd through the StatefulSet's Pods: %v\n", unreachable)
 	}
-	if len(plan.Refusals) > 0 {
-		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", name, len(plan.Refusals))
-	}
-	if !f.apply {
-		say(o.Out, "dry run: nothing was changed. Stop the legacy operator, install this operator, then run again with --apply\n")
-		return nil
-	}
-	if err := f.safetySnapshot(ctx, o, s); err != nil {
+	if ok, err := f.goAhead(ctx, o, s, name, plan.Refusals, "Stop the legacy operator, install this operator"); !ok {
 		return err
 	}
 	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
@@ -113,8 +104,7 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 
 // finishAenix finishes an --apply cut short after it deleted the legacy EtcdCluster: this
 // operator's EtcdCluster exists and names the adopted members (AnnotationAdoptedSubdomain),
-// and what is left is to retire the StatefulSet and the legacy client Service. done is false
-// when there is no such adoption to finish.
+// and what is left is retireLegacy. done is false when there is no such adoption to finish.
 func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, error) {
 	if _, err := getLegacy(ctx, k, name); !apierrors.IsNotFound(err) {
 		return false, nil
@@ -123,21 +113,11 @@ func finishAenix(ctx context.Context, o *Options, k *Kube, name string) (bool, e
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, c); err != nil {
 		return false, nil
 	}
-	_, list, ok := strings.Cut(c.Annotations[specs.AnnotationAdoptedSubdomain], "=")
-	if !ok {
+	if _, members := specs.AdoptedSubdomain(c); members == nil {
 		return false, nil
 	}
-	var toDelete []client.Object
-	if err := readInto(ctx, k, name, &corev1.Service{}, "get services", func(obj client.Object) {
-		// The orphaned legacy client Service: a ClusterIP Service this cluster does not control.
-		if svc := obj.(*corev1.Service); svc.Spec.ClusterIP != corev1.ClusterIPNone && !metav1.IsControlledBy(svc, c) {
-			toDelete = append(toDelete, svc)
-		}
-	}); err != nil {
-		return true, err
-	}
 	say(o.Out, "the legacy EtcdCluster %s is gone and this operator's adopted it: finishing the adoption\n", name)
-	if err := retireStatefulSet(ctx, o, k, name, strings.Split(list, ","), toDelete); err != nil {
+	if err := retireLegacy(ctx, o, k, c); err != nil {
 		return true, err
 	}
 	say(o.Out, "cluster %s adopted\n", name)
@@ -228,18 +208,6 @@ func readPods(ctx context.Context, k *Kube, sts *appsv1.StatefulSet, obs *migrat
 	return nil
 }
 
-// readInto reads the named object and hands it to found; a missing one is no error.
-func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
-	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
-	switch {
-	case err == nil:
-		found(obj)
-	case !apierrors.IsNotFound(err):
-		return explainForbidden(err, verb)
-	}
-	return nil
-}
-
 // legacyOperators are the Deployments, in any namespace, that run the legacy operator's image
 // and have replicas; or why they could not be listed.
 func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
@@ -264,52 +232,47 @@ func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
 
 // adoptAenix makes the plan's changes. This operator's objects come first (its EtcdMembers
 // before its EtcdCluster, so that the cluster never looks empty and bootstraps), the legacy
-// ones go last: the legacy EtcdCluster and StatefulSet with propagationPolicy Orphan, so that
-// no Pod, PVC or kept object goes with them. A run cut short is finished by running again.
+// ones go last: the legacy EtcdCluster, then its StatefulSet, with propagationPolicy Orphan,
+// so that no Pod, PVC or kept object goes with them. Once the legacy EtcdCluster is gone the
+// legacy operator has nothing to act on, and a run cut short is finished by finishAenix.
 func adoptAenix(ctx context.Context, o *Options, k *Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured) error {
 	c, err := createAenixOwn(ctx, o, k, plan)
 	if err != nil {
 		return err
 	}
-	// What the legacy EtcdCluster controls and this operator names the same: deleted once
-	// orphaned, this operator makes its own.
-	var toDelete []client.Object
-	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
-		if err := readInto(ctx, k, plan.ClientService, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
-			if controlledByUID(obj, legacy.GetUID()) {
-				toDelete = append(toDelete, obj)
-			}
-		}); err != nil {
-			return err
-		}
-	}
 	if err := orphanDelete(ctx, k, legacy); err != nil {
 		return fmt.Errorf("deleting the legacy EtcdCluster: %w", err)
 	}
 	say(o.Out, "deleted the legacy EtcdCluster %s (orphaning its objects)\n", c.Name)
-	var members []string
-	for _, change := range plan.Members {
-		members = append(members, change.Member)
-	}
-	return retireStatefulSet(ctx, o, k, plan.StatefulSet, members, toDelete)
+	return retireLegacy(ctx, o, k, c)
 }
 
-// retireStatefulSet deletes the StatefulSet with propagationPolicy Orphan, makes each orphaned
-// Pod its EtcdMember's (as the Pods this operator creates are) and deletes the legacy objects
-// whose names this operator uses.
-func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, members []string, toDelete []client.Object) error {
-	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: sts, Namespace: k.Namespace}}); err != nil {
+// retireLegacy, once the legacy EtcdCluster is gone, deletes the StatefulSet (named after the
+// cluster) with propagationPolicy Orphan, makes each adopted Pod its EtcdMember's (as the
+// Pods this operator creates are) and deletes the legacy objects whose names this operator
+// uses (legacyNamesakes).
+func retireLegacy(ctx context.Context, o *Options, k *Kube, c *etcdv1.EtcdCluster) error {
+	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: k.Namespace}}); err != nil {
 		return fmt.Errorf("deleting the StatefulSet: %w", err)
 	}
-	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", sts)
+	say(o.Out, "deleted the StatefulSet %s (orphaning its Pods)\n", c.Name)
+	_, members := specs.AdoptedSubdomain(c)
 	for _, name := range members {
 		m := &etcdv1.EtcdMember{}
-		if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m); err != nil {
+		err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, m)
+		if apierrors.IsNotFound(err) {
+			continue // removed since (a scale-in after the adoption): its Pod went with it
+		}
+		if err != nil {
 			return err
 		}
 		if err := setOwner(ctx, k, name, &corev1.Pod{}, m, true); err != nil {
 			return err
 		}
+	}
+	toDelete, err := legacyNamesakes(ctx, k, c)
+	if err != nil {
+		return err
 	}
 	for _, obj := range toDelete {
 		if err := k.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
@@ -317,6 +280,28 @@ func retireStatefulSet(ctx context.Context, o *Options, k *Kube, sts string, mem
 		}
 	}
 	return nil
+}
+
+// legacyNamesakes are the legacy client Service and PodDisruptionBudget, both named after the
+// cluster as this operator's headless Service and PodDisruptionBudget are: the objects of
+// those names that c does not control (a client Service with a cluster IP). Orphaned, they no
+// longer say that they were the legacy EtcdCluster's; whatever of those names c does not
+// control keeps this operator from making its own.
+func legacyNamesakes(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) ([]client.Object, error) {
+	var out []client.Object
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		if err := readInto(ctx, k, c.Name, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
+			if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				return
+			}
+			if !metav1.IsControlledBy(obj, c) {
+				out = append(out, obj)
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // createAenixOwn creates the EtcdMembers and the EtcdCluster, and makes the cluster the owner
@@ -367,37 +352,25 @@ func createAdoptedMember(ctx context.Context, k *Kube, change migrate.MemberChan
 	} else if err != nil {
 		return fmt.Errorf("creating EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
 	}
-	if m.Status.MemberID == change.MemberID {
-		return nil
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	m.Status.MemberID = change.MemberID
-	return k.Client.Status().Patch(ctx, m, patch)
+	return recordMemberID(ctx, k, m, change.MemberID)
 }
 
 // setOwner makes owner an owner of the named object (its controller when controller is
 // true): the EtcdMembers and Pods are controlled as this operator's own are, the kept legacy
 // objects go with the cluster.
 func setOwner(ctx context.Context, k *Kube, name string, obj client.Object, owner client.Object, controller bool) error {
-	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	var err error
-	if controller {
-		err = controllerutil.SetControllerReference(owner, obj, k.Client.Scheme())
-	} else {
-		err = controllerutil.SetOwnerReference(owner, obj, k.Client.Scheme())
-	}
-	if err != nil {
-		return fmt.Errorf("owner of %s: %w", name, err)
-	}
-	return k.Client.Patch(ctx, obj, patch)
-}
-
-func controlledByUID(obj client.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == uid
+	return patchNamed(ctx, k, name, obj, func() error {
+		var err error
+		if controller {
+			err = controllerutil.SetControllerReference(owner, obj, k.Client.Scheme())
+		} else {
+			err = controllerutil.SetOwnerReference(owner, obj, k.Client.Scheme())
+		}
+		if err != nil {
+			return fmt.Errorf("owner of %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // orphanDelete deletes obj with propagationPolicy Orphan and waits until it is gone: the

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +26,7 @@ import (
 // adoptAenix against the objects of a settled legacy cluster: this operator's objects are
 // created and own what they must, the legacy EtcdCluster, StatefulSet and client Service are
 // gone, the Pods (their specs untouched) are their EtcdMembers', and a second run after the
-// first changes nothing it already did.
+// first (the legacy EtcdCluster is gone: finishAenix) changes nothing it already did.
 func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 	ctx := context.Background()
 	k, plan, legacy, sts := aenixAPI(t)
@@ -34,11 +35,22 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAenixAdoption(t, k, plan, legacy, sts)
+	if done, err := finishAenix(ctx, o, k, "lg"); !done || err != nil {
+		t.Fatalf("second run: done %t, %v", done, err)
+	}
+	checkAenixAdoption(t, k, plan, legacy, sts)
+	// A run long after, when the operator has removed an adopted member (a scale-in).
+	if err := k.Client.Delete(ctx, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "lg-2", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := finishAenix(ctx, o, k, "lg"); !done || err != nil {
+		t.Fatalf("run after a scale-in: done %t, %v", done, err)
+	}
 }
 
 // A run cut short right after it deleted the legacy EtcdCluster is finished by running
-// the command again: the StatefulSet and the legacy client Service go, the Pods become the
-// members'.
+// the command again: the StatefulSet, the legacy client Service and PodDisruptionBudget go,
+// the Pods become the members'.
 func TestFinishAenixAfterTheLegacyClusterWasDeleted(t *testing.T) {
 	ctx := context.Background()
 	k, plan, legacy, sts := aenixAPI(t)
@@ -75,6 +87,8 @@ func aenixAPI(t *testing.T) (*Kube, migrate.AenixPlan, *unstructured.Unstructure
 		svc.OwnerReferences = owner
 		objs = append(objs, svc)
 	}
+	// The legacy operator's PodDisruptionBudget is named after the cluster, as this operator's.
+	objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "lg", Namespace: "ns", OwnerReferences: owner}})
 	obs := migrate.AenixObserved{Legacy: legacy.Object, StatefulSet: sts, Pods: map[string]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{},
 		ConfigMaps: map[string]map[string]string{cm.Name: cm.Data}}
 	for i := range 3 {
@@ -112,7 +126,7 @@ func checkAenixAdoption(t *testing.T, k *Kube, plan migrate.AenixPlan, legacy *u
 			t.Errorf("%s is not owned by the new cluster: %v", name, obj.GetOwnerReferences())
 		}
 	}
-	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "lg"}, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T lg still there: %v", obj, err)
 		}

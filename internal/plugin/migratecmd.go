@@ -40,10 +40,15 @@ func newMigrateCozystackCommand(o *Options) *cobra.Command {
 		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			return f.run(cmd.Context(), o, s)
 		}))
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags every migration takes.
+func (f *migrateFlags) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
 	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
 	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
-	return cmd
 }
 
 func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
@@ -52,18 +57,11 @@ func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
 		return err
 	}
 	say(o.Out, "%s", plan.Describe())
-	if len(plan.Refusals) > 0 {
-		return fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", plan.Cluster, len(plan.Refusals))
-	}
-	if len(plan.Members) == 0 {
+	if len(plan.Refusals) == 0 && len(plan.Members) == 0 {
 		say(o.Out, "nothing to do: every member of %s is adopted\n", plan.Cluster)
 		return nil
 	}
-	if !f.apply {
-		say(o.Out, "dry run: nothing was changed. Stop Cozystack's operator and install this operator's CRDs first, then run again with --apply\n")
-		return nil
-	}
-	if err := f.safetySnapshot(ctx, o, s); err != nil {
+	if ok, err := f.goAhead(ctx, o, s, plan.Cluster, plan.Refusals, "Stop Cozystack's operator and install this operator's CRDs first"); !ok {
 		return err
 	}
 	for _, change := range plan.Members {
@@ -103,6 +101,23 @@ func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
 		o.PVCs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
 	return migrate.PlanCozystack(o), nil
+}
+
+// goAhead says whether a migration whose plan the command has printed makes its changes:
+// not with refusals (an error), not without --apply (a dry run, which says what to do first),
+// and not before the safety snapshot is saved.
+func (f *migrateFlags) goAhead(ctx context.Context, o *Options, s *Session, cluster string, refusals []string, first string) (bool, error) {
+	if len(refusals) > 0 {
+		return false, fmt.Errorf("not adopting %s: %d refusal(s) above; nothing was changed", cluster, len(refusals))
+	}
+	if !f.apply {
+		say(o.Out, "dry run: nothing was changed. %s, then run again with --apply\n", first)
+		return false, nil
+	}
+	if err := f.safetySnapshot(ctx, o, s); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (f *migrateFlags) safetySnapshot(ctx context.Context, o *Options, s *Session) error {
@@ -163,19 +178,49 @@ func adoptMember(ctx context.Context, k *Kube, change migrate.MemberChange) erro
 	if err := k.Client.Update(ctx, m); err != nil {
 		return fmt.Errorf("rewriting EtcdMember %s (are this operator's CRDs installed? kubectl apply -f config/crd/bases): %w", m.Name, err)
 	}
-	status := client.MergeFrom(m.DeepCopy())
-	m.Status.MemberID = change.MemberID
-	return k.Client.Status().Patch(ctx, m, status)
+	return recordMemberID(ctx, k, m, change.MemberID)
+}
+
+// recordMemberID writes the ID etcd knows an adopted member by into its status.
+func recordMemberID(ctx context.Context, k *Kube, m *etcdv1.EtcdMember, id string) error {
+	if m.Status.MemberID == id {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Status.MemberID = id
+	return k.Client.Status().Patch(ctx, m, patch)
 }
 
 // patchMeta adds labels and annotations to an object: metadata only, so a Pod keeps running.
 func patchMeta(ctx context.Context, k *Kube, name string, obj client.Object, labels, annotations map[string]string) error {
+	return patchNamed(ctx, k, name, obj, func() error {
+		obj.SetLabels(merged(obj.GetLabels(), labels))
+		obj.SetAnnotations(merged(obj.GetAnnotations(), annotations))
+		return nil
+	})
+}
+
+// readInto reads the named object and hands it to found; a missing one is no error.
+func readInto(ctx context.Context, k *Kube, name string, obj client.Object, verb string, found func(client.Object)) error {
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj)
+	switch {
+	case err == nil:
+		found(obj)
+	case !apierrors.IsNotFound(err):
+		return explainForbidden(err, verb)
+	}
+	return nil
+}
+
+// patchNamed reads the named object into obj, lets change change it and patches what changed.
+func patchNamed(ctx context.Context, k *Kube, name string, obj client.Object, change func() error) error {
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, obj); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	obj.SetLabels(merged(obj.GetLabels(), labels))
-	obj.SetAnnotations(merged(obj.GetAnnotations(), annotations))
+	if err := change(); err != nil {
+		return err
+	}
 	return k.Client.Patch(ctx, obj, patch)
 }
 
@@ -201,13 +246,10 @@ func podSecrets(ctx context.Context, k *Kube, pods map[string]corev1.Pod) (map[s
 			if v.Secret == nil || out[v.Secret.SecretName] != nil {
 				continue
 			}
-			secret := &corev1.Secret{}
-			err := k.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: v.Secret.SecretName}, secret)
-			switch {
-			case err == nil:
-				out[secret.Name] = secret.Data
-			case !apierrors.IsNotFound(err):
-				return nil, explainForbidden(err, "get secrets")
+			if err := readInto(ctx, k, v.Secret.SecretName, &corev1.Secret{}, "get secrets", func(obj client.Object) {
+				out[obj.GetName()] = obj.(*corev1.Secret).Data
+			}); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -94,7 +94,7 @@ func (s *Session) dial(ctx context.Context) error {
 	factory := &controller.SecretClientFactory{Reader: s.Kube.Client, Open: func(cfg etcd.Config) (etcd.Client, error) {
 		if cfg.TLS != nil {
 			// Through the forward the address is 127.0.0.1; the certificate names the Service.
-			cfg.TLS.ServerName = fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(s.Cluster.Name), s.Cluster.Namespace)
+			cfg.TLS.ServerName = specs.ClientServiceHost(s.Cluster)
 		}
 		cfg.HealthTimeout = 5 * time.Second
 		s.config = cfg

@@ -63,6 +63,9 @@ func TestAdoptedSubdomainNamesTheLegacyMembersOnly(t *testing.T) {
 	if pod := Pod(c, member(c, "db-2"), PodOptions{}); pod.Spec.Subdomain != "db" {
 		t.Errorf("new member's Pod: subdomain %s", pod.Spec.Subdomain)
 	}
+	if service, members := AdoptedSubdomain(cluster()); service != "" || members != nil {
+		t.Errorf("a cluster without the annotation: %q %v", service, members)
+	}
 }
 
 // Peer auto TLS: https between peers with etcd's own certificates, no Secret mounted.
@@ -84,5 +87,8 @@ func TestPeerAutoTLS(t *testing.T) {
 	}
 	if got := PeerURL(c, "db-0"); got[:8] != "https://" {
 		t.Errorf("peer URL %s", got)
+	}
+	if PeerSecretTLS(c) {
+		t.Error("auto TLS counts as a peer Secret")
 	}
 }

@@ -95,11 +95,20 @@ const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain
 // MemberSubdomain is the headless Service a member's DNS name lives under: the cluster's,
 // unless AnnotationAdoptedSubdomain names the member.
 func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
-	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
-	if ok && service != "" && slices.Contains(strings.Split(members, ","), member) {
+	if service, members := AdoptedSubdomain(c); service != "" && slices.Contains(members, member) {
 		return service
 	}
 	return HeadlessServiceName(c.Name)
+}
+
+// AdoptedSubdomain reads AnnotationAdoptedSubdomain: the Service and the members under it;
+// "" and nil when the cluster has none.
+func AdoptedSubdomain(c *etcdv1.EtcdCluster) (string, []string) {
+	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
+	if !ok {
+		return "", nil
+	}
+	return service, strings.Split(members, ",")
 }
 
 // AdoptedSubdomainValue is the AnnotationAdoptedSubdomain value for members under service.
@@ -122,6 +131,12 @@ func ClientURL(c *etcdv1.EtcdCluster, member string) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c, member), ClientPort)
 }
 
+// ClientServiceHost is the client Service's DNS name, which the server certificate must name
+// (the operator and kubectl etcd check it).
+func ClientServiceHost(c *etcdv1.EtcdCluster) string {
+	return fmt.Sprintf("%s.%s.svc", ClientServiceName(c.Name), c.Namespace)
+}
+
 // ClientTLS is true when the client port serves TLS.
 func ClientTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Client != nil }
 
@@ -130,6 +145,10 @@ func PeerTLS(c *etcdv1.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TL
 
 // PeerAutoTLS is true when the peer port uses etcd's self-signed certificates (no Secret).
 func PeerAutoTLS(c *etcdv1.EtcdCluster) bool { return PeerTLS(c) && c.Spec.TLS.Peer.AutoTLS }
+
+// PeerSecretTLS is true when the peer port's certificate comes from a Secret (PeerSecretName)
+// that the Pods mount: peer TLS, not etcd's own certificates.
+func PeerSecretTLS(c *etcdv1.EtcdCluster) bool { return PeerTLS(c) && !c.Spec.TLS.Peer.AutoTLS }
 
 // InitialCluster is etcd's --initial-cluster for the given members.
 func InitialCluster(c *etcdv1.EtcdCluster, members []string) string {

@@ -243,7 +243,7 @@ func tlsArgs(c *etcdv1.EtcdCluster) []string {
 	if PeerAutoTLS(c) {
 		// Self-signed certificates that peers accept without verifying them (see PeerTLS.AutoTLS).
 		args = append(args, "--peer-auto-tls=true")
-	} else if PeerTLS(c) {
+	} else if PeerSecretTLS(c) {
 		args = append(args,
 			"--peer-cert-file="+peerTLSDir+"/tls.crt",
 			"--peer-key-file="+peerTLSDir+"/tls.key",
@@ -320,7 +320,7 @@ func volumeMounts(c *etcdv1.EtcdCluster) []corev1.VolumeMount {
 	if ClientTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
 	}
-	if PeerTLS(c) && !PeerAutoTLS(c) {
+	if PeerSecretTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true})
 	}
 	return mounts

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,18 +73,10 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 		t.Fatalf("the dry run created an EtcdCluster (or reading it failed): %v", err)
 	}
 
-	snap := filepath.Join(t.TempDir(), "before-adoption.db")
-	out = mustPlugin(t, bin, ns, "migrate", "aenix", "lg", "--apply", "--snapshot-file", snap)
-	t.Logf("kubectl etcd migrate aenix lg --apply:\n%s", out)
-	checkSnapshotFile(t, snap)
-	c := waitSettled(t, ns, "lg", 3, 4*time.Minute)
+	c := applyMigration(t, bin, ns, "aenix", "lg")
 	checkAenixAdopted(t, ns, c, legacy, pods, ids)
 
-	for _, n := range []int32{5, 3} {
-		setReplicas(t, ns, "lg", n)
-		c = waitSettled(t, ns, "lg", n, 6*time.Minute)
-		t.Logf("settled at %d: %v", n, memberIDs(c))
-	}
+	c = scaleOutAndIn(t, ns, "lg")
 	// The adopted members that are left (scale-in takes the newest followers, lg-4 and lg-3,
 	// unless one leads) still run their original Pods.
 	for name := range memberIDs(c) {
@@ -188,14 +179,7 @@ func serviceMemberIDs(t *testing.T, ns, service string) map[string]string {
 // operator's headless Service.
 func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, pods, ids map[string]string) {
 	t.Helper()
-	if got := podUIDs(t, ns, aenixMembers); fmt.Sprint(got) != fmt.Sprint(pods) {
-		t.Errorf("Pods after adoption %v, before %v: a Pod was replaced", got, pods)
-	}
-	for name, id := range memberIDs(c) {
-		if ids[name] != id {
-			t.Errorf("member %s: ID %s in the status, %s in etcd before adoption", name, id, ids[name])
-		}
-	}
+	checkSameMembers(t, ns, c, aenixMembers, pods, ids)
 	for _, name := range aenixMembers {
 		checkAenixMember(t, ns, name)
 	}
@@ -206,15 +190,7 @@ func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *u
 // data is.
 func checkAenixMember(t *testing.T, ns, name string) {
 	t.Helper()
-	pod := &corev1.Pod{}
-	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-		t.Fatal(err)
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.RestartCount != 0 {
-			t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
-		}
-	}
+	pod := neverRestarted(t, ns, name)
 	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.Name != name {
 		t.Errorf("Pod %s is controlled by %+v, want its EtcdMember", name, ref)
 	}

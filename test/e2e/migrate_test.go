@@ -54,20 +54,12 @@ func TestMigrateFromCozystackOperator(t *testing.T) {
 
 	checkAdoptionPending(t, bin, ns)
 	pods := podUIDs(t, ns, cozystackMembers)
-	ids := etcdMemberIDs(t, ns)
+	ids := serviceMemberIDs(t, ns, "cz-client")
 
-	snap := filepath.Join(t.TempDir(), "before-adoption.db")
-	out := mustPlugin(t, bin, ns, "migrate", "cozystack", "cz", "--apply", "--snapshot-file", snap)
-	t.Logf("kubectl etcd migrate cozystack cz --apply:\n%s", out)
-	checkSnapshotFile(t, snap)
-	c := waitSettled(t, ns, "cz", 3, 4*time.Minute)
+	c := applyMigration(t, bin, ns, "cozystack", "cz")
 	checkAdopted(t, ns, c, pods, ids)
 
-	for _, n := range []int32{5, 3} {
-		setReplicas(t, ns, "cz", n)
-		c = waitSettled(t, ns, "cz", n, 6*time.Minute)
-		t.Logf("settled at %d: %v", n, memberIDs(c))
-	}
+	c = scaleOutAndIn(t, ns, "cz")
 	// Members the operator did not name sort last, so scale-in takes adopted members first
 	// (unless one of its own is unhealthy at that moment, which goes before any healthy one),
 	// and their PVCs (data-<member>) with them.
@@ -117,7 +109,41 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 // each member (spec.adopted, the PVC released by Cozystack's EtcdMember, the template hash).
 func checkAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, pods map[string]string, ids map[string]string) {
 	t.Helper()
-	if got := podUIDs(t, ns, cozystackMembers); fmt.Sprint(got) != fmt.Sprint(pods) {
+	checkSameMembers(t, ns, c, cozystackMembers, pods, ids)
+	for _, name := range cozystackMembers {
+		checkAdoptedMember(t, ns, name, ids[name])
+	}
+}
+
+// applyMigration runs `kubectl etcd migrate KIND CLUSTER --apply` with a safety snapshot,
+// checks the snapshot, and waits until this operator has settled the cluster at its three
+// members.
+func applyMigration(t *testing.T, bin, ns, kind, cluster string) *etcdv1.EtcdCluster {
+	t.Helper()
+	snap := filepath.Join(t.TempDir(), "before-adoption.db")
+	out := mustPlugin(t, bin, ns, "migrate", kind, cluster, "--apply", "--snapshot-file", snap)
+	t.Logf("kubectl etcd migrate %s %s --apply:\n%s", kind, cluster, out)
+	checkSnapshotFile(t, snap)
+	return waitSettled(t, ns, cluster, 3, 4*time.Minute)
+}
+
+// scaleOutAndIn scales an adopted cluster 3 -> 5 -> 3 under this operator.
+func scaleOutAndIn(t *testing.T, ns, cluster string) *etcdv1.EtcdCluster {
+	t.Helper()
+	var c *etcdv1.EtcdCluster
+	for _, n := range []int32{5, 3} {
+		setReplicas(t, ns, cluster, n)
+		c = waitSettled(t, ns, cluster, n, 6*time.Minute)
+		t.Logf("settled at %d: %v", n, memberIDs(c))
+	}
+	return c
+}
+
+// checkSameMembers: after adoption the members run in the Pods they ran in (pods, UIDs by
+// name: none was replaced) and keep the etcd IDs they had (ids, by name).
+func checkSameMembers(t *testing.T, ns string, c *etcdv1.EtcdCluster, names []string, pods, ids map[string]string) {
+	t.Helper()
+	if got := podUIDs(t, ns, names); fmt.Sprint(got) != fmt.Sprint(pods) {
 		t.Errorf("Pods after adoption %v, before %v: a Pod was replaced", got, pods)
 	}
 	for name, id := range memberIDs(c) {
@@ -125,12 +151,10 @@ func checkAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, pods map[strin
 			t.Errorf("member %s: ID %s in the status, %s in etcd before adoption", name, id, ids[name])
 		}
 	}
-	for _, name := range cozystackMembers {
-		checkAdoptedMember(t, ns, name, ids[name])
-	}
 }
 
-func checkAdoptedMember(t *testing.T, ns, name, id string) {
+// neverRestarted reads an adopted member's Pod: none of its containers restarted.
+func neverRestarted(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
@@ -141,6 +165,12 @@ func checkAdoptedMember(t *testing.T, ns, name, id string) {
 			t.Errorf("Pod %s: container %s restarted %d times", name, cs.Name, cs.RestartCount)
 		}
 	}
+	return pod
+}
+
+func checkAdoptedMember(t *testing.T, ns, name, id string) {
+	t.Helper()
+	pod := neverRestarted(t, ns, name)
 	m := &etcdv1.EtcdMember{}
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
 		t.Fatal(err)
@@ -185,23 +215,6 @@ func checkAdoptedRemovals(t *testing.T, ns string, c *etcdv1.EtcdCluster) {
 	if gone == 0 {
 		t.Errorf("members left %v: want adopted members removed by the scale-in", left)
 	}
-}
-
-// etcdMemberIDs is etcd's own member list, by name, through the client Service.
-func etcdMemberIDs(t *testing.T, ns string) map[string]string {
-	t.Helper()
-	cli := dialClusterWith(t, ns, "cz", access{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, m := range resp.Members {
-		out[m.Name] = fmt.Sprintf("%x", m.ID)
-	}
-	return out
 }
 
 // buildCozystackCluster creates the EtcdMembers, PVCs and Pods of a three-member cluster as

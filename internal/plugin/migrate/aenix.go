@@ -2,8 +2,9 @@ package migrate
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -110,9 +111,9 @@ func PlanAenix(o AenixObserved) AenixPlan {
 		}
 		p.Members = append(p.Members, change)
 	}
-	p.ConfigMaps = sortedKeys(configMaps)
+	p.ConfigMaps = slices.Sorted(maps.Keys(configMaps))
 	p.Refusals = append(p.Refusals, settleFromPods(c, versions, peerModes)...)
-	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, sts.Spec.ServiceName, replicas)...)
+	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, replicas)...)
 	return p
 }
 
@@ -122,9 +123,9 @@ func settleFromPods(c *etcdv1.EtcdCluster, versions, peerModes map[string]bool) 
 	var out []string
 	switch {
 	case len(versions) > 1:
-		out = append(out, fmt.Sprintf("the Pods run different etcd versions %v: let the legacy operator finish its upgrade first", sortedKeys(versions)))
+		out = append(out, fmt.Sprintf("the Pods run different etcd versions %v: let the legacy operator finish its upgrade first", slices.Sorted(maps.Keys(versions))))
 	case len(versions) == 1:
-		c.Spec.Version = sortedKeys(versions)[0]
+		c.Spec.Version = slices.Sorted(maps.Keys(versions))[0]
 	}
 	specPeer := "plain"
 	if c.Spec.TLS != nil && c.Spec.TLS.Peer != nil {
@@ -136,7 +137,7 @@ func settleFromPods(c *etcdv1.EtcdCluster, versions, peerModes map[string]bool) 
 	case peerModes["auto"] && specPeer == "plain":
 		c.Spec.TLS = withPeerAuto(c.Spec.TLS)
 	case len(peerModes) == 1 && !peerModes[specPeer]:
-		out = append(out, fmt.Sprintf("the Pods protect the peer port as %v but spec.security.tls says %s: let the legacy operator finish its roll first", sortedKeys(peerModes), specPeer))
+		out = append(out, fmt.Sprintf("the Pods protect the peer port as %v but spec.security.tls says %s: let the legacy operator finish its roll first", slices.Sorted(maps.Keys(peerModes)), specPeer))
 	}
 	return out
 }
@@ -357,15 +358,6 @@ func withPeerAuto(t *etcdv1.EtcdClusterTLS) *etcdv1.EtcdClusterTLS {
 	}
 	t.Peer = &etcdv1.PeerTLS{AutoTLS: true}
 	return t
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func ptrOr[T any](p *T, fallback T) T {

@@ -220,6 +220,9 @@ func TestPlanAenixRefusesCertificatesThisOperatorCannotUse(t *testing.T) {
 		"server certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
 			o.Secrets["lg-server"] = ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: []string{"*.lg-headless.ns.svc", "lg.ns.svc"}})
 		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-client.ns.svc, lg-3.lg.ns.svc"},
+		"server certificate without the adopted members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
+			o.Secrets["lg-server"] = ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: []string{"*.lg.ns.svc", "lg-client.ns.svc"}})
+		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-0.lg-headless.ns.svc"},
 		"peer certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
 			o.Secrets["lg-peer"] = ca.SecretData(t, testpki.Request{CommonName: "p", DNSNames: []string{"*.lg-headless.ns.svc"}})
 		}, "the certificate of Secret lg-peer (spec.security.tls.peerSecret) is not valid for lg-3.lg.ns.svc"},

@@ -99,8 +99,7 @@ func cozystackTLSRefusals(o Observed, members []MemberChange) []string {
 		if t == nil {
 			continue
 		}
-		member := fmt.Sprintf("%s.%s.%s.svc", m.Member, specs.HeadlessServiceName(o.Cluster.Name), o.Cluster.Namespace)
-		client := fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(o.Cluster.Name), o.Cluster.Namespace)
+		member, client := specs.MemberHost(o.Cluster, m.Member), specs.ClientServiceHost(o.Cluster)
 		for _, s := range []struct {
 			name, field string
 			hosts       []string

@@ -41,15 +41,17 @@ func LegacyTLSSecrets(legacy map[string]any) []string {
 //     Service, the ones this operator adds under the Service <cluster>) and the client
 //     Service <cluster>-client, which is what this operator and kubectl etcd check; the peer
 //     certificate names every member too, because peers check each other's names.
-func aenixTLSRefusals(o AenixObserved, c *etcdv1.EtcdCluster, headless string, replicas int) []string {
+//
+// The hosts are those the operator uses: c names the adopted members (AnnotationAdoptedSubdomain).
+func aenixTLSRefusals(o AenixObserved, c *etcdv1.EtcdCluster, replicas int) []string {
 	if c.Spec.TLS == nil {
 		return nil
 	}
 	fields := legacyTLSFields(o.Legacy)
-	adopted := fmt.Sprintf("%s-0.%s.%s.svc", c.Name, headless, c.Namespace)
+	adopted := specs.MemberHost(c, specs.MemberName(c.Name, 0))
 	// The first member this operator adds, under its own headless Service.
-	added := fmt.Sprintf("%s.%s.%s.svc", specs.MemberName(c.Name, replicas), specs.HeadlessServiceName(c.Name), c.Namespace)
-	clientHost := fmt.Sprintf("%s.%s.svc", specs.ClientServiceName(c.Name), c.Namespace)
+	added := specs.MemberHost(c, specs.MemberName(c.Name, replicas))
+	clientHost := specs.ClientServiceHost(c)
 	var out []string
 	if t := c.Spec.TLS.Client; t != nil && t.ServerSecretRef != nil {
 		out = append(out, secretRefusals(o.Secrets, "spec.security.tls.serverSecret", fields["serverSecret"], true, []string{adopted, clientHost, added}, aenixOperator)...)
