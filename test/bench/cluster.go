@@ -82,25 +82,32 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
 	return ns.Name, nil
 }
 
-// deleteNamespaces deletes every namespace the bench made and waits until they are gone, so
-// that a run does not measure the previous one's teardown.
-func (b *bench) deleteNamespaces(ctx context.Context) {
-	err := waitFor(ctx, 10*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
-		list := &corev1.NamespaceList{}
-		if err := b.k8s.List(ctx, list, client.MatchingLabels{benchLabel: "true"}); err != nil {
-			return err
-		}
-		for i := range list.Items {
-			if ns := &list.Items[i]; ns.DeletionTimestamp.IsZero() {
-				if err := b.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-					return err
-				}
+// deleteNamespaces starts deleting every namespace the bench made (a previous bench's
+// too) and says how many are still there, being deleted.
+func (b *bench) deleteNamespaces(ctx context.Context) (int, error) {
+	list := &corev1.NamespaceList{}
+	if err := b.k8s.List(ctx, list, client.MatchingLabels{benchLabel: "true"}); err != nil {
+		return 0, err
+	}
+	for i := range list.Items {
+		if ns := &list.Items[i]; ns.DeletionTimestamp.IsZero() {
+			if err := b.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+				return 0, err
 			}
 		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("%d left", len(list.Items))
+	}
+	return len(list.Items), nil
+}
+
+// clearNamespaces deletes the bench's namespaces and waits until they are gone, so that a
+// measurement does not measure an earlier one's teardown.
+func (b *bench) clearNamespaces(ctx context.Context) {
+	err := waitFor(ctx, 10*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
+		left, err := b.deleteNamespaces(ctx)
+		if err == nil && left > 0 {
+			err = fmt.Errorf("%d left", left)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		logf("%v", err)

@@ -145,7 +145,7 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 			times.add(st.metric, side, d)
 		}
 	}
-	b.deleteNamespaces(ctx)
+	b.clearNamespaces(ctx)
 	return nil
 }
 
