@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/test/operatormetrics"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 const (
@@ -71,7 +72,7 @@ func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
 	}
 	var ip string
 	for i := range pods.Items {
-		if p := &pods.Items[i]; podReady(p) && p.DeletionTimestamp.IsZero() {
+		if p := &pods.Items[i]; robustness.PodReady(p) && p.DeletionTimestamp.IsZero() {
 			if ip != "" {
 				return nil, fmt.Errorf("more than one operator Pod in %s: its writes would be split", operatorNamespace)
 			}
