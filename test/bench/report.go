@@ -78,8 +78,8 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 	writeKinds(&b, rest.apiserverWrites, perMinute)
 	c := r.crowd
 	fmt.Fprintf(&b, "\nwith %d unrelated Secrets and %d unrelated Pods in %d other namespaces\n", c.secrets, c.pods, unrelatedNamespaces)
-	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssAfter/(1<<20), c.rssBefore/(1<<20))
-	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapAfter/(1<<20), c.heapBefore/(1<<20))
+	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssBytes/(1<<20), rest.rssBytes/(1<<20))
+	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapBytes/(1<<20), rest.heapBytes/(1<<20))
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
 }
