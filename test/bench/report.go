@@ -109,7 +109,7 @@ func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(fl
 // costs beyond the join it cannot avoid.
 func writeReplacement(b *strings.Builder, times *samples) {
 	wiped, learner := stats.Median(times.times[metricWiped][operator]), stats.Median(times.times[metricLearnerStep][floor])
-	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)	%.2fs	%.2f x one learner step by hand (%s, floor: %.2fs)\n",
+	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)\t%.2fs\t%.2f x one learner step by hand (%s, floor: %.2fs)\n",
 		wiped.Seconds(), wiped.Seconds()/learner.Seconds(), metricLearnerStep, learner.Seconds())
 }
 
