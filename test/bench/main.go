@@ -1,8 +1,9 @@
 // Command bench measures the operator against a floor measured in the same run: the same etcd
 // image started by hand as a static cluster on the same Kubernetes cluster. A ratio to that
 // floor says what the operator adds; an absolute time would mostly say how busy the machine
-// was. It also counts the operator's API writes and its memory with idle clusters: at rest
-// the operator must write nothing.
+// was. It also times many clusters created at once, counts the operator's API requests and
+// its memory with them at rest (the operator must write nothing then), and its memory once
+// many objects not its own exist.
 //
 // It works on the cluster of $KUBECONFIG with the operator deployed; make bench starts the
 // local cluster, deploys the operator, runs this and stops the cluster again.
