@@ -82,25 +82,32 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
 	return ns.Name, nil
 }
 
-// deleteNamespaces deletes every namespace the bench made and waits until they are gone, so
-// that a run does not measure the previous one's teardown.
-func (b *bench) deleteNamespaces(ctx context.Context) {
-	err := waitFor(ctx, 10*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
-		list := &corev1.NamespaceList{}
-		if err := b.k8s.List(ctx, list, client.MatchingLabels{benchLabel: "true"}); err != nil {
-			return err
-		}
-		for i := range list.Items {
-			if ns := &list.Items[i]; ns.DeletionTimestamp.IsZero() {
-				if err := b.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-					return err
-				}
+// deleteNamespaces starts deleting every namespace the bench made (a previous bench's
+// too) and says how many are still there, being deleted.
+func (b *bench) deleteNamespaces(ctx context.Context) (int, error) {
+	list := &corev1.NamespaceList{}
+	if err := b.k8s.List(ctx, list, client.MatchingLabels{benchLabel: "true"}); err != nil {
+		return 0, err
+	}
+	for i := range list.Items {
+		if ns := &list.Items[i]; ns.DeletionTimestamp.IsZero() {
+			if err := b.k8s.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+				return 0, err
 			}
 		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("%d left", len(list.Items))
+	}
+	return len(list.Items), nil
+}
+
+// clearNamespaces deletes the bench's namespaces and waits until they are gone, so that a
+// measurement does not measure an earlier one's teardown.
+func (b *bench) clearNamespaces(ctx context.Context) {
+	err := waitFor(ctx, 10*time.Minute, "the bench's namespaces deleted", func(ctx context.Context) error {
+		left, err := b.deleteNamespaces(ctx)
+		if err == nil && left > 0 {
+			err = fmt.Errorf("%d left", left)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		logf("%v", err)
@@ -131,38 +138,47 @@ type member struct {
 }
 
 // readyMembers lists the namespace's Pods and fails unless exactly n are there, none going
-// away, all Ready; with n < 0, the Ready ones, at least one.
+// away, all Ready.
 func (b *bench) readyMembers(ctx context.Context, ns string, n int) ([]member, error) {
-	pods := &corev1.PodList{}
-	if err := b.k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
+	ready, unready, err := b.members(ctx, ns)
+	switch {
+	case err != nil:
 		return nil, err
+	case len(unready) > 0:
+		return nil, fmt.Errorf("pod %s is not ready", unready[0])
+	case len(ready) != n:
+		return nil, fmt.Errorf("%d Pods ready, want %d", len(ready), n)
 	}
-	var out []member
-	for _, p := range pods.Items {
-		if !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if !podReady(&p) || p.Status.PodIP == "" {
-			if n < 0 {
-				continue // any ready ones will do
-			}
-			return nil, fmt.Errorf("pod %s is not ready", p.Name)
-		}
-		out = append(out, member{pod: p.Name, url: "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(specs.ClientPort))})
-	}
-	if (n >= 0 && len(out) != n) || len(out) == 0 {
-		return nil, fmt.Errorf("%d Pods ready, want %d", len(out), n)
-	}
-	return out, nil
+	return ready, nil
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+// someReadyMembers are the namespace's Ready members, at least one: enough to reach etcd
+// while another member is down.
+func (b *bench) someReadyMembers(ctx context.Context, ns string) ([]member, error) {
+	ready, _, err := b.members(ctx, ns)
+	if err == nil && len(ready) == 0 {
+		err = errors.New("no Pod ready")
+	}
+	return ready, err
+}
+
+// members lists the namespace's Pods that are not going away: the Ready ones as members, the
+// others by name.
+func (b *bench) members(ctx context.Context, ns string) (ready []member, unready []string, err error) {
+	pods := &corev1.PodList{}
+	if err := b.k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pods.Items {
+		switch {
+		case !p.DeletionTimestamp.IsZero():
+		case !robustness.PodReady(&p) || p.Status.PodIP == "":
+			unready = append(unready, p.Name)
+		default:
+			ready = append(ready, member{pod: p.Name, url: "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(specs.ClientPort))})
 		}
 	}
-	return false
+	return ready, unready, nil
 }
 
 // withEtcd runs fn with a client for the given members.
@@ -196,68 +212,59 @@ func (b *bench) serving(ctx context.Context, ns string, n int) error {
 	})
 }
 
-// follower is the Pod of a member that does not lead: losing it costs no election, so the
-// time measured is that of bringing the member back, on both sides alike.
-func (b *bench) follower(ctx context.Context, ns string, n int) (string, error) {
+// memberStatus is one member and what its etcd says about itself.
+type memberStatus struct {
+	member
+	etcd.Status
+}
+
+// statuses asks each of the n ready members' etcd about itself.
+func (b *bench) statuses(ctx context.Context, ns string, n int) ([]memberStatus, error) {
 	members, err := b.readyMembers(ctx, ns, n)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var pod string
+	out := make([]memberStatus, 0, len(members))
 	err = withEtcd(members, func(cli etcd.Client) error {
 		for _, m := range members {
 			st, err := cli.Status(ctx, m.url)
 			if err != nil {
 				return err
 			}
-			if st.Leader != 0 && st.Leader != st.MemberID {
-				pod = m.pod
-				return nil
-			}
+			out = append(out, memberStatus{m, st})
 		}
-		return errors.New("no member follows a leader")
+		return nil
 	})
-	return pod, err
+	return out, err
+}
+
+// follower is a member that does not lead, of n: losing it costs no election, so the time
+// measured is that of bringing the member back, on both sides alike.
+func (b *bench) follower(ctx context.Context, ns string, n int) (memberStatus, error) {
+	sts, err := b.statuses(ctx, ns, n)
+	if err != nil {
+		return memberStatus{}, err
+	}
+	for _, st := range sts {
+		if st.Leader != 0 && st.Leader != st.MemberID {
+			return st, nil
+		}
+	}
+	return memberStatus{}, errors.New("no member follows a leader")
 }
 
 // allOn is nil once n members are ready and each one's etcd answers with version.
 func (b *bench) allOn(ctx context.Context, ns string, n int, version string) error {
-	members, err := b.readyMembers(ctx, ns, n)
+	sts, err := b.statuses(ctx, ns, n)
 	if err != nil {
 		return err
 	}
-	return withEtcd(members, func(cli etcd.Client) error {
-		for _, m := range members {
-			st, err := cli.Status(ctx, m.url)
-			if err != nil {
-				return err
-			}
-			if st.Version != version {
-				return fmt.Errorf("%s runs etcd %s", m.pod, st.Version)
-			}
+	for _, st := range sts {
+		if st.Version != version {
+			return fmt.Errorf("%s runs etcd %s", st.pod, st.Version)
 		}
-		return nil
-	})
-}
-
-// memberID is the etcd member ID of the member in Pod pod.
-func (b *bench) memberID(ctx context.Context, ns, pod string) (uint64, error) {
-	members, err := b.readyMembers(ctx, ns, -1)
-	if err != nil {
-		return 0, err
 	}
-	var id uint64
-	err = withEtcd(members, func(cli etcd.Client) error {
-		for _, m := range members {
-			if m.pod == pod {
-				st, err := cli.Status(ctx, m.url)
-				id = st.MemberID
-				return err
-			}
-		}
-		return fmt.Errorf("no ready Pod %s", pod)
-	})
-	return id, err
+	return nil
 }
 
 // wipe empties the member's volume (the local cluster's provisioner made it a directory of
@@ -275,7 +282,7 @@ func (b *bench) wipe(ctx context.Context, ns, member string) error {
 
 // idGone is nil once etcd, asked through the ready members, no longer lists id.
 func (b *bench) idGone(ctx context.Context, ns string, id uint64) error {
-	members, err := b.readyMembers(ctx, ns, -1)
+	members, err := b.someReadyMembers(ctx, ns)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +28,7 @@ type handMade struct {
 	// cluster exists only here: it gives specs the names, URLs and defaults.
 	cluster *etcdv1.EtcdCluster
 	version string                        // the etcd version new members run
-	members map[string]*etcdv1.EtcdMember // what each member's Pod was built from
-	pods    map[string]*corev1.Pod        // as last created, to create a lost one again
+	members map[string]*etcdv1.EtcdMember // what each member's Pod is built from
 }
 
 func newHandMade(b *bench, ns string) *handMade {
@@ -36,7 +37,7 @@ func newHandMade(b *bench, ns string) *handMade {
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: ns},
 		Spec:       etcdv1.EtcdClusterSpec{Version: etcdVersion, Storage: etcdv1.StorageSpec{Size: &size}},
 	}
-	return &handMade{b: b, cluster: c, version: etcdVersion, members: map[string]*etcdv1.EtcdMember{}, pods: map[string]*corev1.Pod{}}
+	return &handMade{b: b, cluster: c, version: etcdVersion, members: map[string]*etcdv1.EtcdMember{}}
 }
 
 func (h *handMade) namespace() string { return h.cluster.Namespace }
@@ -85,52 +86,82 @@ func (h *handMade) createMember(ctx context.Context, name string, state etcdv1.I
 	return h.createPod(ctx, m)
 }
 
-// createPod creates the member's Pod as specs builds it, and keeps a copy to create it again.
+// createPod creates the member's Pod as specs builds it.
 func (h *handMade) createPod(ctx context.Context, m *etcdv1.EtcdMember) error {
-	pod := specs.Pod(h.cluster, m, specs.PodOptions{})
-	h.pods[m.Name] = pod.DeepCopy()
-	return h.b.k8s.Create(ctx, pod)
+	return h.b.k8s.Create(ctx, specs.Pod(h.cluster, m, specs.PodOptions{}))
 }
 
 // grow does by hand what the operator does: add a learner, start it, promote it as soon as
-// etcd allows. Each call is retried at once, which no controller does faster.
+// etcd allows.
 func (h *handMade) grow(ctx context.Context, n int) error {
 	members, err := h.b.readyMembers(ctx, h.namespace(), n-1)
 	if err != nil {
 		return err
 	}
 	names := h.names(n)
-	newcomer := names[n-1]
 	return withEtcd(members, func(cli etcd.Client) error {
-		var added etcd.Member
-		err := retry(ctx, h.b.opts.timeout, "adding "+newcomer+" as a learner", func(ctx context.Context) error {
-			var err error
-			added, _, err = cli.AddLearner(ctx, []string{specs.PeerURL(h.cluster, newcomer)})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := h.createMember(ctx, newcomer, etcdv1.InitialClusterStateExisting, names); err != nil {
-			return err
-		}
-		return retry(ctx, h.b.opts.timeout, "promoting "+newcomer, func(ctx context.Context) error {
-			return cli.Promote(ctx, added.ID)
-		})
+		return h.join(ctx, cli, names[n-1], names)
 	})
+}
+
+// join adds the member as a learner, creates its PVC and Pod knowing the given members, and
+// promotes it as soon as etcd allows. Each call is retried at once, which no controller does
+// faster; a retry finds the work of an attempt whose answer was lost done.
+func (h *handMade) join(ctx context.Context, cli etcd.Client, name string, names []string) error {
+	peerURL := specs.PeerURL(h.cluster, name)
+	var id uint64
+	err := retry(ctx, h.b.opts.timeout, "adding "+name+" as a learner", func(ctx context.Context) error {
+		added, _, err := cli.AddLearner(ctx, []string{peerURL})
+		if errors.Is(err, etcd.ErrMemberExists) {
+			added, err = memberWithPeer(ctx, cli, peerURL)
+		}
+		id = added.ID
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.createMember(ctx, name, etcdv1.InitialClusterStateExisting, names); err != nil {
+		return err
+	}
+	return retry(ctx, h.b.opts.timeout, "promoting "+name, func(ctx context.Context) error {
+		if err := cli.Promote(ctx, id); !errors.Is(err, etcd.ErrMemberNotLearner) {
+			return err
+		}
+		return nil
+	})
+}
+
+// memberWithPeer is the member etcd lists with peerURL.
+func memberWithPeer(ctx context.Context, cli etcd.Client, peerURL string) (etcd.Member, error) {
+	_, list, err := cli.MemberList(ctx)
+	if err != nil {
+		return etcd.Member{}, err
+	}
+	for _, m := range list {
+		if slices.Contains(m.PeerURLs, peerURL) {
+			return m, nil
+		}
+	}
+	return etcd.Member{}, fmt.Errorf("no member with peer URL %s", peerURL)
 }
 
 // replaceWiped does by hand what the operator does for a member that lost its data: remove
 // it from etcd, delete its PVC once its Pod is gone, and add it again as a learner on a new
 // PVC (same name, new ID), promoted as soon as etcd allows.
 func (h *handMade) replaceWiped(ctx context.Context, name string, id uint64) error {
-	n := len(h.members)
-	members, err := h.b.readyMembers(ctx, h.namespace(), -1)
+	members, err := h.b.someReadyMembers(ctx, h.namespace())
 	if err != nil {
 		return err
 	}
 	return withEtcd(members, func(cli etcd.Client) error {
-		if err := retry(ctx, h.b.opts.timeout, "removing "+name, func(ctx context.Context) error { return cli.Remove(ctx, id) }); err != nil {
+		err := retry(ctx, h.b.opts.timeout, "removing "+name, func(ctx context.Context) error {
+			if err := cli.Remove(ctx, id); !errors.Is(err, etcd.ErrMemberNotFound) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
@@ -140,101 +171,56 @@ func (h *handMade) replaceWiped(ctx context.Context, name string, id uint64) err
 		if err := h.b.gone(ctx, pvc); err != nil {
 			return err
 		}
-		var added etcd.Member
-		err := retry(ctx, h.b.opts.timeout, "adding "+name+" again as a learner", func(ctx context.Context) error {
-			var err error
-			added, _, err = cli.AddLearner(ctx, []string{specs.PeerURL(h.cluster, name)})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := h.createMember(ctx, name, etcdv1.InitialClusterStateExisting, h.names(n)); err != nil {
-			return err
-		}
-		return retry(ctx, h.b.opts.timeout, "promoting "+name, func(ctx context.Context) error {
-			return cli.Promote(ctx, added.ID)
-		})
+		return h.join(ctx, cli, name, h.names(len(h.members)))
 	})
 }
 
 // upgrade restarts the members one at a time on the new version as a person would with
-// kubectl: followers first, then the leader after moving leadership away; each Pod deleted
-// (gracefully, as the operator does), created again with the new image, and the next only
-// once every member serves.
+// kubectl: followers first, then the leader after moving leadership to a follower; each Pod
+// deleted (gracefully, as the operator does), created again with the new image, and the next
+// only once every member serves.
 func (h *handMade) upgrade(ctx context.Context, version string) error {
 	h.version = version
-	order, err := h.followersThenLeader(ctx)
+	sts, err := h.b.statuses(ctx, h.namespace(), len(h.members))
 	if err != nil {
 		return err
 	}
-	for i, name := range order {
-		if i == len(order)-1 {
-			if err := h.moveLeaderFrom(ctx, name); err != nil {
-				return err
-			}
-		}
-		if err := h.restartOn(ctx, name, version); err != nil {
+	i := slices.IndexFunc(sts, func(st memberStatus) bool { return st.Leader == st.MemberID })
+	switch {
+	case i < 0:
+		return errors.New("no leader")
+	case len(sts) < 2:
+		return errors.New("no other member to lead")
+	}
+	leader := sts[i]
+	followers := slices.Delete(sts, i, i+1)
+	for _, f := range followers {
+		if err := h.restart(ctx, f.pod); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := h.moveLeader(ctx, followers[0].MemberID); err != nil {
+		return err
+	}
+	return h.restart(ctx, leader.pod)
 }
 
-// followersThenLeader names the members, the leader last.
-func (h *handMade) followersThenLeader(ctx context.Context) ([]string, error) {
-	members, err := h.b.readyMembers(ctx, h.namespace(), len(h.members))
-	if err != nil {
-		return nil, err
-	}
-	var order []string
-	var leader string
-	err = withEtcd(members, func(cli etcd.Client) error {
-		for _, m := range members {
-			st, err := cli.Status(ctx, m.url)
-			if err != nil {
-				return err
-			}
-			if st.Leader == st.MemberID {
-				leader = m.pod
-				continue
-			}
-			order = append(order, m.pod)
-		}
-		return nil
-	})
-	if err != nil || leader == "" {
-		return nil, errors.Join(err, errors.New("no leader"))
-	}
-	return append(order, leader), nil
-}
-
-// moveLeaderFrom hands the leadership of the member in Pod name to another voter.
-func (h *handMade) moveLeaderFrom(ctx context.Context, name string) error {
+// moveLeader hands the leadership to member to.
+func (h *handMade) moveLeader(ctx context.Context, to uint64) error {
 	members, err := h.b.readyMembers(ctx, h.namespace(), len(h.members))
 	if err != nil {
 		return err
 	}
 	return withEtcd(members, func(cli etcd.Client) error {
-		for _, m := range members {
-			if m.pod == name {
-				continue
-			}
-			st, err := cli.Status(ctx, m.url)
-			if err != nil {
-				return err
-			}
-			return retry(ctx, h.b.opts.timeout, "moving the leader to "+m.pod, func(ctx context.Context) error {
-				return cli.MoveLeader(ctx, st.MemberID)
-			})
-		}
-		return errors.New("no other member to lead")
+		return retry(ctx, h.b.opts.timeout, fmt.Sprintf("moving the leader to %x", to), func(ctx context.Context) error {
+			return cli.MoveLeader(ctx, to)
+		})
 	})
 }
 
-// restartOn deletes the member's Pod, creates it again on the new version, and waits until
-// every member serves.
-func (h *handMade) restartOn(ctx context.Context, name, version string) error {
+// restart deletes the member's Pod, creates it again on the version new members run, and
+// waits until every member serves.
+func (h *handMade) restart(ctx context.Context, name string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
 	if err := h.b.k8s.Delete(ctx, pod); err != nil {
 		return err
@@ -243,12 +229,12 @@ func (h *handMade) restartOn(ctx context.Context, name, version string) error {
 		return err
 	}
 	m := h.members[name].DeepCopy()
-	m.Spec.Version = version
+	m.Spec.Version = h.version
 	h.members[name] = m
 	if err := h.createPod(ctx, m); err != nil {
 		return err
 	}
-	return waitFor(ctx, h.b.opts.timeout, name+" serving on "+version, func(ctx context.Context) error {
+	return waitFor(ctx, h.b.opts.timeout, name+" serving on "+h.version, func(ctx context.Context) error {
 		return h.b.serving(ctx, h.namespace(), len(h.members))
 	})
 }
@@ -273,7 +259,7 @@ func (h *handMade) losePod(ctx context.Context, name string) error {
 	if err := h.b.gone(ctx, pod); err != nil {
 		return err
 	}
-	return h.b.k8s.Create(ctx, h.pods[name].DeepCopy())
+	return h.createPod(ctx, h.members[name])
 }
 
 // gone waits until obj no longer exists.

@@ -25,6 +25,7 @@ type atRest struct {
 	requests        map[string]float64 // the operator's, reads included, by HTTP method
 	reconcile       latency
 	rssBytes        float64
+	heapBytes       float64
 }
 
 // idle waits for the clusters scale made to be quiet, then counts the API requests over
@@ -80,7 +81,8 @@ func (b *bench) countWrites(ctx context.Context) (*atRest, error) {
 		apiserverWrites: grown(apiserverWrites(apiBefore), apiserverWrites(apiAfter)),
 		requests:        grown(operatorRequests(opBefore), operatorRequests(opAfter)),
 		reconcile:       reconcileLatency(opBefore, opAfter),
-		rssBytes:        opAfter.value("process_resident_memory_bytes"),
+		rssBytes:        opAfter.value(residentMemory),
+		heapBytes:       opAfter.value(heapInUse),
 	}
 	// The metrics endpoint's reviews of the bench's own scrapes are POSTs that store nothing.
 	if r.operatorWrites["POST"] -= reviews(apiAfter) - reviews(apiBefore); r.operatorWrites["POST"] <= 0 {

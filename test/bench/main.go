@@ -1,8 +1,9 @@
 // Command bench measures the operator against a floor measured in the same run: the same etcd
 // image started by hand as a static cluster on the same Kubernetes cluster. A ratio to that
 // floor says what the operator adds; an absolute time would mostly say how busy the machine
-// was. It also counts the operator's API writes and its memory with idle clusters: at rest
-// the operator must write nothing.
+// was. It also times many clusters created at once, counts the operator's API requests and
+// its memory with them at rest (the operator must write nothing then), and its memory once
+// many objects not its own exist.
 //
 // It works on the cluster of $KUBECONFIG with the operator deployed; make bench starts the
 // local cluster, deploys the operator, runs this and stops the cluster again.
@@ -37,6 +38,9 @@ func main() {
 	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the run, which still starts its clean-up; a second one ends
+	// the process at once.
+	context.AfterFunc(ctx, stop)
 	defer stop()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -50,8 +54,18 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	// Whatever happens, nothing the bench made is left behind for the next user of the cluster.
-	defer b.deleteNamespaces(context.WithoutCancel(ctx))
+	// A previous bench's clusters (KEEP_CLUSTER=1) are gone before anything is measured.
+	b.clearNamespaces(ctx)
+	// Whatever happens, the deletion of everything the bench made is started, also after a
+	// signal, but not waited for: hundreds of clusters take minutes to go, hack/bench.sh
+	// stops the local cluster next anyway, and the next bench waits for any left over.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := b.deleteNamespaces(ctx); err != nil {
+			logf("deleting the bench's namespaces: %v", err)
+		}
+	}()
 	first, err := b.operatorMetrics(ctx)
 	if err != nil {
 		return err

@@ -14,11 +14,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/test/operatormetrics"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 const (
 	operatorNamespace = operatormetrics.Namespace
-	processStarted    = "process_start_time_seconds"
+	// The operator's metrics the bench reads.
+	processStarted = "process_start_time_seconds"
+	residentMemory = "process_resident_memory_bytes"
+	heapInUse      = "go_memstats_heap_inuse_bytes"
+	requestsTotal  = "rest_client_requests_total"
+	reconcileTime  = "controller_runtime_reconcile_time_seconds"
 )
 
 type families map[string]*dto.MetricFamily
@@ -32,13 +38,17 @@ func parseMetrics(r io.Reader) (families, error) {
 func (f families) sumBy(name string, key func(labels map[string]string) string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range f[name].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if k := key(labels); k != "" {
+		if k := key(labels(m)); k != "" {
 			out[k] += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 		}
+	}
+	return out
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
 	}
 	return out
 }
@@ -71,7 +81,7 @@ func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
 	}
 	var ip string
 	for i := range pods.Items {
-		if p := &pods.Items[i]; podReady(p) && p.DeletionTimestamp.IsZero() {
+		if p := &pods.Items[i]; robustness.PodReady(p) && p.DeletionTimestamp.IsZero() {
 			if ip != "" {
 				return nil, fmt.Errorf("more than one operator Pod in %s: its writes would be split", operatorNamespace)
 			}
@@ -107,9 +117,15 @@ func (b *bench) apiserverMetrics(ctx context.Context) (families, error) {
 	return parseMetrics(bytes.NewReader(raw))
 }
 
+// operatorRequests are all the operator's API requests by HTTP method, reads included, from
+// client-go's counter.
+func operatorRequests(f families) map[string]float64 {
+	return f.sumBy(requestsTotal, func(l map[string]string) string { return l["method"] })
+}
+
 // operatorWrites are the operator's write requests by HTTP method, from client-go's counter.
 func operatorWrites(f families) map[string]float64 {
-	return f.sumBy("rest_client_requests_total", func(l map[string]string) string {
+	return f.sumBy(requestsTotal, func(l map[string]string) string {
 		switch l["method"] {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			return l["method"]

@@ -78,8 +78,8 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 	writeKinds(&b, rest.apiserverWrites, perMinute)
 	c := r.crowd
 	fmt.Fprintf(&b, "\nwith %d unrelated Secrets and %d unrelated Pods in %d other namespaces\n", c.secrets, c.pods, unrelatedNamespaces)
-	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssAfter/(1<<20), c.rssBefore/(1<<20))
-	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapAfter/(1<<20), c.heapBefore/(1<<20))
+	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssBytes/(1<<20), rest.rssBytes/(1<<20))
+	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapBytes/(1<<20), rest.heapBytes/(1<<20))
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
 }
@@ -109,7 +109,7 @@ func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(fl
 // costs beyond the join it cannot avoid.
 func writeReplacement(b *strings.Builder, times *samples) {
 	wiped, learner := stats.Median(times.times[metricWiped][operator]), stats.Median(times.times[metricLearnerStep][floor])
-	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)	%.2fs	%.2f x one learner step by hand (%s, floor: %.2fs)\n",
+	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)\t%.2fs\t%.2f x one learner step by hand (%s, floor: %.2fs)\n",
 		wiped.Seconds(), wiped.Seconds()/learner.Seconds(), metricLearnerStep, learner.Seconds())
 }
 

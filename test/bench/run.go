@@ -45,7 +45,7 @@ type step struct {
 var steps = []step{
 	{"bootstrap, 3 members", "grown", 3, bootstrap(3, etcdVersion)},
 	{"scale-out 3 -> 4", "grown", 4, growTo(4)},
-	{"scale-out 4 -> 5", "grown", 5, growTo(5)},
+	{metricLearnerStep, "grown", 5, growTo(5)},
 	{"Pod loss, 5 members", "grown", 5, loseFollower},
 	{metricWiped, "grown", 5, wipeFollower},
 	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion)},
@@ -81,22 +81,18 @@ func upgradeTo(n int, version string) func(context.Context, *bench, subject) err
 // itself), and waits, inside the measured time, until etcd no longer lists the wiped
 // member's ID.
 func wipeFollower(ctx context.Context, b *bench, s subject) error {
-	pod, err := b.follower(ctx, s.namespace(), 5)
+	f, err := b.follower(ctx, s.namespace(), 5)
 	if err != nil {
 		return err
 	}
-	id, err := b.memberID(ctx, s.namespace(), pod)
-	if err != nil {
+	if err := b.wipe(ctx, s.namespace(), f.pod); err != nil {
 		return err
 	}
-	if err := b.wipe(ctx, s.namespace(), pod); err != nil {
+	if err := s.replaceWiped(ctx, f.pod, f.MemberID); err != nil {
 		return err
 	}
-	if err := s.replaceWiped(ctx, pod, id); err != nil {
-		return err
-	}
-	return waitFor(ctx, b.opts.timeout, fmt.Sprintf("member %x of %s removed", id, pod), func(ctx context.Context) error {
-		return b.idGone(ctx, s.namespace(), id)
+	return waitFor(ctx, b.opts.timeout, fmt.Sprintf("member %x of %s removed", f.MemberID, f.pod), func(ctx context.Context) error {
+		return b.idGone(ctx, s.namespace(), f.MemberID)
 	})
 }
 
@@ -111,11 +107,11 @@ var lost = client.GracePeriodSeconds(0)
 // loseFollower finds a follower (a few milliseconds, inside the measured time on both sides)
 // and loses its Pod.
 func loseFollower(ctx context.Context, b *bench, s subject) error {
-	pod, err := b.follower(ctx, s.namespace(), 5)
+	f, err := b.follower(ctx, s.namespace(), 5)
 	if err != nil {
 		return err
 	}
-	return s.losePod(ctx, pod)
+	return s.losePod(ctx, f.pod)
 }
 
 // timedRun measures every step on both sides. The sides take turns step by step, and which
@@ -145,7 +141,7 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 			times.add(st.metric, side, d)
 		}
 	}
-	b.deleteNamespaces(ctx)
+	b.clearNamespaces(ctx)
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,56 +101,38 @@ func reconcileLatency(before, after families) latency {
 // time, +Inf last.
 func reconcileBuckets(f families) []stats.Bucket {
 	var out []stats.Bucket
-	for _, m := range f["controller_runtime_reconcile_time_seconds"].GetMetric() {
-		if label(m, "controller") != "etcdcluster" {
+	for _, m := range f[reconcileTime].GetMetric() {
+		if labels(m)["controller"] != "etcdcluster" {
 			continue
 		}
 		h := m.GetHistogram()
 		for _, bk := range h.GetBucket() {
 			out = append(out, stats.Bucket{UpperBound: bk.GetUpperBound(), Count: float64(bk.GetCumulativeCount())})
 		}
-		out = append(out, stats.Bucket{UpperBound: infinity, Count: float64(h.GetSampleCount())})
+		out = append(out, stats.Bucket{UpperBound: math.Inf(1), Count: float64(h.GetSampleCount())})
 	}
 	return out
 }
 
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// crowd is the operator's memory once many objects that are not its own exist.
+// crowd is the operator's memory once many objects that are not its own exist (before
+// them: atRest's).
 type crowd struct {
-	secrets, pods int
-	rssBefore     float64
-	rssAfter      float64
-	heapBefore    float64
-	heapAfter     float64
+	secrets, pods       int
+	rssBytes, heapBytes float64
 }
-
-// infinity is the bound of a histogram's last bucket.
-var infinity = math.Inf(1)
 
 // unrelatedNamespaces spread the crowd the way tenants' namespaces would.
 const unrelatedNamespaces = 10
 
 // crowdIn creates Secrets and Pods the operator has no business with in namespaces of their
-// own, and reads the operator's memory before and after. Its cache holds only what it made
+// own, and reads the operator's memory after (idle read it before). Its cache holds only what it made
 // (and the metadata of Secrets, which clusters name): unrelated Pods must not grow it. The
 // Pods name a scheduler that does not exist, so nothing runs them and nothing deletes them.
 func (b *bench) crowdIn(ctx context.Context) (*crowd, error) {
-	before, err := b.operatorMetrics(ctx)
-	if err != nil {
-		return nil, err
-	}
 	r := &crowd{secrets: b.opts.unrelated / 2, pods: b.opts.unrelated - b.opts.unrelated/2}
-	r.rssBefore, r.heapBefore = before.value("process_resident_memory_bytes"), before.value("go_memstats_heap_inuse_bytes")
 	namespaces := make([]string, unrelatedNamespaces)
 	for i := range namespaces {
+		var err error
 		if namespaces[i], err = b.namespace(ctx, "unrelated"); err != nil {
 			return nil, err
 		}
@@ -177,7 +158,7 @@ func (b *bench) crowdIn(ctx context.Context) (*crowd, error) {
 	if err := b.sameOperator(after); err != nil {
 		return nil, err
 	}
-	r.rssAfter, r.heapAfter = after.value("process_resident_memory_bytes"), after.value("go_memstats_heap_inuse_bytes")
+	r.rssBytes, r.heapBytes = after.value(residentMemory), after.value(heapInUse)
 	return r, nil
 }
 
@@ -207,14 +188,4 @@ func unrelatedPod(ns string, i int) *corev1.Pod {
 			}},
 		},
 	}
-}
-
-// operatorRequests are all the operator's API requests by HTTP method, reads included.
-func operatorRequests(f families) map[string]float64 {
-	return f.sumBy("rest_client_requests_total", func(l map[string]string) string {
-		if l["method"] == "" {
-			return ""
-		}
-		return l["method"]
-	})
 }
