@@ -209,10 +209,10 @@ func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
 			t.ServerSecretName = cl.ServerSecretRef.Name
 		}
 	}
-	if p := c.Spec.TLS.Peer; p != nil && !p.AutoTLS {
+	if specs.PeerSecretTLS(c) {
 		t.PeerSecretName = c.Name + "-peer-tls"
-		if p.SecretRef != nil {
-			t.PeerSecretName = p.SecretRef.Name
+		if ref := c.Spec.TLS.Peer.SecretRef; ref != nil {
+			t.PeerSecretName = ref.Name
 		}
 	}
 	return t
