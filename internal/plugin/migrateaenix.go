@@ -278,8 +278,17 @@ func retireLegacy(ctx context.Context, o *Options, k *Kube, c *etcdv1.EtcdCluste
 		if err := k.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting the legacy %T %s: %w", obj, obj.GetName(), err)
 		}
+		say(o.Out, "deleted the legacy %s %s\n", kindOf(obj), obj.GetName())
 	}
 	return nil
+}
+
+// kindOf names a legacy namesake's kind for the command's output.
+func kindOf(obj client.Object) string {
+	if _, ok := obj.(*corev1.Service); ok {
+		return "Service"
+	}
+	return "PodDisruptionBudget"
 }
 
 // legacyNamesakes are the legacy client Service and PodDisruptionBudget, both named after the

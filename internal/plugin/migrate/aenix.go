@@ -411,6 +411,7 @@ func (p AenixPlan) Describe() string {
 			fmt.Fprintf(&b, "  ConfigMap %s: kept, owned by the new EtcdCluster (the adopted Pods read their environment from it)\n", cm)
 		}
 		fmt.Fprintf(&b, "  Service %s: deleted; this operator's headless Service of that name replaces it, and %s-client is the client Service\n", p.ClientService, c.Name)
+		fmt.Fprintf(&b, "  PodDisruptionBudget %s (if there is one): deleted; this operator's of that name replaces it\n", c.Name)
 	}
 	for _, r := range p.Refusals {
 		fmt.Fprintf(&b, "  refused: %s\n", r)
