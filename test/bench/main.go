@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 )
@@ -26,6 +27,10 @@ type options struct {
 	unrelated  int
 	idleWarmup time.Duration
 	idleWindow time.Duration
+	// steps selects the timed steps by metric; nil runs them all.
+	steps *regexp.Regexp
+	// timedOnly skips the scale, at-rest and crowd steps after the timed runs.
+	timedOnly bool
 }
 
 func main() {
@@ -36,7 +41,17 @@ func main() {
 	flag.IntVar(&o.unrelated, "unrelated", 5000, "Secrets and Pods (half each) of no cluster created in other namespaces, to see whether the operator's memory grows with them")
 	flag.DurationVar(&o.idleWarmup, "idle-warmup", 15*time.Second, "wait between the idle clusters being Available and counting")
 	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
+	stepsPattern := flag.String("steps", "", "run only the timed steps whose metric matches this regular expression (and the earlier steps on the same cluster they continue from), e.g. '^bootstrap'")
+	flag.BoolVar(&o.timedOnly, "timed-only", false, "skip the scale, at-rest and crowd steps (which take about 15 minutes) after the timed runs")
 	flag.Parse()
+	if *stepsPattern != "" {
+		re, err := regexp.Compile(*stepsPattern)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -steps:", err)
+			os.Exit(2)
+		}
+		o.steps = re
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal cancels the run, which still starts its clean-up; a second one ends
 	// the process at once.
@@ -78,26 +93,38 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	many, err := b.scale(ctx)
-	if err != nil {
-		return err
+	var r report
+	if !o.timedOnly {
+		if r, err = b.atScale(ctx); err != nil {
+			return err
+		}
 	}
-	rest, err := b.idle(ctx)
-	if err != nil {
-		return err
-	}
-	crowded, err := b.crowdIn(ctx)
-	if err != nil {
-		return err
-	}
-	if err := printReport(os.Stdout, o, times, report{many, rest, crowded}, time.Since(started)); err != nil {
+	if err := printReport(os.Stdout, o, times, r, time.Since(started)); err != nil {
 		return err
 	}
 	// Zero writes at rest is a requirement, not a speed: a cluster at rest must cost nothing.
-	if len(rest.operatorWrites) > 0 {
+	if rest := r.rest; rest != nil && len(rest.operatorWrites) > 0 {
 		return fmt.Errorf("the operator wrote to the API with every cluster at rest: %v per verb (the apiserver's count names the resources)", rest.operatorWrites)
 	}
 	return nil
+}
+
+// atScale runs the steps after the timed runs: many clusters at once, then at rest, then
+// among many unrelated objects.
+func (b *bench) atScale(ctx context.Context) (report, error) {
+	many, err := b.scale(ctx)
+	if err != nil {
+		return report{}, err
+	}
+	rest, err := b.idle(ctx)
+	if err != nil {
+		return report{}, err
+	}
+	crowded, err := b.crowdIn(ctx)
+	if err != nil {
+		return report{}, err
+	}
+	return report{many, rest, crowded}, nil
 }
 
 // logf reports progress on stderr; the report alone goes to stdout.

@@ -17,10 +17,22 @@ import (
 type samples struct {
 	metrics []string
 	times   map[string]map[string][]time.Duration
+	// milestones are the traced steps' milestones by metric and side, one per run.
+	milestones map[string]map[string][]reachedAt
 }
 
 func newSamples() *samples {
-	return &samples{times: map[string]map[string][]time.Duration{}}
+	return &samples{times: map[string]map[string][]time.Duration{}, milestones: map[string]map[string][]reachedAt{}}
+}
+
+func (s *samples) addMilestones(metric, side string, at reachedAt) {
+	if at == nil {
+		return
+	}
+	if s.milestones[metric] == nil {
+		s.milestones[metric] = map[string][]reachedAt{}
+	}
+	s.milestones[metric][side] = append(s.milestones[metric][side], at)
 }
 
 func (s *samples) add(metric, side string, d time.Duration) {
@@ -49,37 +61,24 @@ type report struct {
 }
 
 func formatReport(o options, times *samples, r report, took time.Duration) string {
-	rest := r.rest
 	var b strings.Builder
 	fmt.Fprintf(&b, "\netcd-operator bench: etcd %s, %d CPUs, median of %d runs\n", etcdVersion, runtime.NumCPU(), o.runs)
 	fmt.Fprintln(&b, "floor: the same etcd Pods started by hand as a static cluster, on the same cluster, in the same run")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "metric\toperator\tfloor\toperator/floor\toperator runs (s)\tfloor runs (s)")
+	fmt.Fprintln(&b, "metric\toperator\tfloor\toperator/floor\tspread (max-min)\toperator runs (s)\tfloor runs (s)")
 	for _, metric := range times.metrics {
 		op, fl := times.times[metric][operator], times.times[metric][floor]
 		mo, mf := stats.Median(op), stats.Median(fl)
-		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(), stats.Seconds(op), stats.Seconds(fl))
+		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%.1fs / %.1fs\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(),
+			stats.Spread(op).Seconds(), stats.Spread(fl).Seconds(), stats.Seconds(op), stats.Seconds(fl))
 	}
 	writeReplacement(&b, times)
+	writeMilestones(&b, times)
 
-	writeScale(&b, r.scale)
-
-	perMinute := func(n float64) float64 { return n / rest.window.Minutes() }
-	fmt.Fprintf(&b, "\nat rest: %d one-member clusters, API requests counted for %s once all were Available (floor: 0 writes)\n",
-		rest.clusters, rest.window.Round(time.Second))
-	fmt.Fprintf(&b, "operator API requests/min, reads included\t%.1f\n", perMinute(total(rest.requests)))
-	writeKinds(&b, rest.requests, perMinute)
-	fmt.Fprintf(&b, "reconcile latency at rest (EtcdCluster)\tp50 %s\tp99 %s\t%.0f reconciles\n", ms(rest.reconcile.p50), ms(rest.reconcile.p99), rest.reconcile.count)
-	fmt.Fprintf(&b, "operator API writes/min\t%.1f\tLease renewals for leader election left out: %.1f/min\n",
-		perMinute(total(rest.operatorWrites)), perMinute(float64(rest.leaseRenewals)))
-	writeKinds(&b, rest.operatorWrites, perMinute)
-	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\n", rest.rssBytes/(1<<20))
-	fmt.Fprintf(&b, "apiserver writes/min\t%.1f\tevery client; Leases and Nodes (heartbeats) left out\n", perMinute(total(rest.apiserverWrites)))
-	writeKinds(&b, rest.apiserverWrites, perMinute)
-	c := r.crowd
-	fmt.Fprintf(&b, "\nwith %d unrelated Secrets and %d unrelated Pods in %d other namespaces\n", c.secrets, c.pods, unrelatedNamespaces)
-	fmt.Fprintf(&b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssBytes/(1<<20), rest.rssBytes/(1<<20))
-	fmt.Fprintf(&b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapBytes/(1<<20), rest.heapBytes/(1<<20))
+	if r.scale != nil {
+		writeScale(&b, r.scale)
+		writeAtRest(&b, r.rest, r.crowd)
+	}
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
 }
@@ -113,6 +112,55 @@ func writeReplacement(b *strings.Builder, times *samples) {
 		wiped.Seconds(), wiped.Seconds()/learner.Seconds(), metricLearnerStep, learner.Seconds())
 }
 
+// writeMilestones sets each traced step's milestones of both sides side by side: where the
+// operator's time goes beyond the floor's is between two rows whose gap differs.
+func writeMilestones(b *strings.Builder, times *samples) {
+	for _, metric := range times.metrics {
+		bySide := times.milestones[metric]
+		if bySide == nil {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s: when every member reached each milestone (s after the act; median of runs, runs)\n", metric)
+		for _, m := range bootstrapMilestones {
+			fmt.Fprintf(b, "  %s\t%s\t%s\n", m.name, milestoneRuns(bySide[operator], m.name), milestoneRuns(bySide[floor], m.name))
+		}
+	}
+}
+
+// milestoneRuns is the median time of one milestone over the runs that reached it, and
+// every run's ("-" where a run did not), or "-" when none did.
+func milestoneRuns(runs []reachedAt, name string) string {
+	var reached []time.Duration
+	each := make([]string, len(runs))
+	for i, at := range runs {
+		d, ok := at[name]
+		if !ok {
+			each[i] = "-"
+			continue
+		}
+		reached = append(reached, d)
+		each[i] = fmt.Sprintf("%.1f", d.Seconds())
+	}
+	if len(reached) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%s)", stats.Median(reached).Seconds(), strings.Join(each, " "))
+}
+
+// String lists the milestones reached, in order, for the progress log.
+func (at reachedAt) String() string {
+	var parts []string
+	for _, m := range bootstrapMilestones {
+		if d, ok := at[m.name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", m.name, d.Seconds()))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // writeScale reports the clusters created at once beside one alone: the ratio to n times one
 // cluster says how much the operator works on them side by side (1 would be one after the
 // other).
@@ -130,4 +178,23 @@ func ms(seconds float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f ms", seconds*1000)
+}
+
+// writeAtRest reports the at-rest step and the crowd step after it.
+func writeAtRest(b *strings.Builder, rest *atRest, c *crowd) {
+	perMinute := func(n float64) float64 { return n / rest.window.Minutes() }
+	fmt.Fprintf(b, "\nat rest: %d one-member clusters, API requests counted for %s once all were Available (floor: 0 writes)\n",
+		rest.clusters, rest.window.Round(time.Second))
+	fmt.Fprintf(b, "operator API requests/min, reads included\t%.1f\n", perMinute(total(rest.requests)))
+	writeKinds(b, rest.requests, perMinute)
+	fmt.Fprintf(b, "reconcile latency at rest (EtcdCluster)\tp50 %s\tp99 %s\t%.0f reconciles\n", ms(rest.reconcile.p50), ms(rest.reconcile.p99), rest.reconcile.count)
+	fmt.Fprintf(b, "operator API writes/min\t%.1f\tLease renewals for leader election left out: %.1f/min\n",
+		perMinute(total(rest.operatorWrites)), perMinute(float64(rest.leaseRenewals)))
+	writeKinds(b, rest.operatorWrites, perMinute)
+	fmt.Fprintf(b, "operator resident memory\t%.1f MiB\n", rest.rssBytes/(1<<20))
+	fmt.Fprintf(b, "apiserver writes/min\t%.1f\tevery client; Leases and Nodes (heartbeats) left out\n", perMinute(total(rest.apiserverWrites)))
+	writeKinds(b, rest.apiserverWrites, perMinute)
+	fmt.Fprintf(b, "\nwith %d unrelated Secrets and %d unrelated Pods in %d other namespaces\n", c.secrets, c.pods, unrelatedNamespaces)
+	fmt.Fprintf(b, "operator resident memory\t%.1f MiB\tbefore: %.1f MiB\n", c.rssBytes/(1<<20), rest.rssBytes/(1<<20))
+	fmt.Fprintf(b, "operator heap in use\t%.1f MiB\tbefore: %.1f MiB\n", c.heapBytes/(1<<20), rest.heapBytes/(1<<20))
 }

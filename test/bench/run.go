@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,19 +40,22 @@ type step struct {
 	cluster string // which of a run's clusters; a step on an existing one continues from the previous step
 	members int
 	act     func(ctx context.Context, b *bench, s subject) error
+	// traced steps start a cluster: when each of its members reached each milestone of a
+	// bootstrap is reported beside the time.
+	traced bool
 }
 
 // steps are what a user does to clusters, in order. Pod loss takes a follower of the grown
 // cluster; bootstrap of 5 is a second cluster.
 var steps = []step{
-	{"bootstrap, 3 members", "grown", 3, bootstrap(3, etcdVersion)},
-	{"scale-out 3 -> 4", "grown", 4, growTo(4)},
-	{metricLearnerStep, "grown", 5, growTo(5)},
-	{"Pod loss, 5 members", "grown", 5, loseFollower},
-	{metricWiped, "grown", 5, wipeFollower},
-	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion)},
-	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch)},
-	{"upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgraded", 3, upgradeTo(3, etcdVersion)},
+	{"bootstrap, 3 members", "grown", 3, bootstrap(3, etcdVersion), true},
+	{"scale-out 3 -> 4", "grown", 4, growTo(4), false},
+	{metricLearnerStep, "grown", 5, growTo(5), false},
+	{"Pod loss, 5 members", "grown", 5, loseFollower, false},
+	{metricWiped, "grown", 5, wipeFollower, false},
+	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion), true},
+	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch), true},
+	{"upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgraded", 3, upgradeTo(3, etcdVersion), false},
 }
 
 // metricWiped is also set beside one learner step (metricLearnerStep) in the report.
@@ -123,7 +128,7 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 		sides = []string{operator, floor}
 	}
 	subjects := map[string]subject{}
-	for _, st := range steps {
+	for _, st := range selectSteps(steps, b.opts.steps) {
 		for _, side := range sides {
 			key := side + "/" + st.cluster
 			if subjects[key] == nil {
@@ -133,12 +138,13 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 				}
 				subjects[key] = s
 			}
-			d, err := b.measure(ctx, st, subjects[key])
+			d, milestones, err := b.measure(ctx, st, subjects[key])
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", side, st.metric, err)
 			}
-			logf("%-8s %-22s %6.2fs", side, st.metric, d.Seconds())
+			logf("%-8s %-22s %6.2fs%s", side, st.metric, d.Seconds(), milestones.String())
 			times.add(st.metric, side, d)
+			times.addMilestones(st.metric, side, milestones)
 		}
 	}
 	b.clearNamespaces(ctx)
@@ -156,14 +162,48 @@ func (b *bench) newSubject(ctx context.Context, side string) (subject, error) {
 	return newHandMade(b, ns), nil
 }
 
-func (b *bench) measure(ctx context.Context, st step, s subject) (time.Duration, error) {
+// measure times one step; a traced step also says when it passed each milestone.
+func (b *bench) measure(ctx context.Context, st step, s subject) (time.Duration, reachedAt, error) {
 	began := time.Now()
-	if err := st.act(ctx, b, s); err != nil {
-		return 0, err
+	finishTrace := func() reachedAt { return nil }
+	if st.traced {
+		finishTrace = b.startTrace(ctx, s, st.members, began)
 	}
-	what := fmt.Sprintf("%s settled at %d members", s.namespace(), st.members)
-	if err := waitFor(ctx, b.opts.timeout, what, func(ctx context.Context) error { return s.settled(ctx, st.members) }); err != nil {
-		return 0, err
+	err := st.act(ctx, b, s)
+	if err == nil {
+		what := fmt.Sprintf("%s settled at %d members", s.namespace(), st.members)
+		err = waitFor(ctx, b.opts.timeout, what, func(ctx context.Context) error { return s.settled(ctx, st.members) })
 	}
-	return time.Since(began), nil
+	took, milestones := time.Since(began), finishTrace()
+	if err != nil {
+		return 0, nil, err
+	}
+	return took, milestones, nil
+}
+
+// startTrace traces s in the background; what it returns stops the trace and says what it saw.
+func (b *bench) startTrace(ctx context.Context, s subject, n int, began time.Time) func() reachedAt {
+	ctx, stop := context.WithCancel(ctx)
+	seen := make(chan reachedAt, 1)
+	_, operated := s.(*operated)
+	go func() { seen <- b.trace(ctx, s.namespace(), n, began, operated) }()
+	return func() reachedAt {
+		stop()
+		return <-seen
+	}
+}
+
+// selectSteps keeps the steps whose metric matches, and the earlier steps on the same cluster,
+// which they continue from; all of them when pattern is nil.
+func selectSteps(all []step, pattern *regexp.Regexp) []step {
+	if pattern == nil {
+		return all
+	}
+	var kept []step
+	for i, st := range all {
+		if slices.ContainsFunc(all[i:], func(later step) bool { return later.cluster == st.cluster && pattern.MatchString(later.metric) }) {
+			kept = append(kept, st)
+		}
+	}
+	return kept
 }

@@ -24,6 +24,15 @@ func Median(ds []time.Duration) time.Duration {
 	return sorted[mid]
 }
 
+// Spread is the largest sample less the smallest: how far apart the runs were (an outlier
+// shows here when the median hides it).
+func Spread(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return slices.Max(ds) - slices.Min(ds)
+}
+
 // Seconds lists the samples in seconds, one decimal, in the order measured.
 func Seconds(ds []time.Duration) string {
 	parts := make([]string, len(ds))
