@@ -181,3 +181,26 @@ func TestRepeatedFailuresBackOffAndProgressResetsThem(t *testing.T) {
 		t.Fatalf("another cluster waits %v: backoff must be per cluster", d)
 	}
 }
+
+// A cached client whose members did not answer is not lent again: its connections would wait
+// out gRPC's reconnect backoff, and the look that follows etcd's first answer would miss it.
+func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
+	h := newHarness(t)
+	var opened []*countedClient
+	h.r.Clients = NewClientCache(h.api, func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+		cli := &countedClient{Cluster: h.etcd}
+		opened = append(opened, cli)
+		return cli, nil
+	})
+	h.reconcile() // creates the founding members: nothing to ask yet
+	h.reconcile() // the members' Pods are not running: the member list fails
+	if len(opened) != 1 || !opened[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("%d clients opened, first closed %v, %d kept; want the one that found nothing closed and dropped", len(opened), len(opened) > 0 && opened[0].closed, h.r.Clients.Len())
+	}
+	h.running()
+	h.reconcile()
+	h.reconcile()
+	if len(opened) != 2 || opened[1].closed || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(opened), len(opened) > 1 && opened[1].closed)
+	}
+}
