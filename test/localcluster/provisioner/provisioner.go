@@ -37,6 +37,8 @@ const (
 type Provisioner struct {
 	client kubernetes.Interface
 	dir    string // volumes live in dir/<pv name>
+	// volumes is the informer's store of PersistentVolumes, once Run started it.
+	volumes cache.Store
 }
 
 // New returns a provisioner keeping volume directories under dir.
@@ -72,6 +74,7 @@ func (p *Provisioner) Run(ctx context.Context) {
 	factory := informers.NewSharedInformerFactory(p.client, 10*time.Second)
 	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
 	volumes := factory.Core().V1().PersistentVolumes().Informer()
+	p.volumes = volumes.GetStore()
 	_, _ = claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.claimChanged(ctx, obj) },
 		UpdateFunc: func(_, obj any) { p.claimChanged(ctx, obj) },
@@ -149,12 +152,26 @@ func (p *Provisioner) wants(ctx context.Context, claim *corev1.PersistentVolumeC
 	if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil || claim.Annotations[selectedNodeAnnotation] == "" {
 		return false
 	}
+	if p.provisioned(claim) {
+		// Made already; the controller-manager's binder has not bound it yet. Creating it
+		// again on every resync would be a refused write every ten seconds per claim.
+		return false
+	}
 	className := ClassName
 	if claim.Spec.StorageClassName != nil {
 		className = *claim.Spec.StorageClassName
 	}
 	class, err := p.client.StorageV1().StorageClasses().Get(ctx, className, metav1.GetOptions{})
 	return err == nil && class.Provisioner == Name
+}
+
+// provisioned is true when the informer has seen the claim's volume.
+func (p *Provisioner) provisioned(claim *corev1.PersistentVolumeClaim) bool {
+	if p.volumes == nil {
+		return false
+	}
+	_, exists, err := p.volumes.GetByKey(volumeName(claim))
+	return err == nil && exists
 }
 
 func volumeName(claim *corev1.PersistentVolumeClaim) string {

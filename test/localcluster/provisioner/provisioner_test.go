@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 func boundClaim(request, capacity string) *corev1.PersistentVolumeClaim {
@@ -74,5 +76,44 @@ func TestWantsResizeOnlyABoundClaimAskingForMore(t *testing.T) {
 		if wantsResize(claim) {
 			t.Errorf("%s: wanted for a resize", name)
 		}
+	}
+}
+
+// A pending claim is provisioned once: while the binder has not bound it to the volume made
+// for it, a resync writes nothing.
+func TestAPendingClaimIsProvisionedOnce(t *testing.T) {
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns", UID: "u1", Annotations: map[string]string{selectedNodeAnnotation: "node-1"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+	client := fake.NewClientset(claim, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ClassName}, Provisioner: Name})
+	p := New(client, t.TempDir())
+	p.volumes = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	creates := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "create" && a.GetResource().Resource == "persistentvolumes" {
+				n++
+			}
+		}
+		return n
+	}
+	p.claimChanged(context.Background(), claim)
+	if creates() != 1 {
+		t.Fatalf("%d volumes created for a pending claim, want 1", creates())
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(context.Background(), "pvc-u1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.volumes.Add(pv); err != nil { // the informer sees it
+		t.Fatal(err)
+	}
+	p.claimChanged(context.Background(), claim) // a resync before the binder bound it
+	if creates() != 1 {
+		t.Fatalf("%d creates: the resync created the volume again", creates())
 	}
 }
