@@ -134,26 +134,33 @@ func TestClientCacheRebuildsForNewEndpointsOrANewCluster(t *testing.T) {
 	}
 }
 
-func TestClientCacheClosesTheClientOfADeletedCluster(t *testing.T) {
-	h := newHarness(t)
+// cacheClients gives the harness's reconciler a client cache; what it returns lists the
+// clients the cache opened, in order.
+func cacheClients(h *harness) *[]*countedClient {
 	var opened []*countedClient
 	h.r.Clients = NewClientCache(h.api, func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
 		cli := &countedClient{Cluster: h.etcd}
 		opened = append(opened, cli)
 		return cli, nil
 	})
+	return &opened
+}
+
+func TestClientCacheClosesTheClientOfADeletedCluster(t *testing.T) {
+	h := newHarness(t)
+	opened := cacheClients(h)
 	h.reconcile()
 	h.running()
 	h.reconcile()
-	if len(opened) != 1 || h.r.Clients.Len() != 1 {
-		t.Fatalf("%d clients opened over three reconciles, %d kept; want one", len(opened), h.r.Clients.Len())
+	if len((*opened)) != 1 || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients (*opened) over three reconciles, %d kept; want one", len((*opened)), h.r.Clients.Len())
 	}
 	if err := h.api.Delete(context.Background(), h.clusterObj()); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	if !opened[0].closed || h.r.Clients.Len() != 0 {
-		t.Fatalf("client closed %v, %d kept after the cluster was deleted", opened[0].closed, h.r.Clients.Len())
+	if !(*opened)[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("client closed %v, %d kept after the cluster was deleted", (*opened)[0].closed, h.r.Clients.Len())
 	}
 }
 
@@ -186,21 +193,16 @@ func TestRepeatedFailuresBackOffAndProgressResetsThem(t *testing.T) {
 // out gRPC's reconnect backoff, and the look that follows etcd's first answer would miss it.
 func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
 	h := newHarness(t)
-	var opened []*countedClient
-	h.r.Clients = NewClientCache(h.api, func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
-		cli := &countedClient{Cluster: h.etcd}
-		opened = append(opened, cli)
-		return cli, nil
-	})
+	opened := cacheClients(h)
 	h.reconcile() // creates the founding members: nothing to ask yet
 	h.reconcile() // the members' Pods are not running: the member list fails
-	if len(opened) != 1 || !opened[0].closed || h.r.Clients.Len() != 0 {
-		t.Fatalf("%d clients opened, first closed %v, %d kept; want the one that found nothing closed and dropped", len(opened), len(opened) > 0 && opened[0].closed, h.r.Clients.Len())
+	if len((*opened)) != 1 || !(*opened)[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("%d clients (*opened), first closed %v, %d kept; want the one that found nothing closed and dropped", len((*opened)), len((*opened)) > 0 && (*opened)[0].closed, h.r.Clients.Len())
 	}
 	h.running()
 	h.reconcile()
 	h.reconcile()
-	if len(opened) != 2 || opened[1].closed || h.r.Clients.Len() != 1 {
-		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(opened), len(opened) > 1 && opened[1].closed)
+	if len((*opened)) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients (*opened), the second closed %v: want a new client once etcd answers, then kept", len((*opened)), len((*opened)) > 1 && (*opened)[1].closed)
 	}
 }
