@@ -152,8 +152,8 @@ func TestClientCacheClosesTheClientOfADeletedCluster(t *testing.T) {
 	h.reconcile()
 	h.running()
 	h.reconcile()
-	if len((*opened)) != 1 || h.r.Clients.Len() != 1 {
-		t.Fatalf("%d clients (*opened) over three reconciles, %d kept; want one", len((*opened)), h.r.Clients.Len())
+	if len(*opened) != 1 || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients opened over three reconciles, %d kept; want one", len(*opened), h.r.Clients.Len())
 	}
 	if err := h.api.Delete(context.Background(), h.clusterObj()); err != nil {
 		t.Fatal(err)
@@ -196,13 +196,13 @@ func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
 	opened := cacheClients(h)
 	h.reconcile() // creates the founding members: nothing to ask yet
 	h.reconcile() // the members' Pods are not running: the member list fails
-	if len((*opened)) != 1 || !(*opened)[0].closed || h.r.Clients.Len() != 0 {
-		t.Fatalf("%d clients (*opened), first closed %v, %d kept; want the one that found nothing closed and dropped", len((*opened)), len((*opened)) > 0 && (*opened)[0].closed, h.r.Clients.Len())
+	if len(*opened) != 1 || !(*opened)[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("%d clients opened, first closed %v, %d kept; want the one that found nothing closed and dropped", len(*opened), len(*opened) > 0 && (*opened)[0].closed, h.r.Clients.Len())
 	}
 	h.running()
 	h.reconcile()
 	h.reconcile()
-	if len((*opened)) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
-		t.Fatalf("%d clients (*opened), the second closed %v: want a new client once etcd answers, then kept", len((*opened)), len((*opened)) > 1 && (*opened)[1].closed)
+	if len(*opened) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(*opened), len(*opened) > 1 && (*opened)[1].closed)
 	}
 }
