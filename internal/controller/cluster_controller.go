@@ -61,8 +61,21 @@ type ClusterReconciler struct {
 	// cap when nil.
 	RollSlots *RollSlots
 
-	backoffOnce sync.Once
-	backoff     workqueue.TypedRateLimiter[types.NamespacedName]
+	stepBackoff, healthLagBackoff backoff
+}
+
+// backoff is a per-cluster exponential backoff from retryBase to retryMax, made on first use
+// so that a zero ClusterReconciler works.
+type backoff struct {
+	once    sync.Once
+	limiter workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+func (b *backoff) get() workqueue.TypedRateLimiter[types.NamespacedName] {
+	b.once.Do(func() {
+		b.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryBase, retryMax)
+	})
+	return b.limiter
 }
 
 // openClient is the cluster's etcd client: the cached one when there is a cache.
@@ -181,11 +194,39 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// again soon to record its effect and take the next step.
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
-	// Nothing in Kubernetes changes when a member is removed from etcd by hand or stops
-	// answering while its Pod stays up; a slow look again notices. It writes nothing unless
-	// the status changed.
-	return ctrl.Result{RequeueAfter: resyncPeriod}, nil
+	return ctrl.Result{RequeueAfter: r.lookAgainAfter(cluster, view)}, nil
 }
+
+// lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready
+// may not answer etcd's health check yet (its name not resolvable yet, its first request
+// still in flight): when it does, no object the operator watches changes, and a look a minute
+// later would leave the status short of a ready member that long (a 5-member bootstrap
+// settled 60 s late so). Such a member is looked at again soon, backing off while it stays
+// so. Otherwise nothing in Kubernetes changes when a member is removed from etcd by hand or
+// stops answering while its Pod stays up; a slow look again notices. A look writes nothing
+// unless the status changed.
+func (r *ClusterReconciler) lookAgainAfter(c *etcdv1.EtcdCluster, v *clusterView) time.Duration {
+	key, lags := client.ObjectKeyFromObject(c), r.healthLagBackoff.get()
+	if len(healthLagging(c, v)) > 0 {
+		return lags.When(key)
+	}
+	lags.Forget(key)
+	return resyncPeriod
+}
+
+// healthLagging are the members whose Pod serves while etcd, asked through the member,
+// does not answer as healthy.
+func healthLagging(c *etcdv1.EtcdCluster, v *clusterView) []string {
+	var lagging []string
+	for _, m := range v.members {
+		em, known := v.etcdMemberFor(c, m)
+		if known && podServes(v.pods[m.Name]) && !v.healthy[em.ID] {
+			lagging = append(lagging, m.Name)
+		}
+	}
+	return lagging
+}
+
 
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.
 func (r *ClusterReconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) error {
@@ -265,14 +306,12 @@ func (r *ClusterReconciler) forgetFailures(key types.NamespacedName) { r.failure
 func (r *ClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.forgetClient(key)
 	r.forgetFailures(key)
+	r.healthLagBackoff.get().Forget(key)
 	r.RollSlots.release(key)
 }
 
 func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.NamespacedName] {
-	r.backoffOnce.Do(func() {
-		r.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryBase, retryMax)
-	})
-	return r.backoff
+	return r.stepBackoff.get()
 }
 
 func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {

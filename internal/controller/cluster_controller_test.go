@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -449,5 +451,63 @@ func TestASecondPendingMemberWaitsForTheLearnerToBePromoted(t *testing.T) {
 	h.reconcile()
 	if adds := h.etcd.CallsTo("AddLearner"); len(adds) != 1 || !strings.Contains(adds[0], "db-5") {
 		t.Fatalf("AddLearner calls %v, want db-5 added once db-4 is a voter", adds)
+	}
+}
+
+// reconcileAfter reconciles once and says when the controller asked to look again.
+func (h *harness) reconcileAfter() time.Duration {
+	h.t.Helper()
+	h.realizeMembers()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}})
+	if err != nil {
+		h.t.Fatalf("reconcile: %v", err)
+	}
+	return res.RequeueAfter
+}
+
+// markMembersReady does what the member controller does once their Pods are Ready.
+func (h *harness) markMembersReady() {
+	h.t.Helper()
+	for _, m := range h.members() {
+		meta.SetStatusCondition(&m.Status.Conditions, readyCondition(metav1.ConditionTrue, "PodReady", "the Pod is ready"))
+		if err := h.api.Status().Update(context.Background(), m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// A member whose Pod is Ready but whose etcd did not answer the health check yet is looked
+// at again within a second or two, not at the minute's resync: when it answers, nothing the
+// operator watches changes (a 5-member bootstrap's status stayed a minute short of one
+// ready member so).
+func TestAMemberNotReadyYetIsLookedAtAgainSoon(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.markMembersReady()
+	slow := h.members()[2]
+	id, err := etcd.ParseID(slow.Status.MemberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.SetUnhealthy(id, true)
+	var waits []time.Duration
+	for range 3 {
+		waits = append(waits, h.reconcileAfter())
+	}
+	if !slices.Equal(waits, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}) {
+		t.Fatalf("looks again after %v while %s does not answer; want 1s, 2s, 4s (backing off)", waits, slow.Name)
+	}
+	if ready := h.clusterObj().Status.ReadyMembers; ready != 2 {
+		t.Fatalf("status counts %d ready members, want 2", ready)
+	}
+	h.etcd.SetUnhealthy(id, false)
+	if after := h.reconcileAfter(); after != resyncPeriod {
+		t.Fatalf("every member ready: looks again after %v, want the resync period %v", after, resyncPeriod)
+	}
+	if ready := h.clusterObj().Status.ReadyMembers; ready != 3 {
+		t.Fatalf("status counts %d ready members, want 3", ready)
+	}
+	if after := h.reconcileAfter(); after != resyncPeriod {
+		t.Fatalf("at rest: looks again after %v, want %v", after, resyncPeriod)
 	}
 }
