@@ -227,7 +227,6 @@ func healthLagging(c *etcdv1.EtcdCluster, v *clusterView) []string {
 	return lagging
 }
 
-
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.
 func (r *ClusterReconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if err := r.ensureRetention(ctx, c); err != nil {

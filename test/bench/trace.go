@@ -85,20 +85,28 @@ type reachedAt map[string]time.Duration
 // It runs beside the measurement, on both sides alike.
 func (b *bench) trace(ctx context.Context, ns string, n int, began time.Time, operated bool) reachedAt {
 	at := reachedAt{}
-	for {
+	look := func(ctx context.Context) {
 		s, err := b.sight(ctx, ns, operated)
-		if err == nil {
-			seen := time.Since(began)
-			for _, m := range bootstrapMilestones {
-				if _, done := at[m.name]; !done && m.reached(s, n) {
-					at[m.name] = seen
-				}
+		if err != nil {
+			return
+		}
+		seen := time.Since(began)
+		for _, m := range bootstrapMilestones {
+			if _, done := at[m.name]; !done && m.reached(s, n) {
+				at[m.name] = seen
 			}
 		}
+	}
+	for {
 		select {
 		case <-ctx.Done():
+			// One last look: the step may have settled between two polls.
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			look(last)
 			return at
 		case <-time.After(traceInterval):
+			look(ctx)
 		}
 	}
 }
