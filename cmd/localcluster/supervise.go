@@ -70,7 +70,11 @@ func supervise(o options) error {
 	if cp.KubeconfigPath() != kubeconfigPath(o.dir) {
 		return fmt.Errorf("the control plane wrote its kubeconfig to %s, not %s", cp.KubeconfigPath(), kubeconfigPath(o.dir))
 	}
-	client, err := kubernetes.NewForConfig(cp.RESTConfig())
+	// The provisioner and the DNS records are controllers: a controller-manager's default
+	// limits (20 requests/s, bursts of 30), not client-go's 5/s.
+	controllersConfig := cp.RESTConfig()
+	controllersConfig.QPS, controllersConfig.Burst = 20, 30
+	client, err := kubernetes.NewForConfig(controllersConfig)
 	if err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func supervise(o options) error {
 	wg.Go(func() { prov.Run(ctx) })
 	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
 
-	nodes, err := startAgents(ctx, &wg, o, cp, client, netCfg)
+	nodes, err := startAgents(ctx, &wg, o, cp, netCfg)
 	if err != nil {
 		return err
 	}
@@ -179,7 +183,7 @@ func marker(dir string) string { return localcluster.MarkerFor(dir) }
 
 // startAgents starts one node agent per zone; each gets a /24 of the bridge network and its
 // own kubelet port on the bridge address.
-func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcluster.ControlPlane, client kubernetes.Interface, netCfg netsetup.Config) ([]*nodeSlot, error) {
+func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcluster.ControlPlane, netCfg netsetup.Config) ([]*nodeSlot, error) {
 	hostIP := netCfg.BridgeCIDR.Addr()
 	base := hostIP.As4()
 	var nodes []*nodeSlot
@@ -190,8 +194,12 @@ func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcl
 			return nil, err
 		}
 		podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], byte(i + 1), 0}), 24)
+		agentClient, err := kubeletClient(cp)
+		if err != nil {
+			return nil, err
+		}
 		n := &nodeSlot{cfg: node.Config{
-			NodeName: name, Zone: zones[i%len(zones)], Client: client,
+			NodeName: name, Zone: zones[i%len(zones)], Client: agentClient,
 			Dir:     filepath.Join(o.dir, "nodes", name),
 			Network: netCfg, PodCIDR: podCIDR, HostIP: hostIP, APIPort: apiPort,
 			ListenPort: firstNodePort + i, ServingCertFile: serving, ServingKeyFile: key, ClientCAFile: cp.CAFile(),
@@ -203,6 +211,16 @@ func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcl
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// kubeletClient is a node agent's own API client, with a kubelet's default limits (50
+// requests/s, bursts of 100). Sharing the supervisor's client, with client-go's default 5/s,
+// the three agents' Pod status updates, volume reads and Secret refreshes queued behind each
+// other: with some twenty Pods running, a Pod's start waited a second or more for the client.
+func kubeletClient(cp *localcluster.ControlPlane) (kubernetes.Interface, error) {
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 50, 100
+	return kubernetes.NewForConfig(cfg)
 }
 
 func copyFile(from, to string) error {
