@@ -107,6 +107,9 @@ func writeKinds(b *strings.Builder, writes map[string]float64, perMinute func(fl
 // replacement beside one learner step by hand (the floor's scale-out): what a replacement
 // costs beyond the join it cannot avoid.
 func writeReplacement(b *strings.Builder, times *samples) {
+	if len(times.times[metricWiped][operator]) == 0 || len(times.times[metricLearnerStep][floor]) == 0 {
+		return // not measured this time (-steps)
+	}
 	wiped, learner := stats.Median(times.times[metricWiped][operator]), stats.Median(times.times[metricLearnerStep][floor])
 	fmt.Fprintf(b, "\ndata wiped -> healthy replacement (operator)\t%.2fs\t%.2f x one learner step by hand (%s, floor: %.2fs)\n",
 		wiped.Seconds(), wiped.Seconds()/learner.Seconds(), metricLearnerStep, learner.Seconds())
