@@ -41,7 +41,7 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	// Clients of a legacy cluster use the Service <cluster>; it becomes this operator's
 	// headless Service of the same name, which still resolves to the members.
 	w := startWriterVia(t, ns, "lg", "lg", access{})
-	pods := podUIDs(t, ns, aenixMembers)
+	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
 	ids := serviceMemberIDs(t, ns, "lg")
 
 	// The legacy operator's Deployment has a replica: refused, changing nothing.
@@ -74,7 +74,7 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	}
 
 	c := applyMigration(t, bin, ns, "aenix", "lg")
-	checkAenixAdopted(t, ns, c, legacy, pods, ids)
+	checkAenixAdopted(t, ns, c, legacy, pods, restarts, ids)
 
 	c = scaleOutAndIn(t, ns, "lg")
 	// The adopted members that are left (scale-in takes the newest followers, lg-4 and lg-3,
@@ -177,20 +177,20 @@ func serviceMemberIDs(t *testing.T, ns, service string) map[string]string {
 // the same etcd IDs; the legacy EtcdCluster and StatefulSet gone; the headless Service and
 // ConfigMap the Pods depend on kept and owned by the new cluster; the Service lg now this
 // operator's headless Service.
-func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, pods, ids map[string]string) {
+func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, pods map[string]string, restarts map[string]int32, ids map[string]string) {
 	t.Helper()
 	checkSameMembers(t, ns, c, aenixMembers, pods, ids)
 	for _, name := range aenixMembers {
-		checkAenixMember(t, ns, name)
+		checkAenixMember(t, ns, name, restarts[name])
 	}
 	checkLegacyObjectsRetired(t, ns, c, legacy)
 }
 
 // checkAenixMember: the Pod never restarted and is its EtcdMember's, which says where the
 // data is.
-func checkAenixMember(t *testing.T, ns, name string) {
+func checkAenixMember(t *testing.T, ns, name string, restartsBefore int32) {
 	t.Helper()
-	pod := neverRestarted(t, ns, name)
+	pod := neverRestarted(t, ns, name, restartsBefore)
 	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.Name != name {
 		t.Errorf("Pod %s is controlled by %+v, want its EtcdMember", name, ref)
 	}
