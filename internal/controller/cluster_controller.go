@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,7 +159,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	defer view.close()
+	defer r.closeView(req.NamespacedName, view)
 	if err := r.ownPVCsPerPolicy(ctx, cluster, view.pvcs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -207,24 +208,32 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // unless the status changed.
 func (r *ClusterReconciler) lookAgainAfter(c *etcdv1.EtcdCluster, v *clusterView) time.Duration {
 	key, lags := client.ObjectKeyFromObject(c), r.healthLagBackoff.get()
-	if len(healthLagging(c, v)) > 0 {
+	if healthLagging(c, v) {
 		return lags.When(key)
 	}
 	lags.Forget(key)
 	return resyncPeriod
 }
 
-// healthLagging are the members whose Pod serves while etcd, asked through the member,
-// does not answer as healthy.
-func healthLagging(c *etcdv1.EtcdCluster, v *clusterView) []string {
-	var lagging []string
-	for _, m := range v.members {
+// healthLagging: some member's Pod serves while etcd, asked through the member, does not
+// answer as healthy.
+func healthLagging(c *etcdv1.EtcdCluster, v *clusterView) bool {
+	return slices.ContainsFunc(v.members, func(m *etcdv1.EtcdMember) bool {
 		em, known := v.etcdMemberFor(c, m)
-		if known && podServes(v.pods[m.Name]) && !v.healthy[em.ID] {
-			lagging = append(lagging, m.Name)
-		}
+		return known && podServes(v.pods[m.Name]) && !v.healthy[em.ID]
+	})
+}
+
+// closeView ends a look. The connections of a client through which no member answered wait
+// out gRPC's reconnect backoff (from 1 s, growing to two minutes) before they try again, so a
+// cached one would notice etcd answering up to that late: founding members forming the
+// cluster seconds after their Pods start, or a quorum back after an outage. Such a client is
+// dropped, and the next look dials afresh.
+func (r *ClusterReconciler) closeView(key types.NamespacedName, v *clusterView) {
+	v.close()
+	if v.answeredNot() {
+		r.forgetClient(key)
 	}
-	return lagging
 }
 
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.

@@ -54,16 +54,14 @@ type clusterView struct {
 	survivors []survivor
 	// volumes is the VolumesResized condition growVolumes decided; nil leaves it as it is.
 	volumes *metav1.Condition
-	// dropClient, when set, makes the next look open a new client instead of the cached one.
-	dropClient func()
 }
+
+// answeredNot: a client was opened and no member answered through it.
+func (v *clusterView) answeredNot() bool { return v.etcd != nil && !v.reachable }
 
 func (v *clusterView) close() {
 	if v.etcd != nil {
 		_ = v.etcd.Close()
-	}
-	if v.dropClient != nil {
-		v.dropClient()
 	}
 }
 
@@ -148,12 +146,6 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 		if c.Status.ClusterID != "" {
 			view.survivors = askSurvivors(ctx, cli, c, view)
 		}
-		// The connections of a client that found no member serving wait out gRPC's
-		// reconnect backoff (from 1 s, growing to two minutes) before they try again, so a
-		// cached one would notice etcd answering up to that late: founding members forming
-		// the cluster seconds after their Pods start, or a quorum back after an outage. The
-		// next look dials afresh.
-		view.dropClient = func() { r.forgetClient(client.ObjectKeyFromObject(c)) }
 		return view, nil
 	}
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
