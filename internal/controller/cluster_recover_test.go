@@ -75,10 +75,7 @@ func (h *harness) requestRecoveryFrom(source string) {
 // startPodOf creates a member's Pod as the member controller would, Ready.
 func (h *harness) startPodOf(name string) *corev1.Pod {
 	h.t.Helper()
-	m := &etcdv1.EtcdMember{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
-		h.t.Fatal(err)
-	}
+	m := h.member(name)
 	pod := specs.Pod(h.clusterObj(), m, h.r.PodOptions)
 	if m.Annotations[AnnotationForceNewCluster] == "true" {
 		specs.ForceNewCluster(pod)
