@@ -24,7 +24,7 @@ import (
 // (EtcdMembers and PVCs deleted), and the cluster bootstraps again from one member that
 // restores the snapshot (a new cluster ID), the others joining as learners. Only a person
 // sets it; it is refused while etcd has a quorum.
-const AnnotationRecoverFromSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot"
+const AnnotationRecoverFromSnapshot = specs.AnnotationRecoverFromSnapshot
 
 // AnnotationAllowOtherClusterSnapshot set to "true" beside AnnotationRecoverFromSnapshot
 // allows a snapshot of another etcd cluster (another EtcdCluster, or this one before a
@@ -175,10 +175,17 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
 		return true, waitFor(ReasonQuorumRecovery, "%s", plan.loss)
 	}
-	// The record is the point of no return: from here on nothing is checked again (the
-	// members it stops could not answer a check, and a member deleted without a finalizer
-	// leaves no trace to tell a begun recovery from one that has not), and everything the
-	// rest needs is in it. The quorum was lost in this very look. Written once: with the
+	if why, err := r.holdSnapshot(ctx, c, snap.Name); err != nil || why != "" {
+		if err != nil {
+			return true, err
+		}
+		return true, r.refuseRecovery(c, requested, why+": name another snapshot")
+	}
+	// The snapshot now holds its file until the rebuilt cluster answers (holdSnapshot). The
+	// record is the point of no return: from here on nothing is checked again (the members
+	// it stops could not answer a check, and a member deleted without a finalizer leaves no
+	// trace to tell a begun recovery from one that has not), and everything the rest needs
+	// is in it. The quorum was lost in this very look. Written once: with the
 	// resourceVersion read, so that a look at a cache not yet showing the record (the next
 	// one, often) cannot write it again over the first, with another start time and a loss
 	// recomputed from what the members answer then.

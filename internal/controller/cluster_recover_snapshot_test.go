@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -146,9 +147,15 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	if len(h.members()) != 3 || h.clusterObj().Status.SnapshotRecovery != nil {
 		t.Fatal("something was done before the loss was in status")
 	}
+	if h.snapshotHeld() {
+		t.Fatal("the snapshot was held before the loss was in status")
+	}
 	h.reconcile()
 	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || len(h.members()) != 3 {
 		t.Fatalf("the recovery was not recorded before the first act: %+v", rec)
+	}
+	if !h.snapshotHeld() {
+		t.Fatal("the recovery was recorded without holding the snapshot's file")
 	}
 	h.checkOldClusterCleared(oldToken)
 	h.checkRestoringSeed(oldToken)
@@ -376,5 +383,49 @@ func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
 	}
 	if rec := h.clusterObj().Status.SnapshotRecovery; rec == nil || !rec.StartTime.Equal(first.StartTime) {
 		t.Fatalf("the record was written again: %+v, first %+v", rec, first)
+	}
+}
+
+// snapshotHeld: the EtcdSnapshot snap holds its file for a restore, and says for which cluster.
+func (h *harness) snapshotHeld() bool {
+	h.t.Helper()
+	s := &etcdv1.EtcdSnapshot{}
+	if err := h.api.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "snap"}, s); err != nil {
+		h.t.Fatal(err)
+	}
+	return controllerutil.ContainsFinalizer(s, specs.FinalizerRestoreSource) && strings.HasPrefix(s.Annotations[specs.AnnotationRestoreHeldBy], "EtcdCluster db at ")
+}
+
+// A deletion of the EtcdSnapshot that comes after the plan read it and before the hold (the
+// hold reads live) refuses the hold: no finalizer can be added to an object being deleted.
+// The same look at the cluster then refuses the recovery: nothing recorded or discarded.
+func TestASnapshotBeingDeletedCannotBeHeld(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the loss stated
+	ctx := context.Background()
+	s := &etcdv1.EtcdSnapshot{}
+	if err := h.api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "snap"}, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Finalizers = []string{"test/keep"}
+	if err := h.api.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.api.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := h.r.holdSnapshot(ctx, h.clusterObj(), "snap"); err != nil || !strings.Contains(why, "EtcdSnapshot snap is being deleted") {
+		t.Fatalf("hold of a snapshot being deleted: %q, %v", why, err)
+	}
+	if h.snapshotHeld() {
+		t.Fatal("a snapshot being deleted was held")
+	}
+	if why, err := h.r.holdSnapshot(ctx, h.clusterObj(), "gone"); err != nil || !strings.Contains(why, "EtcdSnapshot gone no longer exists") {
+		t.Fatalf("hold of a missing snapshot: %q, %v", why, err)
+	}
+	h.reconcile()
+	if rec := h.clusterObj().Status.SnapshotRecovery; rec != nil || len(h.members()) != 3 {
+		t.Fatalf("a recovery from a snapshot being deleted began: %+v", rec)
 	}
 }

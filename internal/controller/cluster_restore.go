@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -190,8 +193,7 @@ func (r *ClusterReconciler) clustersRestoringFrom(ctx context.Context, obj clien
 	var out []reconcile.Request
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.Status.ClusterID == "" && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil &&
-			c.Spec.Bootstrap.Restore.Source.SnapshotRef != nil && c.Spec.Bootstrap.Restore.Source.SnapshotRef.Name == obj.GetName() {
+		if c.Status.ClusterID == "" && specs.BootstrapSnapshot(c) == obj.GetName() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 		}
 	}
@@ -204,4 +206,28 @@ func restoreSubject(c *etcdv1.EtcdCluster) string {
 		return "restoring EtcdSnapshot " + r.Snapshot
 	}
 	return "restoring spec.bootstrap.restore"
+}
+
+// holdSnapshot makes EtcdSnapshot name hold its stored file for cluster c
+// (specs.FinalizerRestoreSource) before an act that makes a restore of it necessary; "" when
+// it holds it, or why it cannot: the EtcdSnapshot is gone or being deleted. Read live and
+// written with the resourceVersion read, every time (specs.AnnotationRestoreHeldBy): a
+// deletion that came in between fails the write (and no finalizer can be added to an object
+// being deleted), so the act is refused rather than begun on a file about to go; a release
+// the snapshot controller decided before this hold fails as well.
+func (r *ClusterReconciler) holdSnapshot(ctx context.Context, c *etcdv1.EtcdCluster, name string) (string, error) {
+	s := &etcdv1.EtcdSnapshot{}
+	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s); apierrors.IsNotFound(err) {
+		return fmt.Sprintf("EtcdSnapshot %s no longer exists", name), nil
+	} else if err != nil {
+		return "", err
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return fmt.Sprintf("EtcdSnapshot %s is being deleted", name), nil
+	}
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(s, specs.FinalizerRestoreSource)
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, specs.AnnotationRestoreHeldBy,
+		fmt.Sprintf("EtcdCluster %s at %s", c.Name, r.now().UTC().Format(time.RFC3339Nano)))
+	return "", r.Patch(ctx, s, patch)
 }

@@ -176,18 +176,24 @@ func TestARestoreFromASnapshotRefWaitsForItAndRecordsItInTheSeed(t *testing.T) {
 		t.Fatalf("members %v, want one seed", names(members))
 	}
 	want := &etcdv1.MemberRestore{Source: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}}, Checksum: sum, Snapshot: "snap"}
-	if got := members[0].Spec.Bootstrap.Restore; !equality.Semantic.DeepEqual(got, want) {
-		t.Fatalf("the seed restores %+v, want %+v", got, want)
+	if got, held := members[0].Spec.Bootstrap.Restore, h.snapshotHeld(); !equality.Semantic.DeepEqual(got, want) || !held {
+		t.Fatalf("the seed restores %+v, want %+v; the EtcdSnapshot holds its file for it: %v", got, want, held)
 	}
+	h.checkTheSeedOutlivesItsSnapshot(snap, want)
+}
 
+// checkTheSeedOutlivesItsSnapshot deletes the EtcdSnapshot the seed was created from: the
+// seed keeps what it restores, and the restore is not failed.
+func (h *harness) checkTheSeedOutlivesItsSnapshot(snap *etcdv1.EtcdSnapshot, want *etcdv1.MemberRestore) {
+	h.t.Helper()
 	if err := h.api.Delete(context.Background(), snap); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.reconcile()
 	if m := h.members(); len(m) != 1 || !equality.Semantic.DeepEqual(m[0].Spec.Bootstrap.Restore, want) {
-		t.Fatalf("after the EtcdSnapshot went: members %v", names(m))
+		h.t.Fatalf("after the EtcdSnapshot went: members %v", names(m))
 	}
 	if cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionAvailable); cond.Reason == ReasonRestoreFailed {
-		t.Fatalf("the EtcdSnapshot gone after the seed was created fails the restore: %+v", cond)
+		h.t.Fatalf("the EtcdSnapshot gone after the seed was created fails the restore: %+v", cond)
 	}
 }

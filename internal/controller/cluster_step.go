@@ -121,38 +121,57 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 	if len(names) == 0 {
 		return false, nil
 	}
-	initial := specs.InitialCluster(c, names)
-	created := 0
+	var missing []string
 	for _, name := range names {
-		if memberNamed(v.members, name) != nil {
-			continue
+		if memberNamed(v.members, name) == nil {
+			missing = append(missing, name)
 		}
-		b := etcdv1.MemberBootstrap{InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken}
-		switch rec := c.Status.SnapshotRecovery; {
-		case rec != nil:
-			// A rebuild after the quorum was lost starts from the snapshot it names, whatever
-			// the cluster was first bootstrapped from.
-			b.Restore = rec.Restore.DeepCopy()
-		case c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil:
-			if v.restoreSource == nil {
-				// No member is created, so none can serve (or start empty) until the
-				// source can be used; an EtcdSnapshot changing wakes the cluster.
-				return true, waitFor(ReasonRestoreFailed, "%s", v.restoreFailure)
-			}
-			b.Restore = v.restoreSource
-		}
+	}
+	if len(missing) == 0 {
+		return true, waitFor("Bootstrapping", "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
+	}
+	restore, err := r.foundingRestore(ctx, c, v)
+	if err != nil {
+		return true, err
+	}
+	initial := specs.InitialCluster(c, names)
+	for _, name := range missing {
+		b := etcdv1.MemberBootstrap{InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken, Restore: restore.DeepCopy()}
 		m := r.newMember(c, name, b)
 		if err := r.createMember(ctx, c, m); err != nil {
 			return true, err
 		}
 		failpoint.Crash(c, failpoint.AfterBootstrapMember)
-		created++
 	}
-	if created > 0 {
-		r.event(c, corev1.EventTypeNormal, "Bootstrapping", "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
-		return true, nil
+	r.event(c, corev1.EventTypeNormal, "Bootstrapping", "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+	return true, nil
+}
+
+// foundingRestore is what the founding members restore: the snapshot a recovery after a lost
+// quorum names, whatever the cluster was first bootstrapped from, or the cluster's
+// spec.bootstrap.restore; nil for an empty start. An EtcdSnapshot a snapshotRef names is held
+// for the restore (holdSnapshot) before the member that needs its file is created.
+func (r *ClusterReconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (*etcdv1.MemberRestore, error) {
+	switch rec := c.Status.SnapshotRecovery; {
+	case rec != nil:
+		return &rec.Restore, nil
+	case c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil:
+		return nil, nil
+	case v.restoreSource == nil:
+		// No member is created, so none can serve (or start empty) until the source can be
+		// used; an EtcdSnapshot changing wakes the cluster.
+		return nil, waitFor(ReasonRestoreFailed, "%s", v.restoreFailure)
 	}
-	return true, waitFor("Bootstrapping", "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
+	if name := v.restoreSource.Snapshot; name != "" {
+		why, err := r.holdSnapshot(ctx, c, name)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return nil, waitFor(ReasonRestoreFailed, "spec.bootstrap.restore.source.snapshotRef: %s: delete this EtcdCluster and create it again naming a Complete EtcdSnapshot (spec.bootstrap cannot change)", why)
+		}
+	}
+	return v.restoreSource, nil
 }
 
 // foundingNames are the members of the first bootstrap: from an existing founding member's

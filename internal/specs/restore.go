@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -16,6 +18,74 @@ const (
 	// termination message is the restore agent's JSON result.
 	RestoreContainerName = "restore"
 )
+
+// AnnotationRecoverFromSnapshot on an EtcdCluster that lost its quorum asks the operator to
+// rebuild it from the named EtcdSnapshot (package controller carries it out).
+const AnnotationRecoverFromSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot"
+
+// FinalizerRestoreSource on an EtcdSnapshot holds its stored file while a cluster is to be
+// founded from it: the cluster controller sets it before the act that makes the file
+// necessary (the record of a recovery from the snapshot, or the founding member of a cluster
+// whose spec.bootstrap.restore names it), so that a deletion of the EtcdSnapshot (with
+// deletionPolicy Delete, of its file too) that comes in between waits for the restore, or,
+// if it came first, makes the act refused rather than begun on a file about to go. The
+// snapshot controller lets it go once SnapshotNeededBy names no cluster.
+const FinalizerRestoreSource = "etcd-operator.cozystack.io/restore-source"
+
+// AnnotationRestoreHeldBy on an EtcdSnapshot says which cluster last held it with
+// FinalizerRestoreSource, and when. Written on every hold, even one the finalizer already
+// marks, so that each hold changes the EtcdSnapshot's resourceVersion: a release decided on
+// an older read of it then fails instead of taking a hold it did not see.
+const AnnotationRestoreHeldBy = "etcd-operator.cozystack.io/restore-held-by"
+
+// SnapshotNeededBy says which of the clusters (of the EtcdSnapshot's namespace) may still
+// restore the EtcdSnapshot named snapshot, and why; empty when none: a cluster asking to be
+// rebuilt from it (AnnotationRecoverFromSnapshot, until the rebuilt cluster answers and the
+// operator removes the request), one being rebuilt from it (status.snapshotRecovery), or
+// one whose spec.bootstrap.restore names it and that has not formed yet (no
+// status.clusterID). A cluster being deleted restores nothing.
+func SnapshotNeededBy(snapshot string, clusters []etcdv1.EtcdCluster) []string {
+	var users []string
+	for i := range clusters {
+		c := &clusters[i]
+		if !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		switch {
+		case c.Status.SnapshotRecovery != nil && c.Status.SnapshotRecovery.Snapshot == snapshot:
+			users = append(users, fmt.Sprintf("EtcdCluster %s is being rebuilt from it", c.Name))
+		case c.Annotations[AnnotationRecoverFromSnapshot] == snapshot:
+			users = append(users, fmt.Sprintf("EtcdCluster %s asks to be rebuilt from it (%s)", c.Name, AnnotationRecoverFromSnapshot))
+		case c.Status.ClusterID == "" && BootstrapSnapshot(c) == snapshot:
+			users = append(users, fmt.Sprintf("EtcdCluster %s bootstraps from it (spec.bootstrap.restore.source.snapshotRef) and has not formed yet", c.Name))
+		}
+	}
+	return users
+}
+
+// BootstrapSnapshot is the EtcdSnapshot the cluster's spec.bootstrap.restore names; "" when
+// it names none.
+func BootstrapSnapshot(c *etcdv1.EtcdCluster) string {
+	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.SnapshotRef != nil {
+		return b.Restore.Source.SnapshotRef.Name
+	}
+	return ""
+}
+
+// SnapshotsNamedBy lists every EtcdSnapshot the cluster names as something to restore,
+// needed or not: what a change of the cluster may have changed SnapshotNeededBy for.
+func SnapshotsNamedBy(c *etcdv1.EtcdCluster) []string {
+	var names []string
+	for _, name := range []string{c.Annotations[AnnotationRecoverFromSnapshot], BootstrapSnapshot(c)} {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	if rec := c.Status.SnapshotRecovery; rec != nil {
+		names = append(names, rec.Snapshot)
+	}
+	return names
+}
 
 // Restores reports whether a member starts from a snapshot: the founding member of a cluster
 // rebuilt from an EtcdSnapshot (its own spec.bootstrap.restore), or a founding member of a

@@ -67,3 +67,42 @@ func TestASeedRestoresTheSourceResolvedIntoIt(t *testing.T) {
 		t.Errorf("the restore reads credentials from %+v, want the snapshot's Secret creds", restore.Env)
 	}
 }
+
+func TestSnapshotNeededBy(t *testing.T) {
+	ref := &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{SnapshotRef: &corev1.LocalObjectReference{Name: "snap"}}}}
+	cluster := func(edit func(*etcdv1.EtcdCluster)) etcdv1.EtcdCluster {
+		c := etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}, Status: etcdv1.EtcdClusterStatus{ClusterID: "c1"}}
+		edit(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster etcdv1.EtcdCluster
+		want    string // part of the one use; "" when none
+	}{
+		{"a cluster that names no snapshot", cluster(func(*etcdv1.EtcdCluster) {}), ""},
+		{"a recovery from it asked for", cluster(func(c *etcdv1.EtcdCluster) { c.Annotations = map[string]string{AnnotationRecoverFromSnapshot: "snap"} }), "asks to be rebuilt from it"},
+		{"a recovery from another asked for", cluster(func(c *etcdv1.EtcdCluster) { c.Annotations = map[string]string{AnnotationRecoverFromSnapshot: "other"} }), ""},
+		{"a recovery from it begun", cluster(func(c *etcdv1.EtcdCluster) {
+			c.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "snap"}
+		}), "is being rebuilt from it"},
+		{"a recovery from another begun", cluster(func(c *etcdv1.EtcdCluster) {
+			c.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "other"}
+		}), ""},
+		{"a bootstrap from it not formed yet", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap, c.Status.ClusterID = ref, "" }), "bootstraps from it"},
+		{"a bootstrap from it formed", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap = ref }), ""},
+		{"a cluster being deleted", cluster(func(c *etcdv1.EtcdCluster) {
+			c.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "snap"}
+			now := metav1.Now()
+			c.DeletionTimestamp = &now
+		}), ""},
+	} {
+		users := SnapshotNeededBy("snap", []etcdv1.EtcdCluster{tc.cluster})
+		switch {
+		case tc.want == "" && len(users) != 0:
+			t.Errorf("%s: needed by %v, want none", tc.name, users)
+		case tc.want != "" && (len(users) != 1 || !strings.Contains(users[0], tc.want) || !strings.Contains(users[0], "EtcdCluster db")):
+			t.Errorf("%s: needed by %v, want EtcdCluster db, %q", tc.name, users, tc.want)
+		}
+	}
+}

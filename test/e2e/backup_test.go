@@ -283,9 +283,8 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("the Delete snapshot's file is not where its URI says: %v", err)
 	}
 	deleteSnapshotAndWait(t, ns, "snap-delete")
-	_, err := s3Srv.admin.StatObject(context.Background(), bucket, "snapshots/snap-delete.db", minio.StatObjectOptions{})
-	if code := minio.ToErrorResponse(err).Code; code != "NoSuchKey" {
-		t.Fatalf("deleting a Delete snapshot: its file is still there or unknown (%v)", err)
+	if err := objectDeleted(bucket, "snapshots/snap-delete.db"); err != nil {
+		t.Fatalf("deleting a Delete snapshot: %v", err)
 	}
 	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
 		t.Fatalf("deleting one snapshot with its file removed another's: %v", err)
@@ -294,9 +293,19 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 
 func deleteSnapshotAndWait(t *testing.T, ns, name string) {
 	t.Helper()
+	deleteSnapshot(t, ns, name)
+	waitSnapshotGone(t, ns, name)
+}
+
+func deleteSnapshot(t *testing.T, ns, name string) {
+	t.Helper()
 	if err := k8s.Delete(context.Background(), &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func waitSnapshotGone(t *testing.T, ns, name string) {
+	t.Helper()
 	eventually(t, 2*time.Minute, "EtcdSnapshot "+name+" gone", func() error {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &etcdv1.EtcdSnapshot{})
 		if apierrors.IsNotFound(err) {
@@ -695,6 +704,15 @@ func objectExists(bucket, key string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// objectDeleted: the store answers that the object does not exist (not merely an error).
+func objectDeleted(bucket, key string) error {
+	_, err := s3Srv.admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
+	if code := minio.ToErrorResponse(err).Code; code != "NoSuchKey" {
+		return fmt.Errorf("object %s is still there or unknown (%w)", key, err)
+	}
+	return nil
 }
 
 // warningAbout finds a Warning event of that reason regarding the named object.

@@ -128,7 +128,9 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	cli := dialClusterWith(t, ns, "snaplost", access{})
 	const keys = 2000
 	loadKeys(t, cli, "/before", keys)
-	createSnapshot(t, ns, "snap", "snaplost", s3Location(t, bucket, "snapshots/"))
+	create(t, &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: ns},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "snaplost"},
+			Destination: s3Location(t, bucket, "snapshots/"), DeletionPolicy: etcdv1.SnapshotDelete}})
 	waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	loadKeys(t, cli, "/after", 100)
 	_ = cli.Close()
@@ -140,6 +142,14 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 		!strings.Contains(out, "are lost") {
 		t.Fatalf("kubectl etcd recover --from-snapshot printed no statement of the loss:\n%s", out)
 	}
+	// Deleted, file and all, as soon as the recovery has begun: the recovery holds it.
+	eventually(t, 2*time.Minute, "the recovery recorded", func() error {
+		if getCluster(t, ns, "snaplost").Status.SnapshotRecovery == nil {
+			return fmt.Errorf("no status.snapshotRecovery yet")
+		}
+		return nil
+	})
+	deleteSnapshot(t, ns, "snap")
 	after := waitSettled(t, ns, "snaplost", 3, 6*time.Minute)
 	if after.Status.ClusterID == before.Status.ClusterID || after.Status.ClusterID == "" {
 		t.Fatalf("cluster ID %q after the recovery from a snapshot, was %s", after.Status.ClusterID, before.Status.ClusterID)
@@ -162,6 +172,11 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	w := startWriter(t, ns, "snaplost", "/after-recovery")
 	time.Sleep(2 * time.Second)
 	w.stopAndVerify(t, 10)
+	// Nothing needs the snapshot any more: its deletion, and its file's, went on.
+	waitSnapshotGone(t, ns, "snap")
+	if err := objectDeleted(bucket, "snapshots/snap.db"); err != nil {
+		t.Fatalf("the deleted snapshot's file (deletionPolicy Delete): %v", err)
+	}
 }
 
 // loseTwoOfThree destroys the second and third members (Pods and PVCs) while the operator is

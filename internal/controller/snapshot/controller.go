@@ -25,6 +25,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Finalizer lets the controller delete the stored file of a snapshot with deletionPolicy Delete.
@@ -45,6 +46,9 @@ const (
 	ReasonWaiting          = "WaitingForCluster"
 	ReasonSucceeded        = "Succeeded"
 	ReasonDeleteFailed     = "DeleteFailed"
+	// ReasonRestoreInProgress: the snapshot is being deleted, but a cluster may still
+	// restore it (specs.SnapshotNeededBy); its file stays until none may.
+	ReasonRestoreInProgress = "RestoreInProgress"
 )
 
 // Reconciler runs EtcdSnapshots.
@@ -71,6 +75,7 @@ func (r *Reconciler) live() client.Reader {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
@@ -86,6 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdSnapshot{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(snapshotOfJob)).
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoredSnapshots)).
 		Named("etcdsnapshot").
 		Complete(r)
 }
@@ -104,6 +110,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &etcdv1.EtcdSnapshot{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(s, specs.FinalizerRestoreSource) {
+		if wait, err := r.releaseHold(ctx, s); wait || err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s)
@@ -129,6 +140,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
 	}
 	return r.follow(ctx, s, job)
+}
+
+// releaseHold lets the hold a cluster took on the snapshot's file
+// (specs.FinalizerRestoreSource) go once no cluster may restore the snapshot any more; until
+// then a deletion waits, and says for whom. True when this reconcile ends here: the hold was
+// let go (the update brings the snapshot back) or a deletion waits. The clusters are read
+// live, after the snapshot; the release is written with the snapshot's resourceVersion, so a
+// hold taken after that read (every hold writes) fails the release.
+func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
+	clusters := &etcdv1.EtcdClusterList{}
+	if err := r.live().List(ctx, clusters, client.InNamespace(s.Namespace)); err != nil {
+		return true, err
+	}
+	users := specs.SnapshotNeededBy(s.Name, clusters.Items)
+	switch {
+	case len(users) == 0:
+		controllerutil.RemoveFinalizer(s, specs.FinalizerRestoreSource)
+		delete(s.Annotations, specs.AnnotationRestoreHeldBy)
+		return true, client.IgnoreNotFound(r.Update(ctx, s))
+	case s.DeletionTimestamp.IsZero():
+		return false, nil
+	}
+	msg := fmt.Sprintf("the deletion waits until no cluster may restore this snapshot any more: %s", strings.Join(users, "; "))
+	if hasReady(s, ReasonRestoreInProgress, msg) {
+		return true, nil
+	}
+	setReady(s, metav1.ConditionFalse, ReasonRestoreInProgress, msg)
+	r.event(s, corev1.EventTypeWarning, ReasonRestoreInProgress, "%s", msg)
+	return true, r.Status().Update(ctx, s)
+}
+
+// restoredSnapshots maps a cluster to the EtcdSnapshots it names as something to restore, so
+// that a snapshot held for it is let go, or its deletion goes on, once the cluster no
+// longer needs it (both the old and the new object of a change are mapped).
+func restoredSnapshots(_ context.Context, obj client.Object) []reconcile.Request {
+	c, ok := obj.(*etcdv1.EtcdCluster)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, name := range specs.SnapshotsNamedBy(c) {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: name}})
+	}
+	return out
 }
 
 // snapshotJob is the snapshot's Job, nil when there is none. A snapshot already Started whose

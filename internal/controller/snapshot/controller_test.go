@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func harness(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
@@ -242,5 +244,67 @@ func TestAgentJobsMapToTheirSnapshotByLabel(t *testing.T) {
 	}
 	if reqs := snapshotOfJob(context.Background(), &batchv1.Job{}); len(reqs) != 0 {
 		t.Errorf("an unlabelled Job maps to %v", reqs)
+	}
+}
+
+// A snapshot a cluster is being rebuilt from keeps its stored file through a deletion until
+// the rebuilt cluster no longer needs it; then the hold goes and the file is deleted.
+func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
+	s := pvcSnapshot()
+	s.Spec.DeletionPolicy = etcdv1.SnapshotDelete
+	s.Finalizers = []string{Finalizer, specs.FinalizerRestoreSource}
+	s.Annotations = map[string]string{specs.AnnotationRestoreHeldBy: "EtcdCluster main at 2026-12-02T00:00:00Z"}
+	s.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete, Artifact: &etcdv1.SnapshotArtifact{URI: "pvc://backups/d/s1.db", Checksum: goodSum}}
+	rebuilt := availableCluster()
+	rebuilt.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "s1"}
+	r, api := harness(t, s, rebuilt, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	ctx := context.Background()
+	if err := api.Delete(ctx, get(t, api)); err != nil {
+		t.Fatal(err)
+	}
+	deleteJob := types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionDelete)}
+	reconcileTimes(t, r, 3)
+	got := get(t, api)
+	if !controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || readyReason(got) != ReasonRestoreInProgress {
+		t.Fatalf("while EtcdCluster main is rebuilt from it: finalizers %v, Ready %s", got.Finalizers, readyReason(got))
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionReady); !strings.Contains(c.Message, "EtcdCluster main is being rebuilt from it") {
+		t.Errorf("Ready does not say for whom the deletion waits: %s", c.Message)
+	}
+	if err := api.Get(ctx, deleteJob, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the stored file is being deleted while a cluster restores it: %v", err)
+	}
+
+	c := &etcdv1.EtcdCluster{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(rebuilt), c); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := restoredSnapshots(ctx, c); len(reqs) != 1 || reqs[0].Name != "s1" {
+		t.Fatalf("the rebuilt cluster wakes %v, want s1", reqs)
+	}
+	c.Status.SnapshotRecovery = nil
+	if err := api.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	if got := get(t, api); controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || got.Annotations[specs.AnnotationRestoreHeldBy] != "" {
+		t.Fatalf("the hold stays after the cluster answered: %v %v", got.Finalizers, got.Annotations)
+	}
+	reconcileTimes(t, r, 1)
+	if err := api.Get(ctx, deleteJob, &batchv1.Job{}); err != nil {
+		t.Fatalf("the file's deletion did not go on once nothing held it: %v", err)
+	}
+}
+
+// A hold no cluster needs (a request withdrawn before the recovery began) goes at once, on a
+// snapshot that is not being deleted too.
+func TestAHoldNoClusterNeedsGoes(t *testing.T) {
+	s := pvcSnapshot()
+	s.Finalizers = []string{Finalizer, specs.FinalizerRestoreSource}
+	s.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete}
+	r, api := harness(t, s, availableCluster())
+	reconcileTimes(t, r, 1)
+	if got := get(t, api); controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || !controllerutil.ContainsFinalizer(got, Finalizer) {
+		t.Fatalf("finalizers %v, want only %s", got.Finalizers, Finalizer)
 	}
 }
