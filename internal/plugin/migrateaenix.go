@@ -32,7 +32,6 @@ const legacyOperatorImage = "aenix-io/etcd-operator"
 
 type aenixFlags struct {
 	migrateFlags
-	force bool
 }
 
 func newMigrateAenixCommand(o *Options) *cobra.Command {
@@ -45,8 +44,7 @@ func newMigrateAenixCommand(o *Options) *cobra.Command {
 			return f.run(cmd.Context(), o, args[0])
 		},
 	}
-	f.addFlags(cmd)
-	cmd.Flags().BoolVar(&f.force, "force", false, "adopt although the legacy operator's Deployment may be running (it must not act on the cluster meanwhile)")
+	f.addFlags(cmd, "the legacy operator")
 	return cmd
 }
 
@@ -62,7 +60,7 @@ func (f *aenixFlags) run(ctx context.Context, o *Options, name string) error {
 	if err != nil {
 		return err
 	}
-	obs.Force = f.force
+	obs.Operator.Force = f.force
 	// etcd's member list, through the Pods: the session is that of the cluster as this
 	// operator will see it, whose members are the StatefulSet's Pods.
 	// With the legacy TLS translated: the CA of the server Secret, the legacy operator's
@@ -161,7 +159,7 @@ func observeAenix(ctx context.Context, k *Kube, name string) (migrate.AenixObser
 	} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 		return obs, nil, explainForbidden(err, "get etcdclusters")
 	}
-	obs.RunningOperators, obs.OperatorCheck = legacyOperators(ctx, k)
+	obs.Operator = runningOperators(ctx, k, legacyOperatorImage)
 	return obs, legacy, nil
 }
 
@@ -208,26 +206,26 @@ func readPods(ctx context.Context, k *Kube, sts *appsv1.StatefulSet, obs *migrat
 	return nil
 }
 
-// legacyOperators are the Deployments, in any namespace, that run the legacy operator's image
-// and have replicas; or why they could not be listed.
-func legacyOperators(ctx context.Context, k *Kube) ([]string, string) {
+// runningOperators finds the Deployments, in any namespace, that run an image whose name
+// contains image and have replicas; or says why they could not be listed.
+func runningOperators(ctx context.Context, k *Kube, image string) migrate.OperatorCheck {
 	list := &appsv1.DeploymentList{}
 	if err := k.Client.List(ctx, list); err != nil {
-		return nil, explainForbidden(err, "list deployments in all namespaces").Error()
+		return migrate.OperatorCheck{Unknown: explainForbidden(err, "list deployments in all namespaces").Error()}
 	}
-	var out []string
+	var check migrate.OperatorCheck
 	for _, d := range list.Items {
 		if d.Status.Replicas == 0 && (d.Spec.Replicas != nil && *d.Spec.Replicas == 0) {
 			continue
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if strings.Contains(c.Image, legacyOperatorImage) {
-				out = append(out, d.Namespace+"/"+d.Name)
+			if strings.Contains(c.Image, image) {
+				check.Running = append(check.Running, d.Namespace+"/"+d.Name)
 				break
 			}
 		}
 	}
-	return out, ""
+	return check
 }
 
 // adoptAenix makes the plan's changes. This operator's objects come first (its EtcdMembers

@@ -31,7 +31,13 @@ type migrateFlags struct {
 	apply        bool
 	snapshotFile string
 	skipSnapshot bool
+	force        bool
 }
+
+// cozystackOperatorImage is in the image of Cozystack's etcd-operator as published
+// (ghcr.io/cozystack/etcd-operator) and as Cozystack's platform ships it
+// (ghcr.io/cozystack/cozystack/etcd-operator).
+const cozystackOperatorImage = "cozystack/etcd-operator"
 
 func newMigrateCozystackCommand(o *Options) *cobra.Command {
 	f := &migrateFlags{}
@@ -40,19 +46,20 @@ func newMigrateCozystackCommand(o *Options) *cobra.Command {
 		cobra.ExactArgs(1), 0, o.withSession(func(cmd *cobra.Command, s *Session, _ []string) error {
 			return f.run(cmd.Context(), o, s)
 		}))
-	f.addFlags(cmd)
+	f.addFlags(cmd, "Cozystack's operator")
 	return cmd
 }
 
-// addFlags adds the flags every migration takes.
-func (f *migrateFlags) addFlags(cmd *cobra.Command) {
+// addFlags adds the flags every migration takes; operator names the one it takes over from.
+func (f *migrateFlags) addFlags(cmd *cobra.Command, operator string) {
+	cmd.Flags().BoolVar(&f.force, "force", false, "adopt although a Deployment of "+operator+" may be running (it must not act on the cluster meanwhile)")
 	cmd.Flags().BoolVar(&f.apply, "apply", false, "make the changes; without it, print what would change and change nothing")
 	cmd.Flags().StringVar(&f.snapshotFile, "snapshot-file", "", "with --apply: save a snapshot of the cluster to this local file first")
 	cmd.Flags().BoolVar(&f.skipSnapshot, "skip-snapshot", false, "with --apply: adopt without a safety snapshot")
 }
 
 func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
-	plan, err := planCozystack(ctx, s)
+	plan, err := planCozystack(ctx, s, f.force)
 	if err != nil {
 		return err
 	}
@@ -74,9 +81,9 @@ func (f *migrateFlags) run(ctx context.Context, o *Options, s *Session) error {
 	return nil
 }
 
-// planCozystack reads what adoption decides on: the members, their Pods and PVCs, and etcd's
-// own member list.
-func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
+// planCozystack reads what adoption decides on: the members, their Pods and PVCs, etcd's own
+// member list, and whether Cozystack's operator still runs.
+func planCozystack(ctx context.Context, s *Session, force bool) (migrate.Plan, error) {
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := s.Kube.Client.List(ctx, pvcs, client.InNamespace(s.Kube.Namespace)); err != nil {
 		return migrate.Plan{}, explainForbidden(err, "list persistentvolumeclaims")
@@ -88,7 +95,8 @@ func planCozystack(ctx context.Context, s *Session) (migrate.Plan, error) {
 		return migrate.Plan{}, fmt.Errorf("reading etcd's member list: %w", err)
 	}
 	o := migrate.Observed{Cluster: s.Cluster, Members: s.Members, Pods: map[string]*corev1.Pod{},
-		PVCs: map[string]*corev1.PersistentVolumeClaim{}, Etcd: etcdMembers}
+		PVCs: map[string]*corev1.PersistentVolumeClaim{}, Etcd: etcdMembers, Operator: runningOperators(ctx, s.Kube, cozystackOperatorImage)}
+	o.Operator.Force = force
 	secrets, err := podSecrets(ctx, s.Kube, s.Pods)
 	if err != nil {
 		return migrate.Plan{}, err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,5 +89,37 @@ func mustGet(t *testing.T, k *Kube, name string, obj client.Object) {
 	t.Helper()
 	if err := k.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, obj); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The operators a migration takes over from are found by their image in every namespace; a
+// Deployment scaled to 0 with no Pod left does not count, one still scaling down does.
+func TestRunningOperatorsAreFoundByImage(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := func(ns, name, image string, replicas, running int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "proxy", Image: "ghcr.io/kube-rbac-proxy/kube-rbac-proxy:v0.22.0"}, {Name: "manager", Image: image}}}}},
+			Status: appsv1.DeploymentStatus{Replicas: running}}
+	}
+	k := &Kube{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		deployment("cozy-etcd-operator", "etcd-operator", "ghcr.io/cozystack/cozystack/etcd-operator:v0.30.0", 1, 1),
+		deployment("stopped", "etcd-operator", "ghcr.io/cozystack/etcd-operator:v0.4.0", 0, 0),
+		deployment("stopping", "etcd-operator", "ghcr.io/cozystack/etcd-operator:v0.4.0", 0, 1),
+		deployment("etcd-operator-system", "controller-manager", "ghcr.io/aenix-io/etcd-operator:v0.4.2", 1, 1),
+		deployment("ours", "etcd-operator", "ghcr.io/quorumkeeper/etcd-operator:v1.0.0", 1, 1),
+	).Build(), Namespace: "ns"}
+	for image, want := range map[string][]string{
+		cozystackOperatorImage: {"cozy-etcd-operator/etcd-operator", "stopping/etcd-operator"},
+		legacyOperatorImage:    {"etcd-operator-system/controller-manager"},
+	} {
+		got := runningOperators(context.Background(), k, image)
+		slices.Sort(got.Running)
+		if !slices.Equal(got.Running, want) || got.Unknown != "" {
+			t.Errorf("operators running %s: %+v, want %v", image, got, want)
+		}
 	}
 }

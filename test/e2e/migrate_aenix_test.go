@@ -44,25 +44,9 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
 	ids := serviceMemberIDs(t, ns, "lg")
 
-	// The legacy operator's Deployment has a replica: refused, changing nothing.
-	operator := legacyOperatorDeployment(ns)
-	create(t, operator)
-	out, err := runPlugin(bin, ns, "migrate", "aenix", "lg")
-	if err == nil || !strings.Contains(out, "the legacy operator is running (Deployment "+ns+"/etcd-operator-controller-manager)") {
-		t.Fatalf("migrate with the legacy operator running: err %v, output:\n%s", err, out)
-	}
-	if err := k8s.Delete(context.Background(), operator); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "the legacy operator's Deployment is gone", func() error {
-		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(operator), &appsv1.Deployment{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %w", err)
-	})
+	refusedWhileItsOperatorRuns(t, bin, ns, "aenix", "lg", "ghcr.io/aenix-io/etcd-operator:v0.0.2", "the legacy operator")
 
-	out = mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
+	out := mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
 	for _, want := range []string{"member lg-0 (etcd ID ", "Pod lg-0 keeps running unchanged", "data in /var/lib/etcd/default.etcd on PVC data-lg-0",
 		"spec.tls.peer.autoTLS", "StatefulSet lg: deleted with propagationPolicy Orphan", "dry run: nothing was changed"} {
 		if !strings.Contains(out, want) {
@@ -138,11 +122,14 @@ func installAenixCRD(t *testing.T) {
 	}
 }
 
-// legacyOperatorDeployment looks like the legacy operator's (its image) and has a replica,
-// which no node can run: the image is never pulled and the legacy operator never runs.
-func legacyOperatorDeployment(ns string) *appsv1.Deployment {
+// refusedWhileItsOperatorRuns: with a Deployment of the operator the migration takes over
+// from (its image, a replica), `kubectl etcd migrate KIND CLUSTER` is refused, changing
+// nothing; the Deployment is then deleted. No node can run it: the image is never pulled and
+// that operator never runs.
+func refusedWhileItsOperatorRuns(t *testing.T, bin, ns, kind, cluster, image, who string) {
+	t.Helper()
 	labels := map[string]string{"control-plane": "controller-manager"}
-	return &appsv1.Deployment{
+	operator := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd-operator-controller-manager", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr(int32(1)),
@@ -150,10 +137,25 @@ func legacyOperatorDeployment(ns string) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{NodeSelector: map[string]string{"e2e.invalid/no-such-node": "true"},
-					Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/aenix-io/etcd-operator:v0.0.2"}}},
+					Containers: []corev1.Container{{Name: "manager", Image: image}}},
 			},
 		},
 	}
+	create(t, operator)
+	out, err := runPlugin(bin, ns, "migrate", kind, cluster)
+	if err == nil || !strings.Contains(out, who+" is running (Deployment "+ns+"/etcd-operator-controller-manager)") {
+		t.Fatalf("migrate %s with %s running: err %v, output:\n%s", kind, who, err, out)
+	}
+	if err := k8s.Delete(context.Background(), operator); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the Deployment of "+who+" is gone", func() error {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(operator), &appsv1.Deployment{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %w", err)
+	})
 }
 
 // serviceMemberIDs is etcd's own member list, by name, through the named Service.

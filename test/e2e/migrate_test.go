@@ -78,6 +78,7 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 		}
 		return nil
 	})
+	refusedWhileItsOperatorRuns(t, bin, ns, "cozystack", "cz", "ghcr.io/cozystack/etcd-operator:v0.4.0", "Cozystack's operator")
 	out := mustPlugin(t, bin, ns, "migrate", "cozystack", "cz")
 	for _, want := range []string{"member cz-x7k2p (etcd ID ", "Pod cz-x7k2p keeps running unchanged", "on PVC data-cz-x7k2p", "dry run: nothing was changed"} {
 		if !strings.Contains(out, want) {

@@ -38,12 +38,8 @@ type AenixObserved struct {
 	Secrets map[string]map[string][]byte
 	// Existing is this operator's EtcdCluster of the same name, if there is one.
 	Existing *etcdv1.EtcdCluster
-	// RunningOperators are the legacy operator's Deployments that still have replicas
-	// ("namespace/name"); OperatorCheck says why they could not be listed, if so.
-	RunningOperators []string
-	OperatorCheck    string
-	// Force goes ahead although the legacy operator may be running.
-	Force bool
+	// Operator is whether the legacy operator still runs.
+	Operator OperatorCheck
 }
 
 // AenixPlan is the adoption of a legacy cluster: this operator's EtcdCluster and one
@@ -153,15 +149,7 @@ func aenixClusterRefusals(o AenixObserved, c *etcdv1.EtcdCluster) []string {
 	if o.Existing != nil && o.Existing.Annotations[specs.AnnotationAdoptedSubdomain] == "" {
 		out = append(out, fmt.Sprintf("this operator's EtcdCluster %s already exists: delete it (it is not the legacy cluster) or adopt into another namespace", o.Existing.Name))
 	}
-	if !o.Force {
-		if len(o.RunningOperators) > 0 {
-			out = append(out, fmt.Sprintf("the legacy operator is running (Deployment %s): scale it to 0 first, or pass --force", strings.Join(o.RunningOperators, ", ")))
-		}
-		if o.OperatorCheck != "" {
-			out = append(out, fmt.Sprintf("could not check that the legacy operator is stopped (%s): stop it, then pass --force", o.OperatorCheck))
-		}
-	}
-	return out
+	return append(out, o.Operator.Refusals("the legacy operator")...)
 }
 
 // aenixPod is what a member's Pod says beyond its MemberChange.

@@ -92,10 +92,10 @@ func TestPlanAenixRefuses(t *testing.T) {
 		want   string
 	}{
 		"operator running": {func(o *AenixObserved) {
-			o.RunningOperators = []string{"etcd-operator-system/etcd-operator-controller-manager"}
+			o.Operator.Running = []string{"etcd-operator-system/etcd-operator-controller-manager"}
 		},
 			"the legacy operator is running (Deployment etcd-operator-system/etcd-operator-controller-manager): scale it to 0 first, or pass --force"},
-		"operator unknown": {func(o *AenixObserved) { o.OperatorCheck = "listing deployments is forbidden" }, "could not check that the legacy operator is stopped"},
+		"operator unknown": {func(o *AenixObserved) { o.Operator.Unknown = "listing deployments is forbidden" }, "could not check that the legacy operator is stopped"},
 		"no statefulset":   {func(o *AenixObserved) { o.StatefulSet = nil }, "the StatefulSet lg is missing"},
 		"rolling":          {func(o *AenixObserved) { o.StatefulSet.Status.UpdateRevision = "lg-2" }, "the StatefulSet lg is not settled"},
 		"pod not ready":    {func(o *AenixObserved) { o.Pods["lg-1"].Status.Conditions = nil }, "member lg-1: its Pod lg-1 is not Ready"},
@@ -144,7 +144,7 @@ func TestPlanAenixResumesItsOwnAdoption(t *testing.T) {
 // --force goes ahead although the legacy operator's Deployment has replicas.
 func TestPlanAenixForce(t *testing.T) {
 	o := aenixObserved()
-	o.RunningOperators, o.OperatorCheck, o.Force = []string{"a/b"}, "forbidden", true
+	o.Operator = OperatorCheck{Running: []string{"a/b"}, Force: true}
 	if p := PlanAenix(o); len(p.Refusals) != 0 {
 		t.Errorf("refusals with --force: %v", p.Refusals)
 	}

@@ -32,6 +32,33 @@ type Observed struct {
 	// Secrets are the data of the TLS Secrets the members' Pods mount, by name; a Secret
 	// that does not exist is absent.
 	Secrets map[string]map[string][]byte
+	// Operator is whether Cozystack's operator still runs.
+	Operator OperatorCheck
+}
+
+// OperatorCheck is whether the operator a migration takes a cluster from still runs: while
+// it does, it acts on the members being adopted (it would create, delete or re-configure
+// them behind this operator's back).
+type OperatorCheck struct {
+	// Running are its Deployments that have replicas ("namespace/name").
+	Running []string
+	// Unknown says why they could not be listed, if so.
+	Unknown string
+	// Force goes ahead although it may be running: the person has stopped it another way.
+	Force bool
+}
+
+// Refusals say why the migration must not start while the operator, named who, may run.
+func (c OperatorCheck) Refusals(who string) []string {
+	var out []string
+	switch {
+	case c.Force:
+	case len(c.Running) > 0:
+		out = append(out, fmt.Sprintf("%s is running (Deployment %s): scale it to 0 first, or pass --force", who, strings.Join(c.Running, ", ")))
+	case c.Unknown != "":
+		out = append(out, fmt.Sprintf("could not check that %s is stopped (%s): stop it, then pass --force", who, c.Unknown))
+	}
+	return out
 }
 
 // Plan is what adoption changes, member by member; Refusals say why it must not start.
@@ -60,6 +87,7 @@ type MemberChange struct {
 func PlanCozystack(o Observed) Plan {
 	p := Plan{Cluster: o.Cluster.Name}
 	p.Refusals = append(p.Refusals, clusterRefusals(o.Cluster)...)
+	p.Refusals = append(p.Refusals, o.Operator.Refusals("Cozystack's operator")...)
 	names := map[string]bool{}
 	for _, m := range o.Members {
 		names[m.Name] = true

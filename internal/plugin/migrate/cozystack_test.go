@@ -117,6 +117,10 @@ func TestPlanCozystackRefuses(t *testing.T) {
 		change func(o *Observed)
 		want   string
 	}{
+		"operator running": {func(o *Observed) { o.Operator.Running = []string{"cozy-etcd-operator/etcd-operator"} },
+			"Cozystack's operator is running (Deployment cozy-etcd-operator/etcd-operator): scale it to 0 first, or pass --force"},
+		"operator unknown": {func(o *Observed) { o.Operator.Unknown = "listing deployments is forbidden" },
+			"could not check that Cozystack's operator is stopped (listing deployments is forbidden): stop it, then pass --force"},
 		"pod not ready": {func(o *Observed) { o.Pods["cz-a"].Status.Conditions = nil }, "member cz-a: its Pod cz-a is not Ready"},
 		"pod missing":   {func(o *Observed) { delete(o.Pods, "cz-a") }, "member cz-a: it has no Pod cz-a"},
 		"dormant":       {func(o *Observed) { o.Members[1].Spec.Dormant = true }, "member cz-a: it is dormant"},
@@ -146,6 +150,15 @@ func TestPlanCozystackRefuses(t *testing.T) {
 				t.Errorf("refusals %q, want one containing %q", p.Refusals, tc.want)
 			}
 		})
+	}
+}
+
+// --force goes ahead although Cozystack's operator may be running.
+func TestPlanCozystackForce(t *testing.T) {
+	o := observed(false)
+	o.Operator = OperatorCheck{Unknown: "forbidden", Force: true}
+	if p := PlanCozystack(o); len(p.Refusals) != 0 || len(p.Members) != 2 {
+		t.Errorf("plan with --force: %+v", p)
 	}
 }
 
