@@ -307,3 +307,54 @@ func (h *memberHarness) expectNotStarted(name string) {
 		h.t.Fatalf("Ready %+v", ready)
 	}
 }
+
+// A Pod the scheduler could place on no node is replaced as soon as the cluster's spec gives
+// its member another Pod (a toleration added): nothing ran in it. A Pod a node took, or one
+// the scheduler has not judged, or one of the current spec, stays.
+func TestAnUnschedulablePodIsReplacedWhenTheSpecChanges(t *testing.T) {
+	unschedulable := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: etcd}"}}
+	for _, tc := range []struct {
+		name       string
+		node       string
+		conditions []corev1.PodCondition
+		changed    bool
+		replaced   bool
+	}{
+		{"unschedulable, spec changed", "", unschedulable, true, true},
+		{"unschedulable, spec as it was", "", unschedulable, false, false},
+		{"not judged yet, spec changed", "", nil, true, false},
+		{"on a node, spec changed (a roll's job)", "node-1", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newMemberHarness(t, "")
+			h.reconcile("db-1")
+			pod := h.pod("db-1")
+			pod.Spec.NodeName = tc.node
+			if err := h.api.Update(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Status.Conditions = tc.conditions
+			if err := h.api.Status().Update(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			if tc.changed {
+				h.cluster.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}}
+				if err := h.api.Update(context.Background(), h.cluster); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.reconcile("db-1")
+			if gone := h.pod("db-1") == nil; gone != tc.replaced {
+				t.Fatalf("Pod deleted: %v, want %v", gone, tc.replaced)
+			}
+			if !tc.replaced {
+				return
+			}
+			h.reconcile("db-1")
+			if p := h.pod("db-1"); p == nil || len(p.Spec.Tolerations) == 0 || p.Spec.Tolerations[0].Key != "dedicated" {
+				t.Fatalf("the new Pod lacks the toleration: %+v", p)
+			}
+		})
+	}
+}

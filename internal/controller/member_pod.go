@@ -164,6 +164,15 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 	case !podOfMember(pod, m):
 		return ctrl.Result{}, notOurs(pod, m, "Pod", "EtcdMember")
 	}
+	return r.tendPod(ctx, c, m, pod)
+}
+
+// tendPod looks after the member's existing Pod: replaced while no node can take it and the
+// spec changed, its role label and adoption stamp kept, its state mirrored into the member.
+func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+	if replaced, err := r.replaceUnschedulablePod(ctx, c, m, pod); replaced || err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -171,6 +180,38 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 		return ctrl.Result{}, err
 	}
 	return r.mirrorPodState(ctx, m, pod)
+}
+
+// replaceUnschedulablePod deletes the member's Pod when the scheduler found no node for it
+// and the Pod the member would get now is another (its template hash): a toleration,
+// nodeSelector, affinity or priority class added to the cluster to fix the placement takes
+// effect at once. A roll would not reach it: it waits for every member to be up, and during
+// a bootstrap it does not run at all. No container of the Pod has run, so nothing stops; the
+// next look creates the Pod anew from the current spec (createPod).
+func (r *MemberReconciler) replaceUnschedulablePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+	want := specs.Pod(c, m, r.PodOptions)
+	if !unschedulableAndOutdated(pod, want) {
+		return false, nil
+	}
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	r.event(m, corev1.EventTypeNormal, "PodReplaced", "ReplacePod", "replaced Pod %s, which no node could take, with one of the changed spec", pod.Name)
+	return true, nil
+}
+
+// unschedulableAndOutdated: no node has taken the Pod and the scheduler said none can, and its
+// template hash is not the one of want, the Pod the member would get now.
+func unschedulableAndOutdated(pod, want *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Annotations[specs.AnnotationPodTemplateHash] == want.Annotations[specs.AnnotationPodTemplateHash] {
+		return false
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
 
 // podOfMember: the Pod is this member's, or an earlier EtcdMember's of the same name that

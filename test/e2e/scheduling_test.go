@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,89 @@ func TestSchedulingFieldsReachTheMembers(t *testing.T) {
 	checkPlacement(t, ns, "sched", want)
 	// Three restarts, each of a member a write may be in flight on.
 	w.stopAndVerifyAtMost(t, 20, 3*failuresPerDisruption)
+}
+
+// A cluster whose members no node takes, for a taint it does not tolerate, starts as soon as
+// the toleration is added: each Pending Pod, in which nothing ran, is replaced by one of the
+// new spec, although the cluster has not formed (no roll runs during a bootstrap, and a roll
+// waits for every member to be up). The nodeSelector names the one tainted node, so the
+// toleration is what lets the members on. The taint would keep the members of the tests
+// running alongside off that node: not parallel (the parallel tests start after).
+func TestATolerationAddedLetsPendingMembersOntoATaintedNode(t *testing.T) {
+	ns := namespace(t)
+	want := placement{labelKey: "taint.e2e.quorumkeeper.io/" + ns}
+	want.node = labelOneNode(t, want.labelKey)
+	taintNode(t, want.node, corev1.Taint{Key: want.labelKey, Value: "etcd", Effect: corev1.TaintEffectNoSchedule})
+	replicas := int32(3)
+	create(t, &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "tainted", Namespace: ns},
+		Spec: etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion,
+			NodeSelector: map[string]string{want.labelKey: "true"}},
+	})
+	var pending []corev1.Pod
+	eventually(t, 2*time.Minute, "3 member Pods unschedulable for the untolerated taint", func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: "tainted"}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if cond := podCondition(&p, corev1.PodScheduled); cond == nil || cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, "untolerated taint") {
+				return fmt.Errorf("Pod %s: PodScheduled %+v", p.Name, cond)
+			}
+		}
+		if len(pods.Items) != 3 {
+			return fmt.Errorf("%d member Pods", len(pods.Items))
+		}
+		pending = pods.Items
+		return nil
+	})
+
+	want.tolerations = []corev1.Toleration{{Key: want.labelKey, Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}}
+	c := getCluster(t, ns, "tainted")
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Tolerations = want.tolerations
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, ns, "tainted", 3, 5*time.Minute)
+	checkPlacement(t, ns, "tainted", want)
+	for _, p := range pending {
+		if !eventAbout(t, ns, "PodReplaced", p.Name) {
+			t.Errorf("no PodReplaced event for the Pending Pod %s: %v", p.Name, eventReasons(t, ns))
+		}
+	}
+}
+
+func podCondition(p *corev1.Pod, kind corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == kind {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// taintNode adds the taint to the node and takes it off when the test ends. Read and
+// written whole (taints are a list), again on a conflict with another writer of the node.
+func taintNode(t *testing.T, node string, taint corev1.Taint) {
+	t.Helper()
+	edit := func(change func([]corev1.Taint) []corev1.Taint) error {
+		n := &corev1.Node{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		n.Spec.Taints = change(n.Spec.Taints)
+		return k8s.Update(context.Background(), n)
+	}
+	without := func(taints []corev1.Taint) []corev1.Taint {
+		return slices.DeleteFunc(taints, func(have corev1.Taint) bool { return have.MatchTaint(&taint) })
+	}
+	eventually(t, time.Minute, "taint on node "+node, func() error {
+		return edit(func(taints []corev1.Taint) []corev1.Taint { return append(without(taints), taint) })
+	})
+	t.Cleanup(func() {
+		eventually(t, time.Minute, "taint off node "+node, func() error { return edit(without) })
+	})
 }
 
 // labelOneNode puts the label key=true on one schedulable node (the first by name) and
