@@ -357,9 +357,20 @@ func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {
 
 // agentResult reads the agent's termination message from the Job's Pod. The Pods are chosen by
 // the Job's UID, not its name: a Pod of an earlier Job of the same name may still exist.
+// Pods and Jobs come to the cache by separate watches, so a finished Job may be seen before
+// its Pod's last status: when the cache holds no result, the Pods are read live before the
+// snapshot is called failed for want of one.
 func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, error) {
+	res, found, err := agentResultIn(ctx, r.Client, job)
+	if found || err != nil {
+		return res, found, err
+	}
+	return agentResultIn(ctx, r.live(), job)
+}
+
+func agentResultIn(ctx context.Context, reader client.Reader, job *batchv1.Job) (agent.Result, bool, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return agent.Result{}, false, err
 	}
 	for _, p := range pods.Items {

@@ -187,6 +187,29 @@ func TestAStartedSnapshotIsNotFailedWhileTheCacheLacksItsJob(t *testing.T) {
 	}
 }
 
+// stalePods is a cache that has seen no Pod yet.
+type stalePods struct{ client.Client }
+
+func (c stalePods) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.PodList); ok {
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+// A finished Job whose Pod's last status the cache has not seen yet: the result is read live,
+// and the snapshot completes instead of failing "without a result".
+func TestAFinishedJobsResultIsReadLiveWhenTheCacheLacksItsPod(t *testing.T) {
+	r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	reconcileTimes(t, r, 2)
+	finishJob(t, api, false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7,"clusterID":"c1","member":"main-2","etcdVersion":"3.6.16"}`)
+	r.Client, r.APIReader = stalePods{api}, api
+	reconcileTimes(t, r, 1)
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotComplete {
+		t.Fatalf("phase %s (%s), want Complete", s.Status.Phase, readyReason(s))
+	}
+}
+
 func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 	s := pvcSnapshot()
 	s.UID = "new"
