@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -109,6 +111,11 @@ func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		// PVCs are owned by the cluster (see ensurePVC); the member label finds their member.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(memberOfLabeled)).
+		// A change of the cluster's spec may give a member another Pod: one no node could
+		// take is replaced at once (replaceUnschedulablePod). Status writes, the most of the
+		// cluster's changes, leave its generation alone and wake no member.
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.membersOfCluster),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("etcdmember").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -288,6 +295,19 @@ func (r *MemberReconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m 
 		}
 	}
 	return true, nil
+}
+
+// membersOfCluster maps an EtcdCluster to its EtcdMembers, as the cache holds them.
+func (r *MemberReconciler) membersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{specs.LabelCluster: obj.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, m := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return out
 }
 
 // memberOfLabeled maps an object carrying the member label to its EtcdMember.

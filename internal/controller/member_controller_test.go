@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -342,6 +343,10 @@ func TestAnUnschedulablePodIsReplacedWhenTheSpecChanges(t *testing.T) {
 				h.cluster.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}}
 				if err := h.api.Update(context.Background(), h.cluster); err != nil {
 					t.Fatal(err)
+				}
+				// The change wakes every member of the cluster.
+				if reqs := h.r.membersOfCluster(context.Background(), h.cluster); len(reqs) != 3 || !slices.ContainsFunc(reqs, func(r reconcile.Request) bool { return r.Name == "db-1" }) {
+					t.Fatalf("the cluster's change wakes %v, want its 3 members", reqs)
 				}
 			}
 			h.reconcile("db-1")
