@@ -20,6 +20,9 @@ const (
 	LabelCluster   = "etcd-operator.cozystack.io/cluster"
 	LabelMember    = "etcd-operator.cozystack.io/member"
 	LabelRole      = "etcd-operator.cozystack.io/role"
+	// LabelSnapshotOf marks a snapshot agent's Pod with the cluster it reads: the cluster's
+	// NetworkPolicy admits such Pods to the client port.
+	LabelSnapshotOf = "etcd-operator.cozystack.io/snapshot-of"
 
 	// AnnotationMemberID and AnnotationClusterID record a member's etcd identity on its PVC,
 	// so that an EtcdMember deleted by accident can be recreated with the same identity.

@@ -26,12 +26,13 @@ func OperatorPeer(namespace string) networkingv1.NetworkPolicyPeer {
 }
 
 // NetworkPolicy admits to the member Pods only: peer traffic (2380) from members of this
-// cluster, client traffic (2379) from the operator and from the Pods spec.networkPolicy's
-// clientSelector chooses (in the cluster's namespace, or in those clientNamespaceSelector
+// cluster, client traffic (2379) from the operator, from the snapshot agents of this cluster
+// (SnapshotAgentPeer: without them every snapshot of a cluster with a policy fails to connect)
+// and from the Pods spec.networkPolicy's clientSelector chooses (in the cluster's namespace, or in those clientNamespaceSelector
 // chooses), and metrics and health (2381) from anywhere, for Prometheus and the kubelet's
 // probes. An empty clientSelector admits no application.
 func NetworkPolicy(c *etcdv1.EtcdCluster, operator networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
-	clients := []networkingv1.NetworkPolicyPeer{operator}
+	clients := []networkingv1.NetworkPolicyPeer{operator, SnapshotAgentPeer(c.Name)}
 	if np := c.Spec.NetworkPolicy; np != nil && np.ClientSelector != nil {
 		clients = append(clients, networkingv1.NetworkPolicyPeer{
 			PodSelector: np.ClientSelector.DeepCopy(), NamespaceSelector: np.ClientNamespaceSelector.DeepCopy(),
@@ -49,6 +50,17 @@ func NetworkPolicy(c *etcdv1.EtcdCluster, operator networkingv1.NetworkPolicyPee
 			},
 		},
 	}
+}
+
+// SnapshotAgentPeer selects the snapshot agents' Pods of a cluster, in its namespace (an
+// EtcdSnapshot names a cluster of its own namespace, and its Job runs there).
+func SnapshotAgentPeer(cluster string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: SnapshotAgentLabels(cluster)}}
+}
+
+// SnapshotAgentLabels mark the Pod of an agent that takes a snapshot of the cluster.
+func SnapshotAgentLabels(cluster string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagerName, LabelSnapshotOf: cluster}
 }
 
 func tcpPorts(port int32) []networkingv1.NetworkPolicyPort {

@@ -42,16 +42,17 @@ func TestNetworkPolicy(t *testing.T) {
 	teams := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "orders"}}
 	members := "pods map[app.kubernetes.io/instance:db app.kubernetes.io/managed-by:etcd-operator app.kubernetes.io/name:etcd etcd-operator.cozystack.io/cluster:db] ns -"
 	operator := "pods map[app.kubernetes.io/name:etcd-operator] ns map[kubernetes.io/metadata.name:etcd-operator-system]"
+	agents := "pods map[app.kubernetes.io/managed-by:etcd-operator etcd-operator.cozystack.io/snapshot-of:db] ns -"
 	for _, tc := range []struct {
 		name        string
 		spec        etcdv1.NetworkPolicySpec
 		wantClients []string
 	}{
-		{"no client selector: the operator only", etcdv1.NetworkPolicySpec{Enabled: true}, []string{operator}},
+		{"no client selector: the operator only", etcdv1.NetworkPolicySpec{Enabled: true}, []string{operator, agents}},
 		{"clients of the namespace", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps},
-			[]string{operator, "pods map[etcd-client:db] ns -"}},
+			[]string{operator, agents, "pods map[etcd-client:db] ns -"}},
 		{"clients of chosen namespaces", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps, ClientNamespaceSelector: teams},
-			[]string{operator, "pods map[etcd-client:db] ns map[team:orders]"}},
+			[]string{operator, agents, "pods map[etcd-client:db] ns map[team:orders]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.NetworkPolicy = &tc.spec })

@@ -6,6 +6,7 @@ package snapshot
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -106,6 +107,9 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 	sa, se, sm, sv := storeArgs(s.Spec.Destination)
 	args, env, mounts, vols = append(args, sa...), append(env, se...), append(mounts, sm...), append(vols, sv...)
 	labels := map[string]string{LabelSnapshot: s.Name, LabelSnapshotUID: string(s.UID), LabelAction: action, specs.LabelManagedBy: specs.ManagerName}
+	if action == ActionSnapshot && c != nil {
+		maps.Copy(labels, specs.SnapshotAgentLabels(c.Name)) // the cluster's NetworkPolicy admits it
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name, action), Namespace: s.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
