@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -166,8 +168,7 @@ func metricsOptions(o options) metricsserver.Options {
 // of the same kinds do not grow its memory.
 func cacheOptions(o options) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{},
-		DefaultTransform: cache.TransformStripManagedFields()} // nothing reads managedFields
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{}, DefaultTransform: stripForCache}
 	for _, kind := range controller.LabelScoped() {
 		opts.ByObject[kind] = owned
 	}
@@ -180,6 +181,23 @@ func cacheOptions(o options) cache.Options {
 		}
 	}
 	return opts
+}
+
+// stripForCache drops what no reader of the cache looks at before an object is stored:
+// managedFields of every object, and every annotation and label of the objects cached as
+// metadata only. Those are the Secrets the cluster controller watches, whose names and
+// resourceVersions alone are read; kubectl's last-applied-configuration annotation of a Secret
+// made with client-side apply holds the whole Secret, data included, which must not sit in the
+// operator's memory. Full objects keep their annotations: the operator writes some of them
+// back with an update, which would drop an annotation missing from its copy.
+func stripForCache(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil) // nil-checked: kubernetes/kubernetes#124337
+	}
+	if m, ok := in.(*metav1.PartialObjectMetadata); ok {
+		m.Annotations, m.Labels = nil, nil
+	}
+	return in, nil
 }
 
 // clientOptions: Secrets are read from the API server, never from the cache. Their names are

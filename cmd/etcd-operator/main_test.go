@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -51,4 +52,32 @@ func TestSecretsAreReadLive(t *testing.T) {
 		}
 	}
 	t.Errorf("Secrets are not in the client's DisableFor (%v): the cache would hold them all", opts.Cache.DisableFor)
+}
+
+// A Secret made with kubectl's client-side apply carries its whole self, data included, in
+// the last-applied-configuration annotation: the metadata the cluster controller's Secret
+// watch caches must not keep it. Full objects keep their annotations (the operator updates
+// some of them), and nothing keeps managedFields.
+func TestTheCacheKeepsNoSecretInAnnotations(t *testing.T) {
+	const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	secret := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "root", ResourceVersion: "7",
+		Annotations: map[string]string{lastApplied: `{"data":{"password":"c2VjcmV0"}}`}, ManagedFields: managed}}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if _, err := stripForCache(secret); err != nil {
+		t.Fatal(err)
+	}
+	if len(secret.Annotations) != 0 || secret.ManagedFields != nil || secret.Name != "root" || secret.ResourceVersion != "7" {
+		t.Errorf("cached Secret metadata %+v: want its name and resourceVersion only", secret.ObjectMeta)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Annotations: map[string]string{"a": "b"}, ManagedFields: managed}}
+	if _, err := stripForCache(pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations["a"] != "b" || pod.ManagedFields != nil {
+		t.Errorf("cached Pod %+v: want its annotations without managedFields", pod.ObjectMeta)
+	}
+	if cacheOptions(options{}).DefaultTransform == nil {
+		t.Error("the cache has no transform")
+	}
 }
