@@ -107,8 +107,11 @@ local-down: ## Stop the local cluster and remove every trace of it.
 
 ##@ Tests
 
+TEST_TIERS = verify-generated lint test-unit test-chart test-api test-localcluster test-e2e robustness
+
 .PHONY: test
-test: verify-generated lint test-unit test-chart test-api test-localcluster test-e2e robustness ## Everything CI runs.
+test: ## Everything CI runs, tier by tier; each tier's time at the end.
+	@hack/test-all.sh $(TEST_TIERS)
 
 .PHONY: test-unit
 test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes.
