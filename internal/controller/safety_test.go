@@ -325,6 +325,42 @@ func TestDeadVoterIsRemovedWhenScalingIn(t *testing.T) {
 	}
 }
 
+// joinLearners does what the Pods of the learners the operator added do: each starts (publishes
+// its name) and catches up; then the operator looks again. It repeats, a bounded number of
+// times, until etcd lists no learner, no member of ID gone (0: none), and the started voters
+// are the names want, sorted.
+func (h *harness) joinLearners(gone uint64, want ...string) []string {
+	h.t.Helper()
+	c := h.clusterObj()
+	for look := 0; look < 10; look++ {
+		var voters []string
+		learners := 0
+		for _, em := range h.etcd.Members() {
+			switch {
+			case em.ID == gone:
+				learners++ // not done while it is listed
+			case em.IsLearner || !em.IsStarted():
+				learners++
+			default:
+				voters = append(voters, em.Name)
+			}
+		}
+		slices.Sort(voters)
+		if learners == 0 && slices.Equal(voters, want) {
+			return voters
+		}
+		for _, m := range h.members() {
+			if id, err := etcd.ParseID(m.Status.MemberID); err == nil && m.Status.Role == etcdv1.RoleLearner {
+				h.etcd.StartMember(id, m.Name, specs.ClientURL(c, m.Name))
+				h.etcd.SetCaughtUp(id, true)
+			}
+		}
+		h.reconcile()
+	}
+	h.t.Fatalf("etcd never listed the voters %v, no learner and not %x: %+v", want, gone, h.etcd.Members())
+	return nil
+}
+
 func TestScaleOutWhileAVoterIsDead(t *testing.T) {
 	h := runningHarness(t)
 	h.etcd.SetDown(h.etcdID("db-1"), true)
@@ -332,6 +368,14 @@ func TestScaleOutWhileAVoterIsDead(t *testing.T) {
 	h.reconcile()
 	if n := len(h.members()); n != 4 {
 		t.Fatalf("%d members, want a fourth: 2 healthy voters of 3 keep the quorum of 4 with the new one", n)
+	}
+	h.reconcile()
+	if adds := h.etcd.CallsTo("AddLearner"); len(adds) != 1 || !strings.Contains(adds[0], "db-4.db.ns.svc:2380") {
+		t.Fatalf("AddLearner calls %v, want db-4 added as a learner once", adds)
+	}
+	h.joinLearners(0, "db-1", "db-2", "db-3", "db-4") // db-4 promoted; db-1 is listed, though down
+	if promotes := h.etcd.CallsTo("Promote"); len(promotes) != 1 {
+		t.Fatalf("Promote calls %v, want db-4's alone", promotes)
 	}
 }
 
@@ -363,11 +407,21 @@ func tmpfsHarness(t *testing.T) *harness {
 
 func TestTmpfsMemberWhosePodIsLostIsReplaced(t *testing.T) {
 	h := tmpfsHarness(t)
+	lost := h.etcdID("db-2")
 	h.deleteVictimObject("pod")
+	h.etcd.SetDown(lost, true) // its process went with the Pod
 	h.reconcile()
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatalf("db-2 kept its identity without its data: %v", names(h.members()))
 	}
+	h.checkReplacementJoined(lost, "db-1", "db-2", "db-3") // a tmpfs member keeps its name, not its ID
+}
+
+// checkReplacementJoined: the member of ID lost is out of etcd, and a new member has joined
+// in its place as a voter under a new ID, so that etcd lists the voters want.
+func (h *harness) checkReplacementJoined(lost uint64, want ...string) {
+	h.t.Helper()
+	h.joinLearners(lost, want...)
 }
 
 func TestTmpfsVoterDeletedByHandIsRemovedNotRecreated(t *testing.T) {
@@ -412,13 +466,15 @@ func drain(r *events.FakeRecorder) []string {
 
 func TestMemberRemovedFromEtcdByHandIsReplaced(t *testing.T) {
 	h := runningHarness(t)
-	if err := h.etcd.Remove(context.Background(), h.etcdID("db-2")); err != nil {
+	removed := h.etcdID("db-2")
+	if err := h.etcd.Remove(context.Background(), removed); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcile()
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatal("db-2, removed from etcd by hand, is kept: its Pod can only crash")
 	}
+	h.checkReplacementJoined(removed, "db-1", "db-3", "db-4")
 }
 
 // The operator died between rebuilding an EtcdMember from its PVC and recording its member ID:

@@ -99,6 +99,13 @@ func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
 			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
 		}
 	}
+	// The survivor's data is the recovered cluster's: each member, the two rebuilt ones
+	// included, serves exactly the writes the survivor had applied before the loss.
+	for name, ip := range memberIPs(t, ns, "lost") {
+		if n := readThrough(t, ip, "lost"); n != written {
+			t.Errorf("member %s serves %d of the writer's keys, the survivor had %d", name, n, written)
+		}
+	}
 	w.stopAndVerify(t, 10) // every acknowledged write, read back through the recovered cluster
 }
 
