@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -191,12 +192,15 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 			return "removed member " + m.Name, r.markAndDelete(ctx, c, m, failpoint.AfterRemovalMark)
 		}
 	}
-	if pod := otherRunningPod(v, plan.source); pod != nil {
+	if pod := unstoppedPod(v, plan.source); pod != nil {
+		if !pod.DeletionTimestamp.IsZero() {
+			return waitingToStop(pod), nil
+		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
 			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[specs.LabelMember], pod.Name, plan.source)
 		}
-		return "stopped member " + pod.Labels[specs.LabelMember], err
+		return "stopping member " + pod.Labels[specs.LabelMember], err
 	}
 	src := memberNamed(v.members, plan.source)
 	if src == nil {
@@ -220,12 +224,17 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 	return "waiting for member " + src.Name + " to start as a one-member cluster", nil
 }
 
-// otherRunningPod is a Pod of a member other than the source that is not being deleted yet.
-// Those members must stop before the source forces a new cluster: were enough of them to
-// come back (a node that returns), they would form the old cluster's quorum beside the new
-// one, with the same cluster ID. Their EtcdMembers are going by then, so nothing recreates
+// unstoppedPod is the first Pod (by name) of a member other than the source that is not
+// proven stopped. Those members must stop before the source forces a new cluster: were enough
+// of them to serve on (a node cut off from the API server) or come back (a node that returns),
+// they would form the old cluster's quorum beside the new one, with the same cluster ID. A
+// deletion asked is no proof: a kubelet that cannot reach the API server neither stops the
+// containers for it nor says so. The proof is the kubelet's word: a terminal phase (it stopped
+// every container and will start none), or the Pod object gone, which the kubelet deletes once
+// its containers are gone (Kubernetes does the same for the Pods of a node a person fenced
+// with the out-of-service taint). Their EtcdMembers are going by then, so nothing recreates
 // these Pods, and their PVCs stay until the new cluster answers (the removal finalizer).
-func otherRunningPod(v *clusterView, source string) *corev1.Pod {
+func unstoppedPod(v *clusterView, source string) *corev1.Pod {
 	names := make([]string, 0, len(v.pods))
 	for name := range v.pods {
 		names = append(names, name)
@@ -233,11 +242,29 @@ func otherRunningPod(v *clusterView, source string) *corev1.Pod {
 	sort.Strings(names)
 	for _, name := range names {
 		pod := v.pods[name]
-		if member := pod.Labels[specs.LabelMember]; member != "" && member != source && pod.DeletionTimestamp.IsZero() {
+		if member := pod.Labels[specs.LabelMember]; member != "" && member != source && !podStopped(pod) {
 			return pod
 		}
 	}
 	return nil
+}
+
+// podStopped: the kubelet has said that none of the Pod's containers runs or will run again.
+func podStopped(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// waitingToStop says what a recovery waits for while a member's Pod is being deleted and its
+// node has not confirmed it stopped, and how a person ends the wait for a node that is gone.
+func waitingToStop(pod *corev1.Pod) string {
+	node := pod.Spec.NodeName
+	if node == "" {
+		node = "(none)"
+	}
+	return fmt.Sprintf("waiting for member %s to stop: its Pod %s on node %s was deleted at %s and its kubelet has not confirmed that etcd stopped; "+
+		"if that node is down or cut off, fence it (kubectl taint node %s node.kubernetes.io/out-of-service=nodeshutdown:NoExecute) or, once you know etcd no longer runs there, "+
+		"delete the Pod with --force --grace-period=0: forcing a new cluster while it may serve would leave two clusters with one cluster ID",
+		pod.Labels[specs.LabelMember], pod.Name, node, pod.DeletionTimestamp.UTC().Format(time.RFC3339), node)
 }
 
 // saidInStatus: Progressing's message says it.

@@ -239,12 +239,15 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 	if did, err := r.discardMember(ctx, c, v, rec); did != "" || err != nil {
 		return did, err
 	}
-	if pod := otherRunningPod(v, ""); pod != nil {
+	if pod := unstoppedPod(v, ""); pod != nil {
+		if !pod.DeletionTimestamp.IsZero() {
+			return waitingToStop(pod), nil
+		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
 			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[specs.LabelMember], pod.Name, rec.Snapshot)
 		}
-		return "stopped member " + pod.Labels[specs.LabelMember], err
+		return "stopping member " + pod.Labels[specs.LabelMember], err
 	}
 	if len(v.members) > 0 {
 		return "waiting for the members to let go of their data", nil

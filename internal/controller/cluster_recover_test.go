@@ -191,10 +191,20 @@ func (h *harness) checkRecoveryFinished() {
 
 // The other members' Pods are stopped before the survivor is marked: were they to come back
 // while it forces a new cluster, they could form the old cluster's quorum beside it.
+// The other members' Pods stay Terminating while their kubelets have not confirmed that
+// etcd stopped (a node cut off from the API server keeps serving): the survivor is not
+// marked, and Progressing says what is waited for and how to fence the node. The survivor is
+// marked only once one Pod is reported Failed (its containers stopped) and the other is gone.
 func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	h := runningHarness(t)
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
-		h.startPodOf(name)
+		pod := h.startPodOf(name)
+		if name != "db-1" {
+			pod.Finalizers = []string{"test/kubelet-has-not-confirmed"}
+			if err := h.api.Update(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
@@ -210,6 +220,21 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 		}
 		return m.Annotations[AnnotationForceNewCluster] == "true"
 	}
+	for range 10 {
+		h.reconcile()
+	}
+	if marked() {
+		t.Fatal("the survivor was marked while the others' Pods, deleted, were not confirmed stopped")
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for member db-2 to stop") || !strings.Contains(pr.Message, "out-of-service") {
+		t.Fatalf("Progressing %q does not say what the recovery waits for", pr.Message)
+	}
+	h.kubeletConfirms("db-2", func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodFailed })
+	h.reconcile()
+	if marked() {
+		t.Fatal("the survivor was marked while db-3's Pod was not confirmed stopped")
+	}
+	h.kubeletConfirms("db-3", func(pod *corev1.Pod) { pod.Finalizers = nil })
 	for i := 0; i < 10 && !marked(); i++ {
 		h.reconcile()
 		if !marked() && !podOf("db-1") {
@@ -219,8 +244,8 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	if !marked() {
 		t.Fatal("the survivor was never marked to force a new cluster")
 	}
-	if podOf("db-2") || podOf("db-3") {
-		t.Fatalf("the survivor was marked while another member's Pod runs: db-2 %v, db-3 %v", podOf("db-2"), podOf("db-3"))
+	if podOf("db-3") {
+		t.Fatal("the survivor was marked while db-3's Pod exists")
 	}
 	if !podOf("db-1") {
 		t.Fatal("the survivor's Pod was deleted before it was marked")
@@ -228,6 +253,26 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	h.reconcile()
 	if !h.survivorPodGone() {
 		t.Fatal("the survivor's Pod was not restarted after the others stopped")
+	}
+}
+
+// kubeletConfirms changes a member's Pod as its kubelet does once etcd stopped in it: a
+// terminal phase in status, or the object deleted (the test's finalizer let go).
+func (h *harness) kubeletConfirms(name string, change func(*corev1.Pod)) {
+	h.t.Helper()
+	pod := &corev1.Pod{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	change(pod)
+	var err error
+	if pod.Status.Phase != "" {
+		err = h.api.Status().Update(context.Background(), pod)
+	} else {
+		err = h.api.Update(context.Background(), pod)
+	}
+	if err != nil {
+		h.t.Fatal(err)
 	}
 }
 
