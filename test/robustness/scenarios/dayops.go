@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,14 +59,25 @@ func upgradeTrial(ctx context.Context, t *trialEnv) error {
 const snapshotClaim = "backups"
 
 // snapshotTrial takes an EtcdSnapshot to a PVC while the workload runs. It must complete,
-// verified by the agent, at a revision no older than one etcd served before it was asked.
+// verified by the agent, at a revision no older than one etcd served before it was asked,
+// and a cluster restored from it must hold exactly what the scenario's cluster held at the
+// snapshot's revision (checkRestored).
 func snapshotTrial(ctx context.Context, t *trialEnv) error {
-	if err := t.c.ensureClaim(ctx, snapshotClaim); err != nil {
+	s, err := takeSnapshot(ctx, t)
+	if err != nil {
 		return err
+	}
+	return t.c.checkRestored(ctx, s, t.prefix)
+}
+
+// takeSnapshot is the snapshot of snapshotTrial, complete.
+func takeSnapshot(ctx context.Context, t *trialEnv) (*etcdv1.EtcdSnapshot, error) {
+	if err := t.c.ensureClaim(ctx, snapshotClaim); err != nil {
+		return nil, err
 	}
 	floor, err := t.c.revision(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	name := fmt.Sprintf("trial-%d", t.index)
 	logf("trial %d: EtcdSnapshot %s to PVC %s, etcd at revision %d", t.index, name, snapshotClaim, floor)
@@ -73,9 +86,9 @@ func snapshotTrial(ctx context.Context, t *trialEnv) error {
 		Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: snapshotClaim, SubPath: name}},
 	}}
 	if err := t.c.e.k8s.Create(ctx, s); err != nil {
-		return err
+		return nil, err
 	}
-	return poll(ctx, 4*time.Minute, "EtcdSnapshot "+name+" complete", func(ctx context.Context) error {
+	return s, poll(ctx, 4*time.Minute, "EtcdSnapshot "+name+" complete", func(ctx context.Context) error {
 		if err := t.c.e.k8s.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 			return err
 		}
@@ -90,6 +103,79 @@ func snapshotTrial(ctx context.Context, t *trialEnv) error {
 		}
 		return fmt.Errorf("phase %q", s.Status.Phase)
 	})
+}
+
+// checkRestored creates a one-member cluster bootstrapped from snapshot s (its snapshotRef),
+// waits until it serves, and compares the workload's keys in it with what the scenario's
+// cluster held at the snapshot's revision, read there at that revision: every key, value,
+// create and mod revision and version the same. The restored cluster is deleted after.
+func (c *cluster) checkRestored(ctx context.Context, s *etcdv1.EtcdSnapshot, prefix string) error {
+	ec, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	restored := &cluster{e: c.e, ns: c.ns, name: s.Name + "-restored"}
+	one := int32(1)
+	spec := etcdv1.EtcdClusterSpec{Replicas: &one, Version: ec.Spec.Version, Bootstrap: &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{
+		Source: etcdv1.RestoreSource{SnapshotRef: &corev1.LocalObjectReference{Name: s.Name}}}}}
+	logf("EtcdCluster %s restored from EtcdSnapshot %s (revision %d)", restored.name, s.Name, s.Status.Revision)
+	rec := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: restored.name}, Spec: spec}
+	if err := c.e.k8s.Create(ctx, rec); err != nil {
+		return err
+	}
+	defer func() { _ = c.e.k8s.Delete(context.WithoutCancel(ctx), rec) }()
+	if err := restored.waitSettled(ctx, 1, time.Time{}); err != nil {
+		return err
+	}
+	want, err := c.keyspace(ctx, prefix, s.Status.Revision)
+	if err != nil {
+		return fmt.Errorf("the scenario's cluster at revision %d: %w", s.Status.Revision, err)
+	}
+	got, err := restored.keyspace(ctx, prefix, 0)
+	if err != nil {
+		return fmt.Errorf("the restored cluster: %w", err)
+	}
+	return sameKeyspace(want, got)
+}
+
+// keyspace is every key under prefix in the cluster at revision rev (0: now), each with its
+// value and revisions.
+func (c *cluster) keyspace(ctx context.Context, prefix string, rev int64) (map[string]string, error) {
+	clients, err := c.dial(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = clients[0].Close() }()
+	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := clients[0].Get(readCtx, prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = fmt.Sprintf("%q created %d modified %d version %d", kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version)
+	}
+	return out, nil
+}
+
+// sameKeyspace says how two keyspaces differ, nil when they do not; an empty one is refused
+// (a restore that lost everything must not pass as equal to a workload that wrote nothing).
+func sameKeyspace(want, got map[string]string) error {
+	if len(want) == 0 {
+		return errors.New("the workload had written no key by the snapshot's revision: nothing to compare")
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			return fmt.Errorf("key %s: restored %q, the cluster had %s at the snapshot's revision", k, g, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			return fmt.Errorf("key %s (%s) is in the restored cluster but was not in the cluster at the snapshot's revision", k, g)
+		}
+	}
+	return nil
 }
 
 // defragTrial defragments every member (rule all) while the workload runs: one member at a

@@ -35,6 +35,8 @@ type trialEnv struct {
 	rnd      *rand.Rand
 	replicas int32
 	index    int
+	// prefix is the workload's: every key it writes is under prefix + "/".
+	prefix string
 }
 
 var allScenarios = []scenario{
@@ -170,7 +172,7 @@ func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint6
 		final, err := w.Run(workCtx, h)
 		done <- result{final, err}
 	}()
-	t := &trialEnv{c: c, rnd: rand.New(rand.NewPCG(seed, 0)), replicas: s.start}
+	t := &trialEnv{c: c, rnd: rand.New(rand.NewPCG(seed, 0)), replicas: s.start, prefix: w.Prefix}
 	var trialErr error
 	for t.index = 0; t.index < s.trials(o.trials) && trialErr == nil; t.index++ {
 		time.Sleep(2 * time.Second) // some operations between faults
