@@ -122,8 +122,11 @@ func TestPatchUpgradeOfFive(t *testing.T) {
 
 // upgradeUnderLoad creates a cluster of n members at version from, checks that every member's
 // etcd reports it, and upgrades the cluster to etcdVersion while a writer runs: every member
-// ends on etcdVersion (as its etcd reports it) with its member ID, and every acknowledged write
-// is read back.
+// ends on etcdVersion (as its etcd reports it) with its member ID, each member's Pod was
+// replaced exactly once and never two at a time (a watch of the Pods, so no moment is
+// missed), and every acknowledged write is read back. At most failuresPerDisruption puts may
+// fail per member restarted: the one in flight on the member that stops, and one during the
+// leadership transfer or election that follows.
 func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
 	t.Helper()
 	ns := namespace(t)
@@ -132,8 +135,23 @@ func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
 	if got := runningVersions(before, from); got != int(n) || before.Status.Version != from {
 		t.Fatalf("%d of %d members report %s, status.version %q: %+v", got, n, from, before.Status.Version, before.Status.Members)
 	}
+	var names []string
+	for _, m := range before.Status.Members {
+		names = append(names, m.Name)
+	}
+	pods := trackMemberPods(t, ns, name, names)
 	w := startWriter(t, ns, name, name)
 	setVersion(t, ns, name, etcdVersion)
 	waitUpgraded(t, ns, name, etcdVersion, before)
-	w.stopAndVerify(t, 20)
+	restarts := pods.finish(t)
+	if restarts.MostAtOnce != 1 {
+		t.Errorf("%d members were restarting at once during the upgrade; want 1 (one member at a time)", restarts.MostAtOnce)
+	}
+	for _, m := range names {
+		if restarts.Replaced[m] != 1 {
+			t.Errorf("member Pods were replaced %v times; want once each", restarts.Replaced)
+			break
+		}
+	}
+	w.stopAndVerifyAtMost(t, 20, int(n)*failuresPerDisruption)
 }
