@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,8 @@ type ClientCache struct {
 	entries map[types.NamespacedName]*cachedClient
 	// backoff spaces the dials of a cluster whose last dial failed.
 	backoff backoff
+	// waiting counts the looks waiting for their cluster's turn (tests wait for them).
+	waiting atomic.Int32
 }
 
 // The backoff of failed dials stays well under the cluster controller's own (retryMax): a
@@ -99,7 +102,10 @@ func (cc *ClientCache) Client(ctx context.Context, c *etcdv1.EtcdCluster, endpoi
 	}
 	key := client.ObjectKeyFromObject(c)
 	e := cc.entry(key)
-	if err := e.lock(ctx); err != nil {
+	cc.waiting.Add(1)
+	err = e.lock(ctx)
+	cc.waiting.Add(-1)
+	if err != nil {
 		return nil, err
 	}
 	defer e.unlock()

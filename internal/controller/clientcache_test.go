@@ -305,6 +305,12 @@ func TestClientCacheConcurrentLooksAtOneClusterDialOnce(t *testing.T) {
 	for range 4 {
 		others = append(others, b.getAsync(c))
 	}
+	// Every other look is waiting for the first one's dial before it is let go.
+	for deadline := time.Now().Add(10 * time.Second); b.cache.waiting.Load() < 4 && b.dialsOf("a") == 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d looks wait for the dial, want 4", b.cache.waiting.Load())
+		}
+	}
 	close(release)
 	for _, done := range append(others, first) {
 		if err := within(t, done, "a client of cluster a"); err != nil {
