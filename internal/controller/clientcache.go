@@ -166,16 +166,16 @@ func (cc *ClientCache) Forget(key types.NamespacedName) {
 	e := cc.entries[key]
 	delete(cc.entries, key)
 	cc.mu.Unlock()
+	if e != nil {
+		// After the dial in flight, which would count a failure into the backoff.
+		_ = e.lock(context.Background())
+		defer e.unlock()
+		if e.client != nil {
+			_ = e.client.Close()
+			e.client = nil
+		}
+	}
 	cc.limiter().Forget(key)
-	if e == nil {
-		return
-	}
-	_ = e.lock(context.Background())
-	defer e.unlock()
-	if e.client != nil {
-		_ = e.client.Close()
-		e.client = nil
-	}
 }
 
 // Len is the number of clients kept.
