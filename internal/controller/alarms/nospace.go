@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -34,6 +35,10 @@ type Reconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
 	NewClient controller.ClientFactory
+	// MaxConcurrentReconciles is how many clusters are remediated at once; 1 when 0. A
+	// compaction may take up to 20 s (withClient), and another cluster's NOSPACE must not wait
+	// for it.
+	MaxConcurrentReconciles int
 }
 
 // step is what the remediation does next, decided from what exists.
@@ -214,5 +219,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1.EtcdCluster{}).
 		Owns(&etcdv1.EtcdDefrag{}).
 		Named("etcd-nospace").
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
