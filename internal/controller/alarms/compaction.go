@@ -56,9 +56,9 @@ func periodicRetention(retention string) string {
 	return retention
 }
 
-// fitShare is the share of the quota the kept history may use for it to fit: with more, the
-// writes that follow the disarm would raise NOSPACE again at once, and each episode would
-// cost a defragmentation of every member for nothing.
+// fitNumerator/fitDenominator is the share of the quota the kept history may use for it to
+// fit: with more, the writes that follow the disarm would raise NOSPACE again at once, and
+// each episode would cost a defragmentation of every member for nothing.
 const (
 	fitNumerator   = 4
 	fitDenominator = 5

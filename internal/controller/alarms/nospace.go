@@ -1,6 +1,6 @@
 // Package alarms remediates etcd's NOSPACE alarm: compact, keeping the history the cluster
-// configures when it fits, defragment every member (an EtcdDefrag with rule.all, run by the defrag controller), then
-// disarm. CORRUPT is never disarmed here.
+// configures when it fits, defragment every member (an EtcdDefrag with rule.all, run by the
+// defrag controller), then disarm. CORRUPT is never disarmed here.
 package alarms
 
 import (
