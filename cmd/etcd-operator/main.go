@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
 	flag.StringVar(&o.agentImage, "agent-image", "", "image of the snapshot and restore agents (this operator's own); read from the operator's Pod (POD_NAMESPACE, POD_NAME) when empty")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
-	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, and how many members, each controller reconciles at once; one slow cluster then holds one worker, not all")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "how many clusters, members, EtcdDefrags and NOSPACE remediations each controller works on at once; one slow cluster then holds one worker, not all")
 	flag.IntVar(&o.maxConcurrentRolls, "max-concurrent-rolls", 10, "how many clusters restart members for a changed Pod spec at once (an operator release that changes how Pods are built outdates every cluster together); 0: no cap")
 	flag.BoolVar(&o.showVersionAndExit, "version", false, "print the version and exit")
 	o.zap.BindFlags(flag.CommandLine)
@@ -238,9 +238,10 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		}},
 		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage}},
 		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, Recorder: recorder}},
-		{"EtcdDefrag", &defrag.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient}},
+		{"EtcdDefrag", &defrag.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient,
+			MaxConcurrentReconciles: o.maxConcurrent}},
 		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder}},
-		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient}},
+		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient, MaxConcurrentReconciles: o.maxConcurrent}},
 	} {
 		if err := c.reconciler.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("%s controller: %w", c.name, err)

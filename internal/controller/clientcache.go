@@ -5,11 +5,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -25,27 +28,69 @@ import (
 // applied one). Any change, a renewal by cert-manager included, builds a new client and
 // closes the old one; Forget closes it when the cluster is gone.
 //
+// Each cluster has its own turn: a dial, which with auth logs in and may take the whole dial
+// timeout against an unreachable cluster, holds up only the looks at that cluster, and a look
+// that comes while another dials for the same cluster waits for that client instead of
+// dialling a second one. A dial that failed is not tried again for the same cluster before a
+// per-cluster backoff (clientRetryBase doubling to clientRetryMax) has passed, unless what
+// the client depends on changed: an unreachable cluster with auth would otherwise spend a
+// login timeout on every look.
+//
 // The cluster controller never reconciles one cluster in two workers at once, so a client
 // is not closed while another reconcile of the same cluster uses it.
 type ClientCache struct {
 	Reader client.Reader
 	Open   ClientFactory
+	// Now is the clock of the backoff; time.Now when nil.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*cachedClient
+	// backoff spaces the dials of a cluster whose last dial failed.
+	backoff backoff
+	// waiting counts the looks waiting for their cluster's turn (tests wait for them).
+	waiting atomic.Int32
 }
 
+// The backoff of failed dials stays well under the cluster controller's own (retryMax): a
+// quorum back after an outage is noticed within clientRetryMax of the look its Pods' events
+// start, not a minute later.
+const (
+	clientRetryBase = time.Second
+	clientRetryMax  = 16 * time.Second
+)
+
+// cachedClient is one cluster's client, or why none could be made. Its fields belong to
+// whoever holds its turn.
 type cachedClient struct {
+	// turn is a one-slot lock that a waiter can give up on when its context ends.
+	turn        chan struct{}
 	fingerprint string
 	client      etcd.Client
+	// failed is the error of the last dial, made for failedFingerprint; no dial for that
+	// fingerprint is made before retryAt.
+	failed            error
+	failedFingerprint string
+	retryAt           time.Time
 }
+
+func (e *cachedClient) lock(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *cachedClient) unlock() { <-e.turn }
 
 // NewClientCache caches the clients open builds; reader reads the metadata of the Secrets
 // they depend on. In the operator it is the manager's cache, not its client: the client
 // reads every Secret live (cmd/etcd-operator's clientOptions), metadata included, which
 // would cost an API request per Secret on every reconcile of every cluster.
 func NewClientCache(reader client.Reader, open ClientFactory) *ClientCache {
-	return &ClientCache{Reader: reader, Open: open}
+	return &ClientCache{Reader: reader, Open: open, backoff: backoff{from: clientRetryBase, to: clientRetryMax}}
 }
 
 // Client returns the cluster's client for these endpoints, built anew only when something it
@@ -56,41 +101,111 @@ func (cc *ClientCache) Client(ctx context.Context, c *etcdv1.EtcdCluster, endpoi
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(c)
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if e := cc.entries[key]; e != nil {
+	e := cc.entry(key)
+	cc.waiting.Add(1)
+	err = e.lock(ctx)
+	cc.waiting.Add(-1)
+	if err != nil {
+		return nil, err
+	}
+	defer e.unlock()
+	if e.client != nil {
 		if e.fingerprint == fp {
 			return kept{e.client}, nil
 		}
 		_ = e.client.Close()
-		delete(cc.entries, key)
+		e.client = nil
+	}
+	if e.failed != nil && e.failedFingerprint == fp && cc.now().Before(e.retryAt) {
+		// The same error as the dial's, word for word: a status message that changed
+		// between dialled and not would be written anew at every look.
+		return nil, e.failed
 	}
 	cli, err := cc.Open(ctx, c, endpoints)
 	if err != nil {
+		e.failed, e.failedFingerprint = err, fp
+		e.retryAt = cc.now().Add(cc.limiter().When(key))
 		return nil, err
 	}
-	if cc.entries == nil {
-		cc.entries = map[types.NamespacedName]*cachedClient{}
+	e.failed = nil
+	cc.limiter().Forget(key)
+	if !cc.holds(key, e) {
+		// Forgotten while dialling (the cluster went): the caller closes this one.
+		return cli, nil
 	}
-	cc.entries[key] = &cachedClient{fingerprint: fp, client: cli}
+	e.client, e.fingerprint = cli, fp
 	return kept{cli}, nil
 }
 
-// Forget closes and drops the client of a cluster that is gone or going.
-func (cc *ClientCache) Forget(key types.NamespacedName) {
+// entry is the cluster's entry, made when there is none.
+func (cc *ClientCache) entry(key types.NamespacedName) *cachedClient {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if e := cc.entries[key]; e != nil {
-		_ = e.client.Close()
-		delete(cc.entries, key)
+	if cc.entries == nil {
+		cc.entries = map[types.NamespacedName]*cachedClient{}
 	}
+	e := cc.entries[key]
+	if e == nil {
+		e = &cachedClient{turn: make(chan struct{}, 1)}
+		cc.entries[key] = e
+	}
+	return e
+}
+
+// holds says whether e is still the cluster's entry.
+func (cc *ClientCache) holds(key types.NamespacedName, e *cachedClient) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.entries[key] == e
+}
+
+// Forget closes and drops the client of a cluster that is gone or going, and what the cache
+// knows of its failed dials. It waits for a dial of that cluster in flight, if any.
+func (cc *ClientCache) Forget(key types.NamespacedName) {
+	cc.mu.Lock()
+	e := cc.entries[key]
+	delete(cc.entries, key)
+	cc.mu.Unlock()
+	if e != nil {
+		// After the dial in flight, which would count a failure into the backoff.
+		_ = e.lock(context.Background())
+		defer e.unlock()
+		if e.client != nil {
+			_ = e.client.Close()
+			e.client = nil
+		}
+	}
+	cc.limiter().Forget(key)
 }
 
 // Len is the number of clients kept.
 func (cc *ClientCache) Len() int {
 	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	return len(cc.entries)
+	entries := make([]*cachedClient, 0, len(cc.entries))
+	for _, e := range cc.entries {
+		entries = append(entries, e)
+	}
+	cc.mu.Unlock()
+	n := 0
+	for _, e := range entries {
+		_ = e.lock(context.Background())
+		if e.client != nil {
+			n++
+		}
+		e.unlock()
+	}
+	return n
+}
+
+func (cc *ClientCache) limiter() workqueue.TypedRateLimiter[types.NamespacedName] {
+	return cc.backoff.get()
+}
+
+func (cc *ClientCache) now() time.Time {
+	if cc.Now != nil {
+		return cc.Now()
+	}
+	return time.Now()
 }
 
 // fingerprint names everything a client of c depends on. Only the Secrets' metadata is read

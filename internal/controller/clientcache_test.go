@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,5 +206,216 @@ func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
 	h.reconcile()
 	if len(*opened) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
 		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(*opened), len(*opened) > 1 && (*opened)[1].closed)
+	}
+}
+
+// dialBed is a client cache whose dials a test holds and fails at will, per cluster.
+type dialBed struct {
+	*cacheBed
+	mu      sync.Mutex
+	dials   map[string]int
+	entered chan string              // a dial started, for the cluster named
+	hold    map[string]chan struct{} // a dial of the cluster named waits for this to close
+	fail    map[string]error         // a dial of the cluster named fails so
+	now     time.Time
+}
+
+func newDialBed(t *testing.T) *dialBed {
+	b := &dialBed{cacheBed: newCacheBed(t), dials: map[string]int{}, entered: make(chan string, 16),
+		hold: map[string]chan struct{}{}, fail: map[string]error{}, now: time.Unix(1_800_000_000, 0)}
+	b.cache.Now = func() time.Time { b.mu.Lock(); defer b.mu.Unlock(); return b.now }
+	b.cache.Open = func(_ context.Context, c *etcdv1.EtcdCluster, _ []string) (etcd.Client, error) {
+		b.mu.Lock()
+		b.dials[c.Name]++
+		hold, fail := b.hold[c.Name], b.fail[c.Name]
+		b.mu.Unlock()
+		b.entered <- c.Name
+		if hold != nil {
+			<-hold
+		}
+		if fail != nil {
+			return nil, fail
+		}
+		return &countedClient{Cluster: etcdfake.New()}, nil
+	}
+	return b
+}
+
+func (b *dialBed) dialsOf(name string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dials[name]
+}
+
+func (b *dialBed) advance(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.now = b.now.Add(d)
+}
+
+// getAsync asks for the cluster's client in the background; the channel has the error.
+func (b *dialBed) getAsync(c *etcdv1.EtcdCluster) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.cache.Client(context.Background(), c, []string{"https://" + c.Name + ":2379"})
+		done <- err
+	}()
+	return done
+}
+
+// within fails the test unless done reports within a bound that only a hang exceeds.
+func within(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return", what)
+		return nil
+	}
+}
+
+func TestClientCacheADialThatHangsHoldsUpNoOtherCluster(t *testing.T) {
+	b := newDialBed(t)
+	release := make(chan struct{})
+	b.hold["a"] = release
+	defer close(release)
+	hung := b.getAsync(cacheCluster("a", "uid-a"))
+	if name := <-b.entered; name != "a" {
+		t.Fatalf("dial of %s, want a", name)
+	}
+	if err := within(t, b.getAsync(cacheCluster("b", "uid-b")), "a client of cluster b while a's dial hangs"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-hung:
+		t.Fatalf("a's client came (%v) before its dial was let go", err)
+	default:
+	}
+}
+
+func TestClientCacheConcurrentLooksAtOneClusterDialOnce(t *testing.T) {
+	b := newDialBed(t)
+	release := make(chan struct{})
+	b.hold["a"] = release
+	c := cacheCluster("a", "uid-a")
+	first := b.getAsync(c)
+	<-b.entered
+	var others []<-chan error
+	for range 4 {
+		others = append(others, b.getAsync(c))
+	}
+	// Every other look is waiting for the first one's dial before it is let go.
+	for deadline := time.Now().Add(10 * time.Second); b.cache.waiting.Load() < 4 && b.dialsOf("a") == 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d looks wait for the dial, want 4", b.cache.waiting.Load())
+		}
+	}
+	close(release)
+	for _, done := range append(others, first) {
+		if err := within(t, done, "a client of cluster a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.dialsOf("a"); n != 1 || b.cache.Len() != 1 {
+		t.Fatalf("%d dials for five looks at one cluster, %d clients kept; want one of each", n, b.cache.Len())
+	}
+}
+
+func TestClientCacheAFailedDialIsRetriedAfterABackoffPerCluster(t *testing.T) {
+	b := newDialBed(t)
+	a, other := cacheCluster("a", "uid-a"), cacheCluster("b", "uid-b")
+	refused := errors.New("etcd client for [https://a:2379]: context deadline exceeded")
+	b.fail["a"], b.fail["b"] = refused, refused
+	look := func() {
+		t.Helper()
+		if err := within(t, b.getAsync(a), "a look at cluster a"); !errors.Is(err, refused) {
+			t.Fatalf("a look at a failing cluster returned %v, want the dial's error", err)
+		}
+	}
+	look()
+	look()
+	if n := b.dialsOf("a"); n != 1 {
+		t.Fatalf("%d dials for two looks within a second of a failed one, want 1", n)
+	}
+	if err := within(t, b.getAsync(other), "a look at cluster b"); !errors.Is(err, refused) || b.dialsOf("b") != 1 {
+		t.Fatalf("cluster b: %v after %d dials; want its own first dial, a's backoff is a's", err, b.dialsOf("b"))
+	}
+	// The waits double from clientRetryBase to clientRetryMax: a look just before each
+	// wait ends dials nothing, one at its end dials.
+	for wait := clientRetryBase; wait <= 4*clientRetryMax; wait *= 2 {
+		want := min(wait, clientRetryMax)
+		dials := b.dialsOf("a")
+		b.advance(want - time.Millisecond)
+		look()
+		b.advance(time.Millisecond)
+		look()
+		if n := b.dialsOf("a") - dials; n != 1 {
+			t.Fatalf("%d dials within a wait of %v, want one at its end", n, want)
+		}
+	}
+	// A Secret the client depends on changed (a password fixed): dialled at once.
+	dials := b.dialsOf("a")
+	b.touch("server")
+	look()
+	if n := b.dialsOf("a") - dials; n != 1 {
+		t.Fatalf("%d dials after a Secret changed, want one at once", n)
+	}
+	b.mu.Lock()
+	b.fail["a"] = nil
+	b.mu.Unlock()
+	b.touch("server")
+	if err := within(t, b.getAsync(a), "a look at cluster a"); err != nil {
+		t.Fatal(err)
+	}
+	// A success starts the backoff again from its base.
+	dials = b.dialsOf("a")
+	b.mu.Lock()
+	b.fail["a"] = refused
+	b.mu.Unlock()
+	b.touch("server")
+	look()
+	b.advance(clientRetryBase)
+	look()
+	if n := b.dialsOf("a") - dials; n != 2 {
+		t.Fatalf("%d dials: after a success, a failed dial must be retried after %v again", n, clientRetryBase)
+	}
+}
+
+// Forget while a dial is in flight: the client dialled is handed to the look that asked for
+// it, not kept by a cache that no longer knows the cluster.
+func TestClientCacheForgetDuringADialKeepsNothing(t *testing.T) {
+	b := newDialBed(t)
+	release := make(chan struct{})
+	b.hold["a"] = release
+	c := cacheCluster("a", "uid-a")
+	var cli etcd.Client
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		cli, err = b.cache.Client(context.Background(), c, []string{"https://a:2379"})
+		done <- err
+	}()
+	<-b.entered
+	forgotten := make(chan error, 1)
+	go func() { b.cache.Forget(client.ObjectKeyFromObject(c)); forgotten <- nil }()
+	// Forget drops the entry at once, then waits for the dial to end.
+	dropped := func() bool {
+		b.cache.mu.Lock()
+		defer b.cache.mu.Unlock()
+		return b.cache.entries[client.ObjectKeyFromObject(c)] == nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !dropped(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Forget did not drop the entry")
+		}
+	}
+	close(release)
+	if err := within(t, done, "the dial"); err != nil {
+		t.Fatal(err)
+	}
+	_ = within(t, forgotten, "Forget")
+	if _, ok := cli.(kept); ok {
+		t.Fatal("a client dialled for a forgotten cluster was lent as the cache's own: nobody would close it")
 	}
 }

@@ -65,16 +65,21 @@ type ClusterReconciler struct {
 	stepBackoff, healthLagBackoff backoff
 }
 
-// backoff is a per-cluster exponential backoff from retryBase to retryMax, made on first use
-// so that a zero ClusterReconciler works.
+// backoff is a per-cluster exponential backoff from retryBase to retryMax (or from..to when
+// set), made on first use so that a zero ClusterReconciler works.
 type backoff struct {
-	once    sync.Once
-	limiter workqueue.TypedRateLimiter[types.NamespacedName]
+	from, to time.Duration
+	once     sync.Once
+	limiter  workqueue.TypedRateLimiter[types.NamespacedName]
 }
 
 func (b *backoff) get() workqueue.TypedRateLimiter[types.NamespacedName] {
 	b.once.Do(func() {
-		b.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryBase, retryMax)
+		from, to := retryBase, retryMax
+		if b.from > 0 {
+			from, to = b.from, b.to
+		}
+		b.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](from, to)
 	})
 	return b.limiter
 }

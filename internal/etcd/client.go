@@ -145,13 +145,21 @@ func (c *client) Defragment(ctx context.Context, endpoint string) error {
 }
 
 func (c *client) CompactToCurrent(ctx context.Context) (int64, error) {
+	return c.CompactKeeping(ctx, 0)
+}
+
+func (c *client) CompactKeeping(ctx context.Context, keep int64) (int64, error) {
 	// Any read's header carries the current revision; the key need not exist.
 	resp, err := c.cli.Get(ctx, "compact", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("etcd current revision: %w", translateError(err))
 	}
-	rev := resp.Header.GetRevision()
+	rev := resp.Header.GetRevision() - keep
+	if rev <= 0 {
+		return 0, nil
+	}
 	_, err = c.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	// ErrCompacted: etcd's own auto-compaction is past rev already.
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return 0, fmt.Errorf("etcd compact to revision %d: %w", rev, translateError(err))
 	}

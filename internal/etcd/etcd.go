@@ -137,6 +137,10 @@ type Client interface {
 	// frees the space old revisions hold (a defragmentation then gives it back to the file
 	// system); it returns that revision.
 	CompactToCurrent(ctx context.Context) (int64, error)
+	// CompactKeeping compacts the history up to keep revisions before the current one, so
+	// that the last keep revisions stay readable; it returns the revision compacted to, 0
+	// when the history is not that long.
+	CompactKeeping(ctx context.Context, keep int64) (int64, error)
 	Alarms(ctx context.Context) ([]Alarm, error)
 	DisarmAlarm(ctx context.Context, a Alarm) error
 	Auth

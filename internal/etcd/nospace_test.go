@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,45 @@ func compactAndDefragment(t *testing.T, c Client, endpoint string) {
 	}
 	if err := c.Defragment(shortContext(t), endpoint); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CompactKeeping leaves the last revisions readable and the ones before them compacted; a
+// history shorter than what is to be kept is not compacted, and a compaction behind one
+// already made is no error.
+func TestCompactKeepingKeepsTheLastRevisions(t *testing.T) {
+	t.Parallel()
+	m := newMemberSpec(t, "keep", "http")
+	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
+	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
+	waitForLeader(t, c, m.clientURL)
+	kv, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = kv.Close() }()
+	if rev, err := c.CompactKeeping(shortContext(t), 1000); err != nil || rev != 0 {
+		t.Fatalf("CompactKeeping(1000) of a short history = %d, %v; want 0 and no error", rev, err)
+	}
+	var current int64
+	for i := range 10 {
+		resp, err := kv.Put(shortContext(t), "k", strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		current = resp.Header.Revision
+	}
+	rev, err := c.CompactKeeping(shortContext(t), 3)
+	if err != nil || rev != current-3 {
+		t.Fatalf("CompactKeeping(3) = %d, %v; want %d", rev, err, current-3)
+	}
+	if _, err := kv.Get(shortContext(t), "k", clientv3.WithRev(current-3)); err != nil {
+		t.Fatalf("revision %d, within the kept history, is not readable: %v", current-3, err)
+	}
+	if _, err := kv.Get(shortContext(t), "k", clientv3.WithRev(current-4)); err == nil || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("revision %d, before the kept history, read: %v; want it compacted", current-4, err)
+	}
+	if _, err := c.CompactKeeping(shortContext(t), 5); err != nil {
+		t.Fatalf("a compaction behind the last one: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
-// Package alarms remediates etcd's NOSPACE alarm: compact to the current revision,
-// defragment every member (an EtcdDefrag with rule.all, run by the defrag controller), then
-// disarm. CORRUPT is never disarmed here.
+// Package alarms remediates etcd's NOSPACE alarm: compact, keeping the history the cluster
+// configures when it fits, defragment every member (an EtcdDefrag with rule.all, run by the
+// defrag controller), then disarm. CORRUPT is never disarmed here.
 package alarms
 
 import (
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -34,6 +35,10 @@ type Reconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
 	NewClient controller.ClientFactory
+	// MaxConcurrentReconciles is how many clusters are remediated at once; 1 when 0. A
+	// compaction may take up to 20 s (withClient), and another cluster's NOSPACE must not wait
+	// for it.
+	MaxConcurrentReconciles int
 }
 
 // step is what the remediation does next, decided from what exists.
@@ -109,10 +114,17 @@ func passName(c *etcdv1.EtcdCluster) string {
 	return c.Name + "-nospace-" + strconv.FormatInt(cond.LastTransitionTime.Unix(), 10)
 }
 
-// start compacts to the current revision, which frees the old revisions' pages, and asks
-// for every member to be defragmented, which gives them back.
+// start compacts, which frees the pages of the revisions compacted away, and asks for every
+// member to be defragmented, which gives them back. The compaction keeps the history
+// spec.options configures unless that history itself does not fit in the quota: then it
+// compacts to the current revision, as the only way out, and the event says so.
 func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name string) error {
-	rev, err := r.withClient(ctx, c, func(ctx context.Context, cli etcd.Client) (int64, error) { return cli.CompactToCurrent(ctx) })
+	var note string
+	_, err := r.withClient(ctx, c, func(ctx context.Context, cli etcd.Client, endpoints []string) (int64, error) {
+		var err error
+		note, err = compact(ctx, c, cli, endpoints)
+		return 0, err
+	})
 	if err != nil {
 		return err
 	}
@@ -126,14 +138,14 @@ func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name stri
 	if err := r.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "NoSpaceRemediation", "compacted to revision %d; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", rev, name)
+	r.event(c, corev1.EventTypeNormal, "NoSpaceRemediation", "%s; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", note, name)
 	return nil
 }
 
 // disarm clears every NOSPACE alarm once the pass is done. Should the backend still be over
 // its quota, etcd raises the alarm again, and the next episode starts.
 func (r *Reconciler) disarm(ctx context.Context, c *etcdv1.EtcdCluster, pass *etcdv1.EtcdDefrag) error {
-	n, err := r.withClient(ctx, c, func(ctx context.Context, cli etcd.Client) (int64, error) {
+	n, err := r.withClient(ctx, c, func(ctx context.Context, cli etcd.Client, _ []string) (int64, error) {
 		alarms, err := cli.Alarms(ctx)
 		if err != nil {
 			return 0, err
@@ -173,7 +185,7 @@ func (r *Reconciler) cleanUp(ctx context.Context, passes []etcdv1.EtcdDefrag) er
 	return nil
 }
 
-func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn func(context.Context, etcd.Client) (int64, error)) (int64, error) {
+func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn func(context.Context, etcd.Client, []string) (int64, error)) (int64, error) {
 	members := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
 		return 0, err
@@ -194,7 +206,7 @@ func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn f
 	defer func() { _ = cli.Close() }()
 	callCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return fn(callCtx, cli)
+	return fn(callCtx, cli, endpoints)
 }
 
 func (r *Reconciler) event(c *etcdv1.EtcdCluster, eventType, reason, format string, args ...any) {
@@ -207,5 +219,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1.EtcdCluster{}).
 		Owns(&etcdv1.EtcdDefrag{}).
 		Named("etcd-nospace").
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

@@ -3,6 +3,7 @@ package defrag
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -33,6 +35,44 @@ type Reconciler struct {
 	NewClient controller.ClientFactory
 	// Now is the clock of startedAt, finishedAt and the TTL; time.Now when nil.
 	Now func() time.Time
+	// APIReader lists a cluster's passes around the cache before one starts: a pass another
+	// worker started a moment ago may not be in the cache yet. The client when nil.
+	APIReader client.Reader
+	// MaxConcurrentReconciles is how many passes advance at once; 1 when 0. A member's
+	// defragmentation can take minutes, and passes of other clusters (another tenant's
+	// NOSPACE remediation behind a nightly pass) must not wait for it.
+	MaxConcurrentReconciles int
+
+	turns clusterTurns
+}
+
+// clusterTurns lets one reconcile at a time work on the passes of a cluster: with several
+// workers, two passes of one cluster would otherwise both see none running and start, and
+// defragment two of its members at once.
+type clusterTurns struct {
+	mu   sync.Mutex
+	busy map[types.NamespacedName]bool
+}
+
+// take is false when another reconcile has the cluster's turn; the caller comes back later
+// rather than hold a worker for the length of a defragmentation.
+func (t *clusterTurns) take(key types.NamespacedName) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.busy[key] {
+		return false
+	}
+	if t.busy == nil {
+		t.busy = map[types.NamespacedName]bool{}
+	}
+	t.busy[key] = true
+	return true
+}
+
+func (t *clusterTurns) give(key types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.busy, key)
 }
 
 func (r *Reconciler) now() metav1.Time {
@@ -62,6 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}
+	if !r.turns.take(key) {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	defer r.turns.give(key)
 	if other, err := r.runningPass(ctx, d); err != nil || other != "" {
 		if err != nil {
 			return ctrl.Result{}, err
@@ -261,10 +306,16 @@ func (r *Reconciler) expire(ctx context.Context, d *etcdv1.EtcdDefrag) (ctrl.Res
 	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, d, client.Preconditions{UID: &d.UID}))
 }
 
-// runningPass names another pass running on the same cluster.
+// runningPass names another pass running on the same cluster. Before d starts, the passes
+// are read live: the cluster's turn orders the reconciles, and the one that started the other
+// pass may have finished a moment ago, its status not yet in the cache.
 func (r *Reconciler) runningPass(ctx context.Context, d *etcdv1.EtcdDefrag) (string, error) {
+	var reader client.Reader = r.Client
+	if d.Status.Phase != etcdv1.EtcdDefragPhaseRunning && r.APIReader != nil {
+		reader = r.APIReader
+	}
 	list := &etcdv1.EtcdDefragList{}
-	if err := r.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {
 		return "", err
 	}
 	for _, other := range list.Items {
@@ -299,5 +350,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdDefrag{}).
 		Named("etcddefrag").
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

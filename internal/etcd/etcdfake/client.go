@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -193,6 +194,18 @@ func (f *Cluster) CompactToCurrent(ctx context.Context) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	early, lost := f.begin(ctx, "CompactToCurrent", "")
+	if err := firstError(early, f.withQuorum(), lost); err != nil {
+		return 0, err
+	}
+	f.compactions++
+	return int64(f.compactions), nil
+}
+
+// CompactKeeping is CompactToCurrent recorded with keep: the model has no revisions.
+func (f *Cluster) CompactKeeping(ctx context.Context, keep int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	early, lost := f.begin(ctx, "CompactKeeping", strconv.FormatInt(keep, 10))
 	if err := firstError(early, f.withQuorum(), lost); err != nil {
 		return 0, err
 	}

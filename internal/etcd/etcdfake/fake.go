@@ -40,7 +40,7 @@ const (
 // methods lists the names FailNext accepts: the methods of etcd.Client.
 var methods = []string{
 	"MemberList", "AddLearner", "Promote", "Remove", "Status", "Healthy",
-	"MoveLeader", "Defragment", "CompactToCurrent", "Alarms", "DisarmAlarm", "Close",
+	"MoveLeader", "Defragment", "CompactToCurrent", "CompactKeeping", "Alarms", "DisarmAlarm", "Close",
 	"AuthStatus", "Authenticate", "UserAdd", "UserGrantRole", "UserChangePassword", "AuthEnable",
 }
 
