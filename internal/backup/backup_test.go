@@ -112,7 +112,7 @@ func TestDirStoreShowsAFileOnlyAfterCommit(t *testing.T) {
 	if err != nil || size != int64(len(data)) {
 		t.Fatalf("verify: %v, size %d", err, size)
 	}
-	if err := st.Commit(ctx, tmp, "snaps/a.db", sum); err != nil {
+	if err := st.Commit(ctx, tmp, "snaps/a.db", sum, "ns/a/uid-a"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := st.Exists(ctx, "snaps/a.db"); !ok {

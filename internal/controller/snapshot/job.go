@@ -88,8 +88,14 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 		// The agent stops a little before the Job's deadline so it can still report why.
 		fmt.Sprintf("--timeout=%ds", max(deadline-10, 20)),
 	}
+	// The owner is recorded with the file, and a delete removes only a file of this owner.
+	args = append(args, "--owner="+backup.OwnerOf(s.Namespace, s.Name, string(s.UID)))
 	if action == ActionDelete {
 		args = append(args, "--delete")
+		if s.Status.Artifact != nil && s.Status.Artifact.Checksum != "" {
+			// Proves a file stored before owners were recorded this snapshot's own.
+			args = append(args, "--checksum="+s.Status.Artifact.Checksum)
+		}
 	}
 	var env []corev1.EnvVar
 	var mounts []corev1.VolumeMount
