@@ -285,7 +285,7 @@ func TestSnapshotThroughS3(t *testing.T) {
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
 	putKeys(t, src, 500, 100)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	key := backup.ObjectKey("nightly/", "one")
+	key := backup.ObjectKey("nightly/", backup.FileOf{Namespace: "ns", Cluster: "src", Name: "one"})
 	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key, Owner: "ns/one/uid-1"})
 	if res.Reason != "" {
 		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)

@@ -53,7 +53,7 @@ func testCommit(t *testing.T, srv *testminio.Server) {
 	if err := st.CheckBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
-	name := ObjectKey("nightly/", "one")
+	name := ObjectKey("nightly/", FileOf{Namespace: "ns", Cluster: "c", Name: "one"})
 	data := fakeSnapshot(PartSize + PartSize/2) // two parts: the multipart path
 	tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
 	if err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,10 +19,12 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// Two namespaces, one bucket and key prefix, one snapshot name: the files share a key. The
-// first snapshot gets it (with its owner recorded), the second fails with SnapshotFileExists
-// without touching it, and deleting the second (deletionPolicy Delete, as a schedule's
-// retention does) leaves the first's file as it was; deleting the first deletes it.
+// Two namespaces, one bucket and key prefix, one snapshot name. With the prefix, each file's
+// key has its namespace and cluster in it: both snapshots complete, each with its own file
+// and owner. With an explicit key (a file name), they share it: the first gets it, the second
+// fails with SnapshotFileExists without touching it. Deleting the second namespace's
+// snapshots (deletionPolicy Delete, as a schedule's retention does) leaves the first's
+// files as they were; deleting the first's deletes them.
 func TestSnapshotsOfOneNameInTwoNamespacesNeverDeleteEachOthersFile(t *testing.T) {
 	t.Parallel()
 	ns1, bucket := s3Namespace(t)
@@ -33,44 +36,62 @@ func TestSnapshotsOfOneNameInTwoNamespacesNeverDeleteEachOthersFile(t *testing.T
 	for _, ns := range []string{ns1, ns2} {
 		waitSettled(t, ns, "source", 1, 4*time.Minute)
 	}
-	const key = "shared/nightly.db"
-	nightly := func(ns string) *etcdv1.EtcdSnapshot {
-		return &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+	snapshot := func(ns, name, key string) {
+		create(t, &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"},
-				Destination: s3Location(t, bucket, "shared/"), DeletionPolicy: etcdv1.SnapshotDelete}}
+				Destination: s3Location(t, bucket, key), DeletionPolicy: etcdv1.SnapshotDelete}})
 	}
-	create(t, nightly(ns1))
-	first := waitSnapshotDone(t, ns1, "nightly", etcdv1.SnapshotComplete)
-	before, err := localS3(t).admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
+	const exact = "shared/exact.db"
+	owned := map[string]minio.ObjectInfo{} // key: the object as the first namespace's snapshot stored it
+	for _, name := range []string{"nightly", "exact"} {
+		key := map[string]string{"nightly": "shared/", "exact": exact}[name]
+		snapshot(ns1, name, key)
+		first := waitSnapshotDone(t, ns1, name, etcdv1.SnapshotComplete)
+		stored := strings.TrimPrefix(first.Status.Artifact.URI, "s3://"+bucket+"/")
+		info, err := localS3(t).admin.StatObject(context.Background(), bucket, stored, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner := info.UserMetadata["Owner"]; owner != ns1+"/"+name+"/"+string(first.UID) {
+			t.Fatalf("%s records owner %q (metadata %v), want %s/%s/%s", stored, owner, info.UserMetadata, ns1, name, first.UID)
+		}
+		owned[stored] = info
 	}
-	if owner := before.UserMetadata["Owner"]; owner != ns1+"/nightly/"+string(first.UID) {
-		t.Fatalf("the file records owner %q (metadata %v), want %s/nightly/%s", owner, before.UserMetadata, ns1, first.UID)
+	if _, ok := owned[keyOf("shared/", ns1, "source", "nightly")]; !ok {
+		t.Fatalf("the prefixed snapshot's key is not under its namespace and cluster: %v", owned)
 	}
 
-	create(t, nightly(ns2))
-	second := waitSnapshotDone(t, ns2, "nightly", etcdv1.SnapshotFailed)
+	snapshot(ns2, "nightly", "shared/")
+	waitSnapshotDone(t, ns2, "nightly", etcdv1.SnapshotComplete)
+	snapshot(ns2, "exact", exact)
+	second := waitSnapshotDone(t, ns2, "exact", etcdv1.SnapshotFailed)
 	if ready := meta.FindStatusCondition(second.Status.Conditions, "Ready"); ready == nil || ready.Reason != "SnapshotFileExists" {
-		t.Fatalf("the second snapshot of the key: Ready %+v, want SnapshotFileExists", ready)
+		t.Fatalf("the second snapshot of one explicit key: Ready %+v, want SnapshotFileExists", ready)
 	}
 	unchanged := func(when string) {
 		t.Helper()
-		after, err := localS3(t).admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
-		if err != nil || after.ETag != before.ETag || after.UserMetadata["Owner"] != before.UserMetadata["Owner"] {
-			t.Fatalf("%s: the first snapshot's file changed or went: %v (ETag %s, was %s; owner %q)", when, err, after.ETag, before.ETag, after.UserMetadata["Owner"])
+		for key, before := range owned {
+			after, err := localS3(t).admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
+			if err != nil || after.ETag != before.ETag || after.UserMetadata["Owner"] != before.UserMetadata["Owner"] {
+				t.Fatalf("%s: the first namespace's %s changed or went: %v (ETag %s, was %s; owner %q)", when, key, err, after.ETag, before.ETag, after.UserMetadata["Owner"])
+			}
 		}
 	}
-	unchanged("after the second snapshot failed")
+	unchanged("after the second namespace's snapshots")
+	deleteSnapshotAndWait(t, ns2, "exact")
 	deleteSnapshotAndWait(t, ns2, "nightly")
-	unchanged("after the second snapshot was deleted")
-	if stored := objects(t, bucket, ""); len(stored) != 1 {
-		t.Fatalf("objects in the bucket %v, want only %s", stored, key)
+	unchanged("after the second namespace's snapshots were deleted")
+	if err := objectDeleted(bucket, keyOf("shared/", ns2, "source", "nightly")); err != nil {
+		t.Fatalf("the second namespace's own file: %v", err)
 	}
 
-	deleteSnapshotAndWait(t, ns1, "nightly")
-	if err := objectDeleted(bucket, key); err != nil {
-		t.Fatalf("deleting the owner's snapshot: %v", err)
+	for _, name := range []string{"nightly", "exact"} {
+		deleteSnapshotAndWait(t, ns1, name)
+	}
+	for key := range owned {
+		if err := objectDeleted(bucket, key); err != nil {
+			t.Fatalf("deleting the owner's snapshot: %v", err)
+		}
 	}
 }
 

@@ -320,10 +320,11 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 // called Complete: the file where the spec and the name put it, its size and checksum as the
 // agent read them back, and the revision read from the file. "" when nothing is.
 func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
-	want := backup.DestinationURI(s.Spec.Destination, s.Name)
+	// A Job made before an upgrade used the earlier key layout: LocationOf knows both.
+	_, ours := backup.LocationOf(s.Spec.Destination, backup.Of(s), res.URI)
 	switch {
-	case res.URI != want:
-		return fmt.Sprintf("it names %q instead of %s", res.URI, want)
+	case !ours:
+		return fmt.Sprintf("it names %q instead of %s", res.URI, backup.DestinationURI(s.Spec.Destination, backup.Of(s)))
 	case res.SizeBytes <= 0:
 		return "it gives no size"
 	case !validChecksum(res.Checksum):
@@ -490,7 +491,7 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 	if s.Status.Artifact != nil {
 		return s.Status.Artifact.URI
 	}
-	return StoredName(s)
+	return backup.URI(StoredFile(s))
 }
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {
