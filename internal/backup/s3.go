@@ -144,8 +144,7 @@ func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum, owner string)
 		return err
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum, ownerMeta: owner}}
-	opts.SetMatchETagExcept("*")
-	err = s.copyObject(ctx, tmp, name, info.Size, opts)
+	err = s.copyObject(ctx, tmp, name, info.Size, opts, true)
 	if minio.ToErrorResponse(err).Code == "PreconditionFailed" {
 		_ = s.Remove(ctx, tmp)
 		return fmt.Errorf("%w: s3://%s/%s", ErrAlreadyExists, s.bucket, name)
