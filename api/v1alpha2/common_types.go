@@ -46,8 +46,8 @@ type S3SnapshotLocation struct {
 	Bucket string `json:"bucket"`
 
 	// Key is, for a snapshot destination, a key prefix to which the operator appends
-	// "<snapshot-name>.db" (a key ending in ".db" is used as it is); for a restore source,
-	// the exact key of the snapshot object.
+	// "<namespace>/<cluster>/<snapshot-name>.db" (a key ending in ".db" is used as it is);
+	// for a restore source, the exact key of the snapshot object.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Key string `json:"key,omitempty"`

@@ -116,7 +116,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	}()
 	store := backup.DirStore{Root: t.TempDir()}
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db", URI: "pvc://x/snaps/one.db"})
+	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db", URI: "pvc://x/snaps/one.db", Owner: "ns/one/uid-1"})
 	close(stop)
 	wg.Wait()
 	if res.Reason != "" {
@@ -156,6 +156,61 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	}
 	dst := startEtcd(t, job.DataDir, "dst", peerPort)
 	assertRestored(t, src, dst, res.Revision, 2000)
+}
+
+// The delete agent deletes only the file its snapshot wrote: another snapshot's file of the
+// same name stays (the agent succeeds, saying so), its own goes with what is recorded
+// beside it, and a file stored without an owner goes only for the snapshot that recorded
+// its checksum.
+func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	store := backup.DirStore{Root: root}
+	flags := storeFlags{dir: root}
+	const name, uri, first, second = "shared/nightly.db", "pvc://b/shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
+	data := []byte("a snapshot")
+	tmp, err := store.WriteTemp(ctx, name, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, tmp, name, "sha256:first", first); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool {
+		ok, err := store.Exists(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, &flags); r.Reason != "" || r.Message == MessageDeleted || !exists() {
+		t.Fatalf("another snapshot's delete: %+v; the file exists: %v", r, exists())
+	}
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second, checksum: "sha256:first"}, &flags); r.Message == MessageDeleted || !exists() {
+		t.Fatalf("another snapshot's delete with the same checksum: %+v", r)
+	}
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first}, &flags); r.Reason != "" || r.Message != MessageDeleted || exists() {
+		t.Fatalf("the owner's delete: %+v; the file exists: %v", r, exists())
+	}
+	if owner, err := store.RecordedOwner(ctx, name); !errors.Is(err, backup.ErrNotFound) {
+		t.Fatalf("the owner record outlived the file: %q, %v", owner, err)
+	}
+	// A file stored by an operator that recorded no owner, only its checksum.
+	if err := os.MkdirAll(filepath.Join(root, "shared"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, name+".sha256"), []byte("sha256:old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, &flags); r.Message == MessageDeleted || !exists() {
+		t.Fatalf("a failed snapshot (no checksum) deleted a file without an owner: %+v", r)
+	}
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first, checksum: "sha256:old"}, &flags); r.Message != MessageDeleted || exists() {
+		t.Fatalf("the snapshot that recorded the file's checksum: %+v; the file exists: %v", r, exists())
+	}
 }
 
 // putKeys writes n keys /k/00000.., every bigEvery-th value 100 KiB.
@@ -230,8 +285,8 @@ func TestSnapshotThroughS3(t *testing.T) {
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
 	putKeys(t, src, 500, 100)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	key := backup.ObjectKey("nightly/", "one")
-	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key})
+	key := backup.ObjectKey("nightly/", backup.FileOf{Namespace: "ns", Cluster: "src", Name: "one"})
+	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key, Owner: "ns/one/uid-1"})
 	if res.Reason != "" {
 		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)
 	}
@@ -240,6 +295,9 @@ func TestSnapshotThroughS3(t *testing.T) {
 	}
 	if sum, err := store.RecordedChecksum(ctx, key); err != nil || sum != res.Checksum {
 		t.Fatalf("recorded checksum %q (%v), the agent reported %q", sum, err, res.Checksum)
+	}
+	if owner, err := store.RecordedOwner(ctx, key); err != nil || owner != "ns/one/uid-1" {
+		t.Fatalf("recorded owner %q (%v)", owner, err)
 	}
 	peerPort := freePort(t)
 	volume := t.TempDir()

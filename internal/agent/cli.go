@@ -112,9 +112,12 @@ func RunSnapshotAgent(args []string) int {
 	fs := flag.NewFlagSet("snapshot-agent", flag.ContinueOnError)
 	var (
 		endpoints, caFile, certFile, keyFile, name, uri, scratch string
+		owner, checksum                                          string
 		remove                                                   bool
 		common                                                   agentFlags
 	)
+	fs.StringVar(&owner, "owner", "", "namespace/name/uid of the EtcdSnapshot: recorded with the file, and the only owner whose file --delete deletes")
+	fs.StringVar(&checksum, "checksum", "", "with --delete: the checksum the EtcdSnapshot recorded, which proves a file stored without an owner its own")
 	fs.StringVar(&scratch, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
 	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
@@ -130,9 +133,9 @@ func RunSnapshotAgent(args []string) int {
 	defer cancel()
 	var res Result
 	if remove {
-		res = removeSnapshot(ctx, name, uri, &common.store)
+		res = removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: owner, checksum: checksum}, &common.store)
 	} else {
-		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, name, uri, scratch, &common.store)
+		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, fileOwner{name: name, uri: uri, owner: owner}, scratch, &common.store)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
 		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
@@ -140,9 +143,16 @@ func RunSnapshotAgent(args []string) int {
 	return finish(common.resultFile, res)
 }
 
-func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name, uri, scratch string, store *storeFlags) Result {
-	if endpoints == "" || name == "" {
-		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints and --name are needed"}
+// fileOwner is a snapshot file and the EtcdSnapshot it is, or is to be, recorded for.
+type fileOwner struct {
+	name, uri, owner string
+	// checksum is what the EtcdSnapshot's status recorded; "" when it recorded none.
+	checksum string
+}
+
+func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile string, f fileOwner, scratch string, store *storeFlags) Result {
+	if endpoints == "" || f.name == "" || f.owner == "" {
+		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints, --name and --owner are needed"}
 	}
 	st, err := store.open()
 	if err != nil {
@@ -156,22 +166,52 @@ func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile, name
 	if err != nil {
 		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: name, URI: uri, ScratchDir: scratch})
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: scratch})
 }
 
-// removeSnapshot deletes a snapshot file, its partial upload and its recorded checksum; a
-// file that is gone already is no error.
-func removeSnapshot(ctx context.Context, name, uri string, store *storeFlags) Result {
+// removeSnapshot deletes a snapshot file, with what is recorded beside it and its partial
+// upload, when it is f.owner's (backup.MayDelete); a file that is gone already is no error,
+// and a file that is another's is kept: the result says so, and the deletion succeeds, as
+// there is nothing of this snapshot's to delete.
+func removeSnapshot(ctx context.Context, f fileOwner, store *storeFlags) Result {
+	if f.name == "" || f.owner == "" {
+		return Result{Reason: ReasonInvalidArguments, Message: "--name and --owner are needed"}
+	}
 	st, err := store.open()
 	if err != nil {
 		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
 	}
-	for _, n := range []string{name, backup.PartialName(name)} {
-		if err := st.Remove(ctx, n); err != nil {
-			return storeFailure("deleting "+uri, err)
+	recorded, err := st.RecordedOwner(ctx, f.name)
+	switch {
+	case errors.Is(err, backup.ErrNotFound):
+		recorded = ""
+	case err != nil:
+		return storeFailure("reading the owner of "+f.uri, err)
+	default:
+		sum, err := st.RecordedChecksum(ctx, f.name)
+		if err != nil {
+			return storeFailure("reading the checksum of "+f.uri, err)
+		}
+		if !backup.MayDelete(recorded, sum, f.owner, f.checksum) {
+			return Result{URI: f.uri, Message: keptMessage(f, recorded)}
 		}
 	}
-	return Result{URI: uri, Message: "deleted"}
+	for _, n := range []string{f.name, backup.PartialName(f.name)} {
+		if err := st.Remove(ctx, n); err != nil {
+			return storeFailure("deleting "+f.uri, err)
+		}
+	}
+	return Result{URI: f.uri, Message: MessageDeleted}
+}
+
+// MessageDeleted is a delete agent's message when it deleted the file (or found none).
+const MessageDeleted = "deleted"
+
+func keptMessage(f fileOwner, recorded string) string {
+	if recorded == "" {
+		return fmt.Sprintf("kept %s: it records no owner and not this snapshot's checksum, so this snapshot did not write it", f.uri)
+	}
+	return fmt.Sprintf("kept %s: it belongs to EtcdSnapshot %s, not to %s", f.uri, recorded, f.owner)
 }
 
 func etcdConfig(endpoints []string, caFile, certFile, keyFile string) (clientv3.Config, error) {

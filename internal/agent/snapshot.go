@@ -21,6 +21,8 @@ type SnapshotJob struct {
 	Store backup.Store
 	Name  string
 	URI   string
+	// Owner is recorded with the file (backup.OwnerOf): only this EtcdSnapshot may delete it.
+	Owner string
 	// ScratchDir holds the snapshot file between etcd and the store; the system's temporary
 	// directory when empty.
 	ScratchDir string
@@ -128,7 +130,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("verifying the stored copy", err)
 	}
-	if err := job.Store.Commit(ctx, tmp, job.Name, sr.Checksum()); err != nil {
+	if err := job.Store.Commit(ctx, tmp, job.Name, sr.Checksum(), job.Owner); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("completing the snapshot file", err)
 	}

@@ -17,33 +17,76 @@ import (
 )
 
 func TestStoredNamesAreReproducibleFromTheSpecAndTheName(t *testing.T) {
+	f := FileOf{Namespace: "team-a", Cluster: "main", Name: "nightly-1"}
 	for _, tc := range []struct{ prefix, want string }{
-		{"", "nightly-1.db"},
-		{"backups", "backups/nightly-1.db"},
-		{"backups/", "backups/nightly-1.db"},
+		{"", "team-a/main/nightly-1.db"},
+		{"backups", "backups/team-a/main/nightly-1.db"},
+		{"backups/", "backups/team-a/main/nightly-1.db"},
 		{"exact/name.db", "exact/name.db"},
 	} {
-		if got := ObjectKey(tc.prefix, "nightly-1"); got != tc.want {
+		if got := ObjectKey(tc.prefix, f); got != tc.want {
 			t.Errorf("ObjectKey(%q) = %q, want %q", tc.prefix, got, tc.want)
 		}
 	}
-	if got := FilePath("snaps", "a"); got != "snaps/a.db" {
+	// Another namespace's, or another cluster's, snapshot of the same name gets another key.
+	for _, other := range []FileOf{{"team-b", "main", "nightly-1"}, {"team-a", "other", "nightly-1"}} {
+		if ObjectKey("backups/", other) == ObjectKey("backups/", f) {
+			t.Errorf("%+v and %+v share the key %s", other, f, ObjectKey("backups/", f))
+		}
+	}
+	if got := FilePath("snaps", FileOf{Name: "a"}); got != "snaps/a.db" {
 		t.Errorf("FilePath = %q", got)
 	}
+	x := FileOf{Namespace: "ns", Cluster: "c", Name: "x"}
 	s3 := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b", Key: "p/"}}
-	if got := DestinationURI(s3, "x"); got != "s3://b/p/x.db" {
+	if got := DestinationURI(s3, x); got != "s3://b/p/ns/c/x.db" {
 		t.Errorf("DestinationURI = %q", got)
 	}
 	pvc := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "c", SubPath: "d"}}
-	if got := DestinationURI(pvc, "x"); got != "pvc://c/d/x.db" {
+	if got := DestinationURI(pvc, x); got != "pvc://c/d/x.db" {
 		t.Errorf("DestinationURI = %q", got)
 	}
 	// The file's own location names what DestinationURI names, and leaves the destination be.
-	if f := FileLocation(s3, "x"); f.S3.Key != "p/x.db" || f.S3.Bucket != "b" || s3.S3.Key != "p/" {
+	if f := FileLocation(s3, x); f.S3.Key != "p/ns/c/x.db" || f.S3.Bucket != "b" || s3.S3.Key != "p/" {
 		t.Errorf("FileLocation(s3) = %+v (destination now %+v)", f.S3, s3.S3)
 	}
-	if f := FileLocation(pvc, "x"); f.PVC.SubPath != "d/x.db" || f.PVC.ClaimName != "c" || pvc.PVC.SubPath != "d" {
+	if f := FileLocation(pvc, x); f.PVC.SubPath != "d/x.db" || f.PVC.ClaimName != "c" || pvc.PVC.SubPath != "d" {
 		t.Errorf("FileLocation(pvc) = %+v (destination now %+v)", f.PVC, pvc.PVC)
+	}
+}
+
+// A status.artifact names the snapshot's file under this layout or, for a snapshot completed
+// before the namespace and cluster were in the key, under the earlier one; nothing else.
+func TestLocationOfKnowsBothKeyLayouts(t *testing.T) {
+	x := FileOf{Namespace: "ns", Cluster: "c", Name: "x"}
+	s3 := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b", Key: "p/"}}
+	root := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b"}}
+	pvc := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "c", SubPath: "d"}}
+	for _, tc := range []struct {
+		name string
+		loc  etcdv1.SnapshotLocation
+		uri  string
+		key  string // "" when not the snapshot's
+	}{
+		{"this layout", s3, "s3://b/p/ns/c/x.db", "p/ns/c/x.db"},
+		{"the earlier layout", s3, "s3://b/p/x.db", "p/x.db"},
+		{"the earlier layout at the bucket's root", root, "s3://b/x.db", "x.db"},
+		{"another snapshot's", s3, "s3://b/p/ns/c/y.db", ""},
+		{"another bucket", s3, "s3://other/p/ns/c/x.db", ""},
+		{"a PVC file", pvc, "pvc://c/d/x.db", "d/x.db"},
+		{"a PVC file elsewhere", pvc, "pvc://c/x.db", ""},
+	} {
+		got, ok := LocationOf(tc.loc, x, tc.uri)
+		var key string
+		switch {
+		case ok && got.S3 != nil:
+			key = got.S3.Key
+		case ok:
+			key = got.PVC.SubPath
+		}
+		if ok != (tc.key != "") || key != tc.key {
+			t.Errorf("%s: LocationOf(%s) = %q, %v; want %q", tc.name, tc.uri, key, ok, tc.key)
+		}
 	}
 }
 
@@ -112,7 +155,7 @@ func TestDirStoreShowsAFileOnlyAfterCommit(t *testing.T) {
 	if err != nil || size != int64(len(data)) {
 		t.Fatalf("verify: %v, size %d", err, size)
 	}
-	if err := st.Commit(ctx, tmp, "snaps/a.db", sum); err != nil {
+	if err := st.Commit(ctx, tmp, "snaps/a.db", sum, "ns/a/uid-a"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := st.Exists(ctx, "snaps/a.db"); !ok {

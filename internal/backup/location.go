@@ -14,9 +14,30 @@ import (
 // SnapshotFileName is the file a snapshot of the given name is stored as.
 func SnapshotFileName(snapshot string) string { return snapshot + ".db" }
 
-// ObjectKey is the S3 key of snapshot under the destination's key: a key ending in ".db" is
-// used as it is; any other key is a prefix (a directory) the snapshot's file goes into.
-func ObjectKey(prefix, snapshot string) string {
+// FileOf names the snapshot a file is of: its namespace, its cluster and its own name.
+type FileOf struct{ Namespace, Cluster, Name string }
+
+// Of is the file of EtcdSnapshot s.
+func Of(s *etcdv1.EtcdSnapshot) FileOf {
+	return FileOf{Namespace: s.Namespace, Cluster: s.Spec.ClusterRef.Name, Name: s.Name}
+}
+
+// ObjectKey is the S3 key of snapshot f under the destination's key: a key ending in ".db" is
+// used as it is; any other key is a prefix (a directory) under which the file goes to
+// <namespace>/<cluster>/<name>.db. One bucket and prefix serve every namespace and cluster
+// without two snapshots of one name sharing a key; an EtcdSnapshot's name is unique only in
+// its namespace.
+func ObjectKey(prefix string, f FileOf) string {
+	if strings.HasSuffix(prefix, ".db") {
+		return prefix
+	}
+	return path.Join(prefix, f.Namespace, f.Cluster, SnapshotFileName(f.Name))
+}
+
+// legacyObjectKey is where operators before the namespace and cluster were in the key put a
+// snapshot's file: <prefix>/<name>.db. Snapshots they completed keep that key in their
+// status.artifact, and are restored and deleted by it (LocationOf).
+func legacyObjectKey(prefix, snapshot string) string {
 	if strings.HasSuffix(prefix, ".db") {
 		return prefix
 	}
@@ -26,36 +47,59 @@ func ObjectKey(prefix, snapshot string) string {
 	return strings.TrimSuffix(prefix, "/") + "/" + SnapshotFileName(snapshot)
 }
 
-// FilePath is the path, relative to the volume's root, of snapshot under the destination's
-// subPath (a directory).
-func FilePath(subPath, snapshot string) string {
+// FilePath is the path, relative to the volume's root, of snapshot f under the
+// destination's subPath (a directory). A PVC belongs to one namespace, and a name is unique
+// there, so the layout has neither.
+func FilePath(subPath string, f FileOf) string {
 	if strings.HasSuffix(subPath, ".db") {
 		return subPath
 	}
-	return path.Join(subPath, SnapshotFileName(snapshot))
+	return path.Join(subPath, SnapshotFileName(f.Name))
 }
 
-// FileLocation narrows a destination to snapshot's own file: its exact S3 key (ObjectKey)
+// FileLocation narrows a destination to snapshot f's own file: its exact S3 key (ObjectKey)
 // or its exact path in the volume (FilePath), the rest of the destination kept.
-func FileLocation(loc etcdv1.SnapshotLocation, snapshot string) etcdv1.SnapshotLocation {
+func FileLocation(loc etcdv1.SnapshotLocation, f FileOf) etcdv1.SnapshotLocation {
 	out := *loc.DeepCopy()
 	switch {
 	case out.S3 != nil:
-		out.S3.Key = ObjectKey(out.S3.Key, snapshot)
+		out.S3.Key = ObjectKey(out.S3.Key, f)
 	case out.PVC != nil:
-		out.PVC.SubPath = FilePath(out.PVC.SubPath, snapshot)
+		out.PVC.SubPath = FilePath(out.PVC.SubPath, f)
 	}
 	return out
 }
 
-// DestinationURI is where snapshot is stored for a destination: s3://bucket/key or
-// pvc://claim/path.
-func DestinationURI(loc etcdv1.SnapshotLocation, snapshot string) string {
+// LocationOf is the file location of snapshot f whose URI is uri: where this operator puts
+// it (FileLocation), or, on S3, where operators before the namespace and cluster were in
+// the key put it. False when uri is neither: it names no file of this snapshot.
+func LocationOf(loc etcdv1.SnapshotLocation, f FileOf, uri string) (etcdv1.SnapshotLocation, bool) {
+	if now := FileLocation(loc, f); URI(now) == uri {
+		return now, true
+	}
+	if loc.S3 != nil {
+		before := *loc.DeepCopy()
+		before.S3.Key = legacyObjectKey(loc.S3.Key, f.Name)
+		if URI(before) == uri {
+			return before, true
+		}
+	}
+	return etcdv1.SnapshotLocation{}, false
+}
+
+// URI names a file location: s3://bucket/key or pvc://claim/path.
+func URI(file etcdv1.SnapshotLocation) string {
 	switch {
-	case loc.S3 != nil:
-		return "s3://" + loc.S3.Bucket + "/" + ObjectKey(loc.S3.Key, snapshot)
-	case loc.PVC != nil:
-		return "pvc://" + loc.PVC.ClaimName + "/" + FilePath(loc.PVC.SubPath, snapshot)
+	case file.S3 != nil:
+		return "s3://" + file.S3.Bucket + "/" + file.S3.Key
+	case file.PVC != nil:
+		return "pvc://" + file.PVC.ClaimName + "/" + file.PVC.SubPath
 	}
 	return ""
+}
+
+// DestinationURI is where snapshot f is stored for a destination: s3://bucket/key or
+// pvc://claim/path.
+func DestinationURI(loc etcdv1.SnapshotLocation, f FileOf) string {
+	return URI(FileLocation(loc, f))
 }

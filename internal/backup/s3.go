@@ -38,8 +38,12 @@ type S3Store struct {
 // uploaded through a buffer of that size.
 const PartSize = 16 << 20
 
-// checksumMeta is the user metadata key (x-amz-meta-sha256) holding a snapshot's checksum.
-const checksumMeta = "Sha256"
+// checksumMeta and ownerMeta are the user metadata keys (x-amz-meta-sha256,
+// x-amz-meta-owner) holding a snapshot's checksum and owner.
+const (
+	checksumMeta = "Sha256"
+	ownerMeta    = "Owner"
+)
 
 // NewS3Store builds a client; it does not connect yet.
 func NewS3Store(cfg S3Config) (*S3Store, error) {
@@ -130,14 +134,22 @@ func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 }
 
 // Commit implements Store with a server-side copy in parts, several at once (ComposeObject
-// copied the object in one request, one stream on the server).
-func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum string) error {
+// copied the object in one request, one stream on the server). The upload is completed
+// with If-None-Match: *, so the store itself refuses it when the key exists (S3 and MinIO
+// answer 412 PreconditionFailed); a store that ignores the header leaves only the agent's
+// look before the snapshot started between two writers.
+func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum, owner string) error {
 	info, err := s.cli.StatObject(ctx, s.bucket, tmp, minio.StatObjectOptions{})
 	if err != nil {
 		return err
 	}
-	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum}}
-	if err := s.copyObject(ctx, tmp, name, info.Size, opts); err != nil {
+	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum, ownerMeta: owner}}
+	err = s.copyObject(ctx, tmp, name, info.Size, opts, true)
+	if minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+		_ = s.Remove(ctx, tmp)
+		return fmt.Errorf("%w: s3://%s/%s", ErrAlreadyExists, s.bucket, name)
+	}
+	if err != nil {
 		return err
 	}
 	return s.Remove(ctx, tmp)
@@ -154,6 +166,16 @@ func (s *S3Store) Remove(ctx context.Context, name string) error {
 
 // RecordedChecksum implements Store.
 func (s *S3Store) RecordedChecksum(ctx context.Context, name string) (string, error) {
+	return s.recorded(ctx, name, checksumMeta)
+}
+
+// RecordedOwner implements Store.
+func (s *S3Store) RecordedOwner(ctx context.Context, name string) (string, error) {
+	return s.recorded(ctx, name, ownerMeta)
+}
+
+// recorded is the user metadata key of name's object; "" when it has none.
+func (s *S3Store) recorded(ctx context.Context, name, key string) (string, error) {
 	info, err := s.cli.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{})
 	if err != nil {
 		if isNoSuchKey(err) {
@@ -162,7 +184,7 @@ func (s *S3Store) RecordedChecksum(ctx context.Context, name string) (string, er
 		return "", err
 	}
 	for k, v := range info.UserMetadata {
-		if strings.EqualFold(k, checksumMeta) {
+		if strings.EqualFold(k, key) {
 			return v, nil
 		}
 	}

@@ -53,7 +53,7 @@ func testCommit(t *testing.T, srv *testminio.Server) {
 	if err := st.CheckBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
-	name := ObjectKey("nightly/", "one")
+	name := ObjectKey("nightly/", FileOf{Namespace: "ns", Cluster: "c", Name: "one"})
 	data := fakeSnapshot(PartSize + PartSize/2) // two parts: the multipart path
 	tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
 	if err != nil {
@@ -66,7 +66,7 @@ func testCommit(t *testing.T, srv *testminio.Server) {
 	if err != nil || size != int64(len(data)) {
 		t.Fatalf("verifying the partial object: %v, size %d of %d", err, size, len(data))
 	}
-	if err := st.Commit(ctx, tmp, name, sum); err != nil {
+	if err := st.Commit(ctx, tmp, name, sum, "ns/one/uid-1"); err != nil {
 		t.Fatal(err)
 	}
 	checkCommitted(t, srv, st, name, sum)
@@ -200,7 +200,7 @@ func testGrowingFile(t *testing.T, srv *testminio.Server) {
 		t.Fatalf("the stored growing file: %v, %d of %d bytes, checksum %s", err, size, len(data), got)
 	}
 	// Larger than a part of the server-side copy: the commit copies it in several.
-	if err := st.Commit(ctx, tmp, "growing/a.db", sum); err != nil {
+	if err := st.Commit(ctx, tmp, "growing/a.db", sum, "ns/a/uid-a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := VerifyStored(ctx, st, "growing/a.db", sum); err != nil {

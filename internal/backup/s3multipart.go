@@ -31,15 +31,16 @@ const partsInFlight = 4
 // writeGrowing uploads f to key as a multipart upload; on any failure, or a file whose writing
 // failed, the upload is aborted and no object appears.
 func (s *S3Store) writeGrowing(ctx context.Context, key string, f GrowingFile) error {
-	return s.multipart(ctx, key, minio.PutObjectOptions{ContentType: contentType}, func(core minio.Core, id string) ([]minio.CompletePart, error) {
+	return s.multipart(ctx, key, minio.PutObjectOptions{ContentType: contentType}, false, func(core minio.Core, id string) ([]minio.CompletePart, error) {
 		return uploadParts(ctx, core, s.bucket, key, id, f)
 	})
 }
 
 // copyObject copies src to dst on the server, partsInFlight parts of copyPartSize at once,
-// with the given metadata: the object appears under dst whole, or not at all.
-func (s *S3Store) copyObject(ctx context.Context, src, dst string, size int64, opts minio.PutObjectOptions) error {
-	return s.multipart(ctx, dst, opts, func(core minio.Core, id string) ([]minio.CompletePart, error) {
+// with the given metadata: the object appears under dst whole, or not at all; with ifAbsent,
+// only if dst does not exist (multipart).
+func (s *S3Store) copyObject(ctx context.Context, src, dst string, size int64, opts minio.PutObjectOptions, ifAbsent bool) error {
+	return s.multipart(ctx, dst, opts, ifAbsent, func(core minio.Core, id string) ([]minio.CompletePart, error) {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(partsInFlight)
 		var done completedParts
@@ -62,8 +63,11 @@ func (s *S3Store) copyObject(ctx context.Context, src, dst string, size int64, o
 const copyPartSize = 2 * PartSize
 
 // multipart runs a multipart upload to key whose parts upload makes, and completes it; on any
-// failure it aborts it, so that nothing appears under key.
-func (s *S3Store) multipart(ctx context.Context, key string, opts minio.PutObjectOptions, upload func(minio.Core, string) ([]minio.CompletePart, error)) (err error) {
+// failure it aborts it, so that nothing appears under key. With ifAbsent the completion
+// carries If-None-Match: *, and the store refuses it (PreconditionFailed) when key exists:
+// the completion is the one step that makes the object appear, so that is where the
+// condition goes (S3 defines it there, not on the upload's start).
+func (s *S3Store) multipart(ctx context.Context, key string, opts minio.PutObjectOptions, ifAbsent bool, upload func(minio.Core, string) ([]minio.CompletePart, error)) (err error) {
 	core := minio.Core{Client: s.cli}
 	id, err := core.NewMultipartUpload(ctx, s.bucket, key, opts)
 	if err != nil {
@@ -78,7 +82,11 @@ func (s *S3Store) multipart(ctx context.Context, key string, opts minio.PutObjec
 	if err != nil {
 		return err
 	}
-	_, err = core.CompleteMultipartUpload(ctx, s.bucket, key, id, parts, opts)
+	complete := opts
+	if ifAbsent {
+		complete.SetMatchETagExcept("*")
+	}
+	_, err = core.CompleteMultipartUpload(ctx, s.bucket, key, id, parts, complete)
 	return err
 }
 

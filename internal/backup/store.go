@@ -19,14 +19,37 @@ type Store interface {
 	WriteTemp(ctx context.Context, name string, r io.Reader) (tmp string, err error)
 	// Open reads a stored file (complete or temporary).
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
-	// Commit makes the temporary file the complete file name, recording its checksum beside
-	// it, and removes the temporary one.
-	Commit(ctx context.Context, tmp, name, checksum string) error
+	// Commit makes the temporary file the complete file name, recording its checksum and
+	// its owner (the EtcdSnapshot that wrote it, OwnerOf) with it, and removes the temporary
+	// one. It never replaces a file: when name exists, or is claimed by another owner, it
+	// fails with ErrAlreadyExists, decided by the store itself in one step (a conditional
+	// write, a link), so two writers of one name cannot both succeed.
+	Commit(ctx context.Context, tmp, name, checksum, owner string) error
 	// Remove deletes a file (complete or temporary); a missing one is no error.
 	Remove(ctx context.Context, name string) error
 	// RecordedChecksum is the checksum Commit recorded for name; "" when none was recorded
 	// (a file stored by something else).
 	RecordedChecksum(ctx context.Context, name string) (string, error)
+	// RecordedOwner is the owner Commit recorded for name; "" when none was recorded (a
+	// file stored by an operator before owners were recorded, or by something else), and
+	// ErrNotFound when there is no such file.
+	RecordedOwner(ctx context.Context, name string) (string, error)
+}
+
+// OwnerOf is the owner recorded with a snapshot file: the EtcdSnapshot's namespace, name and
+// UID. The UID tells apart two EtcdSnapshots of one name, one deleted and one created again.
+func OwnerOf(namespace, name, uid string) string { return namespace + "/" + name + "/" + uid }
+
+// MayDelete says whether the EtcdSnapshot owner (OwnerOf), whose status recorded checksum
+// for its file ("" when it recorded none), may delete a stored file with recordedOwner and
+// recordedChecksum: only the file it wrote. A file with an owner is the owner's alone; a file
+// without one (written before owners were recorded) is the snapshot's when it recorded that
+// very file's checksum, which a snapshot that failed never did.
+func MayDelete(recordedOwner, recordedChecksum, owner, checksum string) bool {
+	if recordedOwner != "" {
+		return recordedOwner == owner
+	}
+	return checksum != "" && recordedChecksum == checksum
 }
 
 // ChecksumPrefix starts every checksum this package writes.

@@ -295,6 +295,9 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 	var left []string
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
+		if !pvcOfCluster(pvc, c) {
+			continue // labelled as ours, but not ours to delete (pvcOfCluster)
+		}
 		left = append(left, "PVC "+pvc.Name)
 		if !pvc.DeletionTimestamp.IsZero() {
 			continue
@@ -316,6 +319,13 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 		return "waiting for " + strings.Join(left, ", ") + " to go", nil
 	}
 	return "", nil
+}
+
+// pvcOfCluster says whether a PVC carrying cluster c's label holds the data of the member
+// it names, by the test ensurePVC applies before using a PVC (pvcOfMember): a label alone
+// does not make another application's PVC ours to delete.
+func pvcOfCluster(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster) bool {
+	return pvcOfMember(pvc, c, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: pvcMember(pvc)}})
 }
 
 // recoveryToken is the new cluster's --initial-cluster-token: new member IDs and a new

@@ -162,6 +162,31 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	h.finishSnapshotRecoveryWith(0xbeef)
 }
 
+// A PVC that carries the cluster's label but is not the data of one of its members (another
+// manager's) is not the recovery's to delete, and does not hold the recovery up.
+func TestRecoveryFromSnapshotLeavesAPVCThatIsNotOurs(t *testing.T) {
+	h := lostQuorumWithSnapshot(t)
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-cache", Namespace: "ns",
+		Labels: map[string]string{specs.LabelCluster: "db", specs.LabelMember: "db-cache", specs.LabelManagedBy: "helm"}}}
+	if err := h.api.Create(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	for i := 0; i < 25 && (h.clusterObj().Status.SnapshotRecovery == nil || h.clusterObj().Status.ClusterID != ""); i++ {
+		h.reconcile()
+	}
+	if c := h.clusterObj(); c.Status.ClusterID != "" {
+		t.Fatalf("the recovery did not clear the old cluster: %+v", h.condition(etcdv1.ConditionProgressing))
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].UID != foreign.UID {
+		t.Fatalf("PVCs after the recovery: %v, want only the foreign db-cache", list.Items)
+	}
+}
+
 // checkOldClusterCleared reconciles until the cluster ID is cleared: no member, Pod or PVC of
 // the old cluster is left, and the token is new.
 func (h *harness) checkOldClusterCleared(oldToken string) {

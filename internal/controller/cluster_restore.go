@@ -133,7 +133,7 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 	restore := snapshotFile(snap)
 	if restore == nil {
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is Complete but its status.artifact %s does not name its file %s with a sha256 checksum, so the file cannot be verified: restore from its s3 or pvc location instead, %s",
-			name, describeArtifact(snap.Status.Artifact), backup.DestinationURI(snap.Spec.Destination, snap.Name), recreate)
+			name, describeArtifact(snap.Status.Artifact), backup.DestinationURI(snap.Spec.Destination, backup.Of(snap)), recreate)
 	}
 	return restore, ""
 }
@@ -144,10 +144,16 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 // verified.
 func snapshotFile(snap *etcdv1.EtcdSnapshot) *etcdv1.MemberRestore {
 	a := snap.Status.Artifact
-	if a == nil || a.URI != backup.DestinationURI(snap.Spec.Destination, snap.Name) || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
+	if a == nil || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
 		return nil
 	}
-	return &etcdv1.MemberRestore{Source: backup.FileLocation(snap.Spec.Destination, snap.Name), Checksum: a.Checksum, Snapshot: snap.Name}
+	// The artifact's own URI, not the key this operator would choose now: a snapshot stored
+	// under an earlier key layout keeps its file where it is.
+	file, ok := backup.LocationOf(snap.Spec.Destination, backup.Of(snap), a.URI)
+	if !ok {
+		return nil
+	}
+	return &etcdv1.MemberRestore{Source: file, Checksum: a.Checksum, Snapshot: snap.Name}
 }
 
 func describeArtifact(a *etcdv1.SnapshotArtifact) string {

@@ -63,14 +63,14 @@ func TestResolveRestore(t *testing.T) {
 		s := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: "ns"},
 			Spec: etcdv1.EtcdSnapshotSpec{Destination: dest},
 			Status: etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete,
-				Artifact: &etcdv1.SnapshotArtifact{URI: backup.DestinationURI(dest, "snap"), SizeBytes: 100, Checksum: sum}}}
+				Artifact: &etcdv1.SnapshotArtifact{URI: backup.DestinationURI(dest, backup.FileOf{Namespace: "ns", Name: "snap"}), SizeBytes: 100, Checksum: sum}}}
 		if edit != nil {
 			edit(s)
 		}
 		return s
 	}
 	s3File := *s3Dest.S3
-	s3File.Key = "nightly/snap.db"
+	s3File.Key = "nightly/ns/snap.db"
 	for _, tc := range []struct {
 		name    string
 		c       *etcdv1.EtcdCluster
@@ -106,7 +106,7 @@ func TestResolveRestore(t *testing.T) {
 		{name: "complete without an artifact", c: byRef, snap: snapshot(s3Dest, func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact = nil }),
 			failure: []string{"(none)"}},
 		{name: "artifact naming another file", c: byRef, snap: snapshot(s3Dest, func(s *etcdv1.EtcdSnapshot) { s.Status.Artifact.URI = "s3://b/other.db" }),
-			failure: []string{"s3://b/other.db", "s3://b/nightly/snap.db"}},
+			failure: []string{"s3://b/other.db", "s3://b/nightly/ns/snap.db"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.snap.DeepCopy()

@@ -165,7 +165,7 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 	case m.Annotations[AnnotationDiscard] == "true":
 		// The whole etcd cluster is replaced (a recovery from a snapshot): there is no quorum
 		// to remove the member with, and the cluster it belongs to will not exist.
-		if err := r.deletePVC(ctx, m); err != nil {
+		if err := r.deletePVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
 	case m.Annotations[AnnotationRemove] == "true":
@@ -177,7 +177,7 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 			r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 		}
-		if err := r.deletePVC(ctx, m); err != nil {
+		if err := r.deletePVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
 	default:
@@ -341,9 +341,17 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 	return nil
 }
 
-func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) error {
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: specs.PVCName(m)}}
-	err := r.Delete(ctx, pvc)
+// deletePVC deletes the member's PVC at the end of a deliberate removal, but only one that
+// pvcOfMember proves is this member's (the same test ensurePVC applies before using it):
+// a PVC of the member's name that another application made, which the member never used,
+// is left alone. The delete is conditional on the UID read, so a PVC replaced in between is
+// not deleted either.
+func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	pvc, err := r.ourPVC(ctx, c, m)
+	if pvc == nil || err != nil {
+		return err
+	}
+	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 	if err == nil {
 		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	}
@@ -351,14 +359,11 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, m *etcdv1.EtcdMember) 
 }
 
 // rescuePVC takes the member off the PVC's owners (ownPVCPerPolicy), so garbage collection
-// of the member does not take the data with it.
+// of the member does not take the data with it. A PVC that is not the member's is not
+// touched: under whenDeleted Delete, ownPVCPerPolicy would make the cluster its controller.
 func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
-	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pvc, err := r.ourPVC(ctx, c, m)
+	if pvc == nil || err != nil {
 		return err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
@@ -366,6 +371,23 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	return r.Patch(ctx, pvc, patch)
+}
+
+// ourPVC reads the member's PVC (live when the cache, which holds only labelled PVCs, has
+// none of its name); nil when there is none, or when the one of its name is not
+// the member's (pvcOfMember), which gets a NameConflict event so that someone sees why it
+// stays.
+func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !pvcOfMember(pvc, c, m) {
+		r.event(m, corev1.EventTypeWarning, ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
+		return nil, nil
+	}
+	return pvc, nil
 }
 
 // needsAttention are the Ready reasons that will not pass without a person: each gets a

@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -200,17 +202,98 @@ func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
 	h := newMemberHarness(t, "")
 	m := h.member("db-2")
-	if err := h.r.deletePVC(context.Background(), m); err != nil {
+	if err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
 		t.Fatal(err)
 	}
 	if h.pvc("db-2") != nil {
 		t.Fatal("deletePVC left the PVC")
 	}
-	if err := h.r.deletePVC(context.Background(), m); err != nil {
+	if err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
 		t.Fatalf("deleting a PVC that is gone: %v", err)
 	}
 	if err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
 		t.Fatalf("rescuing a PVC that is gone: %v (must not create one)", err)
+	}
+}
+
+// foreignPVC puts another application's PVC where member name's was: the member's name, and
+// the labels and owner the case gives it.
+func (h *memberHarness) foreignPVC(name string, labels map[string]string, owner *metav1.OwnerReference) *corev1.PersistentVolumeClaim {
+	h.t.Helper()
+	if err := h.api.Delete(context.Background(), h.pvc(name)); err != nil {
+		h.t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels}}
+	if owner != nil {
+		pvc.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	if err := h.api.Create(context.Background(), pvc); err != nil {
+		h.t.Fatal(err)
+	}
+	return h.pvc(name)
+}
+
+// foreignPVCs are PVCs that are not a member's although they have its name: the member
+// finalizer must neither delete them nor take them over.
+var foreignPVCs = []struct {
+	name   string
+	labels map[string]string
+	owner  *metav1.OwnerReference
+}{
+	{name: "no labels, no owner"},
+	{name: "controlled by a StatefulSet", owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "app", UID: "sts-uid", Controller: ptrTo(true)}},
+	{name: "our cluster label, another manager", labels: map[string]string{specs.LabelCluster: "db", specs.LabelMember: "db-2", specs.LabelManagedBy: "helm"}},
+	{name: "controlled by another cluster of the name", labels: specs.MemberLabels("db", "db-2"),
+		owner: &metav1.OwnerReference{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "db", UID: "older-cluster-uid", Controller: ptrTo(true)}},
+}
+
+// A removal (scale-in, a replacement) and a discard (recovery from a snapshot) delete the
+// member's PVC; a PVC of its name that is not its is left as it was, and the member still goes.
+func TestFinalizerLeavesAPVCOfTheMembersNameThatIsNotItsOwn(t *testing.T) {
+	for _, discard := range []bool{false, true} {
+		for _, tc := range foreignPVCs {
+			t.Run(fmt.Sprintf("%s, discard %v", tc.name, discard), func(t *testing.T) {
+				h := newMemberHarness(t, "")
+				before := h.foreignPVC("db-2", tc.labels, tc.owner)
+				if discard {
+					m := h.member("db-2")
+					m.Annotations = map[string]string{AnnotationDiscard: "true"}
+					if err := h.api.Update(context.Background(), m); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.remove("db-2", true)
+				after := h.pvc("db-2")
+				if after == nil || after.UID != before.UID || !equality.Semantic.DeepEqual(after.OwnerReferences, before.OwnerReferences) {
+					t.Fatalf("the foreign PVC was deleted or taken over: %+v", after)
+				}
+				if h.member("db-2") != nil {
+					t.Fatal("the member was held by a PVC that is not its")
+				}
+			})
+		}
+	}
+}
+
+// A member deleted by hand hands its PVC to the cluster (whenDeleted Delete); a foreign PVC
+// of its name is not made the cluster's, which would have garbage collection delete it with
+// the cluster.
+func TestFinalizerOfADeletionByHandTakesNoForeignPVC(t *testing.T) {
+	for _, tc := range foreignPVCs {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newMemberHarness(t, "")
+			c := h.cluster
+			c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+			if err := h.api.Update(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			before := h.foreignPVC("db-2", tc.labels, tc.owner)
+			h.remove("db-2", false)
+			after := h.pvc("db-2")
+			if after == nil || !equality.Semantic.DeepEqual(after.OwnerReferences, before.OwnerReferences) {
+				t.Fatalf("the foreign PVC was taken over: owners %+v", after.OwnerReferences)
+			}
+		})
 	}
 }
 

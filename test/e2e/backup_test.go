@@ -246,13 +246,13 @@ func snapshotOfLiveCluster(t *testing.T, ns string, keys int, dest etcdv1.Snapsh
 func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 	t.Parallel()
 	ns, bucket := s3Namespace(t)
-	s, src := snapshotOfLiveCluster(t, ns, 10000, s3Location(t, bucket, "snapshots/"), "s3://"+bucket+"/snapshots/snap.db")
+	s, src := snapshotOfLiveCluster(t, ns, 10000, s3Location(t, bucket, "snapshots/"), "s3://"+bucket+"/"+keyOf("snapshots/", ns, "source", "snap"))
 	stored := objects(t, bucket, "")
-	if len(stored) != 1 || stored["snapshots/snap.db"] != s.Status.Artifact.SizeBytes {
-		t.Fatalf("the bucket holds %v, want only snapshots/snap.db of %d bytes", stored, s.Status.Artifact.SizeBytes)
+	if len(stored) != 1 || stored[keyOf("snapshots/", ns, "source", "snap")] != s.Status.Artifact.SizeBytes {
+		t.Fatalf("the bucket holds %v, want only the snapshot of %d bytes", stored, s.Status.Artifact.SizeBytes)
 	}
 
-	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snapshots/snap.db")))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, keyOf("snapshots/", ns, "source", "snap"))))
 	createRestoredCluster(t, ns, "by-ref", 1, restoreFromSnapshot("snap"))
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	dst := dialClusterWith(t, ns, "restored", access{})
@@ -270,7 +270,7 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 
 	// deletionPolicy Retain (the default): the file outlives its EtcdSnapshot.
 	deleteSnapshotAndWait(t, ns, "snap")
-	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
+	if ok, err := objectExists(bucket, keyOf("snapshots/", ns, "source", "snap")); !ok {
 		t.Fatalf("deleting a Retain snapshot removed its file: %v", err)
 	}
 
@@ -279,14 +279,14 @@ func TestSnapshotToS3AndRestoreIntoANewCluster(t *testing.T) {
 		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "source"},
 			Destination: s3Location(t, bucket, "snapshots/"), DeletionPolicy: etcdv1.SnapshotDelete}})
 	waitSnapshotDone(t, ns, "snap-delete", etcdv1.SnapshotComplete)
-	if ok, err := objectExists(bucket, "snapshots/snap-delete.db"); !ok {
+	if ok, err := objectExists(bucket, keyOf("snapshots/", ns, "source", "snap-delete")); !ok {
 		t.Fatalf("the Delete snapshot's file is not where its URI says: %v", err)
 	}
 	deleteSnapshotAndWait(t, ns, "snap-delete")
-	if err := objectDeleted(bucket, "snapshots/snap-delete.db"); err != nil {
+	if err := objectDeleted(bucket, keyOf("snapshots/", ns, "source", "snap-delete")); err != nil {
 		t.Fatalf("deleting a Delete snapshot: %v", err)
 	}
-	if ok, err := objectExists(bucket, "snapshots/snap.db"); !ok {
+	if ok, err := objectExists(bucket, keyOf("snapshots/", ns, "source", "snap")); !ok {
 		t.Fatalf("deleting one snapshot with its file removed another's: %v", err)
 	}
 }
@@ -332,9 +332,9 @@ func TestOperatorKilledDuringSnapshotAndRestoreConverges(t *testing.T) {
 	})
 	killOperator(t)
 	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
-	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
+	checkComplete(t, s, c, "s3://"+bucket+"/"+keyOf("", ns, "source", "snap"))
 
-	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, "snap.db")))
+	createRestoredCluster(t, ns, "restored", 3, restoreFrom(s3Location(t, bucket, keyOf("", ns, "source", "snap"))))
 	eventually(t, 2*time.Minute, "the first member's Pod restoring", func() error {
 		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "restored-1"}, &corev1.Pod{})
 	})
@@ -390,7 +390,7 @@ func TestScheduleKeepsTheLastTwoSnapshots(t *testing.T) {
 		stored := objects(t, bucket, "minutely/")
 		var want []string
 		for _, name := range complete {
-			want = append(want, "minutely/"+name+".db")
+			want = append(want, keyOf("minutely/", ns, "source", name))
 		}
 		keys := make([]string, 0, len(stored))
 		for k := range stored {
@@ -581,11 +581,11 @@ func TestRestoreOfAMissingOrCorruptSnapshotFailsLoudly(t *testing.T) {
 	waitSnapshotDone(t, ns, "failed", etcdv1.SnapshotFailed)
 	another := withEtcdHash(bytes.Repeat([]byte("another database "), 4096))
 	if _, err := s3Srv.admin.CopyObject(context.Background(), minio.CopyDestOptions{Bucket: bucket, Object: "copy.db"},
-		minio.CopySrcOptions{Bucket: bucket, Object: "snap.db"}); err != nil {
+		minio.CopySrcOptions{Bucket: bucket, Object: keyOf("", ns, "source", "snap")}); err != nil {
 		t.Fatal(err)
 	}
 	replaceKeepingMetadata(t, bucket, "copy.db", another)
-	if _, err := s3Srv.admin.PutObject(context.Background(), bucket, "snap.db", bytes.NewReader(another), int64(len(another)), minio.PutObjectOptions{}); err != nil {
+	if _, err := s3Srv.admin.PutObject(context.Background(), bucket, keyOf("", ns, "source", "snap"), bytes.NewReader(another), int64(len(another)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	later := map[string]failure{
@@ -683,10 +683,10 @@ func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	createSnapshot(t, ns, "snap", journeyCluster, s3Location(t, bucket, ""))
 	s := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	w.stopAndVerify(t, 10)
-	checkComplete(t, s, c, "s3://"+bucket+"/snap.db")
+	checkComplete(t, s, c, "s3://"+bucket+"/"+keyOf("", ns, journeyCluster, "snap"))
 
 	restored := c.Spec.DeepCopy()
-	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: restoreFrom(s3Location(t, bucket, "snap.db"))}}
+	restored.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: restoreFrom(s3Location(t, bucket, keyOf("", ns, journeyCluster, "snap")))}}
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns}, Spec: *restored})
 	waitSettled(t, ns, "restored", 3, 6*time.Minute)
 	src := dialClusterWith(t, ns, journeyCluster, asRoot)
@@ -696,6 +696,12 @@ func TestSnapshotOfATLSAndAuthCluster(t *testing.T) {
 	if err := tryPut(ns, "restored", certOnly); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("a write to the restored cluster without root's password: %v; want permission denied", err)
 	}
+}
+
+// keyOf is the S3 key of a snapshot stored under a prefix (a key that is not a file name
+// ending in .db): <prefix><namespace>/<cluster>/<name>.db.
+func keyOf(prefix, ns, cluster, name string) string {
+	return prefix + ns + "/" + cluster + "/" + name + ".db"
 }
 
 func objectExists(bucket, key string) (bool, error) {

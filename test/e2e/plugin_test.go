@@ -348,13 +348,15 @@ func (p pluginRun) pluginSnapshotToS3(t *testing.T) {
 		"--s3-bucket", bucket, "--s3-key", "plugin/", "--s3-region", "us-east-1", "--s3-credentials-secret", s3SecretName,
 		"--s3-force-path-style", "--timeout", "3m")
 	s := getSnapshot(t, p.ns, "from-plugin")
-	// A key ending in "/" is a prefix: the object is named after the EtcdSnapshot.
-	uri := "s3://" + bucket + "/plugin/from-plugin.db"
+	// A key ending in "/" is a prefix: the object is named after the namespace, the cluster
+	// and the EtcdSnapshot.
+	key := keyOf("plugin/", p.ns, journeyCluster, "from-plugin")
+	uri := "s3://" + bucket + "/" + key
 	checkComplete(t, s, getCluster(t, p.ns, journeyCluster), uri)
 	if !strings.Contains(out, uri) || !strings.Contains(out, fmt.Sprintf("%d bytes", s.Status.Artifact.SizeBytes)) {
 		t.Errorf("snapshot printed %q; want the artifact %s and its size %d", out, uri, s.Status.Artifact.SizeBytes)
 	}
-	if got := objects(t, bucket, "plugin/")["plugin/from-plugin.db"]; got != s.Status.Artifact.SizeBytes {
-		t.Errorf("object plugin/from-plugin.db in the bucket: %d bytes, the snapshot says %d", got, s.Status.Artifact.SizeBytes)
+	if got := objects(t, bucket, "plugin/")[key]; got != s.Status.Artifact.SizeBytes {
+		t.Errorf("object %s in the bucket: %d bytes, the snapshot says %d", key, got, s.Status.Artifact.SizeBytes)
 	}
 }

@@ -181,7 +181,7 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	w.stopAndVerify(t, 10)
 	// Nothing needs the snapshot any more: its deletion, and its file's, went on.
 	waitSnapshotGone(t, ns, "snap")
-	if err := objectDeleted(bucket, "snapshots/snap.db"); err != nil {
+	if err := objectDeleted(bucket, keyOf("snapshots/", ns, "snaplost", "snap")); err != nil {
 		t.Fatalf("the deleted snapshot's file (deletionPolicy Delete): %v", err)
 	}
 }

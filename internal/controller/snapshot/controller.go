@@ -46,6 +46,9 @@ const (
 	ReasonWaiting          = "WaitingForCluster"
 	ReasonSucceeded        = "Succeeded"
 	ReasonDeleteFailed     = "DeleteFailed"
+	// ReasonStoredFileKept: the snapshot went with deletionPolicy Delete, but the file at
+	// its name was not its own (another snapshot's, or stored by something else) and stays.
+	ReasonStoredFileKept = "StoredFileKept"
 	// ReasonRestoreInProgress: the snapshot is being deleted, but a cluster may still
 	// restore it (specs.SnapshotNeededBy); its file stays until none may.
 	ReasonRestoreInProgress = "RestoreInProgress"
@@ -317,10 +320,11 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 // called Complete: the file where the spec and the name put it, its size and checksum as the
 // agent read them back, and the revision read from the file. "" when nothing is.
 func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
-	want := backup.DestinationURI(s.Spec.Destination, s.Name)
+	// A Job made before an upgrade used the earlier key layout: LocationOf knows both.
+	_, ours := backup.LocationOf(s.Spec.Destination, backup.Of(s), res.URI)
 	switch {
-	case res.URI != want:
-		return fmt.Sprintf("it names %q instead of %s", res.URI, want)
+	case !ours:
+		return fmt.Sprintf("it names %q instead of %s", res.URI, backup.DestinationURI(s.Spec.Destination, backup.Of(s)))
 	case res.SizeBytes <= 0:
 		return "it gives no size"
 	case !validChecksum(res.Checksum):
@@ -409,7 +413,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl
 	if !controllerutil.ContainsFinalizer(s, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if s.Spec.DeletionPolicy == etcdv1.SnapshotDelete && s.Status.Phase != etcdv1.SnapshotPending && s.Status.Phase != "" {
+	if deletesStoredFile(s) {
 		done, err := r.deleteStoredFile(ctx, s)
 		if err != nil || !done {
 			return ctrl.Result{}, err
@@ -417,6 +421,19 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl
 	}
 	controllerutil.RemoveFinalizer(s, Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
+}
+
+// deletesStoredFile says whether a snapshot being deleted runs the delete Job: only with
+// deletionPolicy Delete, once it may have written a file (not Pending), and not when its
+// agent refused because the file was there already (SnapshotFileExists): that file is
+// another snapshot's. The delete agent checks the owner recorded with the file as well
+// (backup.MayDelete); this spares it the Job.
+func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
+	if s.Spec.DeletionPolicy != etcdv1.SnapshotDelete || s.Status.Phase == etcdv1.SnapshotPending || s.Status.Phase == "" {
+		return false
+	}
+	ready := meta.FindStatusCondition(s.Status.Conditions, ConditionReady)
+	return s.Status.Phase != etcdv1.SnapshotFailed || ready == nil || ready.Reason != backup.ReasonAlreadyExists
 }
 
 // deleteStoredFile runs the delete Job to its end. A snapshot Job still running is stopped
@@ -464,6 +481,9 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 		}
 		return false, nil
 	}
+	if res, found, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
+		r.event(s, corev1.EventTypeNormal, ReasonStoredFileKept, "%s", res.Message)
+	}
 	return true, nil
 }
 
@@ -471,7 +491,7 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 	if s.Status.Artifact != nil {
 		return s.Status.Artifact.URI
 	}
-	return StoredName(s)
+	return backup.URI(StoredFile(s))
 }
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {

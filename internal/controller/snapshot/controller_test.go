@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -329,5 +331,80 @@ func TestAHoldNoClusterNeedsGoes(t *testing.T) {
 	reconcileTimes(t, r, 1)
 	if got := get(t, api); controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || !controllerutil.ContainsFinalizer(got, Finalizer) {
 		t.Fatalf("finalizers %v, want only %s", got.Finalizers, Finalizer)
+	}
+}
+
+// Which snapshots being deleted run the delete Job: with deletionPolicy Delete, once they may
+// have written a file, and never one whose agent found the file there already (another
+// snapshot's).
+func TestDeletesStoredFile(t *testing.T) {
+	failedWith := func(reason string) etcdv1.EtcdSnapshotStatus {
+		return etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed, Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		policy etcdv1.SnapshotDeletionPolicy
+		status etcdv1.EtcdSnapshotStatus
+		want   bool
+	}{
+		{"complete", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete}, true},
+		{"complete, Retain", etcdv1.SnapshotRetain, etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete}, false},
+		{"started (a partial file, or a file its agent may commit)", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotStarted}, true},
+		{"pending", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotPending}, false},
+		{"new", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{}, false},
+		{"failed otherwise (its own partial file)", etcdv1.SnapshotDelete, failedWith("StorageError"), true},
+		{"failed: the file was there already", etcdv1.SnapshotDelete, failedWith(backup.ReasonAlreadyExists), false},
+	} {
+		s := pvcSnapshot()
+		s.Spec.DeletionPolicy, s.Status = tc.policy, tc.status
+		if got := deletesStoredFile(s); got != tc.want {
+			t.Errorf("%s: deletesStoredFile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A snapshot that failed because its file's name was taken goes without a delete Job; a
+// Complete one's delete Job names its owner and the checksum it recorded, which is all the
+// agent deletes by.
+func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
+	ctx := context.Background()
+	deleteJob := types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionDelete)}
+	refused := pvcSnapshot()
+	refused.UID = "uid-2"
+	refused.Spec.DeletionPolicy = etcdv1.SnapshotDelete
+	refused.Finalizers = []string{Finalizer}
+	refused.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed, Conditions: []metav1.Condition{{
+		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: backup.ReasonAlreadyExists, LastTransitionTime: metav1.Now()}}}
+	r, api := harness(t, refused)
+	if err := api.Delete(ctx, get(t, api)); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	if err := api.Get(ctx, deleteJob, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a snapshot refused for an existing file runs a delete Job: %v", err)
+	}
+	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "s1"}, &etcdv1.EtcdSnapshot{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused snapshot was not let go: %v", err)
+	}
+
+	done := pvcSnapshot()
+	done.UID = "uid-1"
+	done.Spec.DeletionPolicy = etcdv1.SnapshotDelete
+	done.Finalizers = []string{Finalizer}
+	done.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete, Artifact: &etcdv1.SnapshotArtifact{URI: "pvc://backups/d/s1.db", Checksum: goodSum}}
+	r, api = harness(t, done)
+	if err := api.Delete(ctx, get(t, api)); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTimes(t, r, 1)
+	job := &batchv1.Job{}
+	if err := api.Get(ctx, deleteJob, job); err != nil {
+		t.Fatal(err)
+	}
+	args := job.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--delete", "--owner=ns/s1/uid-1", "--checksum=" + goodSum} {
+		if !slices.Contains(args, want) {
+			t.Errorf("delete Job args %v lack %s", args, want)
+		}
 	}
 }

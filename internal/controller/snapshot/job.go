@@ -69,12 +69,24 @@ func DeadlineSeconds(s *etcdv1.EtcdSnapshot) int64 {
 	return DefaultDeadlineSeconds
 }
 
-// StoredName is the S3 key or the path in the volume of a snapshot's file.
-func StoredName(s *etcdv1.EtcdSnapshot) string {
-	if d := s.Spec.Destination; d.S3 != nil {
-		return backup.ObjectKey(d.S3.Key, s.Name)
+// StoredFile is where a snapshot's file is: where its status.artifact says it was stored,
+// when that names a file of this snapshot (one stored under an earlier key layout keeps its
+// key), else where this operator puts it.
+func StoredFile(s *etcdv1.EtcdSnapshot) etcdv1.SnapshotLocation {
+	if a := s.Status.Artifact; a != nil {
+		if loc, ok := backup.LocationOf(s.Spec.Destination, backup.Of(s), a.URI); ok {
+			return loc
+		}
 	}
-	return backup.FilePath(s.Spec.Destination.PVC.SubPath, s.Name)
+	return backup.FileLocation(s.Spec.Destination, backup.Of(s))
+}
+
+// StoredName is the S3 key or the path in the volume of a snapshot's file (StoredFile).
+func StoredName(s *etcdv1.EtcdSnapshot) string {
+	if f := StoredFile(s); f.S3 != nil {
+		return f.S3.Key
+	}
+	return StoredFile(s).PVC.SubPath
 }
 
 // AgentJob is the Job that takes the snapshot (action snapshot) or deletes its stored file
@@ -85,12 +97,18 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 	deadline := DeadlineSeconds(s)
 	args := []string{"snapshot-agent",
 		"--name=" + StoredName(s),
-		"--uri=" + backup.DestinationURI(s.Spec.Destination, s.Name),
+		"--uri=" + backup.URI(StoredFile(s)),
 		// The agent stops a little before the Job's deadline so it can still report why.
 		fmt.Sprintf("--timeout=%ds", max(deadline-10, 20)),
 	}
+	// The owner is recorded with the file, and a delete removes only a file of this owner.
+	args = append(args, "--owner="+backup.OwnerOf(s.Namespace, s.Name, string(s.UID)))
 	if action == ActionDelete {
 		args = append(args, "--delete")
+		if s.Status.Artifact != nil && s.Status.Artifact.Checksum != "" {
+			// Proves a file stored before owners were recorded this snapshot's own.
+			args = append(args, "--checksum="+s.Status.Artifact.Checksum)
+		}
 	}
 	var env []corev1.EnvVar
 	var mounts []corev1.VolumeMount

@@ -27,7 +27,7 @@ func TestAgentJobIsLockedDownAndCarriesNoSecretInItsArguments(t *testing.T) {
 		t.Error("the Job must be bounded and run once")
 	}
 	args := strings.Join(ctr.Args, " ")
-	for _, want := range []string{"snapshot-agent", "--name=etcd/nightly.db", "--uri=s3://b/etcd/nightly.db", "--endpoints=https://main-client.ns.svc:2379", "--ca-file="} {
+	for _, want := range []string{"snapshot-agent", "--name=etcd/ns/main/nightly.db", "--uri=s3://b/etcd/ns/main/nightly.db", "--endpoints=https://main-client.ns.svc:2379", "--ca-file="} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -45,5 +45,30 @@ func TestAgentJobIsLockedDownAndCarriesNoSecretInItsArguments(t *testing.T) {
 	}
 	if n := JobName(strings.Repeat("x", 200), ActionSnapshot); len(n) > 63 {
 		t.Errorf("job name %q is too long", n)
+	}
+}
+
+// A snapshot's file is found where its status.artifact says it was stored: a snapshot
+// completed under the earlier key layout (no namespace and cluster in the key) is deleted by
+// that key; one without an artifact, or with one naming no file of it, by this layout's key.
+func TestStoredFileFollowsTheArtifact(t *testing.T) {
+	s := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"},
+			Destination: etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b", Key: "etcd/"}}}}
+	for _, tc := range []struct {
+		name, artifact, want string
+	}{
+		{"no artifact", "", "etcd/ns/main/nightly.db"},
+		{"stored under this layout", "s3://b/etcd/ns/main/nightly.db", "etcd/ns/main/nightly.db"},
+		{"stored under the earlier layout", "s3://b/etcd/nightly.db", "etcd/nightly.db"},
+		{"an artifact naming another file", "s3://b/etcd/other.db", "etcd/ns/main/nightly.db"},
+	} {
+		s.Status.Artifact = nil
+		if tc.artifact != "" {
+			s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: tc.artifact}
+		}
+		if got := StoredName(s); got != tc.want {
+			t.Errorf("%s: StoredName = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -70,7 +70,7 @@ func (b *bench) agentSnapshot(ctx context.Context, run int) (cost, error) {
 	}
 	defer os.RemoveAll(scratch)
 	res, c, err := b.agent(ctx, "snapshot-agent", "--endpoints="+b.etcdURL, "--name="+name, "--uri="+uri(name),
-		"--scratch-dir="+scratch)
+		"--owner=bench/"+name+"/bench", "--scratch-dir="+scratch)
 	if err != nil {
 		return cost{}, err
 	}
@@ -85,7 +85,7 @@ func (b *bench) agentSnapshot(ctx context.Context, run int) (cost, error) {
 // binary costs before it does any work, the base of its peaks.
 func (b *bench) idleAgent(ctx context.Context) (cost, error) {
 	name := "idle/none.db"
-	_, c, err := b.agent(ctx, "snapshot-agent", "--delete", "--name="+name, "--uri="+uri(name))
+	_, c, err := b.agent(ctx, "snapshot-agent", "--delete", "--name="+name, "--uri="+uri(name), "--owner=bench/idle/bench")
 	return c.childless(), err
 }
 
