@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,7 +81,8 @@ func decideTerminalPod(pod *corev1.Pod, m *etcdv1.EtcdMember) *terminalVerdict {
 
 // replaceTerminalPod deletes the member's Pod when its kubelet left it terminal; the next
 // look creates it again (createPod). The member says so first, so that it never reports
-// the Pod's last readiness meanwhile. The UID precondition spares a Pod created since.
+// the Pod's last readiness meanwhile. The UID precondition spares a Pod created since; a
+// Pod already gone, or replaced, is one the cache has not caught up with: no event again.
 func (r *MemberReconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
 	v := decideTerminalPod(pod, m)
 	if v == nil {
@@ -89,7 +91,11 @@ func (r *MemberReconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.Etc
 	if err := r.setStatus(ctx, m, pod.Name, v.ready); err != nil {
 		return true, err
 	}
-	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true, nil
+	}
+	if err != nil {
 		return true, err
 	}
 	r.event(m, corev1.EventTypeWarning, ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
