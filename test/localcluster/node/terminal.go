@@ -68,6 +68,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for i, run := range runs {
+		if run.ended() {
+			continue // evicted before: it keeps what it says
+		}
 		wg.Go(func() { errs[i] = a.provider.end(ctx, run, stoppedForShutdown) })
 	}
 	wg.Wait()
