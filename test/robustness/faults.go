@@ -115,8 +115,11 @@ func EvictUnderPressure(pod *corev1.Pod) error {
 
 func supervisorKnows(fault string) error {
 	known, err := os.ReadFile(localClusterFile("node-faults"))
-	if err != nil || !slices.Contains(strings.Fields(string(known)), fault) {
-		return fmt.Errorf("the local cluster's supervisor cannot %s (%v): it was started by an older build; stop it with make local-down", fault, err)
+	if err == nil && !slices.Contains(strings.Fields(string(known)), fault) {
+		err = fmt.Errorf("it knows %q", strings.Fields(string(known)))
+	}
+	if err != nil {
+		return fmt.Errorf("the local cluster's supervisor cannot %s (%w): it was started by an older build; stop it with make local-down", fault, err)
 	}
 	return nil
 }
