@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/node"
@@ -63,59 +65,118 @@ func (n *nodeSlot) crash() {
 	<-done
 }
 
-// SignalRestartNode, sent to the supervisor, crashes the node agent named in the file
-// nodeRestartRequestFile ("<node> <seconds down>") and starts it again after that long: the
-// robustness scenarios' node-crash fault. The supervisor says it takes the signal in
-// nodeRestartSignalFile, as for SignalRestartAPIServer.
+// shutDown does what a graceful shutdown of the machine does: the kubelet stops every Pod
+// within its grace period and leaves it Failed (node.Agent.Shutdown), then the agent ends.
+func (n *nodeSlot) shutDown(ctx context.Context) error {
+	n.mu.Lock()
+	agent, cancel, done := n.agent, n.cancel, n.done
+	n.mu.Unlock()
+	err := agent.Shutdown(ctx)
+	cancel()
+	<-done
+	return err
+}
+
+// SignalRestartNode, sent to the supervisor, acts on the node agent named in the file
+// nodeRestartRequestFile, one request at a time:
+//
+//	<node> <seconds down>            crash it, and start it again after that long (node-crash)
+//	<node> <seconds down> shutdown   shut it down gracefully, and start it again after that long
+//	<node> evict <namespace>/<pod>   evict that Pod as under node pressure
+//
+// The supervisor says it takes the signal in nodeRestartSignalFile, as for
+// SignalRestartAPIServer, and which requests it knows in nodeFaultsFile (a supervisor of an
+// older build knows only the crash).
 const SignalRestartNode = syscall.SIGUSR2
 
 func nodeRestartSignalFile(dir string) string  { return filepath.Join(dir, "node-restart-signal") }
 func nodeRestartRequestFile(dir string) string { return filepath.Join(dir, "node-restart-request") }
+func nodeFaultsFile(dir string) string         { return filepath.Join(dir, "node-faults") }
 
-// restartNodeOnSignal serves SignalRestartNode, one restart at a time, until ctx ends.
-func restartNodeOnSignal(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
-	return onSignal(ctx, SignalRestartNode, nodeRestartSignalFile(dir), func() {
-		if err := restartNode(ctx, wg, dir, nodes); err != nil {
-			klog.ErrorS(err, "restarting a node agent")
-		}
-	})
+// The requests of nodeRestartRequestFile.
+const (
+	faultCrash    = "crash"
+	faultShutdown = "shutdown"
+	faultEvict    = "evict"
+)
+
+// nodeRequest is one request of nodeRestartRequestFile.
+type nodeRequest struct {
+	node, fault string
+	down        time.Duration // crash, shutdown
+	pod         types.NamespacedName
 }
 
-func restartNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
-	name, down, err := readNodeRestartRequest(nodeRestartRequestFile(dir))
+// restartNodeOnSignal serves SignalRestartNode, one request at a time, until ctx ends.
+func restartNodeOnSignal(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
+	err := onSignal(ctx, SignalRestartNode, nodeRestartSignalFile(dir), func() {
+		if err := actOnNode(ctx, wg, dir, nodes); err != nil {
+			klog.ErrorS(err, "acting on a node agent on request")
+		}
+	})
 	if err != nil {
 		return err
 	}
-	for _, n := range nodes {
-		if n.cfg.NodeName != name {
-			continue
-		}
-		klog.InfoS("crashing a node agent on request", "node", name, "down", down)
-		n.crash()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(down):
-		}
-		klog.InfoS("starting the node agent again", "node", name)
-		return n.start(ctx, wg)
-	}
-	return fmt.Errorf("no node %q", name)
+	return os.WriteFile(nodeFaultsFile(dir), []byte(strings.Join([]string{faultCrash, faultShutdown, faultEvict}, "\n")+"\n"), 0o644)
 }
 
-// readNodeRestartRequest parses "<node> <seconds down>".
-func readNodeRestartRequest(path string) (string, time.Duration, error) {
-	raw, err := os.ReadFile(path)
+func actOnNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
+	raw, err := os.ReadFile(nodeRestartRequestFile(dir))
 	if err != nil {
-		return "", 0, err
+		return err
 	}
-	fields := strings.Fields(string(raw))
-	if len(fields) != 2 {
-		return "", 0, fmt.Errorf("%s: want \"<node> <seconds down>\", got %q", path, raw)
+	req, err := parseNodeRequest(string(raw))
+	if err != nil {
+		return fmt.Errorf("%s: %w", nodeRestartRequestFile(dir), err)
 	}
-	seconds, err := strconv.Atoi(fields[1])
-	if err != nil || seconds < 0 || seconds > 600 {
-		return "", 0, fmt.Errorf("%s: seconds down %q: want 0 to 600", path, fields[1])
+	i := slices.IndexFunc(nodes, func(n *nodeSlot) bool { return n.cfg.NodeName == req.node })
+	if i < 0 {
+		return fmt.Errorf("no node %q", req.node)
 	}
-	return fields[0], time.Duration(seconds) * time.Second, nil
+	n := nodes[i]
+	switch req.fault {
+	case faultEvict:
+		klog.InfoS("evicting a Pod on request, as under node pressure", "node", req.node, "pod", req.pod)
+		return n.current().Evict(ctx, req.pod.Namespace, req.pod.Name)
+	case faultShutdown:
+		klog.InfoS("shutting a node down gracefully on request", "node", req.node, "down", req.down)
+		if err := n.shutDown(ctx); err != nil {
+			klog.ErrorS(err, "graceful node shutdown", "node", req.node)
+		}
+	default:
+		klog.InfoS("crashing a node agent on request", "node", req.node, "down", req.down)
+		n.crash()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(req.down):
+	}
+	klog.InfoS("starting the node agent again", "node", req.node)
+	return n.start(ctx, wg)
+}
+
+// parseNodeRequest parses a request of nodeRestartRequestFile.
+func parseNodeRequest(raw string) (nodeRequest, error) {
+	fields := strings.Fields(raw)
+	const want = `want "<node> <seconds down> [shutdown]" or "<node> evict <namespace>/<pod>"`
+	switch {
+	case len(fields) == 3 && fields[1] == faultEvict:
+		ns, name, ok := strings.Cut(fields[2], "/")
+		if !ok || ns == "" || name == "" {
+			return nodeRequest{}, fmt.Errorf("pod %q: want <namespace>/<pod>", fields[2])
+		}
+		return nodeRequest{node: fields[0], fault: faultEvict, pod: types.NamespacedName{Namespace: ns, Name: name}}, nil
+	case len(fields) == 2, len(fields) == 3 && fields[2] == faultShutdown:
+		seconds, err := strconv.Atoi(fields[1])
+		if err != nil || seconds < 0 || seconds > 600 {
+			return nodeRequest{}, fmt.Errorf("seconds down %q: want 0 to 600", fields[1])
+		}
+		req := nodeRequest{node: fields[0], fault: faultCrash, down: time.Duration(seconds) * time.Second}
+		if len(fields) == 3 {
+			req.fault = faultShutdown
+		}
+		return req, nil
+	}
+	return nodeRequest{}, fmt.Errorf("%s, got %q", want, raw)
 }

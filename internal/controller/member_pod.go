@@ -170,6 +170,9 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 // tendPod looks after the member's existing Pod: replaced while no node can take it and the
 // spec changed, its role label and adoption stamp kept, its state mirrored into the member.
 func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced || err != nil {
+		return ctrl.Result{}, err
+	}
 	if replaced, err := r.replaceUnschedulablePod(ctx, c, m, pod); replaced || err != nil {
 		return ctrl.Result{}, err
 	}

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -62,4 +66,81 @@ func EmptyVolume(ctx context.Context, k8s client.Reader, pvc *corev1.PersistentV
 		}
 	}
 	return nil
+}
+
+// The local cluster's supervisor acts on a node agent when sent SIGUSR2 (cmd/localcluster:
+// SignalRestartNode), for the request written in node-restart-request of its state
+// directory; it says it takes the signal in node-restart-signal, and which requests it knows
+// beyond the crash in node-faults (a supervisor of an older build would log an error and do
+// nothing).
+const localClusterDir = "/var/lib/etcd-operator-localcluster"
+
+func localClusterFile(name string) string {
+	dir := os.Getenv("LOCALCLUSTER_DIR")
+	if dir == "" {
+		dir = localClusterDir
+	}
+	return filepath.Join(dir, name)
+}
+
+// CrashNode crashes the node's agent, as the loss of its machine would: every container of
+// every Pod on it killed at once, the Pod objects left as they were; the agent starts again
+// after seconds, and with it the Pods, as after a reboot.
+func CrashNode(node string, seconds int) error {
+	if _, err := os.Stat(localClusterFile("node-restart-signal")); err != nil {
+		return fmt.Errorf("the local cluster's supervisor cannot crash a node agent (%w): it was started by an older build; stop it with make local-down", err)
+	}
+	return askNode(fmt.Sprintf("%s %d", node, seconds))
+}
+
+// ShutDownNode shuts the node down gracefully, as a kubelet's graceful node shutdown does:
+// the Node NotReady, every Pod on it stopped within its grace period and left Failed
+// (reason Terminated); the agent starts again after seconds and starts none of those Pods.
+func ShutDownNode(node string, seconds int) error {
+	if err := supervisorKnows("shutdown"); err != nil {
+		return err
+	}
+	return askNode(fmt.Sprintf("%s %d shutdown", node, seconds))
+}
+
+// EvictUnderPressure has the Pod's node evict it as a kubelet's eviction manager does when
+// the node runs short of memory: its containers stopped within their grace period, the Pod
+// left Failed (reason Evicted) and never started again.
+func EvictUnderPressure(pod *corev1.Pod) error {
+	if err := supervisorKnows("evict"); err != nil {
+		return err
+	}
+	return askNode(fmt.Sprintf("%s evict %s/%s", pod.Spec.NodeName, pod.Namespace, pod.Name))
+}
+
+func supervisorKnows(fault string) error {
+	known, err := os.ReadFile(localClusterFile("node-faults"))
+	if err == nil && !slices.Contains(strings.Fields(string(known)), fault) {
+		err = fmt.Errorf("it knows %q", strings.Fields(string(known)))
+	}
+	if err != nil {
+		return fmt.Errorf("the local cluster's supervisor cannot %s (%w): it was started by an older build; stop it with make local-down", fault, err)
+	}
+	return nil
+}
+
+func askNode(request string) error {
+	if err := os.WriteFile(localClusterFile("node-restart-request"), []byte(request+"\n"), 0o644); err != nil {
+		return err
+	}
+	return SignalSupervisor(syscall.SIGUSR2)
+}
+
+// SignalSupervisor sends sig to the local cluster's supervisor.
+func SignalSupervisor(sig syscall.Signal) error {
+	path := localClusterFile("supervisor.pid")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("the local cluster's supervisor: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return syscall.Kill(pid, sig)
 }

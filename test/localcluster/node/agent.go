@@ -20,6 +20,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
@@ -51,6 +52,12 @@ type Agent struct {
 	node     *nodeutil.Node
 	provider *provider
 	crashed  atomic.Bool // set by Crash: stop the Pods as a machine failure would
+
+	// status takes the Node's status to virtual-kubelet's node controller, which writes it
+	// and keeps writing it; spec is the Node as described, each status is made from it.
+	status      *node.NaiveNodeProviderV2
+	spec        *corev1.Node
+	readyPosted chan struct{}
 }
 
 // New registers the node's machinery; Run starts it.
@@ -60,12 +67,15 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	a := &Agent{}
+	// A node provider of its own, rather than nodeutil's, which can only say Ready once: a
+	// graceful shutdown says NotReady first (Shutdown).
+	a := &Agent{status: node.NewNaiveNodeProvider(), readyPosted: make(chan struct{})}
 	n, err := nodeutil.NewNode(cfg.NodeName,
 		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 			a.provider = newProvider(cfg, volumeSources{client: cfg.Client, secrets: pc.Secrets, configMaps: pc.ConfigMaps})
 			describeNode(pc.Node, cfg)
-			return a.provider, nil, nil
+			a.spec = pc.Node
+			return a.provider, a.status, nil
 		},
 		func(nc *nodeutil.NodeConfig) error {
 			nc.Client = cfg.Client
@@ -89,6 +99,7 @@ func New(cfg Config) (*Agent, error) {
 // Run serves until ctx ends, then stops every Pod of the node: each within its grace
 // period, or, after Crash, at once.
 func (a *Agent) Run(ctx context.Context) error {
+	go a.postReady(ctx)
 	err := a.node.Run(ctx)
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -105,7 +116,46 @@ func (a *Agent) Crash() { a.crashed.Store(true) }
 
 // WaitReady waits until the Node is registered and Ready.
 func (a *Agent) WaitReady(ctx context.Context, timeout time.Duration) error {
-	return a.node.WaitReady(ctx, timeout)
+	if err := a.node.WaitReady(ctx, timeout); err != nil {
+		return err
+	}
+	select {
+	case <-a.readyPosted:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// postReady says the Node is Ready once its controllers run, as nodeutil does for a node
+// with no provider of its own.
+func (a *Agent) postReady(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-a.node.Ready():
+	}
+	if err := a.reportReady(ctx, true, "KubeletReady", "kubelet is posting ready status"); err == nil {
+		close(a.readyPosted)
+	}
+}
+
+// reportReady sets the Node's Ready condition, with a kubelet's reason and message.
+func (a *Agent) reportReady(ctx context.Context, ready bool, reason, message string) error {
+	n := a.spec.DeepCopy()
+	n.Status.Phase = corev1.NodeRunning
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	now := metav1.Now()
+	for i, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			n.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: reason, Message: message,
+				LastHeartbeatTime: now, LastTransitionTime: now}
+		}
+	}
+	return a.status.UpdateStatus(ctx, n)
 }
 
 func serverTLS(cfg Config) (*tls.Config, error) {

@@ -29,7 +29,8 @@ type podRun struct {
 	sandboxErr string // why the sandbox is not ready yet, for the Pod's status
 	sandboxUp  bool
 	initDone   bool
-	failed     bool // an init container failed with restartPolicy Never
+	failed     bool    // an init container failed with restartPolicy Never
+	end        *podEnd // the node stopped the Pod for good (eviction, node shutdown)
 	containers []*containerRun
 	inits      []*containerRun
 

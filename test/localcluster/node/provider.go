@@ -43,13 +43,23 @@ func key(pod *corev1.Pod) types.NamespacedName {
 }
 
 // CreatePod starts the Pod's sandbox and containers in the background; progress reaches the
-// API through NotifyPods.
+// API through NotifyPods. A Pod in a terminal phase is never started, as under a kubelet:
+// one this node evicted or stopped for a shutdown stays stopped, also after the agent
+// restarts (virtual-kubelet skips such Pods too, but only on some of its paths).
 func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	if terminalPhase(pod.Status.Phase) {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := key(pod)
-	if existing, ok := p.pods[k]; ok && existing.pod.UID == pod.UID {
-		return nil
+	if existing, ok := p.pods[k]; ok {
+		if existing.pod.UID == pod.UID {
+			return nil
+		}
+		if existing.ended() {
+			p.ipam.Release(string(existing.pod.UID)) // its deletion will not find it here
+		}
 	}
 	ip, err := p.ipam.Allocate(string(pod.UID))
 	if err != nil {
@@ -76,7 +86,9 @@ func (p *provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 // sandbox, reports the terminal status and, for a Pod marked for deletion, removes its object.
 func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	run := p.lookup(pod.Namespace, pod.Name)
-	if run == nil {
+	if run == nil || (pod.UID != "" && run.pod.UID != pod.UID) {
+		// Not this Pod: a stopped Pod deleted at once (a terminal one needs no grace) may be
+		// followed by a new Pod of its name before its deletion reaches this node.
 		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
 	}
 	finished := run.terminate(ctx, gracePeriod(pod))
@@ -103,27 +115,37 @@ func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 // Pod took its full grace period (30 s by default) even when the container exited at SIGTERM.
 // The UID precondition spares a Pod recreated under the same name (a StatefulSet's).
 func (p *provider) removeFromAPI(ctx context.Context, pod *corev1.Pod, final corev1.PodStatus) error {
+	if gone, err := p.writeStatus(ctx, pod, final); gone || err != nil {
+		return err
+	}
 	pods := p.cfg.Client.CoreV1().Pods(pod.Namespace)
-	current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if current.UID != pod.UID {
-		return nil // already gone and recreated
-	}
-	current.Status = final
-	// A conflict means someone (virtual-kubelet's status sync) wrote in between; delete anyway.
-	if _, err := pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		return err
-	}
 	opts := metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))}
 	if err := pods.Delete(ctx, pod.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
 	return nil
+}
+
+// writeStatus writes the Pod's status to the API; gone when the object is no longer this
+// Pod. A conflict means someone (virtual-kubelet's status sync) wrote in between: that is
+// the status of the same stopped containers, so it is left as it is.
+func (p *provider) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) (gone bool, err error) {
+	pods := p.cfg.Client.CoreV1().Pods(pod.Namespace)
+	current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if current.UID != pod.UID {
+		return true, nil // already gone and recreated
+	}
+	current.Status = status
+	if _, err := pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	return false, nil
 }
 
 func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
@@ -143,12 +165,7 @@ func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*c
 }
 
 func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
-	p.mu.Lock()
-	runs := make([]*podRun, 0, len(p.pods))
-	for _, run := range p.pods {
-		runs = append(runs, run)
-	}
-	p.mu.Unlock()
+	runs := p.runs()
 	pods := make([]*corev1.Pod, 0, len(runs))
 	for _, run := range runs {
 		pods = append(pods, run.snapshot())
@@ -170,6 +187,17 @@ func (p *provider) notifyChange(pod *corev1.Pod) {
 	notify(pod)
 }
 
+// runs are the node's Pods.
+func (p *provider) runs() []*podRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, run := range p.pods {
+		runs = append(runs, run)
+	}
+	return runs
+}
+
 func (p *provider) lookup(namespace, name string) *podRun {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -179,14 +207,8 @@ func (p *provider) lookup(namespace, name string) *podRun {
 // stopAll stops every Pod, for the agent's shutdown: within each Pod's grace period, or at
 // once when abrupt.
 func (p *provider) stopAll(ctx context.Context, abrupt bool) {
-	p.mu.Lock()
-	runs := make([]*podRun, 0, len(p.pods))
-	for _, run := range p.pods {
-		runs = append(runs, run)
-	}
-	p.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, run := range runs {
+	for _, run := range p.runs() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -10,7 +10,7 @@ import (
 func (r *podRun) snapshot() *corev1.Pod {
 	r.mu.Lock()
 	pod := r.pod.DeepCopy()
-	sandboxUp, sandboxErr, initDone, failed := r.sandboxUp, r.sandboxErr, r.initDone, r.failed
+	sandboxUp, sandboxErr, initDone, failed, end := r.sandboxUp, r.sandboxErr, r.initDone, r.failed, r.end
 	r.mu.Unlock()
 
 	inits := statuses(r.inits)
@@ -36,6 +36,9 @@ func (r *podRun) snapshot() *corev1.Pod {
 		status.PodIPs = []corev1.PodIP{{IP: r.ip.String()}}
 	}
 	status.Conditions = r.stableConditions(conditions(sandboxUp, initDone, allReady(ctrs)))
+	if end != nil {
+		status = endStatus(status, *end)
+	}
 	pod.Status = status
 	return pod
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // The local cluster's supervisor restarts kube-apiserver on SIGUSR1 (cmd/localcluster:
 // SignalRestartAPIServer), and says so in supervisorSignalFile.
 const (
-	supervisorPIDFile    = "/var/lib/etcd-operator-localcluster/supervisor.pid"
 	supervisorSignalFile = "/var/lib/etcd-operator-localcluster/apiserver-restart-signal"
 )
 
@@ -86,18 +85,5 @@ func restartAPIServer() error {
 	if _, err := os.Stat(supervisorSignalFile); err != nil {
 		return fmt.Errorf("the local cluster's supervisor cannot restart kube-apiserver (%w): it was started by an older build; stop it with make local-down", err)
 	}
-	return signalSupervisor(syscall.SIGUSR1)
-}
-
-// signalSupervisor sends sig to the local cluster's supervisor.
-func signalSupervisor(sig syscall.Signal) error {
-	raw, err := os.ReadFile(supervisorPIDFile)
-	if err != nil {
-		return fmt.Errorf("the local cluster's supervisor: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", supervisorPIDFile, err)
-	}
-	return syscall.Kill(pid, sig)
+	return robustness.SignalSupervisor(syscall.SIGUSR1)
 }

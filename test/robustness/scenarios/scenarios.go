@@ -52,6 +52,8 @@ var allScenarios = []scenario{
 	{name: "defrag", start: 3, trial: defragTrial},
 	{name: "tls-renewal", start: 3, trial: renewalTrial, tls: true},
 	{name: "node-crash", start: 3, trial: nodeCrashTrial},
+	{name: "eviction", start: 3, trial: evictTrial},
+	{name: "node-shutdown", start: 3, trial: nodeShutdownTrial},
 }
 
 // trials is how many trials s runs when asked for n.
