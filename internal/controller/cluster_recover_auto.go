@@ -68,25 +68,27 @@ func quorumMissing(c *etcdv1.EtcdCluster, v *clusterView) bool {
 
 // lossVoters are the members that may be voters (all but those that answer as learners), each
 // with whether its etcd answers and whether its Pod is still starting.
-func lossVoters(v *clusterView) []lossVoter {
+func lossVoters(v *clusterView, now time.Time) []lossVoter {
 	out := make([]lossVoter, 0, len(v.survivors))
 	for _, s := range v.survivors {
 		if s.answered && s.status.IsLearner {
 			continue
 		}
-		out = append(out, lossVoter{answered: s.answered, starting: memberStarting(v.pods[s.name])})
+		out = append(out, lossVoter{answered: s.answered, starting: memberStarting(v.pods[s.name], now)})
 	}
 	return out
 }
 
 // memberStarting: the Pod has not brought its etcd up yet and nothing in it has failed: it
 // waits for a node, its volumes or its images (phase Pending), or its etcd container has not
-// passed its startup probe (/livez, which needs no quorum); no container in it has restarted.
-// A Pod the scheduler can place nowhere, one being deleted, or one whose containers started
-// and died, is not starting: its member is lost until it answers. No Pod at all is not
-// starting either: a member's Pod is made again at once, and is then Pending.
-func memberStarting(pod *corev1.Pod) bool {
-	if pod == nil || !pod.DeletionTimestamp.IsZero() || podUnschedulable(pod) {
+// passed its startup probe (/livez, which needs no quorum); no container in it has restarted,
+// and it is younger than the time its startup probe gives etcd to come up. A Pod the
+// scheduler can place nowhere, one being deleted, one whose containers started and died, or
+// one still not up past that time (a volume that never attaches) is not starting: its
+// member is lost until it answers, and a quorum lost for good is still recovered. No Pod at
+// all is not starting either: a member's Pod is made again at once, and is then Pending.
+func memberStarting(pod *corev1.Pod, now time.Time) bool {
+	if pod == nil || !pod.DeletionTimestamp.IsZero() || podUnschedulable(pod) || now.Sub(pod.CreationTimestamp.Time) > startupBudget(pod) {
 		return false
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
@@ -105,6 +107,21 @@ func memberStarting(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// defaultStartupBudget bounds the start of a Pod whose etcd container has no startup probe
+// (one another operator made): as long as the operator's own probe allows.
+const defaultStartupBudget = 300 * time.Second
+
+// startupBudget is how long the Pod's etcd may take to come up: its startup probe's period
+// times its failure threshold, after which the kubelet would restart it.
+func startupBudget(pod *corev1.Pod) time.Duration {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == specs.ContainerName && c.StartupProbe != nil {
+			return time.Duration(c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold) * time.Second
+		}
+	}
+	return defaultStartupBudget
 }
 
 func podUnschedulable(pod *corev1.Pod) bool {
@@ -173,7 +190,7 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 	}
 	// The clock as this look leaves it, not only as stored: a member that started since the
 	// last look ends the count before anything acts on it.
-	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), lossVoters(v), r.now())
+	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
 	d := decideAutoRecovery(c.Spec.QuorumLoss, since, v.survivors, r.now())
 	if d.source == "" {
 		if d.why == "" {

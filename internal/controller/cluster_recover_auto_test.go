@@ -152,11 +152,22 @@ func TestQuorumLossClock(t *testing.T) {
 }
 
 func TestMemberStarting(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	probe := &corev1.Probe{PeriodSeconds: 2, FailureThreshold: 150} // 300 s to come up
 	pod := func(phase corev1.PodPhase, started bool, restarts int32, conds ...corev1.PodCondition) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{Phase: phase, Conditions: conds, ContainerStatuses: []corev1.ContainerStatus{
-			{Name: specs.ContainerName, Started: &started, RestartCount: restarts},
-		}}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: specs.ContainerName, StartupProbe: probe}}},
+			Status: corev1.PodStatus{Phase: phase, Conditions: conds, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: specs.ContainerName, Started: &started, RestartCount: restarts},
+			}}}
 	}
+	stuck := pod(corev1.PodPending, false, 0)
+	stuck.CreationTimestamp = metav1.NewTime(now.Add(-301 * time.Second))
+	unprobed := pod(corev1.PodPending, false, 0)
+	unprobed.Spec.Containers[0].StartupProbe = nil
+	unprobed.CreationTimestamp = metav1.NewTime(now.Add(-200 * time.Second))
+	unprobedStuck := unprobed.DeepCopy()
+	unprobedStuck.CreationTimestamp = metav1.NewTime(now.Add(-301 * time.Second))
 	deleting := pod(corev1.PodPending, false, 0)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	initFailing := pod(corev1.PodPending, false, 0)
@@ -168,7 +179,10 @@ func TestMemberStarting(t *testing.T) {
 	}{
 		{"no Pod", nil, false},
 		{"Pending: volumes, images or a node to come", pod(corev1.PodPending, false, 0), true},
-		{"Pending, no container status yet", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"Pending, no container status yet", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now)}, Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"Pending past its startup probe's 300 s: a volume that never attaches", stuck, false},
+		{"no startup probe (another operator's Pod): 300 s too", unprobed, true},
+		{"no startup probe, past 300 s", unprobedStuck, false},
 		{"running, startup probe not passed yet", pod(corev1.PodRunning, false, 0), true},
 		{"running, started", pod(corev1.PodRunning, true, 0), false},
 		{"restarted: it started and died", pod(corev1.PodRunning, false, 3), false},
@@ -178,7 +192,7 @@ func TestMemberStarting(t *testing.T) {
 		{"failed", pod(corev1.PodFailed, false, 0), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := memberStarting(tc.pod); got != tc.want {
+			if got := memberStarting(tc.pod, now); got != tc.want {
 				t.Fatalf("memberStarting %v, want %v", got, tc.want)
 			}
 		})
@@ -193,6 +207,10 @@ func (h *harness) setPod(name string, phase corev1.PodPhase, started bool) {
 	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); apierrors.IsNotFound(err) {
 		pod = h.startPodOf(name)
 	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	pod.CreationTimestamp = metav1.NewTime(h.r.now()) // made now, on the reconciler's clock
+	if err := h.api.Update(context.Background(), pod); err != nil {
 		h.t.Fatal(err)
 	}
 	pod.Status.Phase = phase
