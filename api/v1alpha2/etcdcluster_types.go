@@ -575,6 +575,13 @@ type EtcdClusterStatus struct {
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 
+	// QuorumLostSince is when the operator first found the quorum missing while it was
+	// expected: not paused, and no member that could complete it still starting. It is
+	// removed once the quorum answers, the cluster is paused or such a member starts;
+	// spec.quorumLoss.gracePeriodSeconds counts from it.
+	// +optional
+	QuorumLostSince *metav1.Time `json:"quorumLostSince,omitempty"`
+
 	// SnapshotRecovery is a quorum-loss recovery from an EtcdSnapshot under way: written
 	// before its first destructive act, removed once the rebuilt cluster answers. It holds
 	// everything the recovery still needs once the old members are gone.

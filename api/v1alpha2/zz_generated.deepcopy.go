@@ -393,6 +393,10 @@ func (in *EtcdClusterStatus) DeepCopyInto(out *EtcdClusterStatus) {
 		in, out := &in.LastProgressTime, &out.LastProgressTime
 		*out = (*in).DeepCopy()
 	}
+	if in.QuorumLostSince != nil {
+		in, out := &in.QuorumLostSince, &out.QuorumLostSince
+		*out = (*in).DeepCopy()
+	}
 	if in.SnapshotRecovery != nil {
 		in, out := &in.SnapshotRecovery, &out.SnapshotRecovery
 		*out = new(SnapshotRecoveryStatus)

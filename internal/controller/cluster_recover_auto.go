@@ -6,11 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // defaultQuorumLossGrace is spec.quorumLoss.gracePeriodSeconds when absent.
@@ -24,23 +24,132 @@ type autoRecovery struct {
 	why    string
 }
 
-// decideAutoRecovery: with policy RecoverFromMostAdvancedMember, once Available has said
-// QuorumLost (False) for the grace period, recover from the voter that answers with the most
-// applied entries (a tie goes to the higher raft term, then to the lowest ordinal, so every
-// look picks the same). available is the condition as stored, whose transition time is when
-// the cluster stopped serving, an operator restart notwithstanding.
-func decideAutoRecovery(policy *etcdv1.QuorumLossPolicy, available *metav1.Condition, survivors []survivor, now time.Time) autoRecovery {
+// lossVoter is one voter of a cluster without a quorum, as the grace clock sees it.
+type lossVoter struct {
+	answered bool // its etcd answers for itself (no quorum needed)
+	starting bool // its Pod has not brought etcd up yet (memberStarting)
+}
+
+// quorumLossClock is what status.quorumLostSince becomes after a look: when the quorum that
+// was expected went missing. missing says the look found a formed cluster whose etcd does not
+// answer (Available's QuorumLost); any other look (the quorum back, paused, bootstrapping,
+// unreachable) ends the count. Members still starting may yet complete the quorum, after a
+// resume or with a Pod replaced: while, with them, a quorum could form, nothing expected is
+// lost and there is no count. Once none is starting, or even with them no quorum could form,
+// the count starts, and an earlier start is kept. Available's transition time cannot serve:
+// from Paused, or any other False reason, to QuorumLost it stays at the earlier transition.
+func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now time.Time) *metav1.Time {
+	if !missing {
+		return nil
+	}
+	up, starting := 0, 0
+	for _, m := range voters {
+		if m.starting {
+			starting++
+		}
+		if m.starting || m.answered {
+			up++
+		}
+	}
+	if starting > 0 && up >= quorum(len(voters)) {
+		return nil
+	}
+	if since != nil {
+		return since
+	}
+	return &metav1.Time{Time: now.Truncate(time.Second)}
+}
+
+// quorumMissing: the look found a formed cluster, meant to run, whose etcd does not answer
+// although a client was opened; what availableCondition calls QuorumLost without a member list.
+func quorumMissing(c *etcdv1.EtcdCluster, v *clusterView) bool {
+	return ptrOr(c.Spec.Replicas, 3) > 0 && c.Status.ClusterID != "" && !v.reachable && v.clientErr == nil
+}
+
+// lossVoters are the members that may be voters (all but those that answer as learners), each
+// with whether its etcd answers and whether its Pod is still starting.
+func lossVoters(v *clusterView, now time.Time) []lossVoter {
+	out := make([]lossVoter, 0, len(v.survivors))
+	for _, s := range v.survivors {
+		if s.answered && s.status.IsLearner {
+			continue
+		}
+		out = append(out, lossVoter{answered: s.answered, starting: memberStarting(v.pods[s.name], now)})
+	}
+	return out
+}
+
+// memberStarting: the Pod has not brought its etcd up yet and nothing in it has failed: it
+// waits for a node, its volumes or its images (phase Pending), or its etcd container has not
+// passed its startup probe (/livez, which needs no quorum); no container in it has restarted,
+// and it is younger than the time its startup probe gives etcd to come up. A Pod the
+// scheduler can place nowhere, one being deleted, one whose containers started and died, or
+// one still not up past that time (a volume that never attaches) is not starting: its
+// member is lost until it answers, and a quorum lost for good is still recovered. No Pod at
+// all is not starting either: a member's Pod is made again at once, and is then Pending.
+func memberStarting(pod *corev1.Pod, now time.Time) bool {
+	if pod == nil || !pod.DeletionTimestamp.IsZero() || podUnschedulable(pod) || now.Sub(pod.CreationTimestamp.Time) > startupBudget(pod) {
+		return false
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if cs.RestartCount > 0 {
+			return false
+		}
+	}
+	switch pod.Status.Phase {
+	case corev1.PodPending:
+		return true
+	case corev1.PodRunning:
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == specs.ContainerName {
+				return cs.Started == nil || !*cs.Started
+			}
+		}
+	}
+	return false
+}
+
+// defaultStartupBudget bounds the start of a Pod whose etcd container has no startup probe
+// (one another operator made): as long as the operator's own probe allows.
+const defaultStartupBudget = 300 * time.Second
+
+// startupBudget is how long the Pod's etcd may take to come up: its startup probe's period
+// times its failure threshold, after which the kubelet would restart it.
+func startupBudget(pod *corev1.Pod) time.Duration {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == specs.ContainerName && c.StartupProbe != nil {
+			return time.Duration(c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold) * time.Second
+		}
+	}
+	return defaultStartupBudget
+}
+
+func podUnschedulable(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// decideAutoRecovery: with policy RecoverFromMostAdvancedMember, once the quorum has been
+// missing for the grace period, counted from since (quorumLossClock: when a quorum that was
+// expected went missing, kept in the status across operator restarts), recover from the voter
+// that answers with the most applied entries (a tie goes to the higher raft term, then to the
+// lowest ordinal, so every look picks the same).
+func decideAutoRecovery(policy *etcdv1.QuorumLossPolicy, since *metav1.Time, survivors []survivor, now time.Time) autoRecovery {
 	if policy == nil || policy.Policy != etcdv1.QuorumLossRecoverFromMostAdvancedMember {
 		return autoRecovery{}
 	}
-	if available == nil || available.Status != metav1.ConditionFalse || available.Reason != ReasonQuorumLost {
-		return autoRecovery{} // the loss is recorded by this reconcile; the clock starts then
+	if since == nil {
+		return autoRecovery{} // no loss counted: paused, members starting, or not looked at yet
 	}
 	grace := defaultQuorumLossGrace
 	if policy.GracePeriodSeconds != nil {
 		grace = time.Duration(*policy.GracePeriodSeconds) * time.Second
 	}
-	at := available.LastTransitionTime.Add(grace)
+	at := since.Add(grace)
 	if now.Before(at) {
 		return autoRecovery{wait: at.Sub(now), why: fmt.Sprintf("spec.quorumLoss.policy %s recovers from the most advanced member at %s unless the quorum comes back first",
 			policy.Policy, at.UTC().Format(time.RFC3339))}
@@ -79,8 +188,10 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 	if c.Status.ClusterID == "" || c.Annotations[AnnotationRecoverFrom] != "" || c.Annotations[AnnotationRecoverFromSnapshot] != "" {
 		return false, nil
 	}
-	available := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-	d := decideAutoRecovery(c.Spec.QuorumLoss, available, v.survivors, r.now())
+	// The clock as this look leaves it, not only as stored: a member that started since the
+	// last look ends the count before anything acts on it.
+	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
+	d := decideAutoRecovery(c.Spec.QuorumLoss, since, v.survivors, r.now())
 	if d.source == "" {
 		if d.why == "" {
 			return false, nil
@@ -96,6 +207,6 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 		return true, err
 	}
 	r.event(c, corev1.EventTypeWarning, "AutomaticRecovery", "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
-		available.LastTransitionTime.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, AnnotationRecoverFrom, d.source)
+		since.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, AnnotationRecoverFrom, d.source)
 	return true, nil
 }

@@ -1,22 +1,25 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestDecideAutoRecovery(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	auto := &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptrTo[int32](60)}
-	lostAgo := func(d time.Duration) *metav1.Condition {
-		return &metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonQuorumLost, LastTransitionTime: metav1.NewTime(now.Add(-d))}
-	}
+	lostAgo := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-d)} }
 	voter := func(name string, applied, term uint64) survivor {
 		return survivor{name: name, answered: true, status: etcd.Status{RaftAppliedIndex: applied, RaftTerm: term}}
 	}
@@ -24,7 +27,7 @@ func TestDecideAutoRecovery(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		policy    *etcdv1.QuorumLossPolicy
-		available *metav1.Condition
+		since     *metav1.Time
 		survivors []survivor
 		source    string
 		wait      time.Duration
@@ -32,7 +35,7 @@ func TestDecideAutoRecovery(t *testing.T) {
 	}{
 		{"no policy", nil, lostAgo(time.Hour), two, "", 0, ""},
 		{"Manual", &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossManual}, lostAgo(time.Hour), two, "", 0, ""},
-		{"the loss not recorded yet", auto, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "QuorumHealthy"}, two, "", 0, ""},
+		{"no loss counted (paused, members starting, or not looked at yet)", auto, nil, two, "", 0, ""},
 		{"within the grace period", auto, lostAgo(20 * time.Second), two, "", 40 * time.Second, "recovers from the most advanced member at 2026-01-01T12:00:40Z"},
 		{"default grace of 300 s", &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember}, lostAgo(100 * time.Second), two, "", 200 * time.Second, "unless the quorum comes back first"},
 		{"past the grace period", auto, lostAgo(61 * time.Second), two, "db-3", 0, ""},
@@ -43,7 +46,7 @@ func TestDecideAutoRecovery(t *testing.T) {
 		{"a full tie goes to the lowest ordinal", auto, lostAgo(time.Hour), []survivor{voter("db-3", 100, 3), voter("db-1", 100, 3)}, "db-1", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideAutoRecovery(tc.policy, tc.available, tc.survivors, now)
+			d := decideAutoRecovery(tc.policy, tc.since, tc.survivors, now)
 			if d.source != tc.source || d.wait != tc.wait || (tc.why == "") != (d.why == "") || !strings.Contains(d.why, tc.why) {
 				t.Fatalf("got %+v, want source %q, wait %s, why %q", d, tc.source, tc.wait, tc.why)
 			}
@@ -81,5 +84,202 @@ func TestAutomaticRecoveryAfterTheGracePeriod(t *testing.T) {
 	h.reconcile()
 	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "recovering from member db-1") || len(h.members()) != 3 {
 		t.Fatalf("the automatic request did not state the loss first: %+v", pr)
+	}
+}
+
+// The grace clock counts from the loss of a quorum that was expected, look by look: not from
+// an earlier False reason (Paused, Unreachable), and not while members that could complete
+// the quorum are still starting.
+func TestQuorumLossClock(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	up, down, starting := lossVoter{answered: true}, lossVoter{}, lossVoter{starting: true}
+	type look struct {
+		at      time.Duration // after t0
+		missing bool
+		voters  []lossVoter
+		since   time.Duration // after t0; -1: no count
+	}
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{"a loss from serving counts from its first look, kept after", []look{
+			{0, false, nil, -1},
+			{10 * time.Second, true, []lossVoter{up, down, down}, 10 * time.Second},
+			{time.Hour, true, []lossVoter{up, down, down}, 10 * time.Second},
+		}},
+		{"paused longer than the grace, resumed, members starting: no count until they are up", []look{
+			{0, false, nil, -1}, // Paused
+			{time.Hour, true, []lossVoter{starting, starting, starting}, -1},
+			{time.Hour + 10*time.Second, true, []lossVoter{up, starting, starting}, -1},
+			{time.Hour + 20*time.Second, true, []lossVoter{up, down, down}, time.Hour + 20*time.Second},
+		}},
+		{"unreachable, then the quorum missing: counts from the loss", []look{
+			{0, false, []lossVoter{down, down, down}, -1}, // Unreachable: no client
+			{time.Hour, true, []lossVoter{up, down, down}, time.Hour},
+		}},
+		{"a member starting that can complete the quorum ends the count", []look{
+			{0, true, []lossVoter{up, down, down}, 0},
+			{time.Minute, true, []lossVoter{up, starting, down}, -1},
+			{2 * time.Minute, true, []lossVoter{up, down, down}, 2 * time.Minute},
+		}},
+		{"members starting that cannot complete the quorum do not stop it", []look{
+			{0, true, []lossVoter{down, down, down, down, down}, 0},
+			{time.Minute, true, []lossVoter{up, starting, down, down, down}, 0},
+		}},
+		{"a quorum of members answering that form none still counts", []look{
+			{0, true, []lossVoter{up, up, down}, 0},
+		}},
+		{"the quorum back ends the count", []look{
+			{0, true, []lossVoter{up, down, down}, 0},
+			{time.Minute, false, nil, -1},
+			{2 * time.Minute, true, []lossVoter{up, down, down}, 2 * time.Minute},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var since *metav1.Time
+			for i, l := range tc.looks {
+				since = quorumLossClock(since, l.missing, l.voters, t0.Add(l.at))
+				switch {
+				case l.since < 0 && since != nil:
+					t.Fatalf("look %d: counting since %s, want no count", i, since.Time)
+				case l.since >= 0 && (since == nil || !since.Time.Equal(t0.Add(l.since))):
+					t.Fatalf("look %d: since %v, want %s", i, since, t0.Add(l.since))
+				}
+			}
+		})
+	}
+}
+
+func TestMemberStarting(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	probe := &corev1.Probe{PeriodSeconds: 2, FailureThreshold: 150} // 300 s to come up
+	pod := func(phase corev1.PodPhase, started bool, restarts int32, conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: specs.ContainerName, StartupProbe: probe}}},
+			Status: corev1.PodStatus{Phase: phase, Conditions: conds, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: specs.ContainerName, Started: &started, RestartCount: restarts},
+			}}}
+	}
+	stuck := pod(corev1.PodPending, false, 0)
+	stuck.CreationTimestamp = metav1.NewTime(now.Add(-301 * time.Second))
+	unprobed := pod(corev1.PodPending, false, 0)
+	unprobed.Spec.Containers[0].StartupProbe = nil
+	unprobed.CreationTimestamp = metav1.NewTime(now.Add(-200 * time.Second))
+	unprobedStuck := unprobed.DeepCopy()
+	unprobedStuck.CreationTimestamp = metav1.NewTime(now.Add(-301 * time.Second))
+	deleting := pod(corev1.PodPending, false, 0)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	initFailing := pod(corev1.PodPending, false, 0)
+	initFailing.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: specs.RestoreContainerName, RestartCount: 2}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no Pod", nil, false},
+		{"Pending: volumes, images or a node to come", pod(corev1.PodPending, false, 0), true},
+		{"Pending, no container status yet", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now)}, Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"Pending past its startup probe's 300 s: a volume that never attaches", stuck, false},
+		{"no startup probe (another operator's Pod): 300 s too", unprobed, true},
+		{"no startup probe, past 300 s", unprobedStuck, false},
+		{"running, startup probe not passed yet", pod(corev1.PodRunning, false, 0), true},
+		{"running, started", pod(corev1.PodRunning, true, 0), false},
+		{"restarted: it started and died", pod(corev1.PodRunning, false, 3), false},
+		{"an init container restarting", initFailing, false},
+		{"being deleted", deleting, false},
+		{"unschedulable", pod(corev1.PodPending, false, 0, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}), false},
+		{"failed", pod(corev1.PodFailed, false, 0), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := memberStarting(tc.pod, now); got != tc.want {
+				t.Fatalf("memberStarting %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// setPod gives the member a Pod in that phase whose etcd container has or has not passed its
+// startup probe, as the kubelet reports it.
+func (h *harness) setPod(name string, phase corev1.PodPhase, started bool) {
+	h.t.Helper()
+	pod := &corev1.Pod{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); apierrors.IsNotFound(err) {
+		pod = h.startPodOf(name)
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	pod.CreationTimestamp = metav1.NewTime(h.r.now()) // made now, on the reconciler's clock
+	if err := h.api.Update(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+	pod.Status.Phase = phase
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: specs.ContainerName, Started: &started}}
+	if err := h.api.Status().Update(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A cluster that was Paused, or Unreachable, for longer than the grace period and then lost
+// its quorum is not recovered at once: the grace period counts from the loss, and not while
+// members are still starting after a resume.
+func TestAutomaticRecoveryCountsFromTheLossNotAnEarlierFalse(t *testing.T) {
+	for _, earlier := range []string{"Paused", "Unreachable"} {
+		t.Run(earlier, func(t *testing.T) {
+			h := runningHarness(t)
+			h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+				s.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptrTo[int32](60)}
+			})
+			h.setPod("db-1", corev1.PodRunning, true)
+			newClient := h.r.NewClient
+			if earlier == "Paused" {
+				h.setReplicas(0)
+			} else {
+				h.r.NewClient = func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+					return nil, etcd.ErrAuthFailed
+				}
+			}
+			h.reconcile()
+			if av := h.condition(etcdv1.ConditionAvailable); av.Reason != earlier {
+				t.Fatalf("Available %+v, want %s", av, earlier)
+			}
+			// An hour later: the members come back, db-2 and db-3 still attaching their volumes.
+			h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
+			h.r.NewClient = newClient
+			if earlier == "Paused" {
+				h.setReplicas(3)
+			}
+			h.setPod("db-2", corev1.PodPending, false)
+			h.setPod("db-3", corev1.PodPending, false)
+			h.etcd.SetDown(h.etcdID("db-2"), true)
+			h.etcd.SetDown(h.etcdID("db-3"), true)
+			h.reconcile()
+			h.reconcile()
+			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+				t.Fatalf("recovery asked for at once after %s: %s", earlier, from)
+			}
+			if av := h.condition(etcdv1.ConditionAvailable); av.Reason != ReasonQuorumLost {
+				t.Fatalf("Available %+v", av)
+			}
+			if since := h.clusterObj().Status.QuorumLostSince; since != nil {
+				t.Fatalf("the loss counted while members start: since %s", since)
+			}
+			// They start and do not answer: the count begins now, and the recovery waits for it.
+			h.setPod("db-2", corev1.PodRunning, true)
+			h.setPod("db-3", corev1.PodRunning, true)
+			h.reconcile()
+			h.reconcile()
+			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+				t.Fatalf("recovery asked for within the grace period: %s", from)
+			}
+			if since := h.clusterObj().Status.QuorumLostSince; since == nil {
+				t.Fatal("the loss is not counted once every member is up")
+			}
+			h.r.Now = func() time.Time { return time.Now().Add(time.Hour + 61*time.Second) }
+			h.reconcile()
+			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "db-1" {
+				t.Fatalf("recover-from %q after the grace period, want db-1", from)
+			}
+		})
 	}
 }

@@ -176,31 +176,101 @@ func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdClus
 // ReasonRetainedDataConflict: kept PVCs of this name come from more than one etcd cluster.
 const ReasonRetainedDataConflict = "RetainedDataConflict"
 
-// adoptRetainedPVCs is the first bootstrap of a cluster that finds PVCs kept from an earlier
-// cluster of its name: instead of founding a new etcd cluster next to that data, it
-// recreates the kept members, each on its PVC with the member ID annotated there
-// (memberFromPVC). Their etcd starts from its data and the old cluster comes back with its
-// cluster ID; scaling then goes on to spec.replicas. A crash halfway is finished next time:
-// members made from kept PVCs do not count as a bootstrap already under way.
-func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if c.Status.ClusterID != "" || v.reachable || c.Spec.Storage.Medium == etcdv1.StorageMediumMemory || foundingBegun(v.members) {
-		return false, nil
-	}
-	kept, err := r.retainedPVCs(ctx, c)
-	if err != nil || len(kept) == 0 {
-		return false, err
-	}
+// ReasonRetainedDataBlocksRestore: a new cluster with spec.bootstrap.restore found PVCs kept
+// from an earlier cluster of its name; it neither adopts them nor restores over them.
+const ReasonRetainedDataBlocksRestore = "RetainedDataBlocksRestore"
+
+// ReasonRetainedDataNewer: kept PVCs hold data an etcd newer than spec.version wrote.
+const ReasonRetainedDataNewer = "RetainedDataNewer"
+
+// retainedDataRefusal says why a first bootstrap must not adopt the kept PVCs, as a reason and
+// a message naming them and the ways out; "" when it may. It is decided on the PVCs alone,
+// before any member is made, so that a refusal leaves nothing half-applied.
+func retainedDataRefusal(c *etcdv1.EtcdCluster, kept []corev1.PersistentVolumeClaim) (reason, message string) {
 	clusterIDs := map[string]bool{}
 	names := make([]string, 0, len(kept))
 	for _, pvc := range kept {
 		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
 			clusterIDs[id] = true
 		}
-		names = append(names, pvcMember(&pvc))
+		names = append(names, pvc.Name)
 	}
+	list := strings.Join(names, ", ")
 	if len(clusterIDs) > 1 {
-		return true, childProblem(ReasonRetainedDataConflict, "the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
-			strings.Join(names, ", "), len(clusterIDs))
+		return ReasonRetainedDataConflict, fmt.Sprintf("the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
+			list, len(clusterIDs))
+	}
+	// The kept data would be served as if it were the snapshot, or the snapshot written over
+	// data someone kept on purpose: neither without a person's word.
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		src := "spec.bootstrap.restore"
+		if name := specs.BootstrapSnapshot(c); name != "" {
+			src += " (EtcdSnapshot " + name + ")"
+		}
+		return ReasonRetainedDataBlocksRestore, fmt.Sprintf("%s asks for a new cluster from a snapshot, but PVCs %s kept from an earlier EtcdCluster %s (etcd cluster %s) hold data of their own: nothing is created. Delete those PVCs to restore from the snapshot, or delete this EtcdCluster and create it without spec.bootstrap.restore to bring the kept data back",
+			src, list, c.Name, firstKey(clusterIDs))
+	}
+	if want, ok := parseVersion(c.Spec.Version); ok {
+		for _, pvc := range kept {
+			have, ok := parseVersion(pvc.Annotations[specs.AnnotationEtcdVersion])
+			if ok && newerMinor(have, want) {
+				return ReasonRetainedDataNewer, fmt.Sprintf("PVC %s kept from an earlier EtcdCluster %s holds data etcd %s wrote (%s), and etcd cannot open data of a newer minor: nothing is created. Set spec.version to %d.%d or later to bring the kept data back, or delete the PVCs %s to start anew",
+					pvc.Name, c.Name, have, specs.AnnotationEtcdVersion, have.major, have.minor, list)
+			}
+		}
+	}
+	return "", ""
+}
+
+// newerMinor: a is of a later major or minor release than b (patches do not matter to the
+// data's format).
+func newerMinor(a, b version) bool {
+	return a.major > b.major || (a.major == b.major && a.minor > b.minor)
+}
+
+// recordDataVersion annotates the PVC with the etcd version its member last reported; true
+// when it changed. Only from now on: PVCs kept by an older operator carry none, and are
+// adopted without the check.
+func recordDataVersion(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) bool {
+	if m.Status.Version == "" || pvc.Annotations[specs.AnnotationEtcdVersion] == m.Status.Version {
+		return false
+	}
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[specs.AnnotationEtcdVersion] = m.Status.Version
+	return true
+}
+
+// adoptRetainedPVCs is the first bootstrap of a cluster that finds PVCs kept from an earlier
+// cluster of its name: instead of founding a new etcd cluster next to that data, it
+// recreates the kept members, each on its PVC with the member ID annotated there
+// (memberFromPVC). Their etcd starts from its data and the old cluster comes back with its
+// cluster ID; scaling then goes on to spec.replicas. A crash halfway is finished next time:
+// members made from kept PVCs do not count as a bootstrap already under way. It refuses,
+// before any member is made, what retainedDataRefusal refuses.
+func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if c.Status.ClusterID != "" || v.reachable || c.Spec.Storage.Medium == etcdv1.StorageMediumMemory || foundingBegun(v.members) {
+		return false, nil
+	}
+	// A PVC still being deleted (to let a restore go on, say) holds the name a founding
+	// member's new PVC takes, and would be taken for it: wait until it is gone.
+	if going := pvcsGoing(v.pvcs); len(going) > 0 {
+		return true, waitFor("Bootstrapping", "waiting for PVCs %s, being deleted, to be gone before the first members are made", strings.Join(going, ", "))
+	}
+	kept, err := r.retainedPVCs(ctx, c)
+	if err != nil || len(kept) == 0 {
+		return false, err
+	}
+	if reason, message := retainedDataRefusal(c, kept); reason != "" {
+		return true, childProblem(reason, "%s", message)
+	}
+	clusterID, names := "", make([]string, 0, len(kept))
+	for _, pvc := range kept {
+		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
+			clusterID = id
+		}
+		names = append(names, pvcMember(&pvc))
 	}
 	adopted := 0
 	for i := range kept {
@@ -217,8 +287,20 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		return false, nil
 	}
 	r.event(c, corev1.EventTypeNormal, "AdoptedRetainedPVCs", "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
-		c.Name, firstKey(clusterIDs), strings.Join(names, ", "))
+		c.Name, clusterID, strings.Join(names, ", "))
 	return true, nil
+}
+
+// pvcsGoing names the PVCs being deleted, in order.
+func pvcsGoing(pvcs map[string]*corev1.PersistentVolumeClaim) []string {
+	var out []string
+	for _, pvc := range pvcs {
+		if !pvc.DeletionTimestamp.IsZero() {
+			out = append(out, pvc.Name)
+		}
+	}
+	slices.SortFunc(out, byOrdinal)
+	return out
 }
 
 // foundingBegun: a first bootstrap of a new etcd cluster has created its founding members.

@@ -43,6 +43,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 			s.Learners++
 		}
 	}
+	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(c, v)
 	if v.volumes != nil {

@@ -73,6 +73,9 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if recordIdentity(have, m) {
 		changed = true
 	}
+	if recordDataVersion(have, m) {
+		changed = true
+	}
 	if changed {
 		if err := r.Patch(ctx, have, patch); err != nil {
 			return err

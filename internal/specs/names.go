@@ -28,6 +28,10 @@ const (
 	// so that an EtcdMember deleted by accident can be recreated with the same identity.
 	AnnotationMemberID  = "etcd-operator.cozystack.io/member-id"
 	AnnotationClusterID = "etcd-operator.cozystack.io/cluster-id"
+	// AnnotationEtcdVersion records on a member's PVC the etcd version the member last
+	// reported running on that data: etcd cannot open data of a newer minor, so kept PVCs
+	// are not adopted by a cluster whose spec.version is older.
+	AnnotationEtcdVersion = "etcd-operator.cozystack.io/etcd-version"
 
 	ManagerName = "etcd-operator"
 

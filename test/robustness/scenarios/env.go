@@ -85,7 +85,7 @@ func (e *env) newCluster(ctx context.Context, s scenario, n int32) (*cluster, er
 	}
 	c := &cluster{e: e, ns: ns.Name, name: "rb"}
 	ec := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name},
-		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: cmp.Or(s.version, etcdVersion)}}
+		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: cmp.Or(s.version, etcdVersion), QuorumLoss: s.quorumLoss}}
 	if s.tls {
 		if err := c.setUpCA(ctx); err != nil {
 			return c, err

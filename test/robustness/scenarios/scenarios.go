@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -26,6 +27,8 @@ type scenario struct {
 	maxTrials int
 	// tls: certificates from cert-manager on both ports, mutual TLS for the workload too.
 	tls bool
+	// quorumLoss is the cluster's spec.quorumLoss (nil: Manual).
+	quorumLoss *etcdv1.QuorumLossPolicy
 }
 
 // trialEnv is what a trial works with: the cluster, its replicas now, and the seeded random
@@ -54,6 +57,7 @@ var allScenarios = []scenario{
 	{name: "node-crash", start: 3, trial: nodeCrashTrial},
 	{name: "eviction", start: 3, trial: evictTrial},
 	{name: "node-shutdown", start: 3, trial: nodeShutdownTrial},
+	{name: "pause-grace", start: 3, trial: pauseGraceTrial, quorumLoss: automaticRecovery},
 }
 
 // trials is how many trials s runs when asked for n.

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// pauseGrace is spec.quorumLoss.gracePeriodSeconds of the pause-grace scenario: the least
+// the API allows, so that every pause outlasts it.
+const pauseGrace = 10 * time.Second
+
+// automaticRecovery is the policy the pause-grace scenario's cluster runs with.
+var automaticRecovery = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptrTo(int32(pauseGrace / time.Second))}
+
+// pauseGraceTrial pauses the cluster for longer than spec.quorumLoss's grace period and
+// resumes it: the members start without a quorum for a while, which is no loss. The cluster
+// must come back with its cluster ID and no AutomaticRecovery (a recovery from one member
+// would discard the others' acknowledged writes, which the history check would also see).
+func pauseGraceTrial(ctx context.Context, t *trialEnv) error {
+	before, err := t.c.get(ctx)
+	if err != nil {
+		return err
+	}
+	logf("trial %d: paused for more than the %s grace period of spec.quorumLoss, then resumed", t.index, pauseGrace)
+	since := time.Now()
+	if err := t.c.setReplicas(ctx, 0); err != nil {
+		return err
+	}
+	if err := t.c.waitSettled(ctx, 0, since); err != nil {
+		return err
+	}
+	err = poll(ctx, time.Minute, "paused for twice the grace period", func(ctx context.Context) error {
+		ec, err := t.c.get(ctx)
+		if err != nil {
+			return err
+		}
+		av := meta.FindStatusCondition(ec.Status.Conditions, etcdv1.ConditionAvailable)
+		if paused := time.Since(av.LastTransitionTime.Time); paused < 2*pauseGrace {
+			return fmt.Errorf("paused for %s", paused)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	since = time.Now()
+	if err := t.c.setReplicas(ctx, t.replicas); err != nil {
+		return err
+	}
+	if err := t.c.waitSettled(ctx, t.replicas, since); err != nil {
+		return err
+	}
+	after, err := t.c.get(ctx)
+	if err != nil {
+		return err
+	}
+	if after.Status.ClusterID != before.Status.ClusterID {
+		return fmt.Errorf("cluster ID %s after the resume, was %s", after.Status.ClusterID, before.Status.ClusterID)
+	}
+	events := &eventsv1.EventList{}
+	if err := t.c.e.k8s.List(ctx, events, client.InNamespace(t.c.ns)); err != nil {
+		return err
+	}
+	for _, e := range events.Items {
+		if e.Reason == "AutomaticRecovery" {
+			return fmt.Errorf("the resume was taken for a quorum loss: %s", e.Note)
+		}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
