@@ -223,12 +223,10 @@ func stuckAndOutdated(pod, want *corev1.Pod, podHoldsData bool) string {
 	if pod.Annotations[specs.AnnotationPodTemplateHash] == want.Annotations[specs.AnnotationPodTemplateHash] || podReady(pod) {
 		return ""
 	}
+	if podUnschedulable(pod) {
+		return "which no node could take"
+	}
 	if pod.Spec.NodeName == "" {
-		for _, cond := range pod.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-				return "which no node could take"
-			}
-		}
 		return ""
 	}
 	waiting := stuckWaiting(pod)
@@ -241,6 +239,19 @@ func stuckAndOutdated(pod, want *corev1.Pod, podHoldsData bool) string {
 		return "in which etcd crash-loops"
 	}
 	return ""
+}
+
+// podUnschedulable: no node has taken the Pod and the scheduler said none can.
+func podUnschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
 
 // stuckWaiting is the reason a container of the Pod waits for, when it is not just being
