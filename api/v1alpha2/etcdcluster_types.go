@@ -35,11 +35,12 @@ type EtcdClusterSpec struct {
 	// Version is the etcd version, X.Y.Z, 3.5.35 or newer (for example 3.6.16). Changing it
 	// upgrades the running members one at a time: to a newer patch, or to the next minor.
 	// etcd supports upgrading to 3.6 from 3.5.26 on; 3.5.35 is the oldest patch the
-	// operator's tests run, so it is the oldest accepted.
+	// operator's tests run, so it is the oldest accepted. It goes down only to a version no
+	// member has run (status.members[].version): setting back a release that never started
+	// (one with no image, say) is allowed, a downgrade of what ran is not.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+[.][0-9]+$')",message="spec.version must be an etcd release X.Y.Z without a 'v', for example 3.6.16"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 35)))",message="spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) > int(oldSelf.split('.')[1]) || (int(self.split('.')[1]) == int(oldSelf.split('.')[1]) && int(self.split('.')[2]) >= int(oldSelf.split('.')[2]))",messageExpression="'spec.version cannot go down from ' + oldSelf + ' to ' + self + ': etcd does not support downgrading a running cluster; keep ' + oldSelf + ' or a newer version, or create a new cluster at ' + self + ' and restore it from a snapshot'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf + ' to ' + self + ': etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set ' + self"
 	Version string `json:"version"`
 
@@ -522,6 +523,7 @@ type MemberSummary struct {
 	// +optional
 	Role MemberRole `json:"role,omitempty"`
 	// Version is the etcd version the member reports.
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	Version string `json:"version,omitempty"`
 	// Ready is true while the member answers its health check.
@@ -567,6 +569,7 @@ type EtcdClusterStatus struct {
 	// Version is the lowest etcd version the members report running (from etcd, not from
 	// the spec): the version of the cluster. During an upgrade it stays at the old version
 	// until every member runs the new one.
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -588,7 +591,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	SnapshotRecovery *SnapshotRecoveryStatus `json:"snapshotRecovery,omitempty"`
 
-	// Members lists each member's ID, role, version and readiness.
+	// Members lists each member's ID, role, version and readiness. The bound, far above any
+	// useful cluster size, only lets the apiserver price the rule on spec.version that reads
+	// it.
+	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -654,6 +660,15 @@ type CozystackCompatibleStatus struct {
 // headless Service <name>, the client Service <name>-client (a DNS-1035 label of at most 63
 // characters) and the members <name>-<n>, which are Pod host names.
 //
+// spec.version may go down only to a version no member has run: etcd's cluster version moves
+// up once every member runs a newer release and never comes back, but until a member has run
+// the new release nothing has moved, and setting it back (a release with no image, say) is
+// safe. The rule reads the status, where the operator records what each member reports
+// (status.members[].version, the last it said while it does not answer), so it lives on the
+// object: a rule on spec.version alone cannot see status. A cluster with no status yet has
+// run nothing.
+//
+// +kubebuilder:validation:XValidation:rule="!self.spec.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.spec.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(oldSelf.spec.version.split('.')[0]) < int(self.spec.version.split('.')[0]) || (int(oldSelf.spec.version.split('.')[0]) == int(self.spec.version.split('.')[0]) && (int(oldSelf.spec.version.split('.')[1]) < int(self.spec.version.split('.')[1]) || (int(oldSelf.spec.version.split('.')[1]) == int(self.spec.version.split('.')[1]) && int(oldSelf.spec.version.split('.')[2]) <= int(self.spec.version.split('.')[2]))))) || !has(self.status) || ((!has(self.status.version) || !self.status.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.status.version.split('.')[0]) < int(self.spec.version.split('.')[0]) || (int(self.status.version.split('.')[0]) == int(self.spec.version.split('.')[0]) && (int(self.status.version.split('.')[1]) < int(self.spec.version.split('.')[1]) || (int(self.status.version.split('.')[1]) == int(self.spec.version.split('.')[1]) && int(self.status.version.split('.')[2]) <= int(self.spec.version.split('.')[2])))))) && (!has(self.status.members) || self.status.members.all(m, !has(m.version) || !m.version.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(m.version.split('.')[0]) < int(self.spec.version.split('.')[0]) || (int(m.version.split('.')[0]) == int(self.spec.version.split('.')[0]) && (int(m.version.split('.')[1]) < int(self.spec.version.split('.')[1]) || (int(m.version.split('.')[1]) == int(self.spec.version.split('.')[1]) && int(m.version.split('.')[2]) <= int(self.spec.version.split('.')[2]))))))))",messageExpression="'spec.version cannot go down from ' + oldSelf.spec.version + ' to ' + self.spec.version + ': a member has run a newer version (status.members[].version), and etcd does not support downgrading what ran; set the newest version a member has run or a newer one, or create a new cluster at ' + self.spec.version + ' and restore it from a snapshot'"
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || (self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 56)",optionalOldSelf=true,message="metadata.name must be a DNS label of at most 56 characters that starts with a letter (a-z, 0-9 and '-'): it names the Services <name> and <name>-client and the member Pods <name>-<n>; for example orders-etcd"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=etcd,categories=etcd-operator

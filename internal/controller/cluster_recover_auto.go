@@ -124,15 +124,6 @@ func startupBudget(pod *corev1.Pod) time.Duration {
 	return defaultStartupBudget
 }
 
-func podUnschedulable(pod *corev1.Pod) bool {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled {
-			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
-}
-
 // decideAutoRecovery: with policy RecoverFromMostAdvancedMember, once the quorum has been
 // missing for the grace period, counted from since (quorumLossClock: when a quorum that was
 // expected went missing, kept in the status across operator restarts), recover from the voter

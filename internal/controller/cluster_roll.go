@@ -53,6 +53,12 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 		return false, nil
 	}
 	if len(down) > 0 {
+		if stuck := podsThatCannotStart(pods, down); len(stuck) > 0 {
+			// Its slot would be held for as long as a person takes to fix the spec, and
+			// every other cluster's roll would wait with it.
+			r.RollSlots.release(key)
+			return false, waitFor(ReasonRollStuck, "%d members to restart for the new Pod spec; waiting for %s, whose Pod cannot start: see the member's Ready condition (the roll slot is given back meanwhile)", len(outdated), strings.Join(stuck, ", "))
+		}
 		return false, waitFor("RollingUpdate", "%d members to restart for the new Pod spec; waiting for %s to be up first", len(outdated), strings.Join(down, ", "))
 	}
 	if total, healthy := v.voters(); healthy < total {
@@ -80,6 +86,25 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 // ReasonRollQueued: the cluster has members to restart for a changed Pod spec and waits
 // for one of the operator's roll slots (--max-concurrent-rolls).
 const ReasonRollQueued = "RollQueued"
+
+// ReasonRollStuck: the cluster has members to restart for a changed Pod spec and waits for a
+// member whose Pod cannot start (unschedulable, an image that cannot be pulled, a crash
+// loop); it holds no roll slot meanwhile.
+const ReasonRollStuck = "RollStuck"
+
+// podsThatCannotStart names the members among down whose Pods cannot start without someone
+// acting: no node can take it, or a container waits for a reason other than being created
+// (stuckWaiting). A Pod still starting, or gone, is not stuck: the roll's own restart looks
+// like that for a while.
+func podsThatCannotStart(pods map[string]*corev1.Pod, down []string) []string {
+	var stuck []string
+	for _, name := range down {
+		if pod := pods[name]; pod != nil && pod.DeletionTimestamp.IsZero() && (podUnschedulable(pod) || stuckWaiting(pod) != "") {
+			stuck = append(stuck, name)
+		}
+	}
+	return stuck
+}
 
 // rollSlotRetry is how soon a cluster waiting for a roll slot looks again.
 const rollSlotRetry = 10 * time.Second

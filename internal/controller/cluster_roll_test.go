@@ -212,3 +212,64 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 		t.Fatalf("the slot was kept after the roll ended: Pods %v", h.podNames())
 	}
 }
+
+// A roll stuck on a member whose Pod cannot start (its image cannot be pulled) gives its
+// roll slot back, so that other clusters' rolls do not wait for a person to fix this one;
+// a member whose Pod is only starting keeps it.
+func TestARollStuckOnAPodThatCannotStartGivesItsSlotBack(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.r.RollSlots = NewRollSlots(1)
+	other := types.NamespacedName{Namespace: "elsewhere", Name: "rolling"}
+	h.setMemoryRequest("768Mi")
+	h.reconcile()
+	if got := h.podNames(); len(got) != 2 {
+		t.Fatalf("the roll did not begin: Pods %v", got)
+	}
+	gone := ""
+	for _, m := range h.members() {
+		if !slices.Contains(h.podNames(), m.Name) {
+			gone = m.Name
+		}
+	}
+	setPod := func(state corev1.ContainerState) {
+		t.Helper()
+		pod := &corev1.Pod{}
+		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: gone}, pod)
+		if err != nil {
+			c := h.clusterObj()
+			for _, m := range h.members() {
+				if m.Name == gone {
+					pod = specs.Pod(c, m, h.r.PodOptions)
+				}
+			}
+		}
+		pod.Spec.NodeName = "node-1"
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: state}}
+		status := pod.Status
+		if err != nil {
+			err = h.api.Create(context.Background(), pod)
+		} else {
+			err = h.api.Update(context.Background(), pod)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status = status
+		if err := h.api.Status().Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}})
+	h.reconcile()
+	if ok, _ := h.r.RollSlots.take(other); ok {
+		t.Fatal("the slot was given back while the restarted member's Pod was only starting")
+	}
+	assertProgressingReason(t, h, "RollingUpdate")
+	setPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}})
+	h.reconcile()
+	assertProgressingReason(t, h, ReasonRollStuck)
+	if ok, _ := h.r.RollSlots.take(other); !ok {
+		t.Fatal("the slot is held by a roll stuck on a Pod that cannot start")
+	}
+}

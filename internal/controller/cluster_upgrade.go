@@ -86,6 +86,9 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 	if err := upgradeBlocked(target, members); err != nil {
 		return "", err
 	}
+	if name := movedBeyondTarget(target, pending); name != "" {
+		return name, nil
+	}
 	for _, m := range members {
 		switch {
 		case !m.healthy:
@@ -102,6 +105,22 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 		}
 	}
 	return pending[0].name, nil
+}
+
+// movedBeyondTarget names a member whose spec names a newer version than target and which
+// does not run it: spec.version was set back before that member came up on the new release
+// (one with no image, or that crash-loops). It goes back first, whatever the health of the
+// others: it serves nothing, and it gets a Pod it can run only once its EtcdMember names the
+// version (the member controller then replaces its Pod, replaceStuckPod). Waiting for its
+// health, as the next step of an upgrade does, would wait forever.
+func movedBeyondTarget(target string, pending []upgradeMember) string {
+	want, _ := parseVersion(target)
+	for _, m := range pending {
+		if spec, ok := parseVersion(m.spec); ok && want.less(spec) && m.running != m.spec {
+			return m.name
+		}
+	}
+	return ""
 }
 
 // upgradeBlocked refuses what etcd does not support, whatever the spec's history: a target

@@ -35,6 +35,10 @@ func TestPlanUpgrade(t *testing.T) {
 		{"3.5.35 to 3.6", "3.6.16", []upgradeMember{settled("a", "3.5.35", true), settled("b", "3.5.35", false)}, "b", "", ""},
 		{"3.6 from a 3.5 patch older than 3.5.26", "3.6.16", []upgradeMember{settled("a", "3.5.35", true), settled("b", "3.5.21", false)}, "", "UpgradeBlocked", "3.5.26 or later"},
 		{"two minors at once", "3.7.1", []upgradeMember{settled("a", "3.5.35", true), settled("b", "3.6.16", false)}, "", "UpgradeBlocked", "one minor at a time"},
+		{"set back before the member ran it", "3.6.16", []upgradeMember{settled("a", "3.6.16", true), {name: "b", spec: "3.6.99"}, settled("c", "3.6.16", false)}, "b", "", ""},
+		{"set back while the member crash-loops on it", "3.6.16", []upgradeMember{settled("a", "3.6.16", true), {name: "b", spec: "3.6.17", running: ""}, {name: "c", spec: "3.6.16"}}, "b", "", ""},
+		{"a minor set back before the member ran it", "3.5.35", []upgradeMember{settled("a", "3.5.35", true), {name: "b", spec: "3.6.16", running: "3.5.35", healthy: true}, settled("c", "3.5.35", false)}, "b", "", ""},
+		{"a down member below the target still waits", "3.6.16", []upgradeMember{settled("a", "3.6.15", true), {name: "b", spec: "3.6.15"}, settled("c", "3.6.15", false)}, "", "Upgrading", "member b is not healthy"},
 		{"a downgrade", "3.6.15", []upgradeMember{settled("a", "3.6.16", true), settled("b", "3.6.15", false)}, "", "UpgradeBlocked", "does not downgrade"},
 	}
 	for _, tt := range tests {

@@ -111,8 +111,8 @@ func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		// PVCs are owned by the cluster (see ensurePVC); the member label finds their member.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(memberOfLabeled)).
-		// A change of the cluster's spec may give a member another Pod: one no node could
-		// take is replaced at once (replaceUnschedulablePod). Status writes, the most of the
+		// A change of the cluster's spec may give a member another Pod: one that cannot
+		// start is replaced at once (replaceStuckPod). Status writes, the most of the
 		// cluster's changes, leave its generation alone and wake no member.
 		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.membersOfCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

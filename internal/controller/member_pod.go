@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,13 +171,14 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 	return r.tendPod(ctx, c, m, pod)
 }
 
-// tendPod looks after the member's existing Pod: replaced while no node can take it and the
-// spec changed, its role label and adoption stamp kept, its state mirrored into the member.
+// tendPod looks after the member's existing Pod: replaced when its node left it terminal, or
+// while it cannot start and the spec changed; its role label and adoption stamp kept, its
+// state mirrored into the member.
 func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
 	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced || err != nil {
 		return ctrl.Result{}, err
 	}
-	if replaced, err := r.replaceUnschedulablePod(ctx, c, m, pod); replaced || err != nil {
+	if replaced, err := r.replaceStuckPod(ctx, c, m, pod); replaced || err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
@@ -188,28 +190,67 @@ func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m
 	return r.mirrorPodState(ctx, m, pod)
 }
 
-// replaceUnschedulablePod deletes the member's Pod when the scheduler found no node for it
-// and the Pod the member would get now is another (its template hash): a toleration,
-// nodeSelector, affinity or priority class added to the cluster to fix the placement takes
-// effect at once. A roll would not reach it: it waits for every member to be up, and during
-// a bootstrap it does not run at all. No container of the Pod has run, so nothing stops; the
-// next look creates the Pod anew from the current spec (createPod).
-func (r *MemberReconciler) replaceUnschedulablePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+// replaceStuckPod deletes the member's Pod when it cannot start under its template and the
+// Pod the member would get now is another (its template hash): fixing the spec (a toleration
+// added, spec.version set back from a release with no image, a bad option taken out) takes
+// effect at once. A roll would not reach it: it waits for every member to be up, and during a
+// bootstrap it does not run at all. The Pod is not serving, so nothing stops that served; the
+// next look creates the Pod anew from the current spec (createPod), on the member's PVC.
+func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
 	want := specs.Pod(c, m, r.PodOptions)
-	if !unschedulableAndOutdated(pod, want) {
+	why := stuckAndOutdated(pod, want, m.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
+	if why == "" {
 		return false, nil
 	}
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.event(m, corev1.EventTypeNormal, "PodReplaced", "ReplacePod", "replaced Pod %s, which no node could take, with one of the changed spec", pod.Name)
+	r.event(m, corev1.EventTypeNormal, "PodReplaced", "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
 	return true, nil
 }
 
-// unschedulableAndOutdated: no node has taken the Pod and the scheduler said none can, and its
-// template hash is not the one of want, the Pod the member would get now.
-func unschedulableAndOutdated(pod, want *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.Annotations[specs.AnnotationPodTemplateHash] == want.Annotations[specs.AnnotationPodTemplateHash] {
+// stuckAndOutdated says why the Pod cannot start under its template ("" when it can, or when
+// its template hash is the one of want, the Pod the member would get now):
+//
+//   - no node has taken it and the scheduler said none can;
+//   - etcd never ran in it: its container waits for a reason other than being created (an
+//     image that cannot be pulled, a config error) with no restart and no earlier exit. The
+//     container status proves it, so it is never wrong;
+//   - etcd crash-loops in it, unless the last exit was a data error (dataError: the cluster
+//     controller replaces such a member under a new ID; a new Pod would not help).
+//
+// Whether a crash-looping Pod was ever Ready the Pod does not tell: the kubelet keeps the
+// last exit and a restart count, not the history of the Ready condition. It needs not: a
+// crash-looping Pod serves nothing, the roll cannot reach it (it waits for every member to
+// be up), and the new Pod, being current, is never replaced this way again, so a spec change
+// costs at most one replacement per member. A tmpfs member (podHoldsData) keeps its data in
+// the Pod, which a container restart keeps and a new Pod loses: its Pod is replaced only
+// when etcd never ran in it, when it holds nothing.
+func stuckAndOutdated(pod, want *corev1.Pod, podHoldsData bool) string {
+	if pod.Annotations[specs.AnnotationPodTemplateHash] == want.Annotations[specs.AnnotationPodTemplateHash] || podReady(pod) {
+		return ""
+	}
+	if podUnschedulable(pod) {
+		return "which no node could take"
+	}
+	if pod.Spec.NodeName == "" {
+		return ""
+	}
+	waiting := stuckWaiting(pod)
+	switch {
+	case waiting == "":
+		return ""
+	case etcdNeverRan(pod):
+		return "in which etcd never ran (" + waiting + ")"
+	case waiting == "CrashLoopBackOff" && !podHoldsData && dataError(pod) == "":
+		return "in which etcd crash-loops"
+	}
+	return ""
+}
+
+// podUnschedulable: no node has taken the Pod and the scheduler said none can.
+func podUnschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
 		return false
 	}
 	for _, cond := range pod.Status.Conditions {
@@ -218,6 +259,31 @@ func unschedulableAndOutdated(pod, want *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// stuckWaiting is the reason a container of the Pod waits for, when it is not just being
+// created: "" when none does.
+func stuckWaiting(pod *corev1.Pod) string {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return w.Reason
+		}
+	}
+	return ""
+}
+
+// etcdNeverRan: no container of the Pod (etcd; init containers do not serve) has run: none
+// runs, none ended, none restarted.
+func etcdNeverRan(pod *corev1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return false // the kubelet has not said yet
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount > 0 || cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // podOfMember: the Pod is this member's, or an earlier EtcdMember's of the same name that

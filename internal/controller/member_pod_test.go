@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestPodReadinessNamesAnImageThatCannotBePulled(t *testing.T) {
@@ -80,5 +81,68 @@ func TestPodReadinessSaysWhyACrashLoopingMemberExits(t *testing.T) {
 		if got.Reason != "CrashLoopBackOff" || !strings.HasSuffix(got.Message, tc.want) || strings.Contains(got.Message, "2026") {
 			t.Errorf("%+v, want a message ending in %q", got, tc.want)
 		}
+	}
+}
+
+// A member Pod that cannot start under its template is replaced once the member would get
+// another Pod; one that serves, is starting, or fails for its data stays, and so does every
+// Pod of the current template.
+func TestAPodThatCannotStartIsReplacedWhenItsTemplateChanges(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+	}
+	exited := func(message string) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: message}
+	}
+	unschedulable := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	badFlag := `{"level":"fatal","msg":"error verifying flags","error":"unknown flag"}`
+	for _, tc := range []struct {
+		name       string
+		node       string
+		conditions []corev1.PodCondition
+		init       []corev1.ContainerStatus
+		status     *corev1.ContainerStatus
+		memory     bool // tmpfs: the Pod holds the member's data
+		current    bool // the Pod is of the template the member would get now
+		want       string
+	}{
+		{name: "unschedulable", conditions: unschedulable, want: "which no node could take"},
+		{name: "unschedulable, current", conditions: unschedulable, current: true},
+		{name: "not judged by the scheduler yet"},
+		{name: "image not pulled", node: "n", status: &corev1.ContainerStatus{State: waiting("ErrImagePull")}, want: "in which etcd never ran (ErrImagePull)"},
+		{name: "image pull back-off", node: "n", status: &corev1.ContainerStatus{State: waiting("ImagePullBackOff")}, want: "in which etcd never ran (ImagePullBackOff)"},
+		{name: "image not pulled, current", node: "n", status: &corev1.ContainerStatus{State: waiting("ImagePullBackOff")}, current: true},
+		{name: "image not pulled, tmpfs (it holds nothing)", node: "n", memory: true, status: &corev1.ContainerStatus{State: waiting("ImagePullBackOff")}, want: "in which etcd never ran (ImagePullBackOff)"},
+		{name: "config error", node: "n", status: &corev1.ContainerStatus{State: waiting("CreateContainerConfigError")}, want: "in which etcd never ran (CreateContainerConfigError)"},
+		{name: "being created", node: "n", status: &corev1.ContainerStatus{State: waiting("ContainerCreating")}},
+		{name: "kubelet said nothing yet", node: "n"},
+		{name: "running, not ready yet", node: "n", status: &corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+		{name: "ready", node: "n", conditions: ready, status: &corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+		{name: "image pull failing after runs (it ran, and may have been Ready)", node: "n", status: &corev1.ContainerStatus{RestartCount: 2, State: waiting("ImagePullBackOff"), LastTerminationState: corev1.ContainerState{Terminated: exited("")}}},
+		{name: "crash loop", node: "n", status: &corev1.ContainerStatus{RestartCount: 3, State: waiting("CrashLoopBackOff"), LastTerminationState: corev1.ContainerState{Terminated: exited(badFlag)}}, want: "in which etcd crash-loops"},
+		{name: "crash loop, current", node: "n", current: true, status: &corev1.ContainerStatus{RestartCount: 3, State: waiting("CrashLoopBackOff"), LastTerminationState: corev1.ContainerState{Terminated: exited(badFlag)}}},
+		{name: "crash loop on a data error (the cluster controller's)", node: "n", status: &corev1.ContainerStatus{RestartCount: 3, State: waiting("CrashLoopBackOff"), LastTerminationState: corev1.ContainerState{Terminated: exited(`{"msg":"failed to open wal"}`)}}},
+		{name: "crash loop, tmpfs (its data is in the Pod)", node: "n", memory: true, status: &corev1.ContainerStatus{RestartCount: 3, State: waiting("CrashLoopBackOff"), LastTerminationState: corev1.ContainerState{Terminated: exited(badFlag)}}},
+		{name: "restore init container crash-loops", node: "n", init: []corev1.ContainerStatus{{RestartCount: 2, State: waiting("CrashLoopBackOff")}},
+			status: &corev1.ContainerStatus{State: waiting("PodInitializing")}, want: "in which etcd never ran (CrashLoopBackOff)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{specs.AnnotationPodTemplateHash: "new"}}}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{specs.AnnotationPodTemplateHash: "old"}},
+				Spec:       corev1.PodSpec{NodeName: tc.node},
+				Status:     corev1.PodStatus{Conditions: tc.conditions, InitContainerStatuses: tc.init},
+			}
+			if tc.status != nil {
+				pod.Status.ContainerStatuses = []corev1.ContainerStatus{*tc.status}
+			}
+			if tc.current {
+				pod.Annotations[specs.AnnotationPodTemplateHash] = "new"
+			}
+			if got := stuckAndOutdated(pod, want, tc.memory); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

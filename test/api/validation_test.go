@@ -179,8 +179,6 @@ func invalidUpdates() []invalidUpdate {
 		{"add a restore source later", newCluster("u14"), onCluster(withRestore(etcdv1.RestoreSource{S3: s3("a.db")})), "spec.bootstrap is immutable"},
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.RestoreSource{S3: s3("a.db")})), onCluster(withRestore(etcdv1.RestoreSource{S3: s3("b.db")})), "spec.bootstrap is immutable"},
 		{"change the restore snapshot", newCluster("u15b", withRestore(etcdv1.RestoreSource{SnapshotRef: ref("a")})), onCluster(withRestore(etcdv1.RestoreSource{SnapshotRef: ref("b")})), "spec.bootstrap is immutable"},
-		{"downgrade a patch", newCluster("u16"), onCluster(withVersion("3.6.15")), "spec.version cannot go down from 3.6.16 to 3.6.15: etcd does not support downgrading a running cluster; keep 3.6.16 or a newer version, or create a new cluster at 3.6.15 and restore it from a snapshot"},
-		{"downgrade a minor", newCluster("u21"), onCluster(withVersion("3.5.35")), "spec.version cannot go down from 3.6.16 to 3.5.35"},
 		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set 3.7.0"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"move a snapshot's destination", newSnapshot("u21"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.Destination.S3.Key = "elsewhere/" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
@@ -258,5 +256,74 @@ func describe(obj client.Object) string {
 func adoptedAt(dataDir string) memberEdit {
 	return func(m *etcdv1.EtcdMember) {
 		m.Spec.Adopted = &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-" + m.Name, DataDir: dataDir}
+	}
+}
+
+// spec.version goes down only to a version no member has run, as the status records what
+// each member reports: a release set by mistake (no image, say) can be set back, a downgrade
+// of what ran cannot. The status is written first, as the operator writes it.
+func TestVersionGoesDownOnlyToAVersionNoMemberRan(t *testing.T) {
+	ran := func(versions ...string) []etcdv1.MemberSummary {
+		out := make([]etcdv1.MemberSummary, len(versions))
+		for i, v := range versions {
+			out[i] = etcdv1.MemberSummary{Name: fmt.Sprintf("m%d", i), Version: v}
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		name     string
+		from, to string
+		members  []etcdv1.MemberSummary // status.members; nil: no status written yet
+		lowest   string                 // status.version
+		want     string                 // the refusal; "" when accepted
+	}{
+		{name: "a minor no member ran, set back", from: "3.6.16", to: "3.5.35", members: ran("3.5.35", "3.5.35", "3.5.35"), lowest: "3.5.35"},
+		{name: "a member that does not answer yet counts for nothing", from: "3.6.99", to: "3.6.16", members: append(ran("3.6.16", "3.6.16"), etcdv1.MemberSummary{Name: "new"}), lowest: "3.6.16"},
+		{name: "nothing ran yet (no status)", from: "3.6.16", to: "3.6.15"},
+		{name: "a member ran the newer patch", from: "3.6.99", to: "3.6.16", members: ran("3.6.16", "3.6.99", "3.6.16"), lowest: "3.6.16",
+			want: "spec.version cannot go down from 3.6.99 to 3.6.16: a member has run a newer version (status.members[].version), and etcd does not support downgrading what ran; set the newest version a member has run or a newer one, or create a new cluster at 3.6.16 and restore it from a snapshot"},
+		{name: "below what every member runs", from: "3.6.16", to: "3.6.15", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
+		{name: "a minor a member ran", from: "3.6.16", to: "3.5.35", members: ran("3.5.35", "3.6.16", "3.5.35"), lowest: "3.5.35", want: "spec.version cannot go down from 3.6.16 to 3.5.35"},
+		{name: "below the recorded cluster version, no member listed", from: "3.6.16", to: "3.6.15", lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(fmt.Sprintf("ver-%d", i), withVersion(tc.from))
+			requireCreate(t, c)
+			if tc.members != nil || tc.lowest != "" {
+				c.Status.Members, c.Status.Version = tc.members, tc.lowest
+				if err := k8s.Status().Update(t.Context(), c); err != nil {
+					t.Fatalf("writing status: %v", err)
+				}
+			}
+			stored := c.DeepCopy()
+			c.Spec.Version = tc.to
+			err := k8s.Update(t.Context(), c)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			requireInvalid(t, err, tc.want)
+			requireUnchanged(t, stored)
+		})
+	}
+}
+
+// The case: 3.6.16 -> 3.6.99 (a release with no image) is accepted, and so is going
+// back, since no member reported running 3.6.99.
+func TestAReleaseNoMemberRanIsSetBack(t *testing.T) {
+	c := newCluster("ver-back")
+	requireCreate(t, c)
+	c.Status.Members = []etcdv1.MemberSummary{{Name: "a", Version: "3.6.16"}, {Name: "b", Version: "3.6.16"}, {Name: "c", Version: "3.6.16"}}
+	c.Status.Version = "3.6.16"
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatalf("writing status: %v", err)
+	}
+	for _, v := range []string{"3.6.99", "3.6.16"} {
+		c.Spec.Version = v
+		if err := k8s.Update(t.Context(), c); err != nil {
+			t.Fatalf("spec.version to %s refused: %v", v, err)
+		}
 	}
 }

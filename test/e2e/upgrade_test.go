@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Versions the local cluster's image map has besides etcdVersion (hack/images.sh). Each is
@@ -154,4 +156,65 @@ func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
 		}
 	}
 	w.stopAndVerifyAtMost(t, 20, int(n)*failuresPerDisruption)
+}
+
+// noSuchRelease is a version the CRD accepts (X.Y.Z, newer than etcdVersion) whose image the
+// local cluster's image map lacks: a member Pod of it fails to pull, as a registry miss would.
+const noSuchRelease = "3.6.99"
+
+// spec.version set to a release with no image, then set back: the member moved to it, whose
+// Pod cannot pull its image and so never ran it, gets a Pod of the fixed spec (the roll would
+// wait for it forever), the cluster settles with the same member IDs, and no acknowledged
+// write is lost. Going back is accepted because no member ever ran the missing release.
+func TestAVersionWithNoImageCanBeSetBack(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	createClusterAt(t, ns, "revert", 3, etcdVersion)
+	before := waitSettled(t, ns, "revert", 3, 4*time.Minute)
+	w := startWriter(t, ns, "revert", "revert")
+	setVersion(t, ns, "revert", noSuchRelease)
+
+	var stuck corev1.Pod
+	eventually(t, 5*time.Minute, "a member Pod failing to pull etcd "+noSuchRelease, func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: "revert"}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+					stuck = p
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no member Pod fails to pull its image yet")
+	})
+
+	setVersion(t, ns, "revert", etcdVersion)
+	eventually(t, 5*time.Minute, "member "+stuck.Name+" in a new Pod of etcd "+etcdVersion, func() error {
+		m := &etcdv1.EtcdMember{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stuck.Name}, m); err != nil {
+			return err
+		}
+		p := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stuck.Name}, p); err != nil {
+			return err
+		}
+		if m.Spec.Version != etcdVersion || p.UID == stuck.UID || !podIsReady(p) {
+			return fmt.Errorf("member at %s; Pod %s (was %s), ready %v", m.Spec.Version, p.UID, stuck.UID, podIsReady(p))
+		}
+		return nil
+	})
+	after := waitSettled(t, ns, "revert", 3, 4*time.Minute)
+	if b, a := fmt.Sprint(sorted(memberIDs(before))), fmt.Sprint(sorted(memberIDs(after))); a != b {
+		t.Fatalf("member IDs changed:\n before %s\n after  %s", b, a)
+	}
+	if got := runningVersions(after, etcdVersion); got != 3 {
+		t.Fatalf("%d of 3 members run %s: %+v", got, etcdVersion, after.Status.Members)
+	}
+	if !eventAbout(t, ns, "PodReplaced", stuck.Name) {
+		t.Errorf("no PodReplaced event for %s: %v", stuck.Name, eventReasons(t, ns))
+	}
+	w.stopAndVerify(t, 20)
 }
