@@ -29,6 +29,9 @@ import (
 // failed verification is tried again once the person had time to fix the store.
 const verdictTrusted = 2 * time.Minute
 
+// verifyPoll is how often a running verification is looked at without a Job event.
+const verifyPoll = 10 * time.Second
+
 // verifyAct is what a recovery from a snapshot does next about verifying the stored file.
 type verifyAct int
 
@@ -111,8 +114,11 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	verdict := judgeVerification(want, job, res, found, r.now())
 	// Not the loss statement yet: that comes once the file is known good (kubectl etcd
 	// recover waits for it, or for the refusal).
+	// The Job's end wakes the cluster (it owns the Job); the retry is only a safety net, not
+	// the every-second look of a recovery's other waits: reading a large file takes minutes.
 	verifying := func(what string) error {
-		return waitFor(ReasonQuorumRecovery, "%s %s of EtcdSnapshot %s, read whole and checked against its recorded checksum before anything is decided or discarded", what, want.uri, snap.Name)
+		return errWaiting{reason: ReasonQuorumRecovery, retryIn: verifyPoll, message: fmt.Sprintf(
+			"%s %s of EtcdSnapshot %s, read whole and checked against its recorded checksum before anything is decided or discarded", what, want.uri, snap.Name)}
 	}
 	switch verdict.act {
 	case verifyStart:
