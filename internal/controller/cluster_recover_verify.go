@@ -113,9 +113,9 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	}
 	verdict := judgeVerification(want, job, res, found, r.now())
 	// Not the loss statement yet: that comes once the file is known good (kubectl etcd
-	// recover waits for it, or for the refusal).
-	// The Job's end wakes the cluster (it owns the Job); the retry is only a safety net, not
-	// the every-second look of a recovery's other waits: reading a large file takes minutes.
+	// recover waits for it, or for the refusal). The Job's end wakes the cluster (it owns the
+	// Job); the retry is only a safety net, not the every-second look of a recovery's other
+	// waits: reading a large file takes minutes.
 	verifying := func(what string) error {
 		return errWaiting{reason: ReasonQuorumRecovery, retryIn: verifyPoll, message: fmt.Sprintf(
 			"%s %s of EtcdSnapshot %s, read whole and checked against its recorded checksum before anything is decided or discarded", what, want.uri, snap.Name)}
