@@ -1,7 +1,8 @@
 // Command etcd-operator runs the operator's manager: the controllers of the
 // etcd-operator.cozystack.io API, with leader election so that two replicas are safe.
 // The same binary is the agent the operator runs in Pods from its own image:
-// `etcd-operator snapshot-agent`, `etcd-operator restore-agent` and `etcd-operator copy-self`.
+// `etcd-operator snapshot-agent`, `etcd-operator restore-agent`, `etcd-operator verify-agent` and
+// `etcd-operator copy-self`.
 package main
 
 import (
@@ -61,6 +62,7 @@ type options struct {
 var agents = map[string]func([]string) int{
 	"snapshot-agent": agent.RunSnapshotAgent,
 	"restore-agent":  agent.RunRestoreAgent,
+	"verify-agent":   agent.RunVerifyAgent,
 	"copy-self":      agent.RunCopySelf,
 }
 

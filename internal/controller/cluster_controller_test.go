@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -32,6 +34,9 @@ type harness struct {
 	etcd    *etcdfake.Cluster
 	r       *ClusterReconciler
 	cluster *etcdv1.EtcdCluster
+	// verifier, when set, plays the Job controller and the verify agent: every verify Job
+	// still running finishes, before each reconcile, with the result it returns.
+	verifier func(*batchv1.Job) agent.Result
 }
 
 func newHarness(t *testing.T) *harness {
@@ -62,6 +67,7 @@ func (unclosable) Close() error { return nil }
 func (h *harness) reconcile() {
 	h.t.Helper()
 	h.realizeMembers()
+	h.finishVerifyJobs()
 	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}); err != nil {
 		h.t.Fatalf("reconcile: %v", err)
 	}

@@ -171,6 +171,12 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	if plan.refusal != "" {
 		return true, r.refuseRecovery(c, requested, plan.refusal)
 	}
+	// The status fields say the file was good when it was taken; only reading it says it
+	// still is (a bucket lifecycle rule, an overwrite, rotated credentials): no loss is
+	// stated, and nothing discarded, before this very file was read whole.
+	if err := r.verifySnapshotFile(ctx, c, snap, plan); err != nil {
+		return true, err
+	}
 	if !saidInStatus(c, plan.key) {
 		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
 		return true, waitFor(ReasonQuorumRecovery, "%s", plan.loss)

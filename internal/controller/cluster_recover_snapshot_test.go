@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -106,6 +107,7 @@ func lostQuorumWithSnapshot(t *testing.T) *harness {
 	if err := h.api.Create(context.Background(), completeSnapshot("snap", h.clusterObj().Status.ClusterID)); err != nil {
 		t.Fatal(err)
 	}
+	h.verifier = verifiesAs(agent.Result{SizeBytes: 1000, Message: "verified"})
 	return h
 }
 
@@ -124,6 +126,16 @@ func (h *harness) annotate(kv ...string) {
 	}
 }
 
+// countOfCluster counts the objects of the list's kind labelled as the cluster's (a verify
+// Job's Pod is not).
+func (h *harness) countOfCluster(list client.ObjectList) int {
+	h.t.Helper()
+	if err := h.api.List(context.Background(), list, client.InNamespace("ns"), client.MatchingLabels{specs.LabelCluster: "db"}); err != nil {
+		h.t.Fatal(err)
+	}
+	return meta.LenList(list)
+}
+
 func (h *harness) count(list client.ObjectList) int {
 	h.t.Helper()
 	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
@@ -139,6 +151,7 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	oldToken := h.clusterObj().Status.ClusterToken
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
 	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") || !strings.Contains(pr.Message, "db-1 revision 0 (nothing after the snapshot)") {
@@ -198,10 +211,10 @@ func (h *harness) checkOldClusterCleared(oldToken string) {
 	if c := h.clusterObj(); c.Status.ClusterID != "" || c.Status.ClusterToken == oldToken {
 		t.Fatalf("the old cluster was never cleared: ID %q, token %q", c.Status.ClusterID, c.Status.ClusterToken)
 	}
-	if n := h.count(&corev1.PodList{}); n != 0 {
+	if n := h.countOfCluster(&corev1.PodList{}); n != 0 {
 		t.Fatalf("%d Pods left of the old cluster", n)
 	}
-	if n := h.count(&corev1.PersistentVolumeClaimList{}); n != 0 {
+	if n := h.countOfCluster(&corev1.PersistentVolumeClaimList{}); n != 0 {
 		t.Fatalf("%d PVCs left of the old cluster", n)
 	}
 }
@@ -289,6 +302,7 @@ func TestRecoveryFromSnapshotRefusals(t *testing.T) {
 		}
 	}
 	h.annotate(AnnotationAllowOtherClusterSnapshot, "true")
+	h.reconcile() // the file verified
 	h.reconcile()
 	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot other") {
 		t.Fatalf("allowed: Progressing %+v", pr)
@@ -314,6 +328,7 @@ func TestRecoveryFromSnapshotRefusedWithAQuorum(t *testing.T) {
 func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.etcd.SetDown(h.etcdID("db-2"), false)
 	h.reconcile()
@@ -324,6 +339,7 @@ func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 
 	h = lostQuorumWithSnapshot(t)
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.reconcile() // recorded
 	h.reconcile() // db-1 discarded
@@ -345,6 +361,7 @@ func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.holdMembers() // discarded members stay, going, as the finalizer holds them
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.reconcile() // recorded
 	h.reconcile()
@@ -385,6 +402,7 @@ func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile() // stated
 	stale := h.clusterObj()
 	h.reconcile() // recorded
@@ -392,7 +410,8 @@ func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
 	if first == nil {
 		t.Fatal("not recorded")
 	}
-	h.r.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	// Later, but while the verification of the file is still trusted.
+	h.r.Now = func() time.Time { return time.Now().Add(verdictTrusted / 2) }
 	ctx := context.Background()
 	members, err := h.r.listMembers(ctx, stale)
 	if err != nil {
@@ -427,6 +446,7 @@ func (h *harness) snapshotHeld() bool {
 func TestASnapshotBeingDeletedCannotBeHeld(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.reconcile() // the file verified
 	h.reconcile() // the loss stated
 	ctx := context.Background()
 	s := &etcdv1.EtcdSnapshot{}

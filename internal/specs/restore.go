@@ -138,7 +138,7 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 	src := restore.Source
 	b := m.Spec.Bootstrap
 	args := []string{"restore-agent",
-		"--uri=" + sourceURI(src),
+		"--uri=" + SourceURI(src),
 		"--data-dir=" + DataDir + "/data",
 		"--staging-dir=" + restoreStagingDir,
 		"--etcdutl=/usr/local/bin/etcdutl",
@@ -151,7 +151,7 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 		args = append(args, "--checksum="+restore.Checksum)
 	}
 	storeArgs, env, mounts, _ := SnapshotStoreArgs(src, restoreSourceDir, true)
-	args = append(append(args, storeArgs...), "--name="+sourceName(src))
+	args = append(append(args, storeArgs...), "--name="+SourceName(src))
 	security := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr(false),
 		ReadOnlyRootFilesystem:   ptr(true),
@@ -182,14 +182,16 @@ func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume
 	return append([]corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, vols...)
 }
 
-func sourceName(loc etcdv1.SnapshotLocation) string {
+// SourceName is the S3 key or the path in the volume of the file a restore source names.
+func SourceName(loc etcdv1.SnapshotLocation) string {
 	if loc.S3 != nil {
 		return loc.S3.Key
 	}
 	return loc.PVC.SubPath
 }
 
-func sourceURI(loc etcdv1.SnapshotLocation) string {
+// SourceURI names a restore source's file in messages: s3://bucket/key or pvc://claim/path.
+func SourceURI(loc etcdv1.SnapshotLocation) string {
 	if loc.S3 != nil {
 		return "s3://" + loc.S3.Bucket + "/" + loc.S3.Key
 	}

@@ -128,14 +128,27 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 	if action == ActionSnapshot && c != nil {
 		maps.Copy(labels, specs.SnapshotAgentLabels(c.Name)) // the cluster's NetworkPolicy admits it
 	}
+	meta := metav1.ObjectMeta{Name: JobName(s.Name, action), Namespace: s.Namespace, Labels: labels}
+	return agentJob(meta, deadline, corev1.Container{Image: image, Args: args, Env: env, VolumeMounts: mounts}, vols, clusterPullSecrets(c))
+}
+
+// agentJob is a Job of one agent container (its args, env and mounts given) in the operator's
+// image: run once, as non-root with a read-only root filesystem and no service-account token,
+// its result in the container's termination message.
+func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, vols []corev1.Volume, pullSecrets []corev1.LocalObjectReference) *batchv1.Job {
+	agent.Name, agent.TerminationMessagePolicy = "agent", corev1.TerminationMessageReadFile
+	agent.SecurityContext = &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name, action), Namespace: s.Namespace, Labels: labels},
+		ObjectMeta: meta,
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr(int32(0)),
 			ActiveDeadlineSeconds:   ptr(deadline),
 			TTLSecondsAfterFinished: ptr(int32(3600)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr(false),
@@ -145,16 +158,9 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 						FSGroup:        ptr(int64(agentUser)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Containers: []corev1.Container{{
-						Name: "agent", Image: image, Args: args, Env: env, VolumeMounts: mounts,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-					}},
+					Containers:       []corev1.Container{agent},
 					Volumes:          vols,
-					ImagePullSecrets: clusterPullSecrets(c),
+					ImagePullSecrets: pullSecrets,
 				},
 			},
 		},

@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/quorumkeeper/etcd-operator/internal/backup"
+)
+
+// VerifyJob is one stored snapshot file to read whole, as a restore of it would, without
+// restoring it: the check a recovery from an EtcdSnapshot makes before it discards anything.
+type VerifyJob struct {
+	Store backup.Store
+	Name  string // S3 key or path in the volume
+	URI   string
+	// Checksum is the sha256 the EtcdSnapshot recorded when it was taken; required: a file
+	// that passes etcd's own hash but is another snapshot (overwritten) must not pass.
+	Checksum string
+}
+
+// Verify reads the file through the store code the restore agent uses (Store.Open and
+// backup.SnapshotReader, backup.VerifyStored) to its end, checking etcd's integrity hash and
+// the recorded checksum. The result names the checksum read, so that the operator trusts it
+// for that checksum only; a failure carries the store's reason (SnapshotNotFound,
+// SnapshotCorrupt, CredentialsRejected, ...), what a person fixes.
+func Verify(ctx context.Context, job VerifyJob) Result {
+	if job.Name == "" || job.Checksum == "" {
+		return Result{Reason: ReasonInvalidArguments, Message: "--name and --checksum are needed"}
+	}
+	sum, size, err := backup.VerifyStored(ctx, job.Store, job.Name, job.Checksum)
+	if err != nil {
+		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("verifying %s: %v", job.URI, err)}
+	}
+	return Result{URI: job.URI, SizeBytes: size, Checksum: sum, Message: "verified"}
+}
+
+// RunVerifyAgent is `etcd-operator verify-agent`: it exits 0 when the stored file was read
+// whole and has the expected checksum, 1 otherwise; the outcome is in --result-file either way.
+func RunVerifyAgent(args []string) int {
+	fs := flag.NewFlagSet("verify-agent", flag.ContinueOnError)
+	var (
+		job    VerifyJob
+		common agentFlags
+	)
+	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
+	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
+	fs.StringVar(&job.Checksum, "checksum", "", "expected sha256:<hex> of the file (the EtcdSnapshot's)")
+	ctx, cancel, ok := common.parse(fs, args)
+	if !ok {
+		return 2
+	}
+	defer cancel()
+	st, err := common.store.open()
+	if err != nil {
+		return finish(common.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
+	}
+	job.Store = st
+	res := Verify(ctx, job)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
+		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
+	}
+	return finish(common.resultFile, res)
+}
