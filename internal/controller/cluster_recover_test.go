@@ -197,33 +197,14 @@ func (h *harness) checkRecoveryFinished() {
 // marked only once one Pod is reported Failed (its containers stopped) and the other is gone.
 func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	h := runningHarness(t)
-	for _, name := range []string{"db-1", "db-2", "db-3"} {
-		pod := h.startPodOf(name)
-		if name != "db-1" {
-			pod.Finalizers = []string{"test/kubelet-has-not-confirmed"}
-			if err := h.api.Update(context.Background(), pod); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	h.startPodsUnconfirmed("db-1", "db-2", "db-3")
 	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.etcd.SetDown(h.etcdID("db-3"), true)
 	h.requestRecoveryFrom("db-1")
-	podOf := func(name string) bool {
-		err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
-		return !apierrors.IsNotFound(err)
-	}
-	marked := func() bool {
-		m := &etcdv1.EtcdMember{}
-		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, m); err != nil {
-			t.Fatal(err)
-		}
-		return m.Annotations[AnnotationForceNewCluster] == "true"
-	}
 	for range 10 {
 		h.reconcile()
 	}
-	if marked() {
+	if h.forceMarked("db-1") {
 		t.Fatal("the survivor was marked while the others' Pods, deleted, were not confirmed stopped")
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for member db-2 to stop") || !strings.Contains(pr.Message, "out-of-service") {
@@ -231,29 +212,57 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	}
 	h.kubeletConfirms("db-2", func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodFailed })
 	h.reconcile()
-	if marked() {
+	if h.forceMarked("db-1") {
 		t.Fatal("the survivor was marked while db-3's Pod was not confirmed stopped")
 	}
 	h.kubeletConfirms("db-3", func(pod *corev1.Pod) { pod.Finalizers = nil })
-	for i := 0; i < 10 && !marked(); i++ {
+	for i := 0; i < 10 && !h.forceMarked("db-1"); i++ {
 		h.reconcile()
-		if !marked() && !podOf("db-1") {
+		if !h.forceMarked("db-1") && !h.podExists("db-1") {
 			t.Fatal("the survivor's Pod was deleted before it was marked")
 		}
 	}
-	if !marked() {
+	if !h.forceMarked("db-1") {
 		t.Fatal("the survivor was never marked to force a new cluster")
 	}
-	if podOf("db-3") {
+	if h.podExists("db-3") {
 		t.Fatal("the survivor was marked while db-3's Pod exists")
 	}
-	if !podOf("db-1") {
+	if !h.podExists("db-1") {
 		t.Fatal("the survivor's Pod was deleted before it was marked")
 	}
 	h.reconcile()
 	if !h.survivorPodGone() {
 		t.Fatal("the survivor's Pod was not restarted after the others stopped")
 	}
+}
+
+// startPodsUnconfirmed starts the members' Pods, Ready; all but the first are held by a
+// finalizer, as by a kubelet that has not confirmed their containers stopped: deleted, they
+// stay Terminating.
+func (h *harness) startPodsUnconfirmed(names ...string) {
+	h.t.Helper()
+	for i, name := range names {
+		pod := h.startPodOf(name)
+		if i == 0 {
+			continue
+		}
+		pod.Finalizers = []string{"test/kubelet-has-not-confirmed"}
+		if err := h.api.Update(context.Background(), pod); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// podExists: the member's Pod object is there.
+func (h *harness) podExists(name string) bool {
+	err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Pod{})
+	return !apierrors.IsNotFound(err)
+}
+
+// forceMarked: the member is marked to start with --force-new-cluster.
+func (h *harness) forceMarked(name string) bool {
+	return h.member(name).Annotations[AnnotationForceNewCluster] == "true"
 }
 
 // kubeletConfirms changes a member's Pod as its kubelet does once etcd stopped in it: a

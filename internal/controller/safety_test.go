@@ -329,7 +329,7 @@ func TestDeadVoterIsRemovedWhenScalingIn(t *testing.T) {
 // its name) and catches up; then the operator looks again. It repeats, a bounded number of
 // times, until etcd lists no learner, no member of ID gone (0: none), and the started voters
 // are the names want, sorted.
-func (h *harness) joinLearners(gone uint64, want ...string) []string {
+func (h *harness) joinLearners(gone uint64, want ...string) {
 	h.t.Helper()
 	c := h.clusterObj()
 	for look := 0; look < 10; look++ {
@@ -347,7 +347,7 @@ func (h *harness) joinLearners(gone uint64, want ...string) []string {
 		}
 		slices.Sort(voters)
 		if learners == 0 && slices.Equal(voters, want) {
-			return voters
+			return
 		}
 		for _, m := range h.members() {
 			if id, err := etcd.ParseID(m.Status.MemberID); err == nil && m.Status.Role == etcdv1.RoleLearner {
@@ -358,7 +358,6 @@ func (h *harness) joinLearners(gone uint64, want ...string) []string {
 		h.reconcile()
 	}
 	h.t.Fatalf("etcd never listed the voters %v, no learner and not %x: %+v", want, gone, h.etcd.Members())
-	return nil
 }
 
 func TestScaleOutWhileAVoterIsDead(t *testing.T) {

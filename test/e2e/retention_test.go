@@ -17,12 +17,12 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// createClusterWith creates a cluster of n members with its retention policy set (nil leaves
+// createClusterWith creates a cluster of 3 members with its retention policy set (nil leaves
 // the default).
-func createClusterWith(t *testing.T, ns, name string, n int32, policy *etcdv1.PVCRetentionPolicy) {
+func createClusterWith(t *testing.T, ns, name string, policy *etcdv1.PVCRetentionPolicy) {
 	t.Helper()
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: etcdv1.EtcdClusterSpec{Replicas: &n, Version: etcdVersion, PersistentVolumeClaimRetentionPolicy: policy}}
+		Spec: etcdv1.EtcdClusterSpec{Replicas: ptr(int32(3)), Version: etcdVersion, PersistentVolumeClaimRetentionPolicy: policy}}
 	if err := k8s.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func createClusterWith(t *testing.T, ns, name string, n int32, policy *etcdv1.PV
 func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	createClusterWith(t, ns, "keep", 3, nil)
+	createClusterWith(t, ns, "keep", nil)
 	before := waitSettled(t, ns, "keep", 3, 4*time.Minute)
 	w := startWriter(t, ns, "keep", "keep")
 	eventually(t, time.Minute, "writes acknowledged before the delete", func() error {
@@ -53,7 +53,7 @@ func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 		t.Fatalf("%d PVCs kept (%v), want 3", len(kept), err)
 	}
 
-	createClusterWith(t, ns, "keep", 3, nil)
+	createClusterWith(t, ns, "keep", nil)
 	after := waitSettled(t, ns, "keep", 3, 5*time.Minute)
 	if after.Status.ClusterID != before.Status.ClusterID {
 		t.Fatalf("cluster ID %s after re-creation, want the kept cluster's %s", after.Status.ClusterID, before.Status.ClusterID)
@@ -68,7 +68,7 @@ func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 func TestWhenDeletedDeleteRemovesEverything(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	createClusterWith(t, ns, "bye", 3, &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete})
+	createClusterWith(t, ns, "bye", &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete})
 	waitSettled(t, ns, "bye", 3, 4*time.Minute)
 	deleteAndWaitGone(t, ns, "bye")
 }
@@ -84,7 +84,7 @@ func TestRecreatedWithARestoreRefusesTheKeptPVCs(t *testing.T) {
 	create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: ns},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}})
-	createClusterWith(t, ns, "again", 3, nil)
+	createClusterWith(t, ns, "again", nil)
 	waitSettled(t, ns, "again", 3, 4*time.Minute)
 	src := dialClusterWith(t, ns, "again", access{})
 	loadKeys(t, src, "/old", 20)
