@@ -131,6 +131,9 @@ func TestTableEnforcesIngressBetweenPods(t *testing.T) {
 	if err := Remove(testTable); err != nil {
 		t.Fatalf("removing a missing table: %v", err)
 	}
+	if left, err := TableExists(testTable); err != nil || left {
+		t.Fatalf("table %s left after Remove (%v)", testTable, err)
+	}
 }
 
 func checkDial(t *testing.T, cfg netsetup.Config, from, target string, want bool) {

@@ -147,3 +147,16 @@ func establishedAccept() []expr.Any {
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	}
 }
+
+// TableExists tells whether the table is on the machine: the local cluster's leftover check.
+func TableExists(table string) (bool, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return false, fmt.Errorf("netpolicy: %w", err)
+	}
+	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return false, fmt.Errorf("netpolicy: listing tables: %w", err)
+	}
+	return slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == table }), nil
+}
