@@ -90,6 +90,11 @@ func supervise(o options) error {
 	defer wg.Wait()
 	wg.Go(func() { prov.Run(ctx) })
 	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
+	// An empty table first: a machine that cannot enforce NetworkPolicies fails here, not
+	// with tests of a policy that pass because nothing is enforced.
+	if err := netpolicy.Apply(netpolicy.DefaultTable, netpolicy.Ruleset{}); err != nil {
+		return err
+	}
 	wg.Go(func() { netpolicy.Run(ctx, client, netpolicy.DefaultTable) })
 
 	nodes, err := startAgents(ctx, &wg, o, cp, netCfg)
