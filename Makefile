@@ -129,7 +129,7 @@ test-localcluster: ## The local cluster: its parts (as root), then the whole of 
 	hack/testbed.sh cert-manager >/dev/null
 	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./test/localcluster/ ./test/localcluster/netsetup/ ./test/localcluster/runtime/ \
-		./test/localcluster/node/ ./test/localcluster/provisioner/
+		./test/localcluster/node/ ./test/localcluster/provisioner/ ./test/localcluster/netpolicy/
 	@# One local cluster per machine: wait for whoever has it (hack/operator-up.sh takes the same lock).
 	flock $(LOCALCLUSTER_LOCK) go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 

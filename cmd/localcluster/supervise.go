@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster"
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/netpolicy"
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/node"
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/provisioner"
@@ -89,6 +90,12 @@ func supervise(o options) error {
 	defer wg.Wait()
 	wg.Go(func() { prov.Run(ctx) })
 	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
+	// An empty table first: a machine that cannot enforce NetworkPolicies fails here, not
+	// with tests of a policy that pass because nothing is enforced.
+	if err := netpolicy.Apply(netpolicy.DefaultTable, netpolicy.Ruleset{}); err != nil {
+		return err
+	}
+	wg.Go(func() { netpolicy.Run(ctx, client, netpolicy.DefaultTable) })
 
 	nodes, err := startAgents(ctx, &wg, o, cp, netCfg)
 	if err != nil {

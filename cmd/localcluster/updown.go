@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster"
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/netpolicy"
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
 )
 
@@ -119,6 +120,7 @@ func down(dir string) error {
 	var errs []error
 	errs = append(errs, localcluster.Sweep(dir))
 	errs = append(errs, netsetup.TearDown(netsetup.DefaultConfig()))
+	errs = append(errs, netpolicy.Remove(netpolicy.DefaultTable))
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
 	}

@@ -25,6 +25,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/quorumkeeper/etcd-operator/test/localcluster/netpolicy"
 )
 
 const (
@@ -130,6 +132,9 @@ func leftovers() error {
 	}
 	if out, err := runIn("/", 30*time.Second, "ip", "link", "show", bridge); err == nil {
 		errs = append(errs, fmt.Errorf("ip link show %s still finds it:\n%s", bridge, out))
+	}
+	if left, err := netpolicy.TableExists(netpolicy.DefaultTable); err != nil || left {
+		errs = append(errs, fmt.Errorf("nftables table %s is left (%v)", netpolicy.DefaultTable, err))
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
