@@ -195,6 +195,16 @@ func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 	if owner, err := store.RecordedOwner(ctx, name); !errors.Is(err, backup.ErrNotFound) {
 		t.Fatalf("the owner record outlived the file: %q, %v", owner, err)
 	}
+	checkDeleteOfAFileWithoutOwner(ctx, t, root, &flags, exists)
+}
+
+// checkDeleteOfAFileWithoutOwner stores, as an operator that recorded no owner would, the file
+// shared/nightly.db with only its checksum, and checks that only the snapshot that recorded
+// that checksum deletes it.
+func checkDeleteOfAFileWithoutOwner(ctx context.Context, t *testing.T, root string, flags *storeFlags, exists func() bool) {
+	t.Helper()
+	const name, uri, first, second = "shared/nightly.db", "pvc://b/shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
+	data := []byte("a snapshot")
 	// A file stored by an operator that recorded no owner, only its checksum.
 	if err := os.MkdirAll(filepath.Join(root, "shared"), 0o750); err != nil {
 		t.Fatal(err)
@@ -205,10 +215,10 @@ func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, name+".sha256"), []byte("sha256:old\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, &flags); r.Message == MessageDeleted || !exists() {
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, flags); r.Message == MessageDeleted || !exists() {
 		t.Fatalf("a failed snapshot (no checksum) deleted a file without an owner: %+v", r)
 	}
-	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first, checksum: "sha256:old"}, &flags); r.Message != MessageDeleted || exists() {
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first, checksum: "sha256:old"}, flags); r.Message != MessageDeleted || exists() {
 		t.Fatalf("the snapshot that recorded the file's checksum: %+v; the file exists: %v", r, exists())
 	}
 }

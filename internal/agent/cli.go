@@ -184,7 +184,8 @@ func removeSnapshot(ctx context.Context, f fileOwner, store *storeFlags) Result 
 	recorded, err := st.RecordedOwner(ctx, f.name)
 	switch {
 	case errors.Is(err, backup.ErrNotFound):
-		recorded = ""
+		// The file is gone already: there is no owner to compare, and nothing of another's
+		// to keep; what is left (its partial upload, if any) goes below.
 	case err != nil:
 		return storeFailure("reading the owner of "+f.uri, err)
 	default:

@@ -17,10 +17,13 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
+// snapshotSize is the size of the files snapshotLike makes.
+const snapshotSize = 3 << 20
+
 // snapshotLike is a file that passes etcd's integrity check (its last 32 bytes are the sha256
 // of what precedes them), and its checksum as the snapshot agent records it.
-func snapshotLike(content string, size int) ([]byte, string) {
-	body := bytes.Repeat([]byte(content), size/len(content))
+func snapshotLike(content string) ([]byte, string) {
+	body := bytes.Repeat([]byte(content), snapshotSize/len(content))
 	sum := sha256.Sum256(body)
 	file := append(slices.Clip(body), sum[:]...)
 	whole := sha256.Sum256(file)
@@ -38,7 +41,7 @@ func TestVerifyAFileInAVolume(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	file, recorded := snapshotLike("the snapshot ", 3<<20)
+	file, recorded := snapshotLike("the snapshot ")
 	write := func(data []byte) {
 		t.Helper()
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -53,7 +56,7 @@ func TestVerifyAFileInAVolume(t *testing.T) {
 	if r := Verify(ctx, VerifyJob{Store: store, Name: job.Name, URI: job.URI}); r.Reason != ReasonInvalidArguments {
 		t.Fatalf("without the recorded checksum: %+v, want %s", r, ReasonInvalidArguments)
 	}
-	other, _ := snapshotLike("another snapshot ", 3<<20)
+	other, _ := snapshotLike("another snapshot ")
 	for name, tc := range map[string]struct {
 		data   []byte // nil: removed
 		reason string
@@ -84,8 +87,8 @@ func TestVerifyAgentAgainstS3(t *testing.T) {
 	ctx := context.Background()
 	srv := testminio.Start(t, testminio.Options{})
 	bucket := srv.Bucket(t, "snapshots")
-	file, recorded := snapshotLike("the snapshot ", 3<<20)
-	other, _ := snapshotLike("another snapshot ", 3<<20)
+	file, recorded := snapshotLike("the snapshot ")
+	other, _ := snapshotLike("another snapshot ")
 	const key = "db/snap.db"
 	put := func(data []byte) {
 		t.Helper()
@@ -97,19 +100,7 @@ func TestVerifyAgentAgainstS3(t *testing.T) {
 	t.Setenv(EnvAccessKeyID, testminio.AccessKey)
 	run := func(secret string) (int, Result) {
 		t.Helper()
-		t.Setenv(EnvSecretKey, secret)
-		out := filepath.Join(t.TempDir(), "result")
-		code := RunVerifyAgent([]string{"--result-file=" + out, "--s3-endpoint=" + srv.Endpoint, "--s3-bucket=" + bucket,
-			"--s3-path-style", "--name=" + key, "--uri=s3://snapshots/" + key, "--checksum=" + recorded})
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, ok := ParseResult(string(data))
-		if !ok {
-			t.Fatalf("no result in %q", data)
-		}
-		return code, res
+		return runVerifyAgentForResult(t, srv.Endpoint, bucket, key, recorded, secret)
 	}
 	put(file)
 	if code, r := run(testminio.SecretKey); code != 0 || r.Reason != "" || r.Checksum != recorded || r.SizeBytes != int64(len(file)) {
@@ -128,4 +119,23 @@ func TestVerifyAgentAgainstS3(t *testing.T) {
 	if code, r := run(testminio.SecretKey); code != 1 || r.Reason != backup.ReasonSnapshotNotFound {
 		t.Errorf("removed: exit %d, %+v, want %s", code, r, backup.ReasonSnapshotNotFound)
 	}
+}
+
+// runVerifyAgentForResult runs the verify agent as its Job does, against key in bucket at
+// endpoint with the secret key secret, and returns its exit status and the result it wrote.
+func runVerifyAgentForResult(t *testing.T, endpoint, bucket, key, recorded, secret string) (int, Result) {
+	t.Helper()
+	t.Setenv(EnvSecretKey, secret)
+	out := filepath.Join(t.TempDir(), "result")
+	code := RunVerifyAgent([]string{"--result-file=" + out, "--s3-endpoint=" + endpoint, "--s3-bucket=" + bucket,
+		"--s3-path-style", "--name=" + key, "--uri=s3://snapshots/" + key, "--checksum=" + recorded})
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := ParseResult(string(data))
+	if !ok {
+		t.Fatalf("no result in %q", data)
+	}
+	return code, res
 }

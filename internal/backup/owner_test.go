@@ -84,6 +84,15 @@ func testOwnedCommit(t *testing.T, st Store, plant func(name string, data []byte
 	if _, err := st.RecordedOwner(ctx, name); !errors.Is(err, ErrNotFound) {
 		t.Errorf("owner after remove: %v, want ErrNotFound", err)
 	}
+	checkCommitKeepsAFileWithoutOwner(ctx, t, st, plant, commit)
+}
+
+// checkCommitKeepsAFileWithoutOwner plants shared/nightly.db as an operator that recorded no
+// owner did, and checks that it reports no owner and that a commit over it (by commit, with
+// another owner) is refused and leaves it, and no owner, as it was.
+func checkCommitKeepsAFileWithoutOwner(ctx context.Context, t *testing.T, st Store, plant func(name string, data []byte), commit func(size int, owner string) (string, error)) {
+	t.Helper()
+	const name, second = "shared/nightly.db", "ns2/nightly/uid-2"
 	// A file of an operator that recorded no owner.
 	old := fakeSnapshot(2048)
 	plant(name, old)

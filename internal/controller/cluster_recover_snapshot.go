@@ -143,15 +143,7 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		return false, nil
 	}
 	if v.reachable || c.Status.ClusterID == "" {
-		// A request left on a healthy cluster would restore an old snapshot the next time
-		// the quorum is lost: it goes, and an event says why.
-		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, AnnotationRecoverFromSnapshot)
-		if err := r.Patch(ctx, c, patch); err != nil {
-			return true, err
-		}
-		r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, AnnotationRecoverFromSnapshot)
-		return true, nil
+		return true, r.dropSnapshotRecoveryRequest(ctx, c, requested)
 	}
 	if other := c.Annotations[AnnotationRecoverFrom]; other != "" {
 		return true, r.refuseRecovery(c, requested, fmt.Sprintf("%s=%s asks for a recovery from a member as well: remove one of the two requests", AnnotationRecoverFrom, other))
@@ -203,6 +195,19 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		return true, err
 	}
 	return true, waitFor(ReasonQuorumRecovery, "began; %s", plan.loss)
+}
+
+// dropSnapshotRecoveryRequest removes a request for a recovery from a snapshot from a cluster
+// that has a quorum (or has never formed): a request left on a healthy cluster would restore
+// an old snapshot the next time the quorum is lost, so it goes, and an event says why.
+func (r *ClusterReconciler) dropSnapshotRecoveryRequest(ctx context.Context, c *etcdv1.EtcdCluster, requested string) error {
+	patch := client.MergeFrom(c.DeepCopy())
+	delete(c.Annotations, AnnotationRecoverFromSnapshot)
+	if err := r.Patch(ctx, c, patch); err != nil {
+		return err
+	}
+	r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, AnnotationRecoverFromSnapshot)
+	return nil
 }
 
 // refuseRecovery reports a refused recovery from a snapshot; nothing is changed.

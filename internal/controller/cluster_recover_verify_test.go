@@ -191,23 +191,7 @@ func TestRecoveryFromSnapshotVerifiesTheFileBeforeAnything(t *testing.T) {
 	h.verifier = nil // the Job runs until the test says
 	h.annotate(AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile()
-	jobs := h.verifyJobs()
-	if len(jobs) != 1 {
-		t.Fatalf("%d verify Jobs, want 1", len(jobs))
-	}
-	job := &jobs[0]
-	ct := job.Spec.Template.Spec.Containers[0]
-	for _, arg := range []string{"verify-agent", "--name=db/snap.db", "--uri=" + testURI, "--checksum=" + testChecksum, "--s3-bucket=backups"} {
-		if argOf(job, arg) == "" && !hasArg([]corev1.Container{ct}, ct.Name, arg) {
-			t.Errorf("the verify Job's args %v lack %s", ct.Args, arg)
-		}
-	}
-	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "EtcdCluster" || ref.Name != "db" {
-		t.Errorf("the verify Job's controller: %+v", ref)
-	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "verifying (Job "+job.Name+") "+testURI) {
-		t.Fatalf("Progressing while verifying: %+v", pr)
-	}
+	checkTheVerifyJobReadsTheRecordedFile(t, h)
 	h.reconcile()
 	h.untouched("while verifying")
 	if n := len(h.verifyJobs()); n != 1 {
@@ -242,6 +226,30 @@ func TestRecoveryFromSnapshotVerifiesTheFileBeforeAnything(t *testing.T) {
 	h.reconcile()
 	if h.clusterObj().Status.SnapshotRecovery == nil {
 		t.Fatal("not recorded after the file was verified")
+	}
+}
+
+// checkTheVerifyJobReadsTheRecordedFile checks there is one verify Job, that it reads the
+// snapshot's file with the checksum it recorded, is the cluster's, and that Progressing says
+// it is verifying.
+func checkTheVerifyJobReadsTheRecordedFile(t *testing.T, h *harness) {
+	t.Helper()
+	jobs := h.verifyJobs()
+	if len(jobs) != 1 {
+		t.Fatalf("%d verify Jobs, want 1", len(jobs))
+	}
+	job := &jobs[0]
+	ct := job.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"verify-agent", "--name=db/snap.db", "--uri=" + testURI, "--checksum=" + testChecksum, "--s3-bucket=backups"} {
+		if argOf(job, arg) == "" && !hasArg([]corev1.Container{ct}, ct.Name, arg) {
+			t.Errorf("the verify Job's args %v lack %s", ct.Args, arg)
+		}
+	}
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "EtcdCluster" || ref.Name != "db" {
+		t.Errorf("the verify Job's controller: %+v", ref)
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "verifying (Job "+job.Name+") "+testURI) {
+		t.Fatalf("Progressing while verifying: %+v", pr)
 	}
 }
 
@@ -301,33 +309,53 @@ func TestVerifyJobReadsWhatTheRestoreReads(t *testing.T) {
 		m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}, Spec: etcdv1.EtcdMemberSpec{Bootstrap: etcdv1.MemberBootstrap{
 			InitialClusterState: etcdv1.InitialClusterStateNew, Restore: restore}}}
 		pod := specs.Pod(c, m, specs.PodOptions{})
-		var rc corev1.Container
-		for _, ic := range pod.Spec.InitContainers {
-			if ic.Name == specs.RestoreContainerName {
-				rc = ic
-			}
-		}
-		for _, a := range rc.Args {
-			if strings.HasPrefix(a, "--data-dir") || strings.HasPrefix(a, "--staging-dir") || strings.HasPrefix(a, "--etcdutl") ||
-				strings.HasPrefix(a, "--member-name") || strings.HasPrefix(a, "--initial-") || a == "restore-agent" || strings.HasPrefix(a, "--dir=") {
-				continue
-			}
-			if !hasArg([]corev1.Container{ct}, ct.Name, a) {
-				t.Errorf("%s: the restore reads with %s, the verify Job does not (%v)", name, a, ct.Args)
-			}
-		}
-		for _, e := range ct.Env {
-			if ref := e.ValueFrom.SecretKeyRef; ref == nil || ref.Optional == nil || !*ref.Optional {
-				t.Errorf("%s: env %s must come optionally from a Secret: %+v", name, e.Name, e.ValueFrom)
-			}
-		}
-		for _, vm := range ct.VolumeMounts {
-			if !vm.ReadOnly {
-				t.Errorf("%s: mount %s is writable", name, vm.Name)
-			}
-		}
+		checkVerifyJobReadsWithTheRestoresArgs(t, name, restoreContainerOf(pod), ct)
+		checkVerifyJobOnlyReadsOptionalSecrets(t, name, ct)
 		if job.Labels[snapshot.LabelVerifySnapshotUID] != string(snap.UID) || job.Annotations[snapshot.AnnotationVerifiedSum] != testChecksum || ct.Image != "operator:dev" {
 			t.Errorf("%s: labels %v, annotations %v, image %s", name, job.Labels, job.Annotations, ct.Image)
+		}
+	}
+}
+
+// restoreContainerOf is the restore init container of a member Pod.
+func restoreContainerOf(pod *corev1.Pod) corev1.Container {
+	var rc corev1.Container
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.Name == specs.RestoreContainerName {
+			rc = ic
+		}
+	}
+	return rc
+}
+
+// checkVerifyJobReadsWithTheRestoresArgs checks that the verify Job's container ct reads with
+// every flag the restore container rc reads with (those that say where and how to restore
+// aside).
+func checkVerifyJobReadsWithTheRestoresArgs(t *testing.T, name string, rc, ct corev1.Container) {
+	t.Helper()
+	for _, a := range rc.Args {
+		if strings.HasPrefix(a, "--data-dir") || strings.HasPrefix(a, "--staging-dir") || strings.HasPrefix(a, "--etcdutl") ||
+			strings.HasPrefix(a, "--member-name") || strings.HasPrefix(a, "--initial-") || a == "restore-agent" || strings.HasPrefix(a, "--dir=") {
+			continue
+		}
+		if !hasArg([]corev1.Container{ct}, ct.Name, a) {
+			t.Errorf("%s: the restore reads with %s, the verify Job does not (%v)", name, a, ct.Args)
+		}
+	}
+}
+
+// checkVerifyJobOnlyReadsOptionalSecrets checks that every env of the verify Job's container
+// comes optionally from a Secret and that every mount is read-only.
+func checkVerifyJobOnlyReadsOptionalSecrets(t *testing.T, name string, ct corev1.Container) {
+	t.Helper()
+	for _, e := range ct.Env {
+		if ref := e.ValueFrom.SecretKeyRef; ref == nil || ref.Optional == nil || !*ref.Optional {
+			t.Errorf("%s: env %s must come optionally from a Secret: %+v", name, e.Name, e.ValueFrom)
+		}
+	}
+	for _, vm := range ct.VolumeMounts {
+		if !vm.ReadOnly {
+			t.Errorf("%s: mount %s is writable", name, vm.Name)
 		}
 	}
 }

@@ -70,12 +70,7 @@ func TestSnapshotsOfOneNameInTwoNamespacesNeverDeleteEachOthersFile(t *testing.T
 	}
 	unchanged := func(when string) {
 		t.Helper()
-		for key, before := range owned {
-			after, err := localS3(t).admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
-			if err != nil || after.ETag != before.ETag || after.UserMetadata["Owner"] != before.UserMetadata["Owner"] {
-				t.Fatalf("%s: the first namespace's %s changed or went: %v (ETag %s, was %s; owner %q)", when, key, err, after.ETag, before.ETag, after.UserMetadata["Owner"])
-			}
-		}
+		checkObjectsUnchanged(t, bucket, owned, when)
 	}
 	unchanged("after the second namespace's snapshots")
 	deleteSnapshotAndWait(t, ns2, "exact")
@@ -91,6 +86,18 @@ func TestSnapshotsOfOneNameInTwoNamespacesNeverDeleteEachOthersFile(t *testing.T
 	for key := range owned {
 		if err := objectDeleted(bucket, key); err != nil {
 			t.Fatalf("deleting the owner's snapshot: %v", err)
+		}
+	}
+}
+
+// checkObjectsUnchanged fails unless every object in owned (by key) is still in bucket with the
+// same ETag and the same recorded owner.
+func checkObjectsUnchanged(t *testing.T, bucket string, owned map[string]minio.ObjectInfo, when string) {
+	t.Helper()
+	for key, before := range owned {
+		after, err := localS3(t).admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
+		if err != nil || after.ETag != before.ETag || after.UserMetadata["Owner"] != before.UserMetadata["Owner"] {
+			t.Fatalf("%s: the first namespace's %s changed or went: %v (ETag %s, was %s; owner %q)", when, key, err, after.ETag, before.ETag, after.UserMetadata["Owner"])
 		}
 	}
 }
@@ -123,7 +130,7 @@ func TestAForeignPVCWithAMembersNameSurvivesAScaleIn(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 	have := &corev1.PersistentVolumeClaim{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(foreign), have); err != nil {

@@ -52,19 +52,7 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 		return nil
 	})
 
-	out, err := runPlugin(buildPlugin(t), ns, "recover", "unverified", "--from-snapshot", "snap", "--timeout", "3m")
-	if err == nil || !strings.Contains(err.Error(), "SnapshotNotFound") || !strings.Contains(err.Error(), "nothing was changed") {
-		t.Fatalf("kubectl etcd recover --from-snapshot of a removed file: %v\n%s", err, out)
-	}
-	for reason, part := range map[string]string{"VerifyingSnapshot": "snapshots/snap.db", controller.ReasonRecoveryRefused: "SnapshotNotFound"} {
-		if !eventAbout(t, ns, reason, part) {
-			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
-		}
-	}
-	c := getCluster(t, ns, "unverified")
-	if c.Status.SnapshotRecovery != nil || c.Status.ClusterID != before.Status.ClusterID {
-		t.Fatalf("a refused recovery changed the cluster: record %+v, cluster ID %q (was %s)", c.Status.SnapshotRecovery, c.Status.ClusterID, before.Status.ClusterID)
-	}
+	checkRecoveryOfARemovedFileRefused(t, ns, before)
 	checkNothingDiscarded(t, ns, "unverified", pvcs)
 
 	healed := time.Now()
@@ -82,6 +70,26 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 	restored := dialClusterWith(t, ns, "unverified", access{})
 	if b, a := countKeys(t, restored, "/before"), countKeys(t, restored, "/after"); b != 500 || a != 100 {
 		t.Fatalf("%d of 500 keys written before the snapshot, %d of 100 written after it", b, a)
+	}
+}
+
+// checkRecoveryOfARemovedFileRefused asks, with the plugin, for a recovery of the cluster
+// "unverified" from EtcdSnapshot snap, whose file is gone, and checks it is refused naming
+// SnapshotNotFound, with events saying so, and the cluster as before.
+func checkRecoveryOfARemovedFileRefused(t *testing.T, ns string, before *etcdv1.EtcdCluster) {
+	t.Helper()
+	out, err := runPlugin(buildPlugin(t), ns, "recover", "unverified", "--from-snapshot", "snap", "--timeout", "3m")
+	if err == nil || !strings.Contains(err.Error(), "SnapshotNotFound") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("kubectl etcd recover --from-snapshot of a removed file: %v\n%s", err, out)
+	}
+	for reason, part := range map[string]string{"VerifyingSnapshot": "snapshots/snap.db", controller.ReasonRecoveryRefused: "SnapshotNotFound"} {
+		if !eventAbout(t, ns, reason, part) {
+			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
+		}
+	}
+	c := getCluster(t, ns, "unverified")
+	if c.Status.SnapshotRecovery != nil || c.Status.ClusterID != before.Status.ClusterID {
+		t.Fatalf("a refused recovery changed the cluster: record %+v, cluster ID %q (was %s)", c.Status.SnapshotRecovery, c.Status.ClusterID, before.Status.ClusterID)
 	}
 }
 
