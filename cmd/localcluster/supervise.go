@@ -90,26 +90,17 @@ func supervise(o options) error {
 	defer wg.Wait()
 	wg.Go(func() { prov.Run(ctx) })
 	wg.Go(func() { localcluster.ServeRecords(ctx, client, dns) })
-	// An empty table first: a machine that cannot enforce NetworkPolicies fails here, not
-	// with tests of a policy that pass because nothing is enforced.
-	if err := netpolicy.Apply(netpolicy.DefaultTable, netpolicy.Ruleset{}); err != nil {
+	if err := enforceNetworkPolicies(ctx, &wg, client); err != nil {
 		return err
 	}
-	wg.Go(func() { netpolicy.Run(ctx, client, netpolicy.DefaultTable) })
 
 	nodes, err := startAgents(ctx, &wg, o, cp, netCfg)
 	if err != nil {
 		return err
 	}
-	for _, n := range nodes {
-		if err := n.current().WaitReady(ctx, 2*time.Minute); err != nil {
-			return fmt.Errorf("node agent not ready: %w", err)
-		}
-	}
-	if err := os.WriteFile(readyFile(o.dir), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
+	if err := announceReady(ctx, o, nodes); err != nil {
 		return err
 	}
-	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
 	if err := serveFaultSignals(ctx, &wg, o.dir, cp, nodes); err != nil {
 		return err
 	}
@@ -239,4 +230,30 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o644)
+}
+
+// announceReady waits until every node agent is ready, then writes the ready file that
+// local-up waits for.
+func announceReady(ctx context.Context, o options, nodes []*nodeSlot) error {
+	for _, n := range nodes {
+		if err := n.current().WaitReady(ctx, 2*time.Minute); err != nil {
+			return fmt.Errorf("node agent not ready: %w", err)
+		}
+	}
+	if err := os.WriteFile(readyFile(o.dir), []byte(time.Now().Format(time.RFC3339)), 0o644); err != nil {
+		return err
+	}
+	klog.InfoS("local cluster ready", "kubeconfig", kubeconfigPath(o.dir), "nodes", o.nodes)
+	return nil
+}
+
+// enforceNetworkPolicies starts the NetworkPolicy controller. An empty table first: a machine
+// that cannot enforce NetworkPolicies fails here, not with tests of a policy that pass because
+// nothing is enforced.
+func enforceNetworkPolicies(ctx context.Context, wg *sync.WaitGroup, client kubernetes.Interface) error {
+	if err := netpolicy.Apply(netpolicy.DefaultTable, netpolicy.Ruleset{}); err != nil {
+		return err
+	}
+	wg.Go(func() { netpolicy.Run(ctx, client, netpolicy.DefaultTable) })
+	return nil
 }

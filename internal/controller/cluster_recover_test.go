@@ -204,7 +204,7 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	for range 10 {
 		h.reconcile()
 	}
-	if h.forceMarked("db-1") {
+	if h.survivorForceMarked() {
 		t.Fatal("the survivor was marked while the others' Pods, deleted, were not confirmed stopped")
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "waiting for member db-2 to stop") || !strings.Contains(pr.Message, "out-of-service") {
@@ -212,17 +212,17 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	}
 	h.kubeletConfirms("db-2", func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodFailed })
 	h.reconcile()
-	if h.forceMarked("db-1") {
+	if h.survivorForceMarked() {
 		t.Fatal("the survivor was marked while db-3's Pod was not confirmed stopped")
 	}
 	h.kubeletConfirms("db-3", func(pod *corev1.Pod) { pod.Finalizers = nil })
-	for i := 0; i < 10 && !h.forceMarked("db-1"); i++ {
+	for i := 0; i < 10 && !h.survivorForceMarked(); i++ {
 		h.reconcile()
-		if !h.forceMarked("db-1") && !h.podExists("db-1") {
+		if !h.survivorForceMarked() && !h.podExists("db-1") {
 			t.Fatal("the survivor's Pod was deleted before it was marked")
 		}
 	}
-	if !h.forceMarked("db-1") {
+	if !h.survivorForceMarked() {
 		t.Fatal("the survivor was never marked to force a new cluster")
 	}
 	if h.podExists("db-3") {
@@ -260,9 +260,10 @@ func (h *harness) podExists(name string) bool {
 	return !apierrors.IsNotFound(err)
 }
 
-// forceMarked: the member is marked to start with --force-new-cluster.
-func (h *harness) forceMarked(name string) bool {
-	return h.member(name).Annotations[AnnotationForceNewCluster] == "true"
+// survivorForceMarked: db-1, the survivor in these tests, is marked to start with
+// --force-new-cluster.
+func (h *harness) survivorForceMarked() bool {
+	return h.member("db-1").Annotations[AnnotationForceNewCluster] == "true"
 }
 
 // kubeletConfirms changes a member's Pod as its kubelet does once etcd stopped in it: a

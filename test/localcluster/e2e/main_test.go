@@ -133,8 +133,11 @@ func leftovers() error {
 	if out, err := runIn("/", 30*time.Second, "ip", "link", "show", bridge); err == nil {
 		errs = append(errs, fmt.Errorf("ip link show %s still finds it:\n%s", bridge, out))
 	}
-	if left, err := netpolicy.TableExists(netpolicy.DefaultTable); err != nil || left {
-		errs = append(errs, fmt.Errorf("nftables table %s is left (%v)", netpolicy.DefaultTable, err))
+	switch left, err := netpolicy.TableExists(netpolicy.DefaultTable); {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("looking for nftables table %s: %w", netpolicy.DefaultTable, err))
+	case left:
+		errs = append(errs, fmt.Errorf("nftables table %s is left", netpolicy.DefaultTable))
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {

@@ -39,9 +39,10 @@ func tcp(port int32) networkingv1.NetworkPolicyPort {
 	return networkingv1.NetworkPolicyPort{Port: &p}
 }
 
-func policy(ns string, selected *metav1.LabelSelector, types []networkingv1.PolicyType, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
+// policy is a NetworkPolicy of namespace a.
+func policy(selected *metav1.LabelSelector, types []networkingv1.PolicyType, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
 		Spec:       networkingv1.NetworkPolicySpec{PodSelector: *selected, PolicyTypes: types, Ingress: rules},
 	}
 }
@@ -82,7 +83,7 @@ func TestCompute(t *testing.T) {
 		{name: "no policy admits all", conns: []conn{{"10.213.1.4", "10.213.1.2", "TCP", 2379, true}}},
 		{
 			name:     "selected pod with no rule admits nothing; others stay open",
-			policies: []*networkingv1.NetworkPolicy{policy("a", sel("app", "etcd"), ingress)},
+			policies: []*networkingv1.NetworkPolicy{policy(sel("app", "etcd"), ingress)},
 			conns: []conn{
 				{"10.213.1.3", "10.213.1.2", "TCP", 2379, false},
 				{"10.213.1.2", "10.213.1.3", "TCP", 80, true},
@@ -90,12 +91,12 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:     "egress-only policy does not isolate ingress",
-			policies: []*networkingv1.NetworkPolicy{policy("a", sel("app", "etcd"), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress})},
+			policies: []*networkingv1.NetworkPolicy{policy(sel("app", "etcd"), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress})},
 			conns:    []conn{{"10.213.1.4", "10.213.1.2", "TCP", 2379, true}},
 		},
 		{
 			name:     "podSelector peer: same namespace only, on the port named",
-			policies: []*networkingv1.NetworkPolicy{policy("a", sel("app", "etcd"), nil, from([]networkingv1.NetworkPolicyPort{tcp(2379)}, networkingv1.NetworkPolicyPeer{PodSelector: sel("role", "client")}))},
+			policies: []*networkingv1.NetworkPolicy{policy(sel("app", "etcd"), nil, from([]networkingv1.NetworkPolicyPort{tcp(2379)}, networkingv1.NetworkPolicyPeer{PodSelector: sel("role", "client")}))},
 			conns: []conn{
 				{"10.213.1.3", "10.213.1.2", "TCP", 2379, true},
 				{"10.213.1.3", "10.213.1.2", "TCP", 2380, false},
@@ -108,7 +109,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "namespaceSelector alone, and with a podSelector",
-			policies: []*networkingv1.NetworkPolicy{policy("a", sel("app", "etcd"), ingress,
+			policies: []*networkingv1.NetworkPolicy{policy(sel("app", "etcd"), ingress,
 				from(nil, networkingv1.NetworkPolicyPeer{NamespaceSelector: sel("team", "x")}),
 				from([]networkingv1.NetworkPolicyPort{tcp(2379)}, networkingv1.NetworkPolicyPeer{NamespaceSelector: sel("kubernetes.io/metadata.name", "c"), PodSelector: sel("role", "client")}))},
 			conns: []conn{
@@ -121,7 +122,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "empty from admits every source; ranges, protocols and named ports",
-			policies: []*networkingv1.NetworkPolicy{policy("a", sel("app", "etcd"), ingress,
+			policies: []*networkingv1.NetworkPolicy{policy(sel("app", "etcd"), ingress,
 				from([]networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: ptrPort(53)}, {Port: ptrPort(2381), EndPort: &endPort}}),
 				from([]networkingv1.NetworkPolicyPort{{Port: &named}}, networkingv1.NetworkPolicyPeer{PodSelector: sel("role", "client")}))},
 			conns: []conn{
@@ -136,8 +137,8 @@ func TestCompute(t *testing.T) {
 		{
 			name: "ipBlock admits nothing; policies add up",
 			policies: []*networkingv1.NetworkPolicy{
-				policy("a", sel("app", "etcd"), ingress, from(nil, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.213.0.0/16"}})),
-				policy("a", sel("app", "etcd"), ingress, from([]networkingv1.NetworkPolicyPort{tcp(2380)}, networkingv1.NetworkPolicyPeer{PodSelector: sel("app", "etcd")})),
+				policy(sel("app", "etcd"), ingress, from(nil, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.213.0.0/16"}})),
+				policy(sel("app", "etcd"), ingress, from([]networkingv1.NetworkPolicyPort{tcp(2380)}, networkingv1.NetworkPolicyPeer{PodSelector: sel("app", "etcd")})),
 			},
 			conns: []conn{
 				{"10.213.1.3", "10.213.1.2", "TCP", 2379, false},

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "listen":
-		os.Exit(listen(os.Args[len(os.Args)-1]))
+		fmt.Fprintln(os.Stderr, listen(os.Args[len(os.Args)-1]))
+		os.Exit(1)
 	case "dial":
 		os.Exit(dial(os.Args[len(os.Args)-1]))
 	default:
@@ -36,18 +37,19 @@ func TestMain(m *testing.M) {
 	}
 }
 
-func listen(addr string) int {
+// listen answers every connection to addr until helperLifetime passes (then the process
+// exits 3); it returns only why it could not listen or accept.
+func listen(addr string) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	time.AfterFunc(helperLifetime, func() { os.Exit(3) })
 	fmt.Println("ready")
 	for {
 		conn, err := l.Accept()
 		if err != nil {
-			return 1
+			return err
 		}
 		_, _ = io.WriteString(conn, "hello\n")
 		conn.Close()
