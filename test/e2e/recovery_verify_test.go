@@ -32,12 +32,10 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 	cli := dialClusterWith(t, ns, "unverified", access{})
 	loadKeys(t, cli, "/before", 500)
 	createSnapshot(t, ns, "snap", "unverified", s3Location(t, bucket, "snapshots/"))
-	waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
+	snap := waitSnapshotDone(t, ns, "snap", etcdv1.SnapshotComplete)
 	loadKeys(t, cli, "/after", 100)
 	_ = cli.Close()
-	if err := localS3(t).admin.RemoveObject(context.Background(), bucket, "snapshots/snap.db", minio.RemoveObjectOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	removeStoredFile(t, bucket, snap)
 	pvcs := clusterPVCs(t, ns, "unverified")
 
 	cut := []string{before.Status.Members[1].Name, before.Status.Members[2].Name}
@@ -160,5 +158,20 @@ func setPodLink(t *testing.T, ns, pod, state string) {
 	}
 	if state == "down" {
 		t.Cleanup(func() { _ = run("up") })
+	}
+}
+
+// removeStoredFile removes the snapshot's file, at the key its status records, from the
+// bucket behind the operator's back. The file must be there first: S3 answers the removal of
+// a key that does not exist with success, which would leave the file for the test to find.
+func removeStoredFile(t *testing.T, bucket string, snap *etcdv1.EtcdSnapshot) {
+	t.Helper()
+	key := strings.TrimPrefix(snap.Status.Artifact.URI, "s3://"+bucket+"/")
+	admin := localS3(t).admin
+	if _, err := admin.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{}); err != nil {
+		t.Fatalf("the snapshot's file %s (from %s) before its removal: %v", key, snap.Status.Artifact.URI, err)
+	}
+	if err := admin.RemoveObject(context.Background(), bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
