@@ -50,7 +50,7 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 		return nil
 	})
 
-	checkRecoveryOfARemovedFileRefused(t, ns, before)
+	checkRecoveryOfARemovedFileRefused(t, ns, before, snap)
 	checkNothingDiscarded(t, ns, "unverified", pvcs)
 
 	healed := time.Now()
@@ -74,13 +74,13 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 // checkRecoveryOfARemovedFileRefused asks, with the plugin, for a recovery of the cluster
 // "unverified" from EtcdSnapshot snap, whose file is gone, and checks it is refused naming
 // SnapshotNotFound, with events saying so, and the cluster as before.
-func checkRecoveryOfARemovedFileRefused(t *testing.T, ns string, before *etcdv1.EtcdCluster) {
+func checkRecoveryOfARemovedFileRefused(t *testing.T, ns string, before *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) {
 	t.Helper()
 	out, err := runPlugin(buildPlugin(t), ns, "recover", "unverified", "--from-snapshot", "snap", "--timeout", "3m")
 	if err == nil || !strings.Contains(err.Error(), "SnapshotNotFound") || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("kubectl etcd recover --from-snapshot of a removed file: %v\n%s", err, out)
 	}
-	for reason, part := range map[string]string{"VerifyingSnapshot": "snapshots/snap.db", controller.ReasonRecoveryRefused: "SnapshotNotFound"} {
+	for reason, part := range map[string]string{"VerifyingSnapshot": snap.Status.Artifact.URI, controller.ReasonRecoveryRefused: "SnapshotNotFound"} {
 		if !eventAbout(t, ns, reason, part) {
 			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
 		}
