@@ -16,28 +16,20 @@ import (
 // remediation does) makes it writable again, with a smaller database file.
 func TestNoSpaceIsClearedByCompactDefragmentDisarm(t *testing.T) {
 	t.Parallel()
-	m := newMemberSpec(t, "full", "http", "--quota-backend-bytes", "4194304")
-	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
-	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
-	waitForLeader(t, c, m.clientURL)
-	kv, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = kv.Close() }()
+	url, c, kv := oneMemberCluster(t, "full", "--quota-backend-bytes", "4194304")
 
 	fillToQuota(t, kv)
 	alarms, err := c.Alarms(shortContext(t))
 	if err != nil || len(alarms) != 1 || alarms[0].Type != AlarmNoSpace {
 		t.Fatalf("alarms %+v, %v; want one NOSPACE", alarms, err)
 	}
-	before, err := c.Status(shortContext(t), m.clientURL)
+	before, err := c.Status(shortContext(t), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	compactAndDefragment(t, c, m.clientURL)
-	after, err := c.Status(shortContext(t), m.clientURL)
+	compactAndDefragment(t, c, url)
+	after, err := c.Status(shortContext(t), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +85,7 @@ func compactAndDefragment(t *testing.T, c Client, endpoint string) {
 // already made is no error.
 func TestCompactKeepingKeepsTheLastRevisions(t *testing.T) {
 	t.Parallel()
-	m := newMemberSpec(t, "keep", "http")
-	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
-	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
-	waitForLeader(t, c, m.clientURL)
-	kv, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = kv.Close() }()
+	_, c, kv := oneMemberCluster(t, "keep")
 	if rev, err := c.CompactKeeping(shortContext(t), 1000); err != nil || rev != 0 {
 		t.Fatalf("CompactKeeping(1000) of a short history = %d, %v; want 0 and no error", rev, err)
 	}
@@ -126,4 +110,20 @@ func TestCompactKeepingKeepsTheLastRevisions(t *testing.T) {
 	if _, err := c.CompactKeeping(shortContext(t), 5); err != nil {
 		t.Fatalf("a compaction behind the last one: %v", err)
 	}
+}
+
+// oneMemberCluster starts a one-member etcd with these extra flags and returns its client URL,
+// the layer's client and a plain clientv3 one on it; the latter is closed with the test.
+func oneMemberCluster(t *testing.T, name string, flags ...string) (string, Client, *clientv3.Client) {
+	t.Helper()
+	m := newMemberSpec(t, name, "http", flags...)
+	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
+	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
+	waitForLeader(t, c, m.clientURL)
+	kv, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kv.Close() })
+	return m.clientURL, c, kv
 }
