@@ -106,6 +106,22 @@ func (a *agentFlags) parse(fs *flag.FlagSet, args []string) (context.Context, co
 	return ctx, cancel, true
 }
 
+// runOnStore parses args, opens the store the flags name and runs act on it within the
+// deadline; it writes act's result, or why the arguments or the store are wrong, to the
+// result file and returns the agent's exit code (2 for bad flags).
+func (a *agentFlags) runOnStore(fs *flag.FlagSet, args []string, act func(context.Context, backup.Store) Result) int {
+	ctx, cancel, ok := a.parse(fs, args)
+	if !ok {
+		return 2
+	}
+	defer cancel()
+	st, err := a.store.open()
+	if err != nil {
+		return finish(a.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
+	}
+	return finish(a.resultFile, act(ctx, st))
+}
+
 // RunSnapshotAgent is `etcd-operator snapshot-agent`: it takes one snapshot and exits 0 when it
 // is stored and verified, 1 otherwise; the outcome is in --result-file either way.
 func RunSnapshotAgent(args []string) int {

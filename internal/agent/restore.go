@@ -129,17 +129,10 @@ func RunRestoreAgent(args []string) int {
 	fs.StringVar(&job.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
 	fs.StringVar(&job.ClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
 	fs.StringVar(&job.PeerURL, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
-	ctx, cancel, ok := common.parse(fs, args)
-	if !ok {
-		return 2
-	}
-	defer cancel()
-	st, err := common.store.open()
-	if err != nil {
-		return finish(common.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
-	}
-	job.Store = st
-	return finish(common.resultFile, Restore(ctx, job))
+	return common.runOnStore(fs, args, func(ctx context.Context, st backup.Store) Result {
+		job.Store = st
+		return Restore(ctx, job)
+	})
 }
 
 // RunCopySelf is `etcd-operator copy-self DEST`: it copies the running binary to DEST, so that

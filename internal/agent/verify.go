@@ -47,19 +47,12 @@ func RunVerifyAgent(args []string) int {
 	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
 	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
 	fs.StringVar(&job.Checksum, "checksum", "", "expected sha256:<hex> of the file (the EtcdSnapshot's)")
-	ctx, cancel, ok := common.parse(fs, args)
-	if !ok {
-		return 2
-	}
-	defer cancel()
-	st, err := common.store.open()
-	if err != nil {
-		return finish(common.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
-	}
-	job.Store = st
-	res := Verify(ctx, job)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
-	}
-	return finish(common.resultFile, res)
+	return common.runOnStore(fs, args, func(ctx context.Context, st backup.Store) Result {
+		job.Store = st
+		res := Verify(ctx, job)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
+			res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
+		}
+		return res
+	})
 }
