@@ -58,6 +58,7 @@ var allScenarios = []scenario{
 	{name: "eviction", start: 3, trial: evictTrial},
 	{name: "node-shutdown", start: 3, trial: nodeShutdownTrial},
 	{name: "pause-grace", start: 3, trial: pauseGraceTrial, quorumLoss: automaticRecovery},
+	{name: "operator-minority", start: 3, trial: operatorMinorityTrial, quorumLoss: automaticRecovery},
 }
 
 // trials is how many trials s runs when asked for n.
