@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
 // createClusterWithQuota is a cluster whose members have a backend quota of quota.
@@ -177,12 +178,15 @@ func TestNoSpaceIsRemediated(t *testing.T) {
 
 // spec.defrag set on a running cluster of 3 with a schedule of every minute: within about
 // two minutes the schedule has created an EtcdDefrag, owned by the cluster, that
-// defragmented every member (followers first, the leader last) and recorded each outcome.
+// defragmented every member (followers first, the leader last: the order its status took
+// the outcomes in, against the leader etcd named meanwhile) and recorded each outcome.
 func TestScheduledDefrag(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "cron", 3)
-	waitSettled(t, ns, "cron", 3, 4*time.Minute)
+	before := waitSettled(t, ns, "cron", 3, 4*time.Minute)
+	leaders := trackLeader(t, ns, "cron")
+	passes := trackDefragPasses(t, ns)
 	c := getCluster(t, ns, "cron")
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "* * * * *", Rule: &etcdv1.DefragRule{All: true}}
@@ -205,12 +209,76 @@ func TestScheduledDefrag(t *testing.T) {
 		return fmt.Errorf("scheduled passes %d, none complete", len(list.Items))
 	})
 	outcomes(t, pass, etcdv1.DefragOutcomeDefragmented, "RuleMatched")
+	passes.watch.finish(t)
+	leaderLastInPass(t, pass, passes, leaders.finish(), etcdIDs(t, before))
 	if owner := metav1.GetControllerOf(pass); owner == nil || owner.UID != c.UID {
 		t.Errorf("EtcdDefrag %s is owned by %+v, want the cluster", pass.Name, owner)
 	}
 	if !eventAbout(t, ns, "DefragScheduled", pass.Name) {
 		t.Errorf("no DefragScheduled event naming %s: %v", pass.Name, eventReasons(t, ns))
 	}
+}
+
+// leaderLastInPass fails the test unless the pass took its members' outcomes in an order
+// with the leader last (robustness.LeaderLast, from when the pass began running), and the
+// member it recorded as leader is the one it took last.
+func leaderLastInPass(t *testing.T, pass *etcdv1.EtcdDefrag, passes *defragPasses, leaders robustness.Leaders, ids map[string]uint64) {
+	t.Helper()
+	turns, began := passes.turns[pass.Name], passes.running[pass.Name]
+	if len(turns) != len(pass.Status.Members) || began.IsZero() {
+		t.Fatalf("%s: the watch saw it running at %s and the outcomes %+v, want %d", pass.Name, began, turns, len(pass.Status.Members))
+	}
+	if err := robustness.LeaderLast(turns, began, leaders, ids); err != nil {
+		t.Errorf("%s: %v (outcomes in order %+v, leaders %+v)", pass.Name, err, turns, leaders)
+	}
+	for _, m := range pass.Status.Members {
+		if m.Role == etcdv1.DefragRoleLeader && m.Name != turns[len(turns)-1].Member {
+			t.Errorf("%s: member %s recorded as leader, but the last outcome was %s's: %+v", pass.Name, m.Name, turns[len(turns)-1].Member, turns)
+		}
+	}
+	t.Logf("%s: outcomes in order %+v; leadership %+v", pass.Name, turns, leaders)
+}
+
+// defragPasses follows a namespace's EtcdDefrags through a watch: when each went Running, and
+// its members' outcomes in the order its status took them.
+type defragPasses struct {
+	watch   *changeWatch
+	running map[string]time.Time
+	turns   map[string][]robustness.Turn
+}
+
+func trackDefragPasses(t *testing.T, ns string) *defragPasses {
+	t.Helper()
+	dp := &defragPasses{running: map[string]time.Time{}, turns: map[string][]robustness.Turn{}}
+	none := func(client.ObjectList) error { return nil }
+	dp.watch = watchChanges(t, &etcdv1.EtcdDefragList{}, []client.ListOption{client.InNamespace(ns)}, none,
+		func(obj client.Object, _ bool, at time.Time) {
+			if d, ok := obj.(*etcdv1.EtcdDefrag); ok {
+				dp.observe(d, at)
+			}
+		})
+	return dp
+}
+
+func (dp *defragPasses) observe(d *etcdv1.EtcdDefrag, at time.Time) {
+	if d.Status.Phase == etcdv1.EtcdDefragPhaseRunning && dp.running[d.Name].IsZero() {
+		dp.running[d.Name] = at
+	}
+	for _, m := range d.Status.Members {
+		if m.Outcome == etcdv1.DefragOutcomePending || m.Outcome == "" || dp.has(d.Name, m.Name) {
+			continue
+		}
+		dp.turns[d.Name] = append(dp.turns[d.Name], robustness.Turn{Member: m.Name, Done: at})
+	}
+}
+
+func (dp *defragPasses) has(pass, member string) bool {
+	for _, turn := range dp.turns[pass] {
+		if turn.Member == member {
+			return true
+		}
+	}
+	return false
 }
 
 // quotaClusterUnderLoad is a settled cluster of 3 with that backend quota in a new namespace,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,82 +16,109 @@ import (
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
-// podTracker follows a cluster's member Pods through a watch, every change in the order the
-// apiserver made it, so that no moment is missed as polling would (robustness.Restarts
-// counts the restarts).
-type podTracker struct {
+// changeWatch follows objects through a watch, every change in the order the apiserver made
+// it and when the test saw it, so that no moment is missed as polling would.
+type changeWatch struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu       sync.Mutex
-	restarts *robustness.Restarts
-	err      error
+	mu  sync.Mutex // held while observe runs
+	err error
 }
 
-// trackMemberPods starts following the Pods of members, which must all be up now.
-func trackMemberPods(t *testing.T, ns, cluster string, members []string) *podTracker {
+// watchChanges lists list (with opts), hands it to begin, then watches from the list's
+// resource version and calls observe for every change (deleted: the object is gone), at the
+// time it was seen.
+func watchChanges(t *testing.T, list client.ObjectList, opts []client.ListOption, begin func(client.ObjectList) error,
+	observe func(obj client.Object, deleted bool, at time.Time)) *changeWatch {
 	t.Helper()
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := &corev1.PodList{}
-	selector := client.MatchingLabels{specs.LabelCluster: cluster}
-	if err := wc.List(context.Background(), list, client.InNamespace(ns), selector); err != nil {
+	if err := wc.List(context.Background(), list, opts...); err != nil {
 		t.Fatal(err)
 	}
-	restarts, err := robustness.NewRestarts(members, list.Items)
-	if err != nil {
-		t.Fatalf("before the tracking began: %v", err)
+	if err := begin(list); err != nil {
+		t.Fatalf("before the watch began: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), selector,
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	from := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}}
+	w, err := wc.Watch(ctx, list, append(append([]client.ListOption(nil), opts...), from)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := &podTracker{stop: cancel, done: make(chan struct{}), restarts: restarts}
-	go pt.follow(ctx, w)
-	return pt
+	cw := &changeWatch{stop: cancel, done: make(chan struct{})}
+	go cw.follow(ctx, w, observe)
+	return cw
 }
 
-func (pt *podTracker) follow(ctx context.Context, w watch.Interface) {
-	defer close(pt.done)
+func (cw *changeWatch) follow(ctx context.Context, w watch.Interface, observe func(client.Object, bool, time.Time)) {
+	defer close(cw.done)
 	defer w.Stop()
 	for ev := range w.ResultChan() {
-		pod, ok := ev.Object.(*corev1.Pod)
-		pt.mu.Lock()
+		obj, ok := ev.Object.(client.Object)
+		ok = ok && ev.Type != watch.Error
+		cw.mu.Lock()
 		switch {
 		case ok:
-			pt.restarts.Observe(pod, ev.Type == watch.Deleted)
-		case ctx.Err() == nil:
-			pt.err = fmt.Errorf("watch ended with %s %v", ev.Type, ev.Object)
+			observe(obj, ev.Type == watch.Deleted, time.Now())
+		case !ok && ctx.Err() == nil:
+			cw.err = fmt.Errorf("watch ended with %s %v", ev.Type, ev.Object)
 		}
 		// else: finish stopped the watch, and the client reported its own cancellation as an
 		// error event; nothing was missed.
-		pt.mu.Unlock()
+		cw.mu.Unlock()
 		if !ok {
 			return
 		}
 	}
 	if ctx.Err() == nil {
-		pt.mu.Lock()
-		pt.err = fmt.Errorf("the watch closed early")
-		pt.mu.Unlock()
+		cw.mu.Lock()
+		cw.err = fmt.Errorf("the watch closed early")
+		cw.mu.Unlock()
 	}
 }
 
-// finish stops the watch and returns what it counted; an interrupted watch fails the test,
-// since moments would be missing.
+// finish stops the watch; an interrupted watch fails the test, since moments would be
+// missing. Once it returns, observe is not called again.
+func (cw *changeWatch) finish(t *testing.T) {
+	t.Helper()
+	cw.stop()
+	<-cw.done
+	if cw.err != nil {
+		t.Fatalf("following through a watch: %v", cw.err)
+	}
+}
+
+// podTracker follows a cluster's member Pods through a watch (robustness.Restarts counts
+// the restarts).
+type podTracker struct {
+	watch    *changeWatch
+	restarts *robustness.Restarts
+}
+
+// trackMemberPods starts following the Pods of members, which must all be up now.
+func trackMemberPods(t *testing.T, ns, cluster string, members []string) *podTracker {
+	t.Helper()
+	pt := &podTracker{}
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}}
+	begin := func(list client.ObjectList) (err error) {
+		pt.restarts, err = robustness.NewRestarts(members, list.(*corev1.PodList).Items)
+		return err
+	}
+	pt.watch = watchChanges(t, &corev1.PodList{}, opts, begin, func(obj client.Object, deleted bool, at time.Time) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pt.restarts.Observe(pod, deleted, at)
+		}
+	})
+	return pt
+}
+
+// finish stops the watch and returns what it counted.
 func (pt *podTracker) finish(t *testing.T) *robustness.Restarts {
 	t.Helper()
-	pt.stop()
-	<-pt.done
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	if pt.err != nil {
-		t.Fatalf("following the member Pods: %v", pt.err)
-	}
+	pt.watch.finish(t)
 	return pt.restarts
 }

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,8 @@ type Restarts struct {
 	MostAtOnce int
 	// Replaced counts the new Pods of each member.
 	Replaced map[string]int
+	// Order is the restarts that ended, in the order they ended, each when it ended.
+	Order []Turn
 }
 
 // NewRestarts starts from the members' Pods as listed, all of which must be up.
@@ -40,9 +43,10 @@ func NewRestarts(members []string, pods []corev1.Pod) (*Restarts, error) {
 	return r, nil
 }
 
-// Observe applies one change of a Pod (deleted: the object is gone).
-func (r *Restarts) Observe(pod *corev1.Pod, deleted bool) {
+// Observe applies one change of a Pod (deleted: the object is gone), seen at the time at.
+func (r *Restarts) Observe(pod *corev1.Pod, deleted bool, at time.Time) {
 	name := pod.Name
+	was := r.restarting[name]
 	switch {
 	case deleted || !pod.DeletionTimestamp.IsZero():
 		r.restarting[name] = true
@@ -52,6 +56,9 @@ func (r *Restarts) Observe(pod *corev1.Pod, deleted bool) {
 		r.restarting[name] = !PodReady(pod)
 	case PodReady(pod):
 		r.restarting[name] = false
+	}
+	if was && !r.restarting[name] {
+		r.Order = append(r.Order, Turn{Member: name, Done: at})
 	}
 	now := 0
 	for _, m := range r.members {

@@ -1,7 +1,9 @@
 package robustness
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,19 +50,31 @@ func TestRestarts(t *testing.T) {
 		changes    []change
 		mostAtOnce int
 		replaced   map[string]int
+		order      string // the members whose restarts ended, in that order
 	}{
-		{"one at a time", append(append(restart("a", "a1", "a2"), restart("b", "b1", "b2")...), restart("c", "c1", "c2")...), 1, map[string]int{"a": 1, "b": 1, "c": 1}},
-		{"two at once", overlapping, 2, map[string]int{"a": 1, "b": 1}},
-		{"a readiness flicker is no restart", []change{{pod("a", "a1", false, false), false}, {pod("b", "b1", false, false), false}, {pod("a", "a1", true, false), false}}, 0, map[string]int{}},
-		{"a replacement that never gets Ready is still restarting", append(restart("a", "a1", "a2")[:3:3], restart("b", "b1", "b2")[0]), 2, map[string]int{"a": 1}},
+		{"one at a time", append(append(restart("a", "a1", "a2"), restart("c", "c1", "c2")...), restart("b", "b1", "b2")...), 1, map[string]int{"a": 1, "b": 1, "c": 1}, "[a c b]"},
+		{"two at once", overlapping, 2, map[string]int{"a": 1, "b": 1}, "[b a]"},
+		{"a readiness flicker is no restart", []change{{pod("a", "a1", false, false), false}, {pod("b", "b1", false, false), false}, {pod("a", "a1", true, false), false}}, 0, map[string]int{}, "[]"},
+		{"a replacement that never gets Ready is still restarting", append(restart("a", "a1", "a2")[:3:3], restart("b", "b1", "b2")[0]), 2, map[string]int{"a": 1}, "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewRestarts(members, initial)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range tc.changes {
-				r.Observe(c.pod, c.deleted)
+			t0 := time.Now()
+			for i, c := range tc.changes {
+				r.Observe(c.pod, c.deleted, t0.Add(time.Duration(i)*time.Second))
+			}
+			var order []string
+			for i, turn := range r.Order {
+				order = append(order, turn.Member)
+				if i > 0 && !turn.Done.After(r.Order[i-1].Done) {
+					t.Fatalf("restarts ended out of time order: %+v", r.Order)
+				}
+			}
+			if got := fmt.Sprint(order); got != tc.order {
+				t.Fatalf("restarts ended in the order %s, want %s", got, tc.order)
 			}
 			if r.MostAtOnce != tc.mostAtOnce {
 				t.Fatalf("most restarting at once %d, want %d", r.MostAtOnce, tc.mostAtOnce)
