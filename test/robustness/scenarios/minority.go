@@ -150,7 +150,7 @@ func podNames(pods []*corev1.Pod) string {
 // seen meanwhile ends the hold early with an error.
 func (c *cluster) watchForQuorumLost(ctx context.Context, hold time.Duration) error {
 	end := time.Now().Add(hold)
-	last := fmt.Errorf("Available never said QuorumLost within %s", hold.Round(time.Second))
+	last := fmt.Errorf("the condition Available never said QuorumLost within %s", hold.Round(time.Second))
 	var seen bool
 	for time.Now().Before(end) && ctx.Err() == nil {
 		if ec, err := c.get(ctx); err == nil {
