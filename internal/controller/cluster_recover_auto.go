@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,32 +27,42 @@ type autoRecovery struct {
 
 // lossVoter is one voter of a cluster without a quorum, as the grace clock sees it.
 type lossVoter struct {
+	name     string
 	answered bool // its etcd answers for itself (no quorum needed)
 	starting bool // its Pod has not brought etcd up yet (memberStarting)
+	// serving: its Pod is Ready, so its kubelet saw etcd's /readyz pass, which takes a
+	// linearizable read, hence a quorum. It serves with a quorum the operator cannot see:
+	// the operator, not the quorum, is cut off. A kubelet that stops reporting leaves the Pod
+	// Ready until the node lifecycle controller marks it not (about 40 s): a real loss then
+	// counts that much later.
+	serving bool
 }
 
 // quorumLossClock is what status.quorumLostSince becomes after a look: when the quorum that
 // was expected went missing. missing says the look found a formed cluster whose etcd does not
 // answer (Available's QuorumLost); any other look (the quorum back, paused, bootstrapping,
 // unreachable) ends the count. Members still starting may yet complete the quorum, after a
-// resume or with a Pod replaced: while, with them, a quorum could form, nothing expected is
-// lost and there is no count. Once none is starting, or even with them no quorum could form,
-// the count starts, and an earlier start is kept. Available's transition time cannot serve:
-// from Paused, or any other False reason, to QuorumLost it stays at the earlier transition.
+// resume or with a Pod replaced, and members whose Pods are Ready serve with a quorum the
+// operator cannot reach (a network partition with the operator on the minority side): while,
+// with them, a quorum could form, nothing expected is lost and there is no count (a recovery
+// from the members the operator sees would discard what that quorum acknowledged, and stop
+// it). Once none is, or even with them no quorum could form, the count starts, and an earlier
+// start is kept. Available's transition time cannot serve: from Paused, or any other False
+// reason, to QuorumLost it stays at the earlier transition.
 func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now time.Time) *metav1.Time {
 	if !missing {
 		return nil
 	}
-	up, starting := 0, 0
+	up, mayServe := 0, 0
 	for _, m := range voters {
-		if m.starting {
-			starting++
+		if m.starting || m.serving {
+			mayServe++
 		}
-		if m.starting || m.answered {
+		if m.starting || m.serving || m.answered {
 			up++
 		}
 	}
-	if starting > 0 && up >= quorum(len(voters)) {
+	if mayServe > 0 && up >= quorum(len(voters)) {
 		return nil
 	}
 	if since != nil {
@@ -67,14 +78,15 @@ func quorumMissing(c *etcdv1.EtcdCluster, v *clusterView) bool {
 }
 
 // lossVoters are the members that may be voters (all but those that answer as learners), each
-// with whether its etcd answers and whether its Pod is still starting.
+// with whether its etcd answers, whether its Pod is still starting, and whether it is Ready.
 func lossVoters(v *clusterView, now time.Time) []lossVoter {
 	out := make([]lossVoter, 0, len(v.survivors))
 	for _, s := range v.survivors {
 		if s.answered && s.status.IsLearner {
 			continue
 		}
-		out = append(out, lossVoter{answered: s.answered, starting: memberStarting(v.pods[s.name], now)})
+		pod := v.pods[s.name]
+		out = append(out, lossVoter{name: s.name, answered: s.answered, starting: memberStarting(pod, now), serving: podServes(pod)})
 	}
 	return out
 }
@@ -162,6 +174,25 @@ func decideAutoRecovery(policy *etcdv1.QuorumLossPolicy, since *metav1.Time, sur
 	return autoRecovery{source: best.name}
 }
 
+// cutOffFrom says, under the automatic policy, which voters do not answer the operator while
+// their Pods are Ready, and that nothing is recovered while so; "" when none.
+func cutOffFrom(policy *etcdv1.QuorumLossPolicy, voters []lossVoter) string {
+	if policy == nil || policy.Policy != etcdv1.QuorumLossRecoverFromMostAdvancedMember {
+		return ""
+	}
+	var names []string
+	for _, m := range voters {
+		if m.serving && !m.answered {
+			names = append(names, m.name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("members [%s] do not answer the operator, but their Pods are Ready (their etcd serves reads through a quorum): the operator is cut off from them, the quorum is not lost; spec.quorumLoss.policy %s recovers nothing while they serve",
+		strings.Join(names, ", "), policy.Policy)
+}
+
 func moreAdvanced(a, b *survivor) bool {
 	if a.status.RaftAppliedIndex != b.status.RaftAppliedIndex {
 		return a.status.RaftAppliedIndex > b.status.RaftAppliedIndex
@@ -181,8 +212,12 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 	}
 	// The clock as this look leaves it, not only as stored: a member that started since the
 	// last look ends the count before anything acts on it.
-	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
+	voters := lossVoters(v, r.now())
+	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), voters, r.now())
 	d := decideAutoRecovery(c.Spec.QuorumLoss, since, v.survivors, r.now())
+	if d.source == "" && d.why == "" && since == nil && quorumMissing(c, v) {
+		d.why = cutOffFrom(c.Spec.QuorumLoss, voters)
+	}
 	if d.source == "" {
 		if d.why == "" {
 			return false, nil

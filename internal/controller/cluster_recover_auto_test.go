@@ -87,12 +87,50 @@ func TestAutomaticRecoveryAfterTheGracePeriod(t *testing.T) {
 	}
 }
 
+// The operator cut off from two members of three whose Pods stay Ready (a partition with the
+// operator on the minority side): they serve with a quorum the operator cannot see, so no
+// loss is counted and nothing is recovered however long it lasts, and the status says why.
+// Once their Pods are no longer Ready (the loss is real), the count starts.
+func TestAutomaticRecoveryNotWhileTheMembersOutOfReachServe(t *testing.T) {
+	h := runningHarness(t)
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptrTo[int32](60)}
+	})
+	h.setPod("db-1", corev1.PodRunning, true)
+	h.startPodOf("db-2")
+	h.startPodOf("db-3")
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	for _, later := range []time.Duration{0, time.Minute, time.Hour} {
+		h.r.Now = func() time.Time { return time.Now().Add(later) }
+		h.reconcile()
+		h.reconcile()
+		if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+			t.Fatalf("%s on: recovery from %s asked while the members out of reach serve", later, from)
+		}
+		if since := h.clusterObj().Status.QuorumLostSince; since != nil {
+			t.Fatalf("%s on: the loss counted since %s", later, since)
+		}
+	}
+	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "members [db-2, db-3] do not answer the operator, but their Pods are Ready") {
+		t.Fatalf("Progressing does not say why nothing is recovered: %+v", pr)
+	}
+	h.setPod("db-2", corev1.PodRunning, true)
+	h.setPod("db-3", corev1.PodRunning, true)
+	h.reconcile()
+	if since := h.clusterObj().Status.QuorumLostSince; since == nil {
+		t.Fatal("the loss is not counted once the members' Pods are not Ready")
+	}
+}
+
 // The grace clock counts from the loss of a quorum that was expected, look by look: not from
-// an earlier False reason (Paused, Unreachable), and not while members that could complete
-// the quorum are still starting.
+// an earlier False reason (Paused, Unreachable), not while members that could complete the
+// quorum are still starting, and not while members the operator cannot reach serve with a
+// quorum by their Pods' readiness (the operator on the minority side of a partition).
 func TestQuorumLossClock(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	up, down, starting := lossVoter{answered: true}, lossVoter{}, lossVoter{starting: true}
+	servingUnseen, servingSeen := lossVoter{serving: true}, lossVoter{answered: true, serving: true}
 	type look struct {
 		at      time.Duration // after t0
 		missing bool
@@ -129,6 +167,20 @@ func TestQuorumLossClock(t *testing.T) {
 		}},
 		{"a quorum of members answering that form none still counts", []look{
 			{0, true, []lossVoter{up, up, down}, 0},
+		}},
+		{"the operator cut off from a majority whose Pods are Ready: no count, for any time", []look{
+			{0, true, []lossVoter{up, servingUnseen, servingUnseen}, -1},
+			{time.Hour, true, []lossVoter{up, servingUnseen, servingUnseen}, -1},
+		}},
+		{"a Ready member the operator sees counts once", []look{
+			{0, true, []lossVoter{servingSeen, down, down}, 0},
+		}},
+		{"one Ready member out of reach completes no quorum with one that answers: counts", []look{
+			{0, true, []lossVoter{up, servingUnseen, down, down, down}, 0},
+		}},
+		{"the majority's Pods turning not Ready (a loss after all) starts the count then", []look{
+			{0, true, []lossVoter{up, servingUnseen, servingUnseen}, -1},
+			{time.Minute, true, []lossVoter{up, down, down}, time.Minute},
 		}},
 		{"the quorum back ends the count", []look{
 			{0, true, []lossVoter{up, down, down}, 0},
@@ -200,7 +252,8 @@ func TestMemberStarting(t *testing.T) {
 }
 
 // setPod gives the member a Pod in that phase whose etcd container has or has not passed its
-// startup probe, as the kubelet reports it.
+// startup probe, as the kubelet reports it, and not Ready: without a quorum, etcd's /readyz
+// fails.
 func (h *harness) setPod(name string, phase corev1.PodPhase, started bool) {
 	h.t.Helper()
 	pod := &corev1.Pod{}
@@ -215,6 +268,7 @@ func (h *harness) setPod(name string, phase corev1.PodPhase, started bool) {
 	}
 	pod.Status.Phase = phase
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: specs.ContainerName, Started: &started}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 	if err := h.api.Status().Update(context.Background(), pod); err != nil {
 		h.t.Fatal(err)
 	}
