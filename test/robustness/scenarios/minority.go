@@ -48,12 +48,15 @@ func operatorMinorityTrial(ctx context.Context, t *trialEnv) error {
 		_ = partition(context.WithoutCancel(ctx), "del", minority, majority)
 		return err
 	}
-	sawLoss := t.c.watchForQuorumLost(ctx, hold)
-	if err := partition(context.WithoutCancel(ctx), "del", minority, majority); err != nil {
+	sawLoss, err := t.c.watchPartition(ctx, hold)
+	if healErr := partition(context.WithoutCancel(ctx), "del", minority, majority); err == nil {
+		err = healErr
+	}
+	if err != nil {
 		return err
 	}
-	if sawLoss != nil {
-		return fmt.Errorf("the partition did not cut the operator off from the majority: %w", sawLoss)
+	if !sawLoss {
+		return fmt.Errorf("the partition did not cut the operator off from the majority: Available never said QuorumLost within %s", hold.Round(time.Second))
 	}
 	if err := t.c.waitPodsReady(ctx, int(t.replicas)); err != nil {
 		return err
@@ -144,29 +147,23 @@ func podNames(pods []*corev1.Pod) string {
 	return strings.Join(names, " and ")
 }
 
-// watchForQuorumLost looks at the cluster's status every second for hold and returns nil once
-// Available said QuorumLost (the operator lost sight of the quorum: the partition is what the
-// scenario means), else why not; it returns only after hold either way. A recovery request
-// seen meanwhile ends the hold early with an error.
-func (c *cluster) watchForQuorumLost(ctx context.Context, hold time.Duration) error {
+// watchPartition looks at the cluster's status every second for hold and says whether
+// Available said QuorumLost meanwhile (the operator lost sight of the quorum: the partition
+// is what the scenario means); a recovery request seen ends the hold early with an error.
+func (c *cluster) watchPartition(ctx context.Context, hold time.Duration) (sawLoss bool, err error) {
 	end := time.Now().Add(hold)
-	last := fmt.Errorf("the condition Available never said QuorumLost within %s", hold.Round(time.Second))
-	var seen bool
 	for time.Now().Before(end) && ctx.Err() == nil {
 		if ec, err := c.get(ctx); err == nil {
 			if av := meta.FindStatusCondition(ec.Status.Conditions, etcdv1.ConditionAvailable); av != nil && av.Reason == "QuorumLost" {
-				seen = true
+				sawLoss = true
 			}
 			if from := ec.Annotations[controller.AnnotationRecoverFrom]; from != "" {
-				return fmt.Errorf("a recovery from %s was asked while the majority served", from)
+				return sawLoss, fmt.Errorf("a recovery from %s was asked while the majority served", from)
 			}
 		}
 		time.Sleep(time.Second)
 	}
-	if seen {
-		return nil
-	}
-	return last
+	return sawLoss, ctx.Err()
 }
 
 // sameClusterWithoutRecovery: the cluster kept its cluster ID and member IDs, and no event
