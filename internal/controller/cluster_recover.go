@@ -126,11 +126,20 @@ func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) rec
 		names = append(names, m.Name)
 	}
 	plan := planRecovery(requested, v.survivors, names, c.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
-	if m := memberNamed(v.members, requested); m != nil && !m.DeletionTimestamp.IsZero() && plan.refusal == "" {
+	if plan.refusal != "" {
+		return plan
+	}
+	if m := memberNamed(v.members, requested); m != nil && !m.DeletionTimestamp.IsZero() {
 		// A recovery under way removes every member but its source: a request changed to
 		// one of those would remove (and force) a second member, and its EtcdMember, going,
 		// gets no Pod to start.
 		plan.refusal = fmt.Sprintf("member %s is being removed (a recovery from another member removes it, and cannot be taken back): it cannot be the source", requested)
+	} else if serving := servingOutOfReach(lossVoters(v, time.Now())); len(serving) > 0 {
+		// The recovery would delete their Pods, and their kubelets, which reach the API
+		// server, would stop them: the operator would end a quorum that serves and discard
+		// what it acknowledged. Proof that they stopped (unstoppedPod) cannot tell this apart.
+		plan.refusal = fmt.Sprintf("members [%s] do not answer the operator, but their Pods are Ready: their etcd serves reads through a quorum, so the operator is cut off from them and the quorum is not lost; "+
+			"a recovery would stop them and discard what they acknowledged. If they are in fact down, their Pods turn not Ready within seconds (or, on a node that stopped reporting, once the node is marked NotReady)", strings.Join(serving, ", "))
 	}
 	return plan
 }

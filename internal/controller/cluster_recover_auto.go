@@ -174,23 +174,38 @@ func decideAutoRecovery(policy *etcdv1.QuorumLossPolicy, since *metav1.Time, sur
 	return autoRecovery{source: best.name}
 }
 
-// cutOffFrom says, under the automatic policy, which voters do not answer the operator while
-// their Pods are Ready, and that nothing is recovered while so; "" when none.
+// cutOffFrom says, under the automatic policy, which voters serve out of the operator's
+// reach (servingOutOfReach), and that nothing is recovered while so; "" when none.
 func cutOffFrom(policy *etcdv1.QuorumLossPolicy, voters []lossVoter) string {
 	if policy == nil || policy.Policy != etcdv1.QuorumLossRecoverFromMostAdvancedMember {
 		return ""
 	}
-	var names []string
-	for _, m := range voters {
-		if m.serving && !m.answered {
-			names = append(names, m.name)
-		}
-	}
+	names := servingOutOfReach(voters)
 	if len(names) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("members [%s] do not answer the operator, but their Pods are Ready (their etcd serves reads through a quorum): the operator is cut off from them, the quorum is not lost; spec.quorumLoss.policy %s recovers nothing while they serve",
 		strings.Join(names, ", "), policy.Policy)
+}
+
+// servingOutOfReach names the voters that do not answer the operator while their Pods are
+// Ready, when with them and those that answer a quorum could form: a quorum the operator
+// cannot see may serve. nil otherwise.
+func servingOutOfReach(voters []lossVoter) []string {
+	var names []string
+	up := 0
+	for _, m := range voters {
+		if m.serving && !m.answered {
+			names = append(names, m.name)
+		}
+		if m.serving || m.answered {
+			up++
+		}
+	}
+	if up < quorum(len(voters)) {
+		return nil
+	}
+	return names
 }
 
 func moreAdvanced(a, b *survivor) bool {

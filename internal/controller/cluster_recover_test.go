@@ -237,20 +237,75 @@ func TestRecoveryStopsTheOthersBeforeForcing(t *testing.T) {
 	}
 }
 
-// startPodsUnconfirmed starts the members' Pods, Ready; all but the first are held by a
-// finalizer, as by a kubelet that has not confirmed their containers stopped: deleted, they
-// stay Terminating.
+// startPodsUnconfirmed starts the members' Pods, Ready; all but the first are on a node cut
+// off from the API server: not Ready (the node lifecycle controller marks them so) and held
+// by a finalizer, as by a kubelet that has not confirmed their containers stopped: deleted,
+// they stay Terminating.
 func (h *harness) startPodsUnconfirmed(names ...string) {
 	h.t.Helper()
 	for i, name := range names {
-		pod := h.startPodOf(name)
+		h.startPodOf(name)
 		if i == 0 {
 			continue
 		}
+		h.setPodNotReady(name)
+		pod := h.pod(name)
 		pod.Finalizers = []string{"test/kubelet-has-not-confirmed"}
 		if err := h.api.Update(context.Background(), pod); err != nil {
 			h.t.Fatal(err)
 		}
+	}
+}
+
+// pod is the member's Pod, read from the API.
+func (h *harness) pod(name string) *corev1.Pod {
+	h.t.Helper()
+	pod := &corev1.Pod{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	return pod
+}
+
+// setPodNotReady has the member's Pod reported not Ready, as its kubelet does when etcd's
+// /readyz fails (or the node lifecycle controller, for a node that stopped reporting).
+func (h *harness) setPodNotReady(name string) {
+	h.t.Helper()
+	pod := h.pod(name)
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	if err := h.api.Status().Update(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A person's recovery request while the members the operator cannot reach have Ready Pods
+// (the operator cut off from a quorum that serves) is refused and changes nothing: the
+// recovery would delete their Pods, their kubelets would stop them, and what they
+// acknowledged would be discarded. Once their Pods are not Ready (down after all), it goes on.
+func TestRecoveryRefusedWhileTheMembersOutOfReachServe(t *testing.T) {
+	h := runningHarness(t)
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		h.startPodOf(name)
+	}
+	h.setPodNotReady("db-1") // no quorum on its side
+	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h.etcd.SetDown(h.etcdID("db-3"), true)
+	h.requestRecoveryFrom("db-1")
+	for range 3 {
+		h.reconcile()
+	}
+	pr := h.condition(etcdv1.ConditionProgressing)
+	if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "members [db-2, db-3] do not answer the operator, but their Pods are Ready") {
+		t.Fatalf("Progressing %+v", pr)
+	}
+	if len(h.members()) != 3 || !h.podExists("db-2") || !h.podExists("db-3") {
+		t.Fatal("a refused recovery removed members or stopped their Pods")
+	}
+	h.setPodNotReady("db-2")
+	h.setPodNotReady("db-3")
+	h.reconcile()
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery {
+		t.Fatalf("the recovery did not go on once the others' Pods were not Ready: %+v", pr)
 	}
 }
 
