@@ -257,15 +257,21 @@ func (h *harness) startPodsUnconfirmed(names ...string) {
 	}
 }
 
-// pod is the member's Pod, read from the API.
-func (h *harness) pod(name string) *corev1.Pod {
+// getNamed reads the object of kind T and that name in the harness's namespace from the API.
+func getNamed[T any, P interface {
+	*T
+	client.Object
+}](h *harness, name string) P {
 	h.t.Helper()
-	pod := &corev1.Pod{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
+	obj := P(new(T))
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, obj); err != nil {
 		h.t.Fatal(err)
 	}
-	return pod
+	return obj
 }
+
+// pod is the member's Pod, read from the API.
+func (h *harness) pod(name string) *corev1.Pod { return getNamed[corev1.Pod](h, name) }
 
 // setPodNotReady has the member's Pod reported not Ready, as its kubelet does when etcd's
 // /readyz fails (or the node lifecycle controller, for a node that stopped reporting).
@@ -325,10 +331,7 @@ func (h *harness) survivorForceMarked() bool {
 // terminal phase in status, or the object deleted (the test's finalizer let go).
 func (h *harness) kubeletConfirms(name string, change func(*corev1.Pod)) {
 	h.t.Helper()
-	pod := &corev1.Pod{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
-		h.t.Fatal(err)
-	}
+	pod := h.pod(name)
 	change(pod)
 	var err error
 	if pod.Status.Phase != "" {
@@ -355,12 +358,7 @@ func (h *harness) holdMembers() {
 
 // member is the EtcdMember of that name, read from the API.
 func (h *harness) member(name string) *etcdv1.EtcdMember {
-	h.t.Helper()
-	m := &etcdv1.EtcdMember{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, m); err != nil {
-		h.t.Fatal(err)
-	}
-	return m
+	return getNamed[etcdv1.EtcdMember](h, name)
 }
 
 // A request changed in the middle of a recovery to a member that recovery removes is

@@ -42,12 +42,7 @@ func (h *harness) memberPVCs() {
 }
 
 func (h *harness) pvc(name string) *corev1.PersistentVolumeClaim {
-	h.t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pvc); err != nil {
-		h.t.Fatal(err)
-	}
-	return pvc
+	return getNamed[corev1.PersistentVolumeClaim](h, name)
 }
 
 func (h *harness) deleteCluster() {
