@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -129,8 +130,26 @@ func checkSnapshot(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, name str
 	return nil
 }
 
+// requestRecovery sets the request on the cluster at the version checked. The operator writes
+// the status of a cluster without a quorum on its own (each member's term and index), so a
+// conflict is common: the cluster is then read and checked again (the quorum may be back), and
+// the request made at the new version.
 func requestRecovery(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster, req recoveryRequest) error {
-	return patchCluster(ctx, k, c, map[string]any{req.annotation: req.value}, nil)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := patchCluster(ctx, k, c, map[string]any{req.annotation: req.value}, nil)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, getErr := k.Cluster(ctx, c.Name)
+		if getErr != nil {
+			return getErr
+		}
+		if checkErr := checkRecover(meta.FindStatusCondition(fresh.Status.Conditions, etcdv1.ConditionAvailable)); checkErr != nil {
+			return checkErr
+		}
+		*c = *fresh
+		return err
+	})
 }
 
 // awaitRecoveryAnswer waits until the operator either states what the requested recovery

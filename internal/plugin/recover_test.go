@@ -142,3 +142,36 @@ func TestRecoverFromSnapshotRequest(t *testing.T) {
 		t.Errorf("refused: done %v, refusal %v", done, refusal)
 	}
 }
+
+// A request whose cluster the operator changed since it was read (its status, written on its
+// own) is made again at the new version, after the quorum loss is checked again: refused if
+// the quorum is back.
+func TestRecoverRequestAfterTheClusterChanged(t *testing.T) {
+	ctx := context.Background()
+	for name, tt := range map[string]struct {
+		reason  string
+		refused string
+	}{
+		"still lost":   {controller.ReasonQuorumLost, ""},
+		"quorum again": {"Healthy", "has not lost its quorum"},
+	} {
+		k := recoverFixture(t)
+		read, err := k.Cluster(ctx, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := read.DeepCopy()
+		changed.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: tt.reason, Message: "written since"}}
+		if err := k.Client.Update(ctx, changed); err != nil {
+			t.Fatal(err)
+		}
+		err = requestRecovery(ctx, k, read, memberRequest("db-2"))
+		after, _ := k.Cluster(ctx, "db")
+		switch {
+		case tt.refused == "" && (err != nil || after.Annotations[AnnotationRecoverFrom] != "db-2"):
+			t.Errorf("%s: %v, annotations %v; want the request made", name, err, after.Annotations)
+		case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || after.Annotations[AnnotationRecoverFrom] != ""):
+			t.Errorf("%s: %v, annotations %v; want a refusal saying %q and no request", name, err, after.Annotations, tt.refused)
+		}
+	}
+}
