@@ -499,6 +499,10 @@ const (
 	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
 	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
 	ConditionVolumesResized = "VolumesResized"
+	// ConditionReconcileSuspended is True while the cluster has the annotation
+	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
+	// (reason ReconcileSuspended); absent otherwise.
+	ConditionReconcileSuspended = "ReconcileSuspended"
 )
 
 // MemberRole is a member's place in the raft group.

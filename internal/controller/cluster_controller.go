@@ -149,6 +149,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// retained are released first.
 		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
 	}
+	if cluster.ReconcileSuspended() {
+		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
+		return ctrl.Result{}, r.setCondition(ctx, cluster, suspendedCondition())
+	}
+	if err := r.dropSuspendedCondition(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.ensureMarks(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
