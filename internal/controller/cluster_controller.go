@@ -170,6 +170,9 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.ownPVCsPerPolicy(ctx, cluster, view.pvcs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.releaseDiscardedData(ctx, cluster, view); err != nil {
+		return ctrl.Result{}, err
+	}
 	// etcd drops a membership change that overlaps another; a deadline turns that silence
 	// into an error the next reconcile retries, after looking again.
 	stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -202,7 +205,15 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// again soon to record its effect and take the next step.
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.lookAgainAfter(cluster, view)}, nil
+	return ctrl.Result{RequeueAfter: sooner(r.lookAgainAfter(cluster, view), view.discardedRetry)}, nil
+}
+
+// sooner is the shorter of two waits, a zero b counting as none.
+func sooner(a, b time.Duration) time.Duration {
+	if b > 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready

@@ -117,7 +117,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 			return done, err
 		}
 	}
-	names := foundingNames(c, v.members, foundingCount(c, replicas))
+	names := foundingNames(c, v.members, foundingCount(c, replicas), discardedNames(v.discarded))
 	if len(names) == 0 {
 		return false, nil
 	}
@@ -176,7 +176,7 @@ func (r *ClusterReconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdC
 
 // foundingNames are the members of the first bootstrap: from an existing founding member's
 // initial cluster, or chosen now.
-func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int) []string {
+func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int, taken map[string]bool) []string {
 	for _, m := range members {
 		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
 			var names []string
@@ -189,9 +189,13 @@ func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas
 	if len(members) > 0 {
 		return nil // members exist that joined an existing cluster: this is no first bootstrap
 	}
+	// A name whose PVC holds discarded data (a recovery from a snapshot keeps the old
+	// members' PVCs) is skipped: a member of that name would start on that PVC.
 	names := make([]string, 0, replicas)
-	for i := 1; i <= replicas; i++ {
-		names = append(names, specs.MemberName(c.Name, i))
+	for i := 1; len(names) < replicas; i++ {
+		if name := specs.MemberName(c.Name, i); !taken[name] {
+			names = append(names, name)
+		}
 	}
 	return names
 }

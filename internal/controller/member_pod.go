@@ -63,6 +63,12 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !have.DeletionTimestamp.IsZero() {
 		return nil // going with its data: the cluster controller replaces the member
 	}
+	if discardedData(have) {
+		// The data a recovery discarded is kept for a person, never run again: under its old
+		// member ID and membership it would rejoin, or split, the recovered cluster.
+		return childProblem(ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
+			have.Name, etcdv1.AnnotationDiscardedByRecovery, m.Name)
+	}
 	if !pvcOfMember(have, c, m) {
 		return notOurs(have, m, "PersistentVolumeClaim", "EtcdMember")
 	}
