@@ -167,10 +167,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	defer r.closeView(req.NamespacedName, view)
-	if err := r.ownPVCsPerPolicy(ctx, cluster, view.pvcs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.releaseDiscardedData(ctx, cluster, view); err != nil {
+	if err := r.tendPVCs(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}
 	// etcd drops a membership change that overlaps another; a deadline turns that silence
@@ -206,6 +203,15 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
 	return ctrl.Result{RequeueAfter: sooner(r.lookAgainAfter(cluster, view), view.discardedRetry)}, nil
+}
+
+// tendPVCs sets the members' PVCs' owners per the retention policy and releases the kept
+// data of discarded members whose time has come: neither needs etcd nor is a step.
+func (r *ClusterReconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	if err := r.ownPVCsPerPolicy(ctx, c, v.pvcs); err != nil {
+		return err
+	}
+	return r.releaseDiscardedData(ctx, c, v)
 }
 
 // sooner is the shorter of two waits, a zero b counting as none.

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,21 +74,7 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 // and the cluster reports its quorum lost.
 func stopWithTheirData(t *testing.T, ns, cluster string, members []etcdv1.MemberSummary) {
 	t.Helper()
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one-pod"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-	if err := k8s.Create(context.Background(), quota); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "the quota counted", func() error {
-		q := &corev1.ResourceQuota{}
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), q); err != nil {
-			return err
-		}
-		if used := q.Status.Used[corev1.ResourcePods]; used.Value() != 3 {
-			return fmt.Errorf("used %v", q.Status.Used)
-		}
-		return nil
-	})
+	podQuota(t, ns, "one-pod", 1, 3)
 	for _, m := range members {
 		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}); err != nil {
 			t.Fatal(err)
@@ -128,25 +113,7 @@ func checkKeptAsDiscarded(t *testing.T, ns string, m etcdv1.MemberSummary) {
 func releaseAfterServing(t *testing.T, ns, cluster string, discarded []etcdv1.MemberSummary) {
 	t.Helper()
 	c := getCluster(t, ns, cluster)
-	available := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-	if available == nil || available.Status != metav1.ConditionTrue {
-		t.Fatalf("Available %+v", available)
-	}
-	since := map[string]time.Time{}
-	var earliest time.Time
-	for _, m := range discarded {
-		kept, err := time.Parse(time.RFC3339, getPVC(t, ns, m.Name).Annotations[etcdv1.AnnotationDiscardedByRecovery])
-		if err != nil {
-			t.Fatal(err)
-		}
-		since[m.Name] = kept
-		if available.LastTransitionTime.After(kept) {
-			since[m.Name] = available.LastTransitionTime.Time
-		}
-		if earliest.IsZero() || since[m.Name].Before(earliest) {
-			earliest = since[m.Name]
-		}
-	}
+	since, earliest := servedSince(t, c, discarded)
 	keep := time.Since(earliest).Truncate(time.Second) + 21*time.Second
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{KeepDiscardedDataSeconds: ptr(int32(keep / time.Second))}
@@ -164,6 +131,48 @@ func releaseAfterServing(t *testing.T, ns, cluster string, discarded []etcdv1.Me
 	for _, m := range discarded {
 		due[m.Name] = since[m.Name].Add(keep)
 	}
+	waitReleasedNotBefore(t, ns, discarded, due)
+	if !eventAbout(t, ns, "DiscardedDataReleased", discarded[0].Name) {
+		t.Errorf("no DiscardedDataReleased event: %v", eventReasons(t, ns))
+	}
+	eventually(t, time.Minute, "DiscardedDataKept gone", func() error {
+		if cond := meta.FindStatusCondition(getCluster(t, ns, cluster).Status.Conditions, etcdv1.ConditionDiscardedDataKept); cond != nil {
+			return fmt.Errorf("DiscardedDataKept %+v", cond)
+		}
+		return nil
+	})
+}
+
+// servedSince is, for each discarded member's kept PVC, the later of its keeping and
+// Available's last turn to True (from which the operator counts), and the earliest of those.
+func servedSince(t *testing.T, c *etcdv1.EtcdCluster, discarded []etcdv1.MemberSummary) (map[string]time.Time, time.Time) {
+	t.Helper()
+	available := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+	if available == nil || available.Status != metav1.ConditionTrue {
+		t.Fatalf("Available %+v", available)
+	}
+	since := map[string]time.Time{}
+	var earliest time.Time
+	for _, m := range discarded {
+		kept, err := time.Parse(time.RFC3339, getPVC(t, c.Namespace, m.Name).Annotations[etcdv1.AnnotationDiscardedByRecovery])
+		if err != nil {
+			t.Fatal(err)
+		}
+		since[m.Name] = kept
+		if available.LastTransitionTime.After(kept) {
+			since[m.Name] = available.LastTransitionTime.Time
+		}
+		if earliest.IsZero() || since[m.Name].Before(earliest) {
+			earliest = since[m.Name]
+		}
+	}
+	return since, earliest
+}
+
+// waitReleasedNotBefore waits until the discarded members' PVCs are gone, and fails if one
+// is seen gone before its due time.
+func waitReleasedNotBefore(t *testing.T, ns string, discarded []etcdv1.MemberSummary, due map[string]time.Time) {
+	t.Helper()
 	var gone []string
 	eventually(t, 2*time.Minute, "the kept PVCs released", func() error {
 		for _, m := range discarded {
@@ -179,15 +188,6 @@ func releaseAfterServing(t *testing.T, ns, cluster string, discarded []etcdv1.Me
 				t.Fatalf("PVC %s deleted at %s, before %s", m.Name, now.UTC().Format(time.RFC3339), due[m.Name].UTC().Format(time.RFC3339))
 			}
 			gone = append(gone, m.Name)
-		}
-		return nil
-	})
-	if !eventAbout(t, ns, "DiscardedDataReleased", discarded[0].Name) {
-		t.Errorf("no DiscardedDataReleased event: %v", eventReasons(t, ns))
-	}
-	eventually(t, time.Minute, "DiscardedDataKept gone", func() error {
-		if cond := meta.FindStatusCondition(getCluster(t, ns, cluster).Status.Conditions, etcdv1.ConditionDiscardedDataKept); cond != nil {
-			return fmt.Errorf("DiscardedDataKept %+v", cond)
 		}
 		return nil
 	})
