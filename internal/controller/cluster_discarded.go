@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // The data a quorum-loss recovery discards is kept, not deleted: a recovery from one member
@@ -191,6 +192,27 @@ func setDiscardedCondition(c *etcdv1.EtcdCluster, cond *metav1.Condition) {
 	}
 	cond.ObservedGeneration = c.Generation
 	meta.SetStatusCondition(&c.Status.Conditions, *cond)
+}
+
+// discardedNamesLive are the names of the kept discarded data before a founding, read from
+// the API server: a recovery from a snapshot marks the old PVCs just before it clears the
+// cluster ID, and a cache that has not seen a mark yet would found a member on that PVC's
+// name. Once founding members exist their names are fixed, and nothing is read.
+func (r *ClusterReconciler) discardedNamesLive(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (map[string]bool, error) {
+	if len(v.members) > 0 {
+		return nil, nil
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.reader().List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		return nil, err
+	}
+	kept := make([]*corev1.PersistentVolumeClaim, 0, len(list.Items))
+	for i := range list.Items {
+		if discardedData(&list.Items[i]) {
+			kept = append(kept, &list.Items[i])
+		}
+	}
+	return discardedNames(kept), nil
 }
 
 // discardedNames are the member names whose data a kept PVC holds: no new member may take

@@ -111,13 +111,17 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		return false, nil
 	}
 	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
-	// Not in a recovery from a snapshot: it deleted the old cluster's PVCs on purpose.
+	// Not in a recovery from a snapshot: it kept the old cluster's PVCs as discarded data.
 	if c.Status.SnapshotRecovery == nil {
 		if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
 			return done, err
 		}
 	}
-	names := foundingNames(c, v.members, foundingCount(c, replicas), discardedNames(v.discarded))
+	taken, err := r.discardedNamesLive(ctx, c, v)
+	if err != nil {
+		return true, err
+	}
+	names := foundingNames(c, v.members, foundingCount(c, replicas), taken)
 	if len(names) == 0 {
 		return false, nil
 	}
