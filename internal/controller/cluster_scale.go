@@ -207,8 +207,11 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
 			return true, nil
 		}
+		// The mark goes with the one that keeps the data as discarded (a recovery's, which the
+		// quorum's return made moot): a member that stays must not lose its data later to it.
 		patch := client.MergeFrom(m.DeepCopy())
 		delete(m.Annotations, AnnotationRemove)
+		delete(m.Annotations, etcdv1.AnnotationDiscardedByRecovery)
 		return true, r.Patch(ctx, m, patch)
 	}
 	return false, nil
