@@ -34,7 +34,10 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 
 	c := getCluster(t, ns, "kept")
 	patch := client.MergeFrom(c.DeepCopy())
-	c.Annotations = map[string]string{controller.AnnotationRecoverFrom: survivor.Name}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[controller.AnnotationRecoverFrom] = survivor.Name
 	if err := k8s.Patch(context.Background(), c, patch); err != nil {
 		t.Fatal(err)
 	}
