@@ -51,6 +51,7 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := waitSettledWithout(t, ns, "kept", 3, discarded, 6*time.Minute)
+	t.Logf("recovered: members %v", memberIDs(after))
 	if after.Status.Voters != 3 || memberIDs(after)[survivor.Name] != survivor.ID {
 		t.Fatalf("after the recovery: %d voters, members %v", after.Status.Voters, memberIDs(after))
 	}
@@ -134,6 +135,7 @@ func releaseAfterServing(t *testing.T, ns, cluster string, discarded []etcdv1.Me
 	for _, m := range discarded {
 		due[m.Name] = since[m.Name].Add(keep)
 	}
+	t.Logf("keepDiscardedDataSeconds %d, set %s after the earliest keeping or serving", int(keep/time.Second), time.Since(earliest).Truncate(time.Second))
 	waitReleasedNotBefore(t, ns, discarded, due)
 	if !eventAbout(t, ns, "DiscardedDataReleased", discarded[0].Name) {
 		t.Errorf("no DiscardedDataReleased event: %v", eventReasons(t, ns))
@@ -190,6 +192,7 @@ func waitReleasedNotBefore(t *testing.T, ns string, discarded []etcdv1.MemberSum
 			if now := time.Now(); now.Before(due[m.Name].Add(-time.Second)) {
 				t.Fatalf("PVC %s deleted at %s, before %s", m.Name, now.UTC().Format(time.RFC3339), due[m.Name].UTC().Format(time.RFC3339))
 			}
+			t.Logf("PVC %s seen gone %s after it was due", m.Name, time.Since(due[m.Name]).Truncate(100*time.Millisecond))
 			gone = append(gone, m.Name)
 		}
 		return nil
