@@ -69,6 +69,9 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 		t.Errorf("no DiscardedDataKept event naming %s: %v", discarded[0].Name, eventReasons(t, ns))
 	}
 	w.stopAndVerify(t, 10) // every acknowledged write, read back through the recovered cluster
+	if out := mustPlugin(t, buildPlugin(t), ns, "discarded", "kept"); !strings.Contains(out, discarded[0].Name) || !strings.Contains(out, discarded[1].ID) {
+		t.Errorf("kubectl etcd discarded kept:\n%s", out)
+	}
 
 	releaseAfterServing(t, ns, "kept", discarded)
 }
