@@ -45,22 +45,14 @@ func discardedOf(pvcs []corev1.PersistentVolumeClaim) []discardedRow {
 func newDiscardedCommand(o *Options) *cobra.Command {
 	var release bool
 	cmd := o.command("discarded CLUSTER", "List the PVCs a quorum-loss recovery kept with the discarded members' data; --delete lets them go",
-		cobra.ExactArgs(1), 0, func(cmd *cobra.Command, args []string) error {
-			k, err := o.kube()
-			if err != nil {
-				return err
-			}
-			c, err := k.Cluster(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
 			list := &corev1.PersistentVolumeClaimList{}
-			if err := k.Client.List(cmd.Context(), list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+			if err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
 				return explainForbidden(err, "list persistentvolumeclaims")
 			}
 			rows := discardedOf(list.Items)
 			if release {
-				return o.deleteDiscarded(cmd.Context(), k, rows)
+				return o.deleteDiscarded(ctx, k, rows)
 			}
 			return o.print(rows, func(w *tabwriter.Writer) {
 				row(w, "PVC\tMEMBER\tMEMBER ID\tKEPT SINCE\n")
@@ -71,7 +63,7 @@ func newDiscardedCommand(o *Options) *cobra.Command {
 					row(w, "\n%s\n", cond.Message)
 				}
 			})
-		})
+		}))
 	cmd.Flags().BoolVar(&release, "delete", false, "delete the kept PVCs (their data is gone for good)")
 	return cmd
 }
