@@ -143,8 +143,12 @@ test-e2e: ## The operator, deployed from config/, on the local cluster; stops th
 	hack/e2e.sh
 
 .PHONY: robustness
-robustness: ## Faults injected while a recorded workload runs; checks linearizability, watches, lost writes (ROBUSTNESS_TRIALS=30 for the long form).
+robustness: ## Faults injected while a recorded workload runs; checks linearizability, watches, lost writes (one fault per scenario; make soak for the long form).
 	hack/robustness.sh
+
+.PHONY: soak
+soak: ## The robustness scenarios' long form, not part of make test: ROBUSTNESS_TRIALS (30) faults per scenario, hours.
+	ROBUSTNESS_TRIALS=$${ROBUSTNESS_TRIALS:-30} hack/robustness.sh
 
 ##@ Benchmarks
 

@@ -2,7 +2,8 @@
 # make robustness: the local cluster, the operator deployed from config/, the robustness
 # scenarios (test/robustness/scenarios: a recorded workload while faults are injected, then
 # linearizability, watch and lost-write checks), and the local cluster stopped again whatever
-# the outcome (KEEP_CLUSTER=1 keeps it). ROBUSTNESS_TRIALS (2) sets the faults per scenario,
+# the outcome (KEEP_CLUSTER=1 keeps it). ROBUSTNESS_TRIALS (1, the short form
+# make test runs; make soak runs 30) sets the faults per scenario,
 # ROBUSTNESS_SEED replays a run, ROBUSTNESS_SCENARIOS picks scenarios (comma-separated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
 CGO_ENABLED=0 go build -o bin/robustness ./test/robustness/scenarios
 
-flags=(-trials "${ROBUSTNESS_TRIALS:-2}")
+flags=(-trials "${ROBUSTNESS_TRIALS:-1}")
 if [ -n "${ROBUSTNESS_SEED:-}" ]; then
   flags+=(-seed "$ROBUSTNESS_SEED")
 fi

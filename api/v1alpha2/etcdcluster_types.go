@@ -514,6 +514,10 @@ const (
 	// discarded (annotation discarded-by-recovery): the message names them and when they go.
 	// Absent when there are none.
 	ConditionDiscardedDataKept = "DiscardedDataKept"
+	// ConditionReconcileSuspended is True while the cluster has the annotation
+	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
+	// (reason ReconcileSuspended); absent otherwise.
+	ConditionReconcileSuspended = "ReconcileSuspended"
 )
 
 // MemberRole is a member's place in the raft group.

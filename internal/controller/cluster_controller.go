@@ -143,13 +143,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !cluster.DeletionTimestamp.IsZero() {
-		r.forgetCluster(req.NamespacedName)
-		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
-		// retained are released first.
-		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
-	}
-	if err := r.ensureMarks(ctx, cluster); err != nil {
+	if done, err := r.beforeLook(ctx, req, cluster); done || err != nil {
 		return ctrl.Result{}, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
@@ -220,6 +214,25 @@ func sooner(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// beforeLook is what comes before any look at the cluster: its deletion, a suspension, the
+// marks every step needs. True when the reconcile ends there.
+func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster) (bool, error) {
+	if !c.DeletionTimestamp.IsZero() {
+		r.forgetCluster(req.NamespacedName)
+		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
+		// retained are released first.
+		return true, r.finalizeCluster(ctx, c)
+	}
+	if c.ReconcileSuspended() {
+		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
+		return true, r.setCondition(ctx, c, suspendedCondition())
+	}
+	if err := r.dropSuspendedCondition(ctx, c); err != nil {
+		return true, err
+	}
+	return false, r.ensureMarks(ctx, c)
 }
 
 // lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready

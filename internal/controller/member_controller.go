@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -67,6 +68,9 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if cluster == nil {
 		return ctrl.Result{}, nil // the cluster is gone; garbage collection takes the member
 	}
+	if cluster.ReconcileSuspended() {
+		return ctrl.Result{}, nil // hands off until the annotation goes, which wakes every member
+	}
 	if m.AdoptionPending() {
 		return ctrl.Result{}, nil // another operator's member: its Pod runs on untouched until adopted
 	}
@@ -115,11 +119,19 @@ func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// start is replaced at once (replaceStuckPod). Status writes, the most of the
 		// cluster's changes, leave its generation alone and wake no member.
 		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.membersOfCluster),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, suspensionChanged))).
 		Named("etcdmember").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
+
+// suspensionChanged passes a change of the cluster's suspend annotation: its removal must wake
+// the members the operator left alone meanwhile.
+var suspensionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*etcdv1.EtcdCluster)
+	cur, ok2 := e.ObjectNew.(*etcdv1.EtcdCluster)
+	return ok1 && ok2 && old.ReconcileSuspended() != cur.ReconcileSuspended()
+}}
 
 // cluster is the member's EtcdCluster, nil when it is gone or going.
 func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*etcdv1.EtcdCluster, error) {

@@ -31,6 +31,32 @@ func readThrough(t *testing.T, ip, prefix string) int {
 	return countKeys(t, cli, prefix)
 }
 
+// suspendReconcile sets or removes the cluster's suspend-reconcile annotation and waits until
+// the operator says (the ReconcileSuspended condition) that it has seen it: from then on
+// neither the cluster's nor its members' reconciles act on what the test does.
+func suspendReconcile(t *testing.T, ns, name string, on bool) {
+	t.Helper()
+	c := getCluster(t, ns, name)
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	delete(c.Annotations, etcdv1.AnnotationSuspendReconcile)
+	if on {
+		c.Annotations[etcdv1.AnnotationSuspendReconcile] = "true"
+	}
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, fmt.Sprintf("ReconcileSuspended present: %v", on), func() error {
+		cond := meta.FindStatusCondition(getCluster(t, ns, name).Status.Conditions, etcdv1.ConditionReconcileSuspended)
+		if (cond != nil && cond.Status == metav1.ConditionTrue) != on {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+}
+
 // destroy deletes members' Pods at once (no grace) and their PVCs, and waits until the PVCs
 // are gone: their data is lost.
 func destroy(t *testing.T, ns string, names ...string) {
@@ -59,8 +85,8 @@ func destroy(t *testing.T, ns string, names ...string) {
 // cannot replace the first before the second goes: the cluster has no quorum and stays so
 // until a person asks for a recovery from the survivor. Then it is back to 3 voters under the
 // same cluster ID with the survivor's member ID, and every write the survivor had is there.
-// The operator is stopped and started: not parallel.
 func TestRecoveryFromTheSurvivorOfThree(t *testing.T) {
+	t.Parallel()
 	ns, before, w := loadedCluster(t, "lost", 3)
 	w.stopAndVerify(t, 10)
 	survivor := before.Status.Members[0]
@@ -125,10 +151,11 @@ func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int {
 // written: the cluster has no quorum until a person asks, through kubectl etcd, for a
 // recovery from the snapshot. Then every member's data is replaced by the snapshot's: every
 // key written before the snapshot is there, none written after it, the cluster has a new
-// cluster ID and is back to 3 voters. The members are destroyed while the operator is down,
-// as in TestRecoveryFromTheSurvivorOfThree (a running operator replaces the first before the
-// second goes, and the quorum holds): not parallel.
+// cluster ID and is back to 3 voters. The members are destroyed while the operator leaves the
+// cluster alone, as in TestRecoveryFromTheSurvivorOfThree (a running operator replaces the
+// first before the second goes, and the quorum holds).
 func TestRecoveryFromASnapshot(t *testing.T) {
+	t.Parallel()
 	ns, bucket := s3Namespace(t)
 	createCluster(t, ns, "snaplost", 3)
 	before := waitSettled(t, ns, "snaplost", 3, 4*time.Minute)
@@ -186,14 +213,15 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	}
 }
 
-// loseTwoOfThree destroys the second and third members (Pods and PVCs) while the operator is
-// down, so that it cannot replace the first before the second goes, and waits for the
-// cluster to report QuorumLost with a message containing what.
+// loseTwoOfThree destroys the second and third members (Pods and PVCs) while the operator
+// leaves the cluster alone (the suspend-reconcile annotation), so that it cannot replace the
+// first before the second goes, and waits for the cluster to report QuorumLost with a message
+// containing what once it is handed back.
 func loseTwoOfThree(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster, what string) {
 	t.Helper()
-	setOperatorReplicas(t, 0)
+	suspendReconcile(t, ns, cluster, true)
 	destroy(t, ns, before.Status.Members[1].Name, before.Status.Members[2].Name)
-	setOperatorReplicas(t, 1)
+	suspendReconcile(t, ns, cluster, false)
 	eventually(t, 3*time.Minute, "QuorumLost: "+what, func() error {
 		av := meta.FindStatusCondition(getCluster(t, ns, cluster).Status.Conditions, etcdv1.ConditionAvailable)
 		if av == nil || av.Reason != "QuorumLost" || !strings.Contains(av.Message, what) {
@@ -206,8 +234,9 @@ func loseTwoOfThree(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster
 // spec.quorumLoss RecoverFromMostAdvancedMember with a short grace period: two of three
 // members destroyed, nobody asks, and once the grace period has passed the operator recovers
 // from the survivor by itself: same cluster ID, the survivor's member ID, 3 voters, and every
-// write the survivor had applied. The operator is stopped and started: not parallel.
+// write the survivor had applied.
 func TestAutomaticRecoveryFromTheMostAdvancedMember(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "autolost", Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
 		Replicas: ptr(int32(3)), Version: etcdVersion,

@@ -26,7 +26,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.IntVar(&o.trials, "trials", 2, "faults injected per scenario")
+	flag.IntVar(&o.trials, "trials", 1, "faults injected per scenario (at least what a scenario needs to cover its steps)")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of every random choice; printed, so that a run can be replayed")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenario names (default: all)")
 	flag.IntVar(&o.clients, "clients", 3, "workload clients")
@@ -53,7 +53,7 @@ func run(ctx context.Context, o options) ([]row, error) {
 	var rows []row
 	for i, s := range selected(o.scenarios) {
 		seed := o.seed + uint64(i)
-		logf("scenario %s: %d trials, seed %d", s.name, o.trials, seed)
+		logf("scenario %s: %d trials, seed %d", s.name, s.trials(o.trials), seed)
 		r, err := e.runScenario(ctx, s, o, seed)
 		rows = append(rows, r)
 		if err != nil {

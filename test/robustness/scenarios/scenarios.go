@@ -25,6 +25,9 @@ type scenario struct {
 	version string
 	// maxTrials caps the trials of a scenario whose steps run out (0: no cap).
 	maxTrials int
+	// minTrials is the least a scenario needs to cover what it is for (the upgrade's minor
+	// and patch steps), whatever the trials asked for.
+	minTrials int
 	// tls: certificates from cert-manager on both ports, mutual TLS for the workload too.
 	tls bool
 	// quorumLoss is the cluster's spec.quorumLoss (nil: Manual).
@@ -50,7 +53,7 @@ var allScenarios = []scenario{
 	{name: "data-loss", start: 3, trial: dataLossTrial},
 	{name: "rolling", start: 3, trial: rollingTrial},
 	{name: "apiserver-restart", start: 3, trial: apiServerRestartTrial},
-	{name: "upgrade", start: 3, trial: upgradeTrial, version: upgradeStart, maxTrials: len(upgradePath)},
+	{name: "upgrade", start: 3, trial: upgradeTrial, version: upgradeStart, minTrials: len(upgradePath), maxTrials: len(upgradePath)},
 	{name: "snapshot", start: 3, trial: snapshotTrial},
 	{name: "defrag", start: 3, trial: defragTrial},
 	{name: "tls-renewal", start: 3, trial: renewalTrial, tls: true},
@@ -62,6 +65,7 @@ var allScenarios = []scenario{
 
 // trials is how many trials s runs when asked for n.
 func (s scenario) trials(n int) int {
+	n = max(n, s.minTrials)
 	if s.maxTrials > 0 {
 		return min(n, s.maxTrials)
 	}
