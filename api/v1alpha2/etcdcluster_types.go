@@ -174,6 +174,17 @@ type QuorumLossPolicy struct {
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
+
+	// KeepDiscardedDataSeconds is how long the data of the members a quorum-loss recovery
+	// discards (from a member or from an EtcdSnapshot, asked by a person or by the policy) is
+	// kept once the recovered cluster serves: each such PVC, annotated
+	// etcd-operator.cozystack.io/discarded-by-recovery, is deleted by the operator once
+	// Available has been True without a break for this long, counted from the time it was
+	// kept at the earliest. Absent: kept until a person deletes it (kubectl delete pvc). The
+	// condition DiscardedDataKept names the kept PVCs and when they go.
+	// +kubebuilder:validation:Minimum=10
+	// +optional
+	KeepDiscardedDataSeconds *int32 `json:"keepDiscardedDataSeconds,omitempty"`
 }
 
 // PVCRetentionAction is what becomes of the members' PVCs.
@@ -499,6 +510,10 @@ const (
 	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
 	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
 	ConditionVolumesResized = "VolumesResized"
+	// ConditionDiscardedDataKept is True while PVCs hold data a quorum-loss recovery
+	// discarded (annotation discarded-by-recovery): the message names them and when they go.
+	// Absent when there are none.
+	ConditionDiscardedDataKept = "DiscardedDataKept"
 	// ConditionReconcileSuspended is True while the cluster has the annotation
 	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
 	// (reason ReconcileSuspended); absent otherwise.

@@ -143,20 +143,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !cluster.DeletionTimestamp.IsZero() {
-		r.forgetCluster(req.NamespacedName)
-		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
-		// retained are released first.
-		return ctrl.Result{}, r.finalizeCluster(ctx, cluster)
-	}
-	if cluster.ReconcileSuspended() {
-		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
-		return ctrl.Result{}, r.setCondition(ctx, cluster, suspendedCondition())
-	}
-	if err := r.dropSuspendedCondition(ctx, cluster); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.ensureMarks(ctx, cluster); err != nil {
+	if done, err := r.beforeLook(ctx, req, cluster); done || err != nil {
 		return ctrl.Result{}, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
@@ -174,7 +161,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	defer r.closeView(req.NamespacedName, view)
-	if err := r.ownPVCsPerPolicy(ctx, cluster, view.pvcs); err != nil {
+	if err := r.tendPVCs(ctx, cluster, view); err != nil {
 		return ctrl.Result{}, err
 	}
 	// etcd drops a membership change that overlaps another; a deadline turns that silence
@@ -209,7 +196,43 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// again soon to record its effect and take the next step.
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.lookAgainAfter(cluster, view)}, nil
+	return ctrl.Result{RequeueAfter: sooner(r.lookAgainAfter(cluster, view), view.discardedRetry)}, nil
+}
+
+// tendPVCs sets the members' PVCs' owners per the retention policy and releases the kept
+// data of discarded members whose time has come: neither needs etcd nor is a step.
+func (r *ClusterReconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+	if err := r.ownPVCsPerPolicy(ctx, c, v.pvcs); err != nil {
+		return err
+	}
+	return r.releaseDiscardedData(ctx, c, v)
+}
+
+// sooner is the shorter of two waits, a zero b counting as none.
+func sooner(a, b time.Duration) time.Duration {
+	if b > 0 && b < a {
+		return b
+	}
+	return a
+}
+
+// beforeLook is what comes before any look at the cluster: its deletion, a suspension, the
+// marks every step needs. True when the reconcile ends there.
+func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster) (bool, error) {
+	if !c.DeletionTimestamp.IsZero() {
+		r.forgetCluster(req.NamespacedName)
+		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
+		// retained are released first.
+		return true, r.finalizeCluster(ctx, c)
+	}
+	if c.ReconcileSuspended() {
+		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
+		return true, r.setCondition(ctx, c, suspendedCondition())
+	}
+	if err := r.dropSuspendedCondition(ctx, c); err != nil {
+		return true, err
+	}
+	return false, r.ensureMarks(ctx, c)
 }
 
 // lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready

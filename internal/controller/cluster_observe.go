@@ -43,6 +43,13 @@ type clusterView struct {
 	// member list they say where each member's data lives and whether it is still there.
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pods map[string]*corev1.Pod
+	// discarded are the PVCs that hold the data of members a quorum-loss recovery
+	// discarded: kept, but no member's, so they are not in pvcs (cluster_discarded.go).
+	discarded []*corev1.PersistentVolumeClaim
+	// discardedCondition is the DiscardedDataKept condition releaseDiscardedData decided
+	// (nil: none kept), and discardedRetry when the next kept PVC is due (0: none).
+	discardedCondition *metav1.Condition
+	discardedRetry     time.Duration
 	// alarms are etcd's alarms, listed once per reconcile for both the replacement of a
 	// corrupt member and the Alarm condition; alarmsKnown is false when they could not be read.
 	alarms      []etcd.Alarm

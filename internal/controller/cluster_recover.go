@@ -20,7 +20,7 @@ import (
 // AnnotationRecoverFrom on an EtcdCluster that lost its quorum asks the operator to rebuild
 // it from the named member: that member starts as a new one-member cluster from its own data
 // (etcd's --force-new-cluster, same cluster ID), every other member is removed and its data
-// discarded, and scaling adds new members as learners up to spec.replicas. Only a person sets
+// discarded (its PVC kept, no member's: etcdv1.AnnotationDiscardedByRecovery), and scaling adds new members as learners up to spec.replicas. Only a person sets
 // it: the operator never recovers on its own, and refuses unless the named member answers and
 // no answering member has applied more.
 const AnnotationRecoverFrom = "etcd-operator.cozystack.io/recover-from"
@@ -85,7 +85,7 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 	}
 	sort.Strings(plan.discard)
 	plan.key = fmt.Sprintf("%s%d", RecoveryKeyPrefix(requested), src.status.Revision)
-	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded and new members are added as learners",
+	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded (their PVCs kept, no member's, until deleted) and new members are added as learners under new names",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
 }
@@ -147,8 +147,8 @@ func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) rec
 // recoverQuorum carries out a requested recovery while etcd has no quorum, one act per
 // reconcile, each looked for before it is done so that a crash repeats nothing: say what will
 // be lost (status and a Warning event) and go no further in that reconcile; then remove every
-// other member (the removal mark: their finalizers take them out of etcd and delete their
-// PVCs once the new cluster answers); then stop their Pods; then mark the source; then
+// other member (the removal mark and the discarded mark: their finalizers keep their PVCs as
+// discarded data, and take them out of etcd once the new cluster answers); then stop their Pods; then mark the source; then
 // restart its Pod with --force-new-cluster.
 func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	requested := c.Annotations[AnnotationRecoverFrom]
@@ -197,8 +197,10 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, plan recoveryPlan) (string, error) {
 	for _, m := range v.members {
 		if m.Name != plan.source && m.DeletionTimestamp.IsZero() {
-			r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s", m.Name, plan.source)
-			return "removed member " + m.Name, r.markAndDelete(ctx, c, m, failpoint.AfterRemovalMark)
+			r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s; its PVC is kept, no member's, until deleted (%s)", m.Name, plan.source, etcdv1.AnnotationDiscardedByRecovery)
+			// Removed as any member is, and its data kept rather than deleted (the second
+			// mark): it has what the recovery gives up.
+			return "removed member " + m.Name, r.markWithAndDelete(ctx, c, m, failpoint.AfterRemovalMark, AnnotationRemove, etcdv1.AnnotationDiscardedByRecovery)
 		}
 	}
 	if pod := unstoppedPod(v, plan.source); pod != nil {
@@ -242,7 +244,7 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 // every container and will start none), or the Pod object gone, which the kubelet deletes once
 // its containers are gone (Kubernetes does the same for the Pods of a node a person fenced
 // with the out-of-service taint). Their EtcdMembers are going by then, so nothing recreates
-// these Pods, and their PVCs stay until the new cluster answers (the removal finalizer).
+// these Pods, and their PVCs are kept as discarded data (the removal finalizer).
 func unstoppedPod(v *clusterView, source string) *corev1.Pod {
 	names := make([]string, 0, len(v.pods))
 	for name := range v.pods {

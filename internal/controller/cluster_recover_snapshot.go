@@ -21,7 +21,8 @@ import (
 
 // AnnotationRecoverFromSnapshot on an EtcdCluster that lost its quorum asks the operator to
 // rebuild it from the named EtcdSnapshot: every member is stopped and its data discarded
-// (EtcdMembers and PVCs deleted), and the cluster bootstraps again from one member that
+// (EtcdMembers deleted, PVCs kept as discarded data: etcdv1.AnnotationDiscardedByRecovery),
+// and the cluster bootstraps again, under new member names, from one member that
 // restores the snapshot (a new cluster ID), the others joining as learners. Only a person
 // sets it; it is refused while etcd has a quorum.
 const AnnotationRecoverFromSnapshot = specs.AnnotationRecoverFromSnapshot
@@ -89,7 +90,7 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	}
 	plan.key = snapshotRecoveryKey(s.Name, s.Status.Revision)
 	names := slices.SortedFunc(slices.Values(in.names), byOrdinal)
-	plan.loss = fmt.Sprintf("%s (taken from member %s of etcd cluster %s): writes after revision %d are lost; the members have: %s; the data of every member [%s] is discarded (PVCs deleted, new ones created) and the cluster comes back under a new cluster ID, one member restored from the snapshot, the others joining as learners",
+	plan.loss = fmt.Sprintf("%s (taken from member %s of etcd cluster %s): writes after revision %d are lost; the members have: %s; the data of every member [%s] is discarded (their PVCs kept, no member's, until deleted; new members under new names) and the cluster comes back under a new cluster ID, one member restored from the snapshot, the others joining as learners",
 		plan.key, s.Status.Member, s.Status.ClusterID, s.Status.Revision, memberRevisions(in.survivors, s.Status.Revision), strings.Join(names, ", "))
 	plan.record.Loss = plan.loss
 	return plan
@@ -285,7 +286,7 @@ func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdClu
 		if m.Annotations[AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.markWithAndDelete(ctx, c, m, AnnotationDiscard, failpoint.AfterDiscardMark); err != nil {
+		if err := r.markWithAndDelete(ctx, c, m, failpoint.AfterDiscardMark, AnnotationDiscard); err != nil {
 			return "", err
 		}
 		r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
@@ -294,9 +295,10 @@ func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdClu
 	return "", nil
 }
 
-// discardLeftovers deletes a PVC of the cluster that no member took with it, or says what is
-// still going; "" when nothing is left. Read live: a PVC with the old cluster's data must be
-// gone before a member of its name is created again, or that member would start on it.
+// discardLeftovers keeps a PVC of the cluster that no member took with it as discarded data
+// (markDiscarded), or says what is still going; "" when nothing is left. Read live: a PVC
+// with the old cluster's data must be marked before the new members are named (foundingNames
+// skips the names of kept PVCs), or a member of its name would start on it.
 func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
 	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}}
 	pvcs := &corev1.PersistentVolumeClaimList{}
@@ -306,18 +308,20 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 	var left []string
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
-		if !pvcOfCluster(pvc, c) {
-			continue // labelled as ours, but not ours to delete (pvcOfCluster)
+		if !pvcOfCluster(pvc, c) || discardedData(pvc) {
+			continue // labelled as ours, but not ours to touch (pvcOfCluster); or kept already
 		}
 		left = append(left, "PVC "+pvc.Name)
 		if !pvc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+		patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		markDiscarded(c, pvc, r.now())
+		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
 			return "", err
 		}
-		r.event(c, corev1.EventTypeWarning, "RecoveryDeletesData", "RecoverQuorum", "deleted PVC %s: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, rec.Snapshot)
-		return "deleted PVC " + pvc.Name, nil
+		r.event(c, corev1.EventTypeWarning, "RecoveryKeepsData", "RecoverQuorum", "kept PVC %s as discarded data (%s), no member's: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, etcdv1.AnnotationDiscardedByRecovery, rec.Snapshot)
+		return "kept PVC " + pvc.Name + " as discarded data", nil
 	}
 	pods := &corev1.PodList{}
 	if err := r.reader().List(ctx, pods, sel...); err != nil {

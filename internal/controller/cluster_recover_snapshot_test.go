@@ -145,8 +145,9 @@ func (h *harness) count(list client.ObjectList) int {
 }
 
 // A recovery from a snapshot: the loss is stated before anything, then recorded, then every
-// member, Pod and PVC goes, then one member restores the snapshot under a new token, and once
-// the new cluster answers the request and the record go and scaling adds the others.
+// member and Pod goes and every PVC is kept as discarded data, then one member, under a name
+// no kept PVC has, restores the snapshot under a new token, and once the new cluster answers
+// the request and the record go and scaling adds the others.
 func TestRecoveryFromSnapshot(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	oldToken := h.clusterObj().Status.ClusterToken
@@ -176,7 +177,7 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 }
 
 // A PVC that carries the cluster's label but is not the data of one of its members (another
-// manager's) is not the recovery's to delete, and does not hold the recovery up.
+// manager's) is not the recovery's to touch, and does not hold the recovery up.
 func TestRecoveryFromSnapshotLeavesAPVCThatIsNotOurs(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-cache", Namespace: "ns",
@@ -195,13 +196,19 @@ func TestRecoveryFromSnapshotLeavesAPVCThatIsNotOurs(t *testing.T) {
 	if err := h.api.List(context.Background(), list, client.InNamespace("ns")); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != 1 || list.Items[0].UID != foreign.UID {
-		t.Fatalf("PVCs after the recovery: %v, want only the foreign db-cache", list.Items)
+	for _, pvc := range list.Items {
+		if pvc.Name == "db-cache" && (pvc.UID != foreign.UID || discardedData(&pvc)) {
+			t.Fatalf("the foreign PVC was touched: %+v", pvc.ObjectMeta)
+		}
+	}
+	if len(list.Items) != 4 {
+		t.Fatalf("%d PVCs after the recovery, want the foreign one and the three kept", len(list.Items))
 	}
 }
 
-// checkOldClusterCleared reconciles until the cluster ID is cleared: no member, Pod or PVC of
-// the old cluster is left, and the token is new.
+// checkOldClusterCleared reconciles until the cluster ID is cleared: no member or Pod of the
+// old cluster is left, every PVC of it is kept as discarded data owned by nothing, and the
+// token is new.
 func (h *harness) checkOldClusterCleared(oldToken string) {
 	t := h.t
 	t.Helper()
@@ -214,8 +221,10 @@ func (h *harness) checkOldClusterCleared(oldToken string) {
 	if n := h.countOfCluster(&corev1.PodList{}); n != 0 {
 		t.Fatalf("%d Pods left of the old cluster", n)
 	}
-	if n := h.countOfCluster(&corev1.PersistentVolumeClaimList{}); n != 0 {
-		t.Fatalf("%d PVCs left of the old cluster", n)
+	for _, name := range []string{"db-1", "db-2", "db-3"} {
+		if pvc := h.pvc(name); pvc == nil || !discardedData(pvc) || len(pvc.OwnerReferences) != 0 {
+			t.Fatalf("PVC %s of the old cluster not kept as discarded data: %+v", name, pvc)
+		}
 	}
 }
 
@@ -226,7 +235,7 @@ func (h *harness) checkRestoringSeed(oldToken string) {
 	t.Helper()
 	h.reconcile()
 	ms := h.members()
-	if len(ms) != 1 || ms[0].Name != "db-1" || ms[0].Spec.Bootstrap.Restore == nil || ms[0].Spec.Bootstrap.Restore.Source.S3.Key != "db/snap.db" ||
+	if len(ms) != 1 || ms[0].Name != "db-4" || ms[0].Spec.Bootstrap.Restore == nil || ms[0].Spec.Bootstrap.Restore.Source.S3.Key != "db/snap.db" ||
 		ms[0].Spec.Bootstrap.ClusterToken == oldToken {
 		t.Fatalf("founding members %v: %+v", names(ms), ms[0].Spec.Bootstrap)
 	}
@@ -247,7 +256,7 @@ func (h *harness) finishSnapshotRecoveryWith(clusterID uint64) {
 	// The restored member forms a new cluster.
 	h.etcd = etcdfake.New()
 	h.etcd.SetClusterID(clusterID)
-	h.etcd.SeedMember("db-1", specs.PeerURL(h.clusterObj(), "db-1"), specs.ClientURL(h.clusterObj(), "db-1"))
+	h.etcd.SeedMember("db-4", specs.PeerURL(h.clusterObj(), "db-4"), specs.ClientURL(h.clusterObj(), "db-4"))
 	h.reconcile() // the request goes
 	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFromSnapshot]; ok {
 		t.Fatal("the request outlived the recovery")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,9 +90,11 @@ func (r *ClusterReconciler) memberFromPVC(ctx context.Context, c *etcdv1.EtcdClu
 	return m, r.Status().Patch(ctx, m, patch)
 }
 
-// rebuildable: the PVC holds a member's data of this very cluster.
+// rebuildable: the PVC holds a member's data of this very cluster. Not the data of a member a
+// recovery discarded: a recovery from a member keeps the cluster ID, so that member would
+// come back into the recovered cluster under its old ID, with the old membership in its data.
 func rebuildable(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
-	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[specs.AnnotationMemberID] == "" {
+	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[specs.AnnotationMemberID] == "" || discardedData(pvc) {
 		return false
 	}
 	cid := pvc.Annotations[specs.AnnotationClusterID]
@@ -155,20 +158,23 @@ func (r *ClusterReconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdClus
 // markAndDelete marks a member for removal and deletes its EtcdMember; only with the mark
 // does its finalizer take it out of etcd and delete its PVC. step is the failpoint between.
 func (r *ClusterReconciler) markAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, step string) error {
-	return r.markWithAndDelete(ctx, c, m, AnnotationRemove, step)
+	return r.markWithAndDelete(ctx, c, m, step, AnnotationRemove)
 }
 
-// markWithAndDelete sets the annotation mark to "true" on a member, unless it is there, then
-// deletes its EtcdMember: the mark tells its finalizer what becomes of the member, so it is
-// written first, and a crash between the two (step is the failpoint there) leaves a marked
-// member that the next look deletes. Deleting a member already going changes nothing.
-func (r *ClusterReconciler) markWithAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, mark, step string) error {
-	if m.Annotations[mark] != "true" {
+// markWithAndDelete sets each annotation of marks to "true" on a member, in one write unless
+// they are all there, then deletes its EtcdMember: the marks tell its finalizer what becomes
+// of the member, so they are written first, and a crash between the two (step is the
+// failpoint there) leaves a marked member that the next look deletes. Deleting a member
+// already going changes nothing.
+func (r *ClusterReconciler) markWithAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, step string, marks ...string) error {
+	if slices.ContainsFunc(marks, func(mark string) bool { return m.Annotations[mark] != "true" }) {
 		patch := client.MergeFrom(m.DeepCopy())
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
-		m.Annotations[mark] = "true"
+		for _, mark := range marks {
+			m.Annotations[mark] = "true"
+		}
 		if err := r.Patch(ctx, m, patch); err != nil {
 			return err
 		}
@@ -195,7 +201,7 @@ func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster,
 		return nil, err
 	}
 	id := pvc.Annotations[specs.AnnotationMemberID]
-	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) {
+	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) || discardedData(pvc) {
 		return nil, nil
 	}
 	return pvc, nil

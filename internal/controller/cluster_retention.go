@@ -156,7 +156,8 @@ func releasePVC(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pv
 }
 
 // retainedPVCs are PVCs kept from an earlier cluster of this name: no owner, this cluster's
-// label, and the member ID the member recorded on them. Sorted by name.
+// label, and the member ID the member recorded on them; not the data of members a recovery
+// discarded, which is no member's. Sorted by name.
 func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster) ([]corev1.PersistentVolumeClaim, error) {
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
@@ -165,7 +166,7 @@ func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdClus
 	var out []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
 		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[specs.AnnotationMemberID] != "" &&
-			(pvc.Labels[specs.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() {
+			(pvc.Labels[specs.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() && !discardedData(&pvc) {
 			out = append(out, pvc)
 		}
 	}
@@ -322,12 +323,17 @@ func firstKey(m map[string]bool) string {
 
 // keepPVCOfDeletedCluster is the member finalizer's part of whenDeleted Retain: when the
 // member goes because its cluster is being deleted (a foreground deletion removes members
-// first), its PVC is released before garbage collection can take it.
+// first), its PVC is released before garbage collection can take it. A member a quorum-loss
+// recovery was discarding keeps its PVC as discarded data under either policy: the salvage
+// copy is not the cluster's data, and goes only when a person deletes it.
 func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); err != nil {
 		// Gone: its own finalizer released the PVCs first, if it was to keep them.
 		return client.IgnoreNotFound(err)
+	}
+	if m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true" || m.Annotations[AnnotationDiscard] == "true" {
+		return r.keepDiscardedPVC(ctx, c, m)
 	}
 	if !retainsPVCs(c) {
 		return nil

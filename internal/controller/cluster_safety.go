@@ -42,7 +42,16 @@ func (r *ClusterReconciler) observeObjects(ctx context.Context, c *etcdv1.EtcdCl
 		return err
 	}
 	v.pvcs = map[string]*corev1.PersistentVolumeClaim{}
+	v.discarded = nil
 	for i := range pvcs.Items {
+		if discardedData(&pvcs.Items[i]) {
+			// Kept data is no member's; only the operator's own (pvcOfCluster) is reported
+			// and, by the policy, released.
+			if pvcOfCluster(&pvcs.Items[i], c) {
+				v.discarded = append(v.discarded, &pvcs.Items[i])
+			}
+			continue
+		}
 		v.pvcs[pvcMember(&pvcs.Items[i])] = &pvcs.Items[i]
 	}
 	pods := &corev1.PodList{}

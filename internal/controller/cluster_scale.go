@@ -129,10 +129,12 @@ func (r *ClusterReconciler) viewHasEveryMember(ctx context.Context, c *etcdv1.Et
 // freeName is the lowest ordinal whose name no EtcdMember, etcd member or PVC still uses, so
 // a name is never reused while an old member's data exists.
 func (r *ClusterReconciler) freeName(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, error) {
+	discarded := discardedNames(v.discarded)
 	for i := 1; ; i++ {
 		name := specs.MemberName(c.Name, i)
-		// A Pod of that name may be a replaced member's, still terminating.
-		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) || v.pods[name] != nil {
+		// A Pod of that name may be a replaced member's, still terminating; discarded data
+		// kept under another PVC name (an adopted member's) keeps its member's name too.
+		if memberNamed(v.members, name) != nil || v.etcdMemberNamed(name) || v.pods[name] != nil || discarded[name] {
 			continue
 		}
 		// Read live: the cache holds only PVCs with the operator's label, and a PVC of that
@@ -205,8 +207,11 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
 			return true, nil
 		}
+		// The mark goes with the one that keeps the data as discarded (a recovery's, which the
+		// quorum's return made moot): a member that stays must not lose its data later to it.
 		patch := client.MergeFrom(m.DeepCopy())
 		delete(m.Annotations, AnnotationRemove)
+		delete(m.Annotations, etcdv1.AnnotationDiscardedByRecovery)
 		return true, r.Patch(ctx, m, patch)
 	}
 	return false, nil

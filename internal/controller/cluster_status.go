@@ -46,6 +46,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(c, v)
+	setDiscardedCondition(c, v.discardedCondition)
 	if v.volumes != nil {
 		v.volumes.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)

@@ -111,13 +111,17 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		return false, nil
 	}
 	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
-	// Not in a recovery from a snapshot: it deleted the old cluster's PVCs on purpose.
+	// Not in a recovery from a snapshot: it kept the old cluster's PVCs as discarded data.
 	if c.Status.SnapshotRecovery == nil {
 		if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
 			return done, err
 		}
 	}
-	names := foundingNames(c, v.members, foundingCount(c, replicas))
+	taken, err := r.discardedNamesLive(ctx, c, v)
+	if err != nil {
+		return true, err
+	}
+	names := foundingNames(c, v.members, foundingCount(c, replicas), taken)
 	if len(names) == 0 {
 		return false, nil
 	}
@@ -176,7 +180,7 @@ func (r *ClusterReconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdC
 
 // foundingNames are the members of the first bootstrap: from an existing founding member's
 // initial cluster, or chosen now.
-func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int) []string {
+func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int, taken map[string]bool) []string {
 	for _, m := range members {
 		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
 			var names []string
@@ -189,9 +193,13 @@ func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas
 	if len(members) > 0 {
 		return nil // members exist that joined an existing cluster: this is no first bootstrap
 	}
+	// A name whose PVC holds discarded data (a recovery from a snapshot keeps the old
+	// members' PVCs) is skipped: a member of that name would start on that PVC.
 	names := make([]string, 0, replicas)
-	for i := 1; i <= replicas; i++ {
-		names = append(names, specs.MemberName(c.Name, i))
+	for i := 1; len(names) < replicas; i++ {
+		if name := specs.MemberName(c.Name, i); !taken[name] {
+			names = append(names, name)
+		}
 	}
 	return names
 }

@@ -160,9 +160,10 @@ func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, f
 }
 
 // finalize lets a member go. Deliberate removal: out of etcd first (leadership handed over if
-// it leads), then the PVC. Cluster deletion: nothing to ask etcd, everything goes. Deletion by
-// hand: the PVC is handed to the cluster so the data survives, and the cluster recreates the
-// member.
+// it leads), then the PVC. A member a quorum-loss recovery discards: its PVC is kept as
+// discarded data (keepDiscardedPVC), no member's. Cluster deletion: nothing to ask etcd,
+// everything goes. Deletion by hand: the PVC is handed to the cluster so the data survives,
+// and the cluster recreates the member.
 func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(m, memberFinalizer) {
 		return ctrl.Result{}, nil
@@ -177,20 +178,12 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 	case m.Annotations[AnnotationDiscard] == "true":
 		// The whole etcd cluster is replaced (a recovery from a snapshot): there is no quorum
 		// to remove the member with, and the cluster it belongs to will not exist.
-		if err := r.deletePVC(ctx, cluster, m); err != nil {
+		if err := r.keepDiscardedPVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
 	case m.Annotations[AnnotationRemove] == "true":
-		if err := r.removeFromEtcd(ctx, cluster, m); err != nil {
-			reason := "RemoveFailed"
-			if errors.Is(err, errRemovalRefused) {
-				reason = "RemoveRefused"
-			}
-			r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-		}
-		if err := r.deletePVC(ctx, cluster, m); err != nil {
-			return ctrl.Result{}, err
+		if again, err := r.removeAndLetDataGo(ctx, cluster, m); again || err != nil {
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 		}
 	default:
 		if err := r.rescuePVC(ctx, cluster, m); err != nil {
@@ -243,6 +236,31 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 		r.clusterEvent(c, m, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
+}
+
+// removeAndLetDataGo is a deliberate removal: the member out of etcd, then its PVC deleted,
+// or, for a member a quorum-loss recovery discards, kept as discarded data, and that first:
+// it needs no etcd, whose new cluster may take long to answer, and the data is safe from
+// then on whatever happens to the cluster. True when the removal is to be tried again.
+func (r *MemberReconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+	discarded := m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true"
+	if discarded {
+		if err := r.keepDiscardedPVC(ctx, c, m); err != nil {
+			return false, err
+		}
+	}
+	if err := r.removeFromEtcd(ctx, c, m); err != nil {
+		reason := "RemoveFailed"
+		if errors.Is(err, errRemovalRefused) {
+			reason = "RemoveRefused"
+		}
+		r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
+		return true, nil
+	}
+	if discarded {
+		return false, nil
+	}
+	return false, r.deletePVC(ctx, c, m)
 }
 
 // errRemovalRefused: the voters left after the removal would not keep a healthy quorum.
@@ -368,6 +386,28 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	}
 	return client.IgnoreNotFound(err)
+}
+
+// keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards (markDiscarded):
+// annotated as discarded data, with the member's identity annotations as they are, and owned
+// by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
+// nothing.
+func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	pvc, err := r.ourPVC(ctx, c, m)
+	if pvc == nil || err != nil {
+		return err
+	}
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if !markDiscarded(c, pvc, time.Now()) {
+		return nil
+	}
+	if err := r.Patch(ctx, pvc, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.clusterEvent(c, m, corev1.EventTypeNormal, "DiscardedDataKept", "KeepData",
+		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
+		pvc.Name, m.Name, m.Status.MemberID, pvc.Namespace, pvc.Name)
+	return nil
 }
 
 // rescuePVC takes the member off the PVC's owners (ownPVCPerPolicy), so garbage collection

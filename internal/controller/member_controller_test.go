@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -165,9 +166,11 @@ func TestFinalizerRefusesARemovalTheQuorumCannotTake(t *testing.T) {
 }
 
 // A member whose whole cluster a recovery from a snapshot replaces lets go without etcd,
-// which has no quorum (here: two of three down): its PVC is deleted and the finalizer released.
-func TestFinalizerOfADiscardDeletesThePVCWithoutEtcd(t *testing.T) {
+// which has no quorum (here: two of three down): its PVC is kept as discarded data, owned by
+// nothing and with the member's identity, and the finalizer released.
+func TestFinalizerOfADiscardKeepsThePVCWithoutEtcd(t *testing.T) {
 	h := newMemberHarness(t, "")
+	h.reconcile("db-1") // the PVC records the member's ID
 	h.etcd.SetDown(h.ids["db-2"], true)
 	h.etcd.SetDown(h.ids["db-3"], true)
 	m := h.member("db-1")
@@ -175,13 +178,69 @@ func TestFinalizerOfADiscardDeletesThePVCWithoutEtcd(t *testing.T) {
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
+	asked := len(h.etcd.Calls())
 	h.remove("db-1", false)
-	if calls := h.etcd.Calls(); len(calls) > 0 {
+	if calls := h.etcd.Calls()[asked:]; len(calls) > 0 {
 		t.Fatalf("a discarded member asked etcd: %v", calls)
 	}
-	if h.pvc("db-1") != nil || h.member("db-1") != nil {
-		t.Fatal("the PVC or the finalizer of a discarded member was kept")
+	if h.member("db-1") != nil {
+		t.Fatal("the finalizer of a discarded member was kept")
 	}
+	checkKeptAsDiscarded(t, h.pvc("db-1"), h.ids["db-1"])
+}
+
+// checkKeptAsDiscarded: the PVC is there, annotated as discarded data with a time, owned by
+// nothing, and still says whose data it is (the member ID).
+func checkKeptAsDiscarded(t *testing.T, pvc *corev1.PersistentVolumeClaim, id uint64) {
+	t.Helper()
+	if pvc == nil {
+		t.Fatal("the PVC of a discarded member was deleted")
+	}
+	if _, err := time.Parse(time.RFC3339, pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery]); err != nil || len(pvc.OwnerReferences) != 0 {
+		t.Fatalf("PVC %s: annotations %v, owners %v; want %s=<time> and no owner", pvc.Name, pvc.Annotations, pvc.OwnerReferences, etcdv1.AnnotationDiscardedByRecovery)
+	}
+	if got := pvc.Annotations[specs.AnnotationMemberID]; got != etcd.FormatID(id) {
+		t.Fatalf("PVC %s records member ID %q, want %s", pvc.Name, got, etcd.FormatID(id))
+	}
+}
+
+// A member a recovery from a member discards (removal and discarded marks) keeps its PVC as
+// discarded data before etcd is asked anything, also under whenDeleted Delete, where the
+// cluster controlled it: the old quorum is gone and the new cluster may answer only later. Once
+// the new cluster answers it is removed (here: not listed any more) and its finalizer lets go,
+// the PVC still there.
+func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
+	h := newMemberHarness(t, "")
+	c := h.cluster
+	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: etcdv1.PVCDelete}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-2") // the cluster controls the PVC now
+	if pvc := h.pvc("db-2"); len(pvc.OwnerReferences) != 1 {
+		t.Fatalf("PVC owners under Delete: %v", pvc.OwnerReferences)
+	}
+	for _, name := range []string{"db-1", "db-3"} {
+		h.etcd.SetDown(h.ids[name], true)
+	}
+	m := h.member("db-2")
+	m.Annotations = map[string]string{AnnotationRemove: "true", etcdv1.AnnotationDiscardedByRecovery: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.remove("db-2", false)
+	if h.member("db-2") == nil {
+		t.Fatal("the finalizer let go before the member was out of etcd")
+	}
+	checkKeptAsDiscarded(t, h.pvc("db-2"), h.ids["db-2"])
+	for _, name := range []string{"db-1", "db-3"} {
+		h.etcd.SetDown(h.ids[name], false)
+	}
+	h.reconcile("db-2")
+	if h.member("db-2") != nil {
+		t.Fatal("the finalizer was not released once etcd answered")
+	}
+	checkKeptAsDiscarded(t, h.pvc("db-2"), h.ids["db-2"])
 }
 
 func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
@@ -247,8 +306,9 @@ var foreignPVCs = []struct {
 		owner: &metav1.OwnerReference{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "db", UID: "older-cluster-uid", Controller: ptrTo(true)}},
 }
 
-// A removal (scale-in, a replacement) and a discard (recovery from a snapshot) delete the
-// member's PVC; a PVC of its name that is not its is left as it was, and the member still goes.
+// A removal (scale-in, a replacement) deletes the member's PVC and a discard (recovery from a
+// snapshot) keeps it as discarded data; a PVC of its name that is not its is left as it was,
+// and the member still goes.
 func TestFinalizerLeavesAPVCOfTheMembersNameThatIsNotItsOwn(t *testing.T) {
 	for _, discard := range []bool{false, true} {
 		for _, tc := range foreignPVCs {
@@ -294,6 +354,26 @@ func TestFinalizerOfADeletionByHandTakesNoForeignPVC(t *testing.T) {
 				t.Fatalf("the foreign PVC was taken over: owners %+v", after.OwnerReferences)
 			}
 		})
+	}
+}
+
+// A member never starts on data a recovery discarded, also one of that very name created by
+// hand (or by an older operator rebuilding from the PVC): its old ID and membership would
+// rejoin the recovered cluster. It says why, and its Pod is not made.
+func TestMemberNeverStartsOnDiscardedData(t *testing.T) {
+	h := newMemberHarness(t, "")
+	pvc := h.pvc("db-2")
+	markDiscarded(h.cluster, pvc, time.Now())
+	if err := h.api.Update(context.Background(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-2")
+	if h.pod("db-2") != nil {
+		t.Fatal("a Pod was made on discarded data")
+	}
+	ready := meta.FindStatusCondition(h.member("db-2").Status.Conditions, etcdv1.MemberConditionReady)
+	if ready == nil || ready.Reason != ReasonNameConflict || !strings.Contains(ready.Message, "discarded") {
+		t.Fatalf("Ready %+v", ready)
 	}
 }
 

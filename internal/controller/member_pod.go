@@ -63,8 +63,8 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !have.DeletionTimestamp.IsZero() {
 		return nil // going with its data: the cluster controller replaces the member
 	}
-	if !pvcOfMember(have, c, m) {
-		return notOurs(have, m, "PersistentVolumeClaim", "EtcdMember")
+	if err := usable(have, c, m); err != nil {
+		return err
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	changed, err := ownPVCPerPolicy(c, have, r.Scheme())
@@ -140,6 +140,21 @@ func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *et
 		return ref.UID == c.UID
 	}
 	return false
+}
+
+// usable says why the member must not run on the PVC of its name: another application's
+// (notOurs), or the data of a member a quorum-loss recovery discarded, which is kept for a
+// person and never run again: under its old member ID and membership it would rejoin, or
+// split, the recovered cluster. Nil when it is the member's.
+func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	if discardedData(pvc) {
+		return childProblem(ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
+			pvc.Name, etcdv1.AnnotationDiscardedByRecovery, m.Name)
+	}
+	if !pvcOfMember(pvc, c, m) {
+		return notOurs(pvc, m, "PersistentVolumeClaim", "EtcdMember")
+	}
+	return nil
 }
 
 // ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and

@@ -51,7 +51,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newStatusCommand(o), newMembersCommand(o), newDefragCommand(o), newCompactCommand(o),
 		newAlarmCommand(o), newMoveLeaderCommand(o), newSnapshotCommand(o),
 		newPauseCommand(o), newResumeCommand(o), newAddMemberCommand(o), newRemoveMemberCommand(o),
-		newReplaceMemberCommand(o), newRecoverCommand(o), newConvertCommand(o), newMigrateCommand(o),
+		newReplaceMemberCommand(o), newRecoverCommand(o), newDiscardedCommand(o), newConvertCommand(o), newMigrateCommand(o),
 	)
 	return root
 }

@@ -151,7 +151,8 @@ func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int {
 // written: the cluster has no quorum until a person asks, through kubectl etcd, for a
 // recovery from the snapshot. Then every member's data is replaced by the snapshot's: every
 // key written before the snapshot is there, none written after it, the cluster has a new
-// cluster ID and is back to 3 voters. The members are destroyed while the operator leaves the
+// cluster ID and is back to 3 voters; the survivor's PVC, with the data after the snapshot,
+// is kept as discarded data and no new member has its name. The members are destroyed while the operator leaves the
 // cluster alone, as in TestRecoveryFromTheSurvivorOfThree (a running operator replaces the
 // first before the second goes, and the quorum holds).
 func TestRecoveryFromASnapshot(t *testing.T) {
@@ -190,6 +191,10 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	}
 	if after.Status.Voters != 3 || after.Status.SnapshotRecovery != nil || after.Annotations[controller.AnnotationRecoverFromSnapshot] != "" {
 		t.Fatalf("after the recovery: %d voters, record %+v, annotations %v", after.Status.Voters, after.Status.SnapshotRecovery, after.Annotations)
+	}
+	checkKeptAsDiscarded(t, ns, before.Status.Members[0])
+	if _, ok := memberIDs(after)[before.Status.Members[0].Name]; ok {
+		t.Fatalf("a new member took the name of %s, whose PVC is kept: %v", before.Status.Members[0].Name, memberIDs(after))
 	}
 	restored := dialClusterWith(t, ns, "snaplost", access{})
 	if got, lost := countKeys(t, restored, "/before"), countKeys(t, restored, "/after"); got != keys || lost != 0 {

@@ -193,6 +193,28 @@ func loadedCluster(t *testing.T, name string, n int32) (string, *etcdv1.EtcdClus
 	return ns, before, w
 }
 
+// podQuota creates a ResourceQuota of hard Pods in the namespace and waits until the quota
+// controller has counted the used Pods there: before that, the API server admits no Pod.
+func podQuota(t *testing.T, ns, name string, hard, used int64) *corev1.ResourceQuota {
+	t.Helper()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(hard, resource.DecimalSI)}}}
+	if err := k8s.Create(context.Background(), quota); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the quota counted", func() error {
+		q := &corev1.ResourceQuota{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), q); err != nil {
+			return err
+		}
+		if n := q.Status.Used[corev1.ResourcePods]; n.Value() != used {
+			return fmt.Errorf("used %v", q.Status.Used)
+		}
+		return nil
+	})
+	return quota
+}
+
 func getPVC(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -345,23 +367,7 @@ func TestMemberWithDeletedPVCIsReplaced(t *testing.T) {
 func TestReplacementRefusedWhileAnotherMemberIsDown(t *testing.T) {
 	t.Parallel()
 	ns, before, w := loadedCluster(t, "tight", 3)
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
-	}
-	if err := k8s.Create(context.Background(), quota); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "the quota counted", func() error {
-		q := &corev1.ResourceQuota{}
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), q); err != nil {
-			return err
-		}
-		if used := q.Status.Used[corev1.ResourcePods]; used.Value() != 3 {
-			return fmt.Errorf("used %v", q.Status.Used)
-		}
-		return nil
-	})
+	quota := podQuota(t, ns, "two-pods", 2, 3)
 	down, victim := before.Status.Members[2], before.Status.Members[1]
 	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: down.Name}}); err != nil {
 		t.Fatal(err)

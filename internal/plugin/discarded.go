@@ -1,0 +1,84 @@
+package plugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+// discardedRow is one PVC holding the data of a member a quorum-loss recovery discarded.
+type discardedRow struct {
+	PVC       string `json:"pvc"`
+	Member    string `json:"member"`
+	MemberID  string `json:"memberID,omitempty"`
+	ClusterID string `json:"clusterID,omitempty"`
+	KeptSince string `json:"keptSince"`
+	pvc       *corev1.PersistentVolumeClaim
+}
+
+// discardedOf picks, from a cluster's labelled PVCs, those the operator kept as discarded
+// data and made itself (its managed-by label), in name order.
+func discardedOf(pvcs []corev1.PersistentVolumeClaim) []discardedRow {
+	var out []discardedRow
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		since := pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery]
+		if since == "" || pvc.Labels[specs.LabelManagedBy] != specs.ManagerName || !pvc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		out = append(out, discardedRow{PVC: pvc.Name, Member: pvc.Labels[specs.LabelMember], MemberID: pvc.Annotations[specs.AnnotationMemberID],
+			ClusterID: pvc.Annotations[specs.AnnotationClusterID], KeptSince: since, pvc: pvc})
+	}
+	slices.SortFunc(out, func(a, b discardedRow) int { return strings.Compare(a.PVC, b.PVC) })
+	return out
+}
+
+func newDiscardedCommand(o *Options) *cobra.Command {
+	var release bool
+	cmd := o.command("discarded CLUSTER", "List the PVCs a quorum-loss recovery kept with the discarded members' data; --delete lets them go",
+		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
+			list := &corev1.PersistentVolumeClaimList{}
+			if err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+				return explainForbidden(err, "list persistentvolumeclaims")
+			}
+			rows := discardedOf(list.Items)
+			if release {
+				return o.deleteDiscarded(ctx, k, rows)
+			}
+			return o.print(rows, func(w *tabwriter.Writer) {
+				row(w, "PVC\tMEMBER\tMEMBER ID\tKEPT SINCE\n")
+				for _, r := range rows {
+					row(w, "%s\t%s\t%s\t%s\n", r.PVC, r.Member, r.MemberID, r.KeptSince)
+				}
+				if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionDiscardedDataKept); cond != nil {
+					row(w, "\n%s\n", cond.Message)
+				}
+			})
+		}))
+	cmd.Flags().BoolVar(&release, "delete", false, "delete the kept PVCs (their data is gone for good)")
+	return cmd
+}
+
+// deleteDiscarded deletes each kept PVC, that very object (its UID), and says so.
+func (o *Options) deleteDiscarded(ctx context.Context, k *Kube, rows []discardedRow) error {
+	if len(rows) == 0 {
+		say(o.Out, "no kept PVC of discarded data\n")
+		return nil
+	}
+	for _, r := range rows {
+		if err := k.Client.Delete(ctx, r.pvc, client.Preconditions{UID: &r.pvc.UID}); client.IgnoreNotFound(err) != nil {
+			return explainForbidden(err, "delete persistentvolumeclaims")
+		}
+		say(o.Out, "deleted PVC %s (data of member %s, kept since %s)\n", r.PVC, r.Member, r.KeptSince)
+	}
+	return nil
+}
