@@ -143,7 +143,9 @@ func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluste
 	}
 	secrets := make([]tlsSecret, 0, len(issued)+3)
 	for _, ic := range issued {
-		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)})
+		// Every issued Secret needs its ca.crt, the operator's client certificate's too:
+		// members trust that CA for clients (specs.ClientCASecretName).
+		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), true})
 	}
 	secrets = append(secrets, userTLSSecrets(c)...)
 	for i, s := range secrets {

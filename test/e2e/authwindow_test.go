@@ -64,12 +64,7 @@ func TestNoClientWritesBeforeAuthIsOn(t *testing.T) {
 	if err := k8s.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "authentication enabled", func() error {
-		if !getCluster(t, ns, name).Status.AuthEnabled {
-			return fmt.Errorf("status.authEnabled is false")
-		}
-		return nil
-	})
+	waitAuthEnabledOf(t, ns, name)
 	// The policy that kept clients out is gone; etcd itself refuses now.
 	startPut(t, elsewhere, "after-auth", host)
 	if msg := waitProbe(t, elsewhere, "after-auth", corev1.PodFailed); !strings.Contains(msg, "permission denied") {
@@ -115,4 +110,102 @@ func startPut(t *testing.T, ns, name, host string) {
 				"--dial-timeout=10s", "--command-timeout=15s", "put", "written-by", name},
 			VolumeMounts:             []corev1.VolumeMount{{Name: "tls", MountPath: dir, ReadOnly: true}},
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}}})
+}
+
+// A server issuer shared with other workloads (the journey's etcd-ca here) and a client
+// issuer of the cluster's own (db-clients): a certificate with common name root that another
+// workload got from the shared issuer is not accepted by the members at all, so it cannot act
+// as etcd's root (etcd takes a client certificate's common name as the user); a client
+// certificate from the cluster's issuer gets in and, without a password, may do nothing;
+// root's password still works.
+func TestRootCertificateFromASharedIssuerIsNotRoot(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	const name = "pinned"
+	journeyCA(t, ns)
+	applyManifest(t, ns, clientIssuerManifest)
+	kubectl(t, ns, "wait", "--for=condition=Ready", "certificate/pinned-clients-ca", "issuer/pinned-clients", "--timeout=2m")
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pinned-root", Namespace: ns}, Data: map[string][]byte{"password": []byte("a-long-root-password")}})
+	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
+		Replicas: ptr(int32(3)), Version: etcdVersion,
+		TLS: &etcdv1.EtcdClusterTLS{
+			Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: etcdv1.IssuerReference{Name: "etcd-ca"},
+				OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "pinned-clients"}}},
+			Peer: &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: etcdv1.IssuerReference{Name: "etcd-ca"}}},
+		},
+		Auth: &etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: "pinned-root"}}}})
+	waitSettled(t, ns, name, 3, 5*time.Minute)
+	waitAuthEnabledOf(t, ns, name)
+
+	serverCA := getSecret(t, ns, specs.ServerSecretName(getCluster(t, ns, name))).Data[specs.SecretKeyCA]
+	withCert := func(issuer, commonName string) access {
+		secret := issueClientCertificate(t, ns, commonName+"-"+issuer, issuer, commonName)
+		return access{TLS: clientTLS(t, serverCA, secret.Data[specs.SecretKeyCert], secret.Data[specs.SecretKeyKey], clientServiceHost(ns, name))}
+	}
+	impostor := withCert("etcd-ca", "root")
+	for _, ip := range memberIPs(t, ns, name) {
+		if err := serverVerdict(ip, specs.ClientPort, impostor.TLS); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("a member at %s answered a certificate of the shared issuer with %v; want it refused in the handshake", ip, err)
+		}
+	}
+	if err := tryPut(ns, name, impostor); err == nil {
+		t.Fatal("a certificate with common name root from the shared issuer wrote to the cluster")
+	}
+	app := withCert("pinned-clients", "app")
+	checkOnlyPasswordLetsInto(t, ns, name, app, "a-long-root-password")
+}
+
+// clientIssuerManifest is a CA of one cluster's clients, made by the journey's self-signed
+// Issuer: what docs/tls.md tells users to give spec.tls.client.certManager.operatorClientIssuerRef.
+const clientIssuerManifest = `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: pinned-clients-ca
+spec:
+  isCA: true
+  commonName: pinned-clients-ca
+  secretName: pinned-clients-ca
+  privateKey:
+    algorithm: ECDSA
+    size: 256
+  issuerRef:
+    name: selfsigned
+    kind: Issuer
+---
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata:
+  name: pinned-clients
+spec:
+  ca:
+    secretName: pinned-clients-ca
+`
+
+// issueClientCertificate has cert-manager issue a client certificate with commonName from the
+// Issuer issuer into Secret name, and returns the Secret.
+func issueClientCertificate(t *testing.T, ns, name, issuer, commonName string) *corev1.Secret {
+	t.Helper()
+	applyManifest(t, ns, fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: %[1]s
+spec:
+  secretName: %[1]s
+  commonName: %[2]s
+  usages: [digital signature, client auth]
+  privateKey:
+    algorithm: ECDSA
+    size: 256
+  issuerRef:
+    name: %[3]s
+`, name, commonName, issuer))
+	kubectl(t, ns, "wait", "--for=condition=Ready", "certificate/"+name, "--timeout=2m")
+	return getSecret(t, ns, name)
+}
+
+func applyManifest(t *testing.T, ns, manifest string) {
+	t.Helper()
+	if _, err := runKubectl(ns, manifest, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
 }
