@@ -122,7 +122,7 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
 }
 
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 
 // ensureNetworkPolicy keeps the NetworkPolicy spec.networkPolicy asks for, or the one that
 // keeps clients out while authentication is pending (specs.NetworkPolicyWanted), and removes

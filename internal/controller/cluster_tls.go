@@ -23,8 +23,11 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// The only Secret the operator writes is <cluster>-root-applied (recordApplied), with Create
+// and Update; Kubernetes cannot narrow create to names, docs/install.md says why it is needed.
+// Certificates are created and corrected with Update; their owner reference deletes them.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
 
 // Reasons of the TLSReady condition (and of Progressing while the cluster waits for them).
