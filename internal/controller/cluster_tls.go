@@ -25,9 +25,10 @@ import (
 
 // The only Secret the operator writes is <cluster>-root-applied (recordApplied), with Create
 // and Update; Kubernetes cannot narrow create to names, docs/install.md says why it is needed.
-// Certificates are created and corrected with Update; their owner reference deletes them.
+// Certificates are created and corrected with Update; their owner reference deletes them
+// (delete is granted for OwnerReferencesPermissionEnforcement, see cluster_controller.go).
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
 
 // Reasons of the TLSReady condition (and of Progressing while the cluster waits for them).
