@@ -342,7 +342,9 @@ type ClientCertManager struct {
 	ServerIssuerRef IssuerReference `json:"serverIssuerRef"`
 
 	// OperatorClientIssuerRef signs the operator's client certificate, stored in Secret
-	// <cluster>-operator-client-tls; setting it turns on mutual TLS.
+	// <cluster>-operator-client-tls; setting it turns on mutual TLS. Its CA (the Secret's
+	// ca.crt) is the one members trust for client certificates: give it an issuer of this
+	// cluster's own, from which the applications get theirs too.
 	// +optional
 	OperatorClientIssuerRef *IssuerReference `json:"operatorClientIssuerRef,omitempty"`
 }

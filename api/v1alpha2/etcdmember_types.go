@@ -65,6 +65,12 @@ type MemberTLS struct {
 	// +optional
 	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
 
+	// ClientCASecretName holds, under ca.crt, the CA etcd trusts for client certificates
+	// (--trusted-ca-file): the CA of the operator's client certificate when cert-manager issues
+	// it. Empty: the server Secret's ca.crt, as for members made before this field existed.
+	// +optional
+	ClientCASecretName string `json:"clientCASecretName,omitempty"`
+
 	// PeerSecretName holds the peer certificate (tls.crt, tls.key, ca.crt).
 	// +optional
 	PeerSecretName string `json:"peerSecretName,omitempty"`

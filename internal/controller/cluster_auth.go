@@ -74,11 +74,17 @@ func appliedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster
 }
 
 // authGate keeps a cluster that is to have auth from creating members while root's password
-// cannot be read: it would run, and take writes, without authentication for as long.
-// Once auth is on, a broken Secret only stops password changes (ensureAuth reports it).
+// cannot be read: it would run, and take writes, without authentication for as long. Nor
+// before the NetworkPolicy that keeps other clients away from the members until auth is on
+// is in place: a member serves as soon as it starts, and the operator enables auth only once
+// a quorum answers. Once auth is on, a broken Secret only stops password changes (ensureAuth
+// reports it).
 func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if !authWanted(c) || c.Status.AuthEnabled {
 		return nil
+	}
+	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+		return err
 	}
 	_, p, err := wantedPassword(ctx, r, c)
 	if err != nil || p == nil {

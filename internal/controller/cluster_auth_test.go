@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -259,5 +261,52 @@ func TestUsersAndRolesTheOperatorDidNotCreateAreReported(t *testing.T) {
 	h.reconcile()
 	if ev := h.events(); len(ev) != 0 {
 		t.Fatalf("the same users were announced again: %q", ev)
+	}
+}
+
+// Until auth is on, members take writes from anyone who reaches them: the NetworkPolicy that
+// admits the operator alone to 2379 is there before the first member, and goes once auth is
+// on (the cluster has no spec.networkPolicy).
+func TestOnlyTheOperatorReachesMembersBeforeAuthIsOn(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
+	h.r.OperatorNamespace = "ops"
+	h.reconcile()
+	if len(h.members()) != 3 {
+		t.Fatalf("%d members bootstrapped", len(h.members()))
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, np); err != nil {
+		t.Fatalf("no NetworkPolicy while auth is pending: %v", err)
+	}
+	for _, rule := range np.Spec.Ingress {
+		if rule.Ports[0].Port.IntVal != specs.ClientPort {
+			continue
+		}
+		if len(rule.From) != 1 || rule.From[0].PodSelector.MatchLabels[specs.LabelName] != specs.ManagerName {
+			t.Fatalf("2379 admits %+v before auth is on; want the operator alone", rule.From)
+		}
+	}
+	c := h.clusterObj()
+	for _, m := range h.members() {
+		h.etcd.SeedMember(m.Name, specs.PeerURL(c, m.Name), specs.ClientURL(c, m.Name))
+	}
+	h.reconcile()
+	if !h.etcd.AuthEnabled() {
+		t.Fatalf("auth not enabled; calls %v", h.etcd.Calls())
+	}
+	h.reconcile()
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, np); !apierrors.IsNotFound(err) {
+		t.Fatalf("the NetworkPolicy stays once auth is on: %v", err)
+	}
+}
+
+// A NetworkPolicy of the cluster's name that is someone else's would leave the members open
+// before auth is on: no member is created.
+func TestNoMemberBeforeAuthWhileThePolicyCannotBeMade(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
+	h.create(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}})
+	h.reconcile()
+	if n := len(h.members()); n != 0 {
+		t.Fatalf("%d members created without the policy that keeps clients out until auth is on", n)
 	}
 }

@@ -122,14 +122,15 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
 }
 
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 
-// ensureNetworkPolicy keeps the NetworkPolicy spec.networkPolicy asks for, and removes the
-// operator's own when it is turned off.
+// ensureNetworkPolicy keeps the NetworkPolicy spec.networkPolicy asks for, or the one that
+// keeps clients out while authentication is pending (specs.NetworkPolicyWanted), and removes
+// the operator's own when neither is wanted.
 func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	have := &networkingv1.NetworkPolicy{}
 	exists, err := r.getOwned(ctx, c, specs.NetworkPolicyName(c.Name), have, "NetworkPolicy")
-	if c.Spec.NetworkPolicy == nil || !c.Spec.NetworkPolicy.Enabled {
+	if !specs.NetworkPolicyWanted(c) {
 		// Turned off: only the operator's own goes; one of that name that is someone
 		// else's is none of the cluster's business (no NameConflict).
 		if exists && metav1.IsControlledBy(have, c) {

@@ -229,7 +229,7 @@ func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
 	if c.Spec.TLS == nil {
 		return nil
 	}
-	t := &etcdv1.MemberTLS{ClientCertAuth: specs.ClientCertAuth(c)}
+	t := &etcdv1.MemberTLS{ClientCertAuth: specs.ClientCertAuth(c), ClientCASecretName: specs.ClientCASecretName(c)}
 	if cl := c.Spec.TLS.Client; cl != nil {
 		t.ServerSecretName = c.Name + "-server-tls"
 		if cl.ServerSecretRef != nil {

@@ -23,8 +23,12 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// The only Secret the operator writes is <cluster>-root-applied (recordApplied), with Create
+// and Update; Kubernetes cannot narrow create to names, docs/install.md says why it is needed.
+// Certificates are created and corrected with Update; their owner reference deletes them
+// (delete is granted for OwnerReferencesPermissionEnforcement, see cluster_controller.go).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
 
 // Reasons of the TLSReady condition (and of Progressing while the cluster waits for them).
@@ -143,7 +147,9 @@ func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluste
 	}
 	secrets := make([]tlsSecret, 0, len(issued)+3)
 	for _, ic := range issued {
-		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), ic.SecretName != specs.OperatorClientSecretName(c)})
+		// Every issued Secret needs its ca.crt, the operator's client certificate's too:
+		// members trust that CA for clients (specs.ClientCASecretName).
+		secrets = append(secrets, tlsSecret{ic.SecretName, "Certificate " + ic.Object.GetName(), true})
 	}
 	secrets = append(secrets, userTLSSecrets(c)...)
 	for i, s := range secrets {

@@ -100,9 +100,29 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	if len(members) != 3 {
 		t.Fatalf("%d members once the Secrets exist", len(members))
 	}
-	if tls := members[0].Spec.TLS; tls == nil || tls.ServerSecretName != "db-server-tls" || tls.PeerSecretName != "db-peer-tls" || !tls.ClientCertAuth {
-		t.Fatalf("member TLS %+v", members[0].Spec.TLS)
+	if tls := members[0].Spec.TLS; tls == nil || tls.ServerSecretName != "db-server-tls" || tls.PeerSecretName != "db-peer-tls" || !tls.ClientCertAuth ||
+		tls.ClientCASecretName != "db-operator-client-tls" {
+		t.Fatalf("member TLS %+v; want the operator client certificate's CA trusted for clients", members[0].Spec.TLS)
 	}
+}
+
+// Members trust the CA in the operator's client certificate Secret: without a ca.crt there,
+// none is created (its Pod could not mount it) and TLSReady says what is missing.
+func TestOperatorClientSecretWithoutCAHoldsMembersBack(t *testing.T) {
+	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true))
+	testCA := testpki.NewCA(t)
+	for _, name := range []string{"db-server-tls", "db-operator-client-tls", "db-peer-tls"} {
+		data := tlsData(t, testCA, name)
+		if name == "db-operator-client-tls" {
+			delete(data, specs.SecretKeyCA)
+		}
+		h.create(secret(name, data))
+	}
+	h.reconcile()
+	if n := len(h.members()); n != 0 {
+		t.Fatalf("%d members created without the client CA", n)
+	}
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretKeyMissing, "Secret db-operator-client-tls (Certificate db-operator-client-tls) lacks ca.crt")
 }
 
 // relatedRecorder keeps, for each event reason, the names of the related objects.

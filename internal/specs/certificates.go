@@ -66,6 +66,23 @@ func OperatorClientSecretName(c *etcdv1.EtcdCluster) string {
 	return c.Name + "-operator-client-tls"
 }
 
+// ClientCASecretName is the Secret whose ca.crt etcd trusts for client certificates, when that
+// is not the server Secret's: the operator's client certificate issued by cert-manager. Its
+// issuer (operatorClientIssuerRef) is then the only one whose certificates get through mutual
+// TLS. Were it the server certificate's CA, as before, every certificate from a server issuer
+// shared with other workloads would get in, and once auth is on, one whose common name is root
+// would be etcd's root without a password: etcd takes a client certificate's common name as
+// the user. A server issuer can then be shared; the client issuer must be the cluster's own
+// (docs/tls.md). With the user's own Secrets the server Secret's ca.crt stays the one trusted:
+// the user chose what it holds. "" when no client certificate is required.
+func ClientCASecretName(c *etcdv1.EtcdCluster) string {
+	t := clientTLS(c)
+	if !ClientCertAuth(c) || t.CertManager == nil || t.CertManager.OperatorClientIssuerRef == nil {
+		return ""
+	}
+	return OperatorClientSecretName(c)
+}
+
 // RootAppliedSecretName is the operator-owned Secret holding the root password that is set in
 // etcd, so that the operator can authenticate to change it when the user's Secret changes.
 func RootAppliedSecretName(cluster string) string { return cluster + "-root-applied" }

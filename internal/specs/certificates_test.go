@@ -192,3 +192,59 @@ func TestCertificatesUseTheClusterDomain(t *testing.T) {
 		t.Errorf("an empty domain is not cluster.local:\n%v\n%v", got, want)
 	}
 }
+
+// Members trust for client certificates the CA of the operator's client certificate when
+// cert-manager issues it, so that a server issuer shared with other workloads lets none of
+// their certificates in; a member made before that keeps what it trusted.
+func TestMembersTrustTheClientIssuersCA(t *testing.T) {
+	issuedClient := func(c *etcdv1.EtcdCluster) {
+		c.Spec.TLS = &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
+			ServerIssuerRef: etcdv1.IssuerReference{Name: "shared", Kind: "ClusterIssuer"}, OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "db-clients"}}}}
+	}
+	serverOnly := func(c *etcdv1.EtcdCluster) {
+		c.Spec.TLS = &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
+			ServerIssuerRef: etcdv1.IssuerReference{Name: "shared"}}}}
+	}
+	ownSecrets := func(c *etcdv1.EtcdCluster) {
+		c.Spec.TLS = &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "server"},
+			OperatorClientSecretRef: &corev1.LocalObjectReference{Name: "operator"}}}
+	}
+	for _, tc := range []struct {
+		name        string
+		edit        func(*etcdv1.EtcdCluster)
+		memberCA    string // the member's record; "" for a member made before the field
+		wantCA      string // ClientCASecretName
+		wantTrusted string
+	}{
+		{"cert-manager client issuer", issuedClient, "db-operator-client-tls", "db-operator-client-tls", "--trusted-ca-file=/etc/etcd/tls/client-ca/ca.crt"},
+		{"a member made before: the server CA still", issuedClient, "", "db-operator-client-tls", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt"},
+		{"no client certificates required", serverOnly, "", "", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt"},
+		{"the user's own Secrets: the server Secret's CA", ownSecrets, "", "", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(tc.edit)
+			if got := ClientCASecretName(c); got != tc.wantCA {
+				t.Fatalf("ClientCASecretName = %q, want %q", got, tc.wantCA)
+			}
+			m := member(c, "db-1")
+			m.Spec.TLS = &etcdv1.MemberTLS{ServerSecretName: ServerSecretName(c), ClientCertAuth: ClientCertAuth(c), ClientCASecretName: tc.memberCA}
+			pod := Pod(c, m, PodOptions{})
+			if args := pod.Spec.Containers[0].Args; !slices.Contains(args, tc.wantTrusted) {
+				t.Fatalf("args %v lack %s", args, tc.wantTrusted)
+			}
+			var caVolume *corev1.Volume
+			for i, v := range pod.Spec.Volumes {
+				if v.Name == "client-ca" {
+					caVolume = &pod.Spec.Volumes[i]
+				}
+			}
+			mounted := slices.ContainsFunc(pod.Spec.Containers[0].VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "client-ca" })
+			if (caVolume != nil) != (tc.memberCA != "") || mounted != (tc.memberCA != "") {
+				t.Fatalf("client-ca volume %v, mounted %v, for member CA %q", caVolume, mounted, tc.memberCA)
+			}
+			if caVolume != nil && (caVolume.Secret.SecretName != tc.memberCA || len(caVolume.Secret.Items) != 1 || caVolume.Secret.Items[0].Key != SecretKeyCA) {
+				t.Fatalf("the client-ca volume %+v must hold ca.crt of %s alone (no key of the operator's)", caVolume.Secret, tc.memberCA)
+			}
+		})
+	}
+}

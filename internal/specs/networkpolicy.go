@@ -25,18 +25,33 @@ func OperatorPeer(namespace string) networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: OperatorLabels}, NamespaceSelector: ns}
 }
 
+// NetworkPolicyWanted: the cluster has a NetworkPolicy when spec.networkPolicy asks for one,
+// and also while its authentication is pending (AuthPending). The headless Service publishes
+// every member's address before it is ready (peers need it to form the cluster), so without
+// a policy any Pod could write through a member's name before authentication is on; the
+// policy keeps that window to the operator alone. It is enforced only where the network
+// plugin enforces NetworkPolicies (docs/tls.md says what holds without one).
+func NetworkPolicyWanted(c *etcdv1.EtcdCluster) bool {
+	return (c.Spec.NetworkPolicy != nil && c.Spec.NetworkPolicy.Enabled) || AuthPending(c)
+}
+
 // NetworkPolicy admits to the member Pods only: peer traffic (2380) from members of this
 // cluster, client traffic (2379) from the operator, from the snapshot agents of this cluster
 // (SnapshotAgentPeer: without them every snapshot of a cluster with a policy fails to connect)
 // and from the Pods spec.networkPolicy's clientSelector chooses (in the cluster's namespace, or in those clientNamespaceSelector
 // chooses), and metrics and health (2381) from anywhere, for Prometheus and the kubelet's
-// probes. An empty clientSelector admits no application.
+// probes. An empty clientSelector admits no application. While authentication is pending
+// (AuthPending), 2379 admits the operator alone: it enables authentication, and nothing
+// else has any business with a cluster that takes writes from anyone.
 func NetworkPolicy(c *etcdv1.EtcdCluster, operator networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
-	clients := []networkingv1.NetworkPolicyPeer{operator, SnapshotAgentPeer(c.Name)}
-	if np := c.Spec.NetworkPolicy; np != nil && np.ClientSelector != nil {
-		clients = append(clients, networkingv1.NetworkPolicyPeer{
-			PodSelector: np.ClientSelector.DeepCopy(), NamespaceSelector: np.ClientNamespaceSelector.DeepCopy(),
-		})
+	clients := []networkingv1.NetworkPolicyPeer{operator}
+	if !AuthPending(c) {
+		clients = append(clients, SnapshotAgentPeer(c.Name))
+		if np := c.Spec.NetworkPolicy; np != nil && np.ClientSelector != nil {
+			clients = append(clients, networkingv1.NetworkPolicyPeer{
+				PodSelector: np.ClientSelector.DeepCopy(), NamespaceSelector: np.ClientNamespaceSelector.DeepCopy(),
+			})
+		}
 	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: objectMeta(c, NetworkPolicyName(c.Name), ClusterLabels(c.Name)),

@@ -46,16 +46,22 @@ func TestNetworkPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		spec        etcdv1.NetworkPolicySpec
+		auth        authState
 		wantClients []string
 	}{
-		{"no client selector: the operator only", etcdv1.NetworkPolicySpec{Enabled: true}, []string{operator, agents}},
-		{"clients of the namespace", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps},
+		{"no client selector: the operator only", etcdv1.NetworkPolicySpec{Enabled: true}, noAuth, []string{operator, agents}},
+		{"clients of the namespace", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps}, noAuth,
 			[]string{operator, agents, "pods map[etcd-client:db] ns -"}},
-		{"clients of chosen namespaces", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps, ClientNamespaceSelector: teams},
+		{"clients of chosen namespaces", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps, ClientNamespaceSelector: teams}, noAuth,
 			[]string{operator, agents, "pods map[etcd-client:db] ns map[team:orders]"}},
+		{"auth pending, no spec.networkPolicy: the operator alone", etcdv1.NetworkPolicySpec{}, authPending, []string{operator}},
+		{"auth pending: the operator alone, not yet the chosen clients", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps}, authPending,
+			[]string{operator}},
+		{"auth on: the chosen clients again", etcdv1.NetworkPolicySpec{Enabled: true, ClientSelector: apps}, authOn,
+			[]string{operator, agents, "pods map[etcd-client:db] ns -"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.NetworkPolicy = &tc.spec })
+			c := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.NetworkPolicy = &tc.spec }, tc.auth.edit)
 			np := NetworkPolicy(c, OperatorPeer("etcd-operator-system"))
 			if np.Name != "db" || np.Namespace != "prod" || fmt.Sprint(np.Spec.PodSelector.MatchLabels) != fmt.Sprint(ClusterLabels("db")) {
 				t.Fatalf("policy %s/%s over %v", np.Namespace, np.Name, np.Spec.PodSelector.MatchLabels)
@@ -78,6 +84,48 @@ func TestNetworkPolicy(t *testing.T) {
 			metrics, n := ruleFor(np, MetricsPort)
 			if n != 1 || len(metrics.From) != 0 {
 				t.Fatalf("2381 from %v (%d rules), want everyone", metrics.From, n)
+			}
+		})
+	}
+}
+
+// authState is where a cluster is with spec.auth.
+type authState int
+
+const (
+	noAuth      authState = iota // no spec.auth
+	authPending                  // spec.auth.enabled, status.authEnabled not yet
+	authOn                       // spec.auth.enabled and status.authEnabled
+)
+
+func (a authState) edit(c *etcdv1.EtcdCluster) {
+	if a == noAuth {
+		return
+	}
+	c.Spec.Auth = &etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: "root"}}
+	c.Status.AuthEnabled = a == authOn
+}
+
+// A cluster has a NetworkPolicy when spec.networkPolicy asks for one, and while its
+// authentication is pending whatever the spec says: members serve before auth is on.
+func TestNetworkPolicyWanted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+		auth    authState
+		want    bool
+	}{
+		{"neither", false, noAuth, false},
+		{"spec.networkPolicy", true, noAuth, true},
+		{"auth pending", false, authPending, true},
+		{"auth pending and spec.networkPolicy", true, authPending, true},
+		{"auth on, no spec.networkPolicy: the temporary policy goes", false, authOn, false},
+		{"auth on and spec.networkPolicy", true, authOn, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.NetworkPolicy = &etcdv1.NetworkPolicySpec{Enabled: tc.enabled} }, tc.auth.edit)
+			if got := NetworkPolicyWanted(c); got != tc.want {
+				t.Fatalf("NetworkPolicyWanted = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -57,13 +57,21 @@ func servicePort(name string, port int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}
 }
 
+// AuthPending: the cluster is meant to have authentication and the operator has not enabled
+// it yet (status.authEnabled). Until then etcd takes writes from anyone who reaches it, so
+// only the operator may: the client Service has no endpoints and the cluster's NetworkPolicy
+// admits no other client (NetworkPolicy).
+func AuthPending(c *etcdv1.EtcdCluster) bool {
+	return c.Spec.Auth != nil && c.Spec.Auth.Enabled && !c.Status.AuthEnabled
+}
+
 // ClientService is what applications connect to: ready members only. A cluster meant to have
 // auth serves no application before the operator has enabled auth (status.authEnabled): the
 // selector then also asks for an empty member label, which no member Pod has (the operator's
 // own labels win over spec.additionalMetadata), so the Service has no endpoints.
 func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 	selector := ClusterLabels(c.Name)
-	if c.Spec.Auth != nil && c.Spec.Auth.Enabled && !c.Status.AuthEnabled {
+	if AuthPending(c) {
 		selector[LabelMember] = ""
 	}
 	return &corev1.Service{

@@ -19,9 +19,10 @@ import (
 
 // Paths inside the etcd container.
 const (
-	serverTLSDir = "/etc/etcd/tls/server"
-	peerTLSDir   = "/etc/etcd/tls/peer"
-	etcdUser     = 65532 // the "nonroot" user of distroless images, which etcd's are
+	serverTLSDir   = "/etc/etcd/tls/server"
+	peerTLSDir     = "/etc/etcd/tls/peer"
+	clientCATLSDir = "/etc/etcd/tls/client-ca"
+	etcdUser       = 65532 // the "nonroot" user of distroless images, which etcd's are
 )
 
 // PodOptions are the operator-wide settings a Pod depends on.
@@ -163,7 +164,7 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 			{Name: "metrics", ContainerPort: MetricsPort},
 		},
 		Resources:    resources(c),
-		VolumeMounts: volumeMounts(c),
+		VolumeMounts: volumeMounts(c, m),
 		// etcd's health endpoints live on the plaintext metrics port, so probes never need
 		// client certificates. /livez needs no quorum: a member waiting for its peers at
 		// bootstrap or after a pause is not killed; /readyz does.
@@ -205,7 +206,7 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 		"--initial-cluster-token=" + b.ClusterToken,
 		"--strict-reconfig-check=true",
 	}
-	args = append(args, tlsArgs(c)...)
+	args = append(args, tlsArgs(c, m)...)
 	if c.Spec.Options == nil || c.Spec.Options.QuotaBackendBytes == nil {
 		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(DefaultQuotaBackendBytes(m.Spec.Storage.Size), 10))
 	}
@@ -229,13 +230,17 @@ func DefaultQuotaBackendBytes(size *resource.Quantity) int64 {
 	return min(volume/2, maxDefaultQuota)
 }
 
-func tlsArgs(c *etcdv1.EtcdCluster) []string {
+func tlsArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 	var args []string
 	if ClientTLS(c) {
+		trusted := serverTLSDir
+		if clientCASecret(m) != "" {
+			trusted = clientCATLSDir
+		}
 		args = append(args,
 			"--cert-file="+serverTLSDir+"/tls.crt",
 			"--key-file="+serverTLSDir+"/tls.key",
-			"--trusted-ca-file="+serverTLSDir+"/ca.crt")
+			"--trusted-ca-file="+trusted+"/ca.crt")
 		if ClientCertAuth(c) {
 			args = append(args, "--client-cert-auth=true")
 		}
@@ -315,10 +320,23 @@ func resources(c *etcdv1.EtcdCluster) corev1.ResourceRequirements {
 	return *r.DeepCopy()
 }
 
-func volumeMounts(c *etcdv1.EtcdCluster) []corev1.VolumeMount {
+// clientCASecret is the member's MemberTLS.ClientCASecretName: the member's own record, not
+// the cluster's spec, so that a member made before the field existed keeps trusting what it
+// trusted (its mounts and flags agree).
+func clientCASecret(m *etcdv1.EtcdMember) string {
+	if m.Spec.TLS == nil {
+		return ""
+	}
+	return m.Spec.TLS.ClientCASecretName
+}
+
+func volumeMounts(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.VolumeMount {
 	mounts := []corev1.VolumeMount{{Name: "data", MountPath: DataDir}}
 	if ClientTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
+		if clientCASecret(m) != "" {
+			mounts = append(mounts, corev1.VolumeMount{Name: "client-ca", MountPath: clientCATLSDir, ReadOnly: true})
+		}
 	}
 	if PeerSecretTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true})
@@ -339,6 +357,13 @@ func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 	}
 	if t := m.Spec.TLS; t != nil && t.PeerSecretName != "" {
 		vols = append(vols, secretVolume("peer-tls", t.PeerSecretName))
+	}
+	if name := clientCASecret(m); name != "" {
+		// Only the CA: the Secret is the operator's client certificate, whose key no member
+		// needs.
+		v := secretVolume("client-ca", name)
+		v.Secret.Items = []corev1.KeyToPath{{Key: SecretKeyCA, Path: SecretKeyCA}}
+		vols = append(vols, v)
 	}
 	return vols
 }

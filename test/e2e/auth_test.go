@@ -78,8 +78,13 @@ func scaleAndPauseWithAuth(t *testing.T, ns string, asRoot access) {
 
 func waitAuthEnabled(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "authentication enabled", func() error {
-		c := getCluster(t, ns, journeyCluster)
+	waitAuthEnabledOf(t, ns, journeyCluster)
+}
+
+func waitAuthEnabledOf(t *testing.T, ns, cluster string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "authentication enabled", func() error {
+		c := getCluster(t, ns, cluster)
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAuthReady)
 		if !c.Status.AuthEnabled || cond == nil || cond.Status != "True" {
 			return fmt.Errorf("authEnabled %v, AuthReady %+v", c.Status.AuthEnabled, cond)
@@ -88,19 +93,25 @@ func waitAuthEnabled(t *testing.T, ns string) {
 	})
 }
 
-// checkOnlyPasswordLetsIn asserts that a client with a certificate from the CA can write as
-// root with password, and cannot without a password or with a wrong one.
+// checkOnlyPasswordLetsIn is checkOnlyPasswordLetsInto the journey's cluster.
 func checkOnlyPasswordLetsIn(t *testing.T, ns string, certOnly access, password string) {
+	t.Helper()
+	checkOnlyPasswordLetsInto(t, ns, journeyCluster, certOnly, password)
+}
+
+// checkOnlyPasswordLetsInto asserts that a client with a certificate from the CA can write as
+// root with password, and cannot without a password or with a wrong one.
+func checkOnlyPasswordLetsInto(t *testing.T, ns, cluster string, certOnly access, password string) {
 	t.Helper()
 	// With --client-cert-auth etcd takes the certificate's common name ("app") as the user
 	// when there is no password login; app has no permissions.
-	if err := tryPut(ns, journeyCluster, certOnly); err == nil || !strings.Contains(err.Error(), "permission denied") {
+	if err := tryPut(ns, cluster, certOnly); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("a client without credentials: %v; want permission denied", err)
 	}
-	if err := tryPut(ns, journeyCluster, root(certOnly, password+"-wrong")); !isAuthFailed(err) {
+	if err := tryPut(ns, cluster, root(certOnly, password+"-wrong")); !isAuthFailed(err) {
 		t.Fatalf("a wrong password: %v; want authentication failed", err)
 	}
-	if err := tryPut(ns, journeyCluster, root(certOnly, password)); err != nil {
+	if err := tryPut(ns, cluster, root(certOnly, password)); err != nil {
 		t.Fatalf("root with the password from the Secret: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ type Reconciler struct {
 	Now      func() time.Time
 }
 
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;create;update;delete
