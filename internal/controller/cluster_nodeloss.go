@@ -224,7 +224,7 @@ func (v *clusterView) lostMembers() []*etcdv1.EtcdMember {
 // projected again and deletes its PVC once proven ours; scaling adds a new member as a
 // learner). A member the quorum still needs is refused, and the refusal reported.
 func (r *ClusterReconciler) replaceOnLostNode(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if done, err := r.clearNodeLossClocks(ctx, c, v); done || err != nil {
+	if done, err := r.clearNodeLossClocks(ctx, v); done || err != nil {
 		return done, err
 	}
 	now := r.now()
@@ -247,7 +247,7 @@ func (l lostNode) what() string {
 }
 
 // clearNodeLossClocks removes the clock of a member that is not lost (any more).
-func (r *ClusterReconciler) clearNodeLossClocks(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+func (r *ClusterReconciler) clearNodeLossClocks(ctx context.Context, v *clusterView) (bool, error) {
 	for _, m := range v.active() {
 		if _, lost := v.nodeLoss[m.Name]; lost || m.Annotations[etcdv1.AnnotationNodeLostSince] == "" {
 			continue

@@ -86,9 +86,10 @@ func TestPinnedNode(t *testing.T) {
 	}
 }
 
-// nodeLossHarness is a running cluster of 3 whose members' PVCs are bound to local volumes on
-// node-1, node-2 and node-3, with a clock the test moves. Only the Nodes named exist.
-func nodeLossHarness(t *testing.T, nodes ...string) (*harness, *time.Time, *events.FakeRecorder) {
+// nodeLossHarness is a running cluster of 3 with spec.nodeLoss policy, whose members' PVCs
+// are bound to local volumes on node-1, node-2 and node-3, with a clock the test moves. Node
+// node-2 is gone, and db-2, whose data was there, is down.
+func nodeLossHarness(t *testing.T, policy *etcdv1.NodeLossPolicy) (*harness, *time.Time, *events.FakeRecorder) {
 	h := runningHarness(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	h.r.Now = func() time.Time { return now }
@@ -106,9 +107,11 @@ func nodeLossHarness(t *testing.T, nodes ...string) (*harness, *time.Time, *even
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes {
+	for _, n := range []string{"node-1", "node-3"} {
 		h.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{corev1.LabelHostname: n}}})
 	}
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.NodeLoss = policy })
+	h.etcd.SetDown(h.etcdID("db-2"), true)
 	return h, &now, recorder
 }
 
@@ -131,20 +134,19 @@ func (h *harness) create(obj client.Object) {
 	}
 }
 
-func (h *harness) nodeLostSince(name string) string {
+// victimsClock is db-2's AnnotationNodeLostSince.
+func (h *harness) victimsClock() string {
 	h.t.Helper()
-	m := memberNamed(h.members(), name)
+	m := memberNamed(h.members(), "db-2")
 	if m == nil {
-		h.t.Fatalf("no member %s", name)
+		h.t.Fatal("no member db-2")
 	}
 	return m.Annotations[etcdv1.AnnotationNodeLostSince]
 }
 
-func withNodeLoss(h *harness, policy *etcdv1.NodeLossPolicy) {
-	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.NodeLoss = policy })
-}
-
-func graceSeconds(s int32) *etcdv1.NodeLossPolicy {
+// grace20s is spec.nodeLoss with a 20 s grace period.
+func grace20s() *etcdv1.NodeLossPolicy {
+	s := int32(20)
 	return &etcdv1.NodeLossPolicy{Policy: etcdv1.NodeLossReplaceMember, GracePeriodSeconds: &s}
 }
 
@@ -152,11 +154,9 @@ func graceSeconds(s int32) *etcdv1.NodeLossPolicy {
 // period runs the cluster says so (Degraded NodeLost naming the member, the node and when)
 // and nothing is removed; once it is over the member is replaced as a damaged one is.
 func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
-	h, now, recorder := nodeLossHarness(t, "node-1", "node-3")
-	withNodeLoss(h, graceSeconds(20))
-	h.etcd.SetDown(h.etcdID("db-2"), true)
-	after := h.reconcileAfter()
-	since := h.nodeLostSince("db-2")
+	h, now, recorder := nodeLossHarness(t, grace20s())
+	h.reconcile()
+	since := h.victimsClock()
 	if since != now.Format(time.RFC3339) {
 		t.Fatalf("db-2's clock %q, want %s", since, now.Format(time.RFC3339))
 	}
@@ -164,7 +164,7 @@ func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
 		t.Fatalf("events %v, want a NodeLost event naming node-2", got)
 	}
 	*now = now.Add(5 * time.Second)
-	after = h.reconcileAfter()
+	after := h.reconcileAfter()
 	dg := h.condition(etcdv1.ConditionDegraded)
 	due := time.Date(2030, 1, 2, 3, 4, 25, 0, time.UTC).Format(time.RFC3339)
 	if dg.Status != metav1.ConditionTrue || dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, "db-2") ||
@@ -190,19 +190,17 @@ func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
 // The node comes back within the grace period (a Node deleted by mistake registers again):
 // the clock is removed, and the member is not replaced.
 func TestMemberWhoseNodeComesBackIsKept(t *testing.T) {
-	h, now, _ := nodeLossHarness(t, "node-1", "node-3")
-	withNodeLoss(h, graceSeconds(20))
-	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h, now, _ := nodeLossHarness(t, grace20s())
 	h.reconcile()
-	if h.nodeLostSince("db-2") == "" {
+	if h.victimsClock() == "" {
 		t.Fatal("no clock for db-2")
 	}
 	h.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2", Labels: map[string]string{corev1.LabelHostname: "node-2"}}})
 	*now = now.Add(time.Minute)
 	h.reconcile()
 	h.reconcile()
-	if h.nodeLostSince("db-2") != "" || len(h.members()) != 3 {
-		t.Fatalf("clock %q, members %v: want the clock gone and db-2 kept", h.nodeLostSince("db-2"), names(h.members()))
+	if h.victimsClock() != "" || len(h.members()) != 3 {
+		t.Fatalf("clock %q, members %v: want the clock gone and db-2 kept", h.victimsClock(), names(h.members()))
 	}
 	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason == ReasonNodeLost {
 		t.Fatalf("Degraded %+v after the node came back", dg)
@@ -212,9 +210,7 @@ func TestMemberWhoseNodeComesBackIsKept(t *testing.T) {
 // Never at the cost of the quorum: with another voter down too, the member whose node is gone
 // stays, and both conditions say why.
 func TestMemberOfAGoneNodeIsNotReplacedAtTheCostOfTheQuorum(t *testing.T) {
-	h, now, _ := nodeLossHarness(t, "node-1", "node-3")
-	withNodeLoss(h, graceSeconds(20))
-	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h, now, _ := nodeLossHarness(t, grace20s())
 	h.reconcile()
 	h.etcd.SetUnhealthy(h.etcdID("db-3"), true) // it answers, but fails its health check
 	*now = now.Add(time.Minute)
@@ -235,21 +231,18 @@ func TestMemberOfAGoneNodeIsNotReplacedAtTheCostOfTheQuorum(t *testing.T) {
 // affinity) whose node is gone is rescheduled, not replaced; and with policy Manual nothing
 // is replaced, only reported.
 func TestNodeLossNeedsAPinnedVolumeAndPolicyReplaceMember(t *testing.T) {
-	h, now, _ := nodeLossHarness(t, "node-1", "node-3")
-	withNodeLoss(h, &etcdv1.NodeLossPolicy{Policy: etcdv1.NodeLossManual})
-	h.etcd.SetDown(h.etcdID("db-2"), true)
+	h, now, _ := nodeLossHarness(t, &etcdv1.NodeLossPolicy{Policy: etcdv1.NodeLossManual})
 	h.reconcile()
 	*now = now.Add(time.Hour)
 	h.reconcile()
-	if len(h.members()) != 3 || h.nodeLostSince("db-2") != "" {
-		t.Fatalf("policy Manual: members %v, clock %q", names(h.members()), h.nodeLostSince("db-2"))
+	if len(h.members()) != 3 || h.victimsClock() != "" {
+		t.Fatalf("policy Manual: members %v, clock %q", names(h.members()), h.victimsClock())
 	}
 	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, AnnotationReplace) {
 		t.Fatalf("Degraded %+v, want NodeLost saying how to replace it", dg)
 	}
 
-	h, now, _ = nodeLossHarness(t, "node-1", "node-3")
-	withNodeLoss(h, graceSeconds(20))
+	h, now, _ = nodeLossHarness(t, grace20s())
 	pv := &corev1.PersistentVolume{}
 	if err := h.api.Get(context.Background(), types.NamespacedName{Name: "pv-db-2"}, pv); err != nil {
 		t.Fatal(err)
@@ -258,11 +251,10 @@ func TestNodeLossNeedsAPinnedVolumeAndPolicyReplaceMember(t *testing.T) {
 	if err := h.api.Update(context.Background(), pv); err != nil {
 		t.Fatal(err)
 	}
-	h.etcd.SetDown(h.etcdID("db-2"), true)
 	h.reconcile()
 	*now = now.Add(time.Hour)
 	h.reconcile()
-	if len(h.members()) != 3 || h.nodeLostSince("db-2") != "" {
-		t.Fatalf("network volume: members %v, clock %q", names(h.members()), h.nodeLostSince("db-2"))
+	if len(h.members()) != 3 || h.victimsClock() != "" {
+		t.Fatalf("network volume: members %v, clock %q", names(h.members()), h.victimsClock())
 	}
 }

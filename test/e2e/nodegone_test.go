@@ -70,10 +70,13 @@ func TestMemberOfANodeGoneForGoodIsReplaced(t *testing.T) {
 	eventually(t, 3*time.Minute, "the lost member's PVC deleted", func() error {
 		gone := &corev1.PersistentVolumeClaim{}
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pvc), gone)
-		if apierrors.IsNotFound(err) || (err == nil && gone.UID != pvc.UID) {
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && gone.UID != pvc.UID):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("PVC %s still there (%v)", pvc.Name, err)
+		return fmt.Errorf("PVC %s still there (%s)", pvc.Name, gone.Status.Phase)
 	})
 	w.stopAndVerifyAtMost(t, 20, failuresPerDisruption)
 }
