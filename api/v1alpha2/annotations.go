@@ -26,3 +26,9 @@ func (c *EtcdCluster) ReconcileSuspended() bool {
 // On an EtcdMember, "true" beside the removal mark tells its finalizer to keep the member's
 // PVC that way instead of deleting it; set by the recovery only.
 const AnnotationDiscardedByRecovery = "etcd-operator.cozystack.io/discarded-by-recovery"
+
+// AnnotationNodeLostSince, on an EtcdMember, is when the operator first saw the node its data
+// is pinned to gone (RFC 3339): spec.nodeLoss.gracePeriodSeconds counts from it, across
+// operator restarts. The operator writes it and removes it when the node is back or the
+// member serves again.
+const AnnotationNodeLostSince = "etcd-operator.cozystack.io/node-lost-since"

@@ -139,6 +139,45 @@ type EtcdClusterSpec struct {
 	// policy Manual): nothing until a person asks for a recovery (docs/day-two.md).
 	// +optional
 	QuorumLoss *QuorumLossPolicy `json:"quorumLoss,omitempty"`
+
+	// NodeLoss says what the operator does about a member whose data lived on a node that is
+	// gone for good: its PVC's PersistentVolume is pinned to a Node (a local volume) that no
+	// longer exists. Absent: policy ReplaceMember after 600 seconds.
+	// +optional
+	NodeLoss *NodeLossPolicy `json:"nodeLoss,omitempty"`
+}
+
+// NodeLossAction is what the operator does about a member whose node is gone for good.
+// +kubebuilder:validation:Enum=ReplaceMember;Manual
+type NodeLossAction string
+
+const (
+	// NodeLossReplaceMember replaces the member once its node has been gone for the grace
+	// period: it is removed from etcd (only while the other voters keep a healthy quorum)
+	// and a new member, with a new name, ID and PVC, joins as a learner (the default).
+	NodeLossReplaceMember NodeLossAction = "ReplaceMember"
+	// NodeLossManual only reports the member (Degraded, reason NodeLost); a person replaces
+	// it with the replace annotation.
+	NodeLossManual NodeLossAction = "Manual"
+)
+
+// NodeLossPolicy is what the operator does about a member whose node is gone for good.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.policy) || self.policy == 'ReplaceMember'",message="spec.nodeLoss.gracePeriodSeconds applies only to policy ReplaceMember: remove it, or set spec.nodeLoss.policy to ReplaceMember"
+type NodeLossPolicy struct {
+	// Policy is ReplaceMember (the default: the member is replaced once its node has been
+	// gone for gracePeriodSeconds) or Manual (the member is only reported).
+	// +kubebuilder:default=ReplaceMember
+	// +optional
+	Policy NodeLossAction `json:"policy,omitempty"`
+
+	// GracePeriodSeconds is how long the member's node must have been seen gone before the
+	// member is replaced, counted from when the operator first saw it gone: long enough for
+	// a Node deleted by mistake to register again with its disk. Default 600.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // QuorumLossAction is what the operator does about a lost quorum.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -26,6 +28,9 @@ type nodeSlot struct {
 	agent  *node.Agent
 	cancel context.CancelFunc
 	done   chan struct{}
+	// removed: the node is gone for good (remove) until a new machine of its name joins
+	// (add).
+	removed bool
 }
 
 // start runs a new agent for the slot's node until ctx ends or crash.
@@ -83,6 +88,8 @@ func (n *nodeSlot) shutDown(ctx context.Context) error {
 //	<node> <seconds down>            crash it, and start it again after that long (node-crash)
 //	<node> <seconds down> shutdown   shut it down gracefully, and start it again after that long
 //	<node> evict <namespace>/<pod>   evict that Pod as under node pressure
+//	<node> remove                    remove it for good, as a cloud deleting its VM (removeNode)
+//	<node> add                       a new, empty machine of that name joins after a remove
 //
 // The supervisor says it takes the signal in nodeRestartSignalFile, as for
 // SignalRestartAPIServer, and which requests it knows in nodeFaultsFile (a supervisor of an
@@ -98,6 +105,8 @@ const (
 	faultCrash    = "crash"
 	faultShutdown = "shutdown"
 	faultEvict    = "evict"
+	faultRemove   = "remove"
+	faultAdd      = "add"
 )
 
 // nodeRequest is one request of nodeRestartRequestFile.
@@ -107,20 +116,32 @@ type nodeRequest struct {
 	pod         types.NamespacedName
 }
 
+// nodeFaults is what the supervisor acts on for SignalRestartNode: its node agents, and what
+// the loss of a machine takes besides its agent (the data of its local volumes).
+type nodeFaults struct {
+	dir   string
+	nodes []*nodeSlot
+	wg    *sync.WaitGroup
+	// wipeVolumes removes the data of every local volume pinned to the node.
+	wipeVolumes func(ctx context.Context, node string) ([]string, error)
+}
+
 // restartNodeOnSignal serves SignalRestartNode, one request at a time, until ctx ends.
-func restartNodeOnSignal(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
-	err := onSignal(ctx, SignalRestartNode, nodeRestartSignalFile(dir), func() {
-		if err := actOnNode(ctx, wg, dir, nodes); err != nil {
+func restartNodeOnSignal(ctx context.Context, f nodeFaults) error {
+	err := onSignal(ctx, SignalRestartNode, nodeRestartSignalFile(f.dir), func() {
+		if err := f.act(ctx); err != nil {
 			klog.ErrorS(err, "acting on a node agent on request")
 		}
 	})
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(nodeFaultsFile(dir), []byte(strings.Join([]string{faultCrash, faultShutdown, faultEvict}, "\n")+"\n"), 0o644)
+	known := []string{faultCrash, faultShutdown, faultEvict, faultRemove, faultAdd}
+	return os.WriteFile(nodeFaultsFile(f.dir), []byte(strings.Join(known, "\n")+"\n"), 0o644)
 }
 
-func actOnNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nodeSlot) error {
+func (f nodeFaults) act(ctx context.Context) error {
+	dir, nodes, wg := f.dir, f.nodes, f.wg
 	raw, err := os.ReadFile(nodeRestartRequestFile(dir))
 	if err != nil {
 		return err
@@ -134,7 +155,16 @@ func actOnNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nod
 		return fmt.Errorf("no node %q", req.node)
 	}
 	n := nodes[i]
+	if removed := n.isRemoved(); removed != (req.fault == faultAdd) {
+		return fmt.Errorf("node %s: %s asked while removed is %v", req.node, req.fault, removed)
+	}
 	switch req.fault {
+	case faultRemove:
+		return f.removeNode(ctx, n)
+	case faultAdd:
+		klog.InfoS("a new machine joins under a removed node's name", "node", req.node)
+		n.setRemoved(false)
+		return n.start(ctx, wg)
 	case faultEvict:
 		klog.InfoS("evicting a Pod on request, as under node pressure", "node", req.node, "pod", req.pod)
 		return n.current().Evict(ctx, req.pod.Namespace, req.pod.Name)
@@ -159,8 +189,10 @@ func actOnNode(ctx context.Context, wg *sync.WaitGroup, dir string, nodes []*nod
 // parseNodeRequest parses a request of nodeRestartRequestFile.
 func parseNodeRequest(raw string) (nodeRequest, error) {
 	fields := strings.Fields(raw)
-	const want = `want "<node> <seconds down> [shutdown]" or "<node> evict <namespace>/<pod>"`
+	const want = `want "<node> <seconds down> [shutdown]", "<node> evict <namespace>/<pod>", "<node> remove" or "<node> add"`
 	switch {
+	case len(fields) == 2 && (fields[1] == faultRemove || fields[1] == faultAdd):
+		return nodeRequest{node: fields[0], fault: fields[1]}, nil
 	case len(fields) == 3 && fields[1] == faultEvict:
 		ns, name, ok := strings.Cut(fields[2], "/")
 		if !ok || ns == "" || name == "" {
@@ -179,4 +211,41 @@ func parseNodeRequest(raw string) (nodeRequest, error) {
 		return req, nil
 	}
 	return nodeRequest{}, fmt.Errorf("%s, got %q", want, raw)
+}
+
+func (n *nodeSlot) isRemoved() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.removed
+}
+
+func (n *nodeSlot) setRemoved(removed bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.removed = removed
+}
+
+// removeNode does what a cloud deleting the node's VM does: the machine stops at once (every
+// container killed, as in crash), its disks go (the node's state and the data of every
+// local volume pinned to it), and the cloud's node controller deletes the Node object. The
+// PersistentVolumes stay; kube-controller-manager's Pod garbage collector deletes the Pods
+// bound to the Node, as on a real cluster. The node stays away until add.
+func (f nodeFaults) removeNode(ctx context.Context, n *nodeSlot) error {
+	name := n.cfg.NodeName
+	klog.InfoS("removing a node for good on request", "node", name)
+	n.crash()
+	n.setRemoved(true)
+	wiped, err := f.wipeVolumes(ctx, name)
+	if err != nil {
+		return fmt.Errorf("wiping the local volumes of %s: %w", name, err)
+	}
+	if err := os.RemoveAll(n.cfg.Dir); err != nil {
+		return err
+	}
+	err = n.cfg.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Node %s: %w", name, err)
+	}
+	klog.InfoS("node removed for good", "node", name, "wipedVolumes", wiped)
+	return nil
 }

@@ -101,7 +101,7 @@ func supervise(o options) error {
 	if err := announceReady(ctx, o, nodes); err != nil {
 		return err
 	}
-	if err := serveFaultSignals(ctx, &wg, o.dir, cp, nodes); err != nil {
+	if err := serveFaultSignals(ctx, o.dir, cp, nodeFaults{dir: o.dir, nodes: nodes, wg: &wg, wipeVolumes: prov.WipeNode}); err != nil {
 		return err
 	}
 	<-ctx.Done()
@@ -109,13 +109,13 @@ func supervise(o options) error {
 	return nil
 }
 
-// serveFaultSignals lets the robustness scenarios restart kube-apiserver and crash node
-// agents.
-func serveFaultSignals(ctx context.Context, wg *sync.WaitGroup, dir string, cp *localcluster.ControlPlane, nodes []*nodeSlot) error {
+// serveFaultSignals lets the robustness scenarios and the end-to-end tests restart
+// kube-apiserver and act on nodes (crash, shut down, evict, remove, add).
+func serveFaultSignals(ctx context.Context, dir string, cp *localcluster.ControlPlane, nodes nodeFaults) error {
 	if err := restartAPIServerOnSignal(ctx, dir, cp); err != nil {
 		return err
 	}
-	return restartNodeOnSignal(ctx, wg, dir, nodes)
+	return restartNodeOnSignal(ctx, nodes)
 }
 
 // SignalRestartAPIServer, sent to the supervisor (its pid is in supervisor.pid), restarts

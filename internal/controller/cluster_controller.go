@@ -247,12 +247,18 @@ func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c 
 // stops answering while its Pod stays up; a slow look again notices. A look writes nothing
 // unless the status changed.
 func (r *ClusterReconciler) lookAgainAfter(c *etcdv1.EtcdCluster, v *clusterView) time.Duration {
+	after := resyncPeriod
 	key, lags := client.ObjectKeyFromObject(c), r.healthLagBackoff.get()
 	if healthLagging(c, v) {
-		return lags.When(key)
+		after = lags.When(key)
+	} else {
+		lags.Forget(key)
 	}
-	lags.Forget(key)
-	return resyncPeriod
+	if wait := nodeLossDueIn(c, v, r.now()); wait > 0 && wait < after {
+		// A member whose node is gone is due for replacement then (spec.nodeLoss).
+		after = wait
+	}
+	return after
 }
 
 // healthLagging: some member's Pod serves while etcd, asked through the member, does not

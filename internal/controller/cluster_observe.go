@@ -59,6 +59,9 @@ type clusterView struct {
 	// survivors is what each member still says about itself when the member list cannot
 	// be read (no quorum): serializable Status answers, for the QuorumLost report.
 	survivors []survivor
+	// nodeLoss are the members etcd lists that do not answer and whose data is pinned to a
+	// Node that no longer exists (observeNodeLoss), by name.
+	nodeLoss map[string]lostNode
 	// volumes is the VolumesResized condition growVolumes decided; nil leaves it as it is.
 	volumes *metav1.Condition
 }
@@ -171,7 +174,7 @@ func (r *ClusterReconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, 
 	for i, o := range observations {
 		view.record(list[i], o)
 	}
-	return view, nil
+	return view, r.observeNodeLoss(ctx, c, view)
 }
 
 // memberListTimeout is short while the founding members are still forming the cluster: until

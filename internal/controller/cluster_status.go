@@ -163,6 +163,9 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, reason
 		degraded.Message = "unhealthy: " + strings.Join(sick, ", ")
 	}
+	if msg, lost := nodeLossCondition(c, v, now); replicas > 0 && lost {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ReasonNodeLost, msg
+	}
 	if isWaiting && waiting.degraded {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, waiting.reason, waiting.message
 	}

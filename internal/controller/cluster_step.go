@@ -41,8 +41,8 @@ func waitFor(reason, format string, args ...any) error {
 
 // step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
 // members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, disarming the
-// alarms of members etcd no longer lists, replacing a damaged member, finishing an
-// interrupted add, promotion, adoption, scaling. It reports whether it changed something.
+// alarms of members etcd no longer lists, replacing a damaged member, then one whose node is
+// gone for good (spec.nodeLoss), finishing an interrupted add, promotion, adoption, scaling. It reports whether it changed something.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	if err := waitForAdoption(c, v); err != nil {
 		return false, err
@@ -64,7 +64,7 @@ func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *
 		return r.withoutQuorum(ctx, c, v)
 	}
 	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.finishRecovery, r.recordIdentities, r.removeOrphanLearners, r.disarmStaleAlarms, r.replaceDamaged, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
+		r.finishRecovery, r.recordIdentities, r.removeOrphanLearners, r.disarmStaleAlarms, r.replaceDamaged, r.replaceOnLostNode, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
 	} {
 		if done, err := act(ctx, c, v); done || err != nil {
 			return done && err == nil, err

@@ -80,6 +80,14 @@ func invalidCreates() []invalidCreate {
 		{"automatic recovery on tmpfs", newCluster("q04", withStorage("1Gi", memory), func(c *etcdv1.EtcdCluster) {
 			c.Spec.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember}
 		}), "spec.quorumLoss.policy RecoverFromMostAdvancedMember needs persistent storage"},
+		// spec.nodeLoss
+		{"node-loss policy unknown", newCluster("n01", func(c *etcdv1.EtcdCluster) { c.Spec.NodeLoss = &etcdv1.NodeLossPolicy{Policy: "Never"} }), `spec.nodeLoss.policy: Unsupported value: "Never"`},
+		{"node-loss grace period with Manual", newCluster("n02", func(c *etcdv1.EtcdCluster) {
+			c.Spec.NodeLoss = &etcdv1.NodeLossPolicy{Policy: etcdv1.NodeLossManual, GracePeriodSeconds: ptr[int32](60)}
+		}), "spec.nodeLoss.gracePeriodSeconds applies only to policy ReplaceMember"},
+		{"node-loss grace period of 0 s", newCluster("n03", func(c *etcdv1.EtcdCluster) {
+			c.Spec.NodeLoss = &etcdv1.NodeLossPolicy{GracePeriodSeconds: ptr[int32](0)}
+		}), "spec.nodeLoss.gracePeriodSeconds in body should be greater than or equal to 10"},
 		// spec.tolerations, spec.priorityClassName
 		{"33 tolerations", newCluster("p01", func(c *etcdv1.EtcdCluster) { c.Spec.Tolerations = make([]corev1.Toleration, 33) }), "spec.tolerations: Too many: 33: must have at most 32 items"},
 		{"priority class name too long", newCluster("p02", func(c *etcdv1.EtcdCluster) { c.Spec.PriorityClassName = strings.Repeat("p", 254) }), "spec.priorityClassName: Too long: may not be more than 253"},

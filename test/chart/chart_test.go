@@ -171,12 +171,14 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 		}
 	}
 	for _, res := range resources {
-		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews"}, res) {
+		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews", "nodes", "persistentvolumes"}, res) {
 			t.Errorf("the cluster-scoped ClusterRole grants the namespaced %s cluster-wide: %v", res, resources)
 		}
 	}
-	if !slices.Contains(resources, "storageclasses") || !slices.Contains(resources, "tokenreviews") {
-		t.Errorf("the cluster-scoped ClusterRole lacks storageclasses or tokenreviews: %v", resources)
+	for _, want := range []string{"storageclasses", "tokenreviews", "nodes", "persistentvolumes"} {
+		if !slices.Contains(resources, want) {
+			t.Errorf("the cluster-scoped ClusterRole lacks %s: %v", want, resources)
+		}
 	}
 	if !slices.Contains(args(t, objects), "--watch-namespaces=team-a,team-b") {
 		t.Errorf("args %v lack --watch-namespaces", args(t, objects))

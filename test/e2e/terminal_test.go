@@ -62,6 +62,19 @@ func TestMemberOfANodeShutDownGracefullyComesBackOnItsPVC(t *testing.T) {
 // follower is a voter that does not lead, as etcd says through the writer's client.
 func follower(t *testing.T, w *writer, c *etcdv1.EtcdCluster) etcdv1.MemberSummary {
 	t.Helper()
+	leader := leaderID(t, w)
+	for _, m := range c.Status.Members {
+		if m.ID != leader && m.Role == etcdv1.RoleVoter {
+			return m
+		}
+	}
+	t.Fatalf("no follower among %v (leader %s)", memberIDs(c), leader)
+	return etcdv1.MemberSummary{}
+}
+
+// leaderID is the ID (hex) of the member that leads, as etcd says through the writer's client.
+func leaderID(t *testing.T, w *writer) string {
+	t.Helper()
 	var leader string
 	eventually(t, time.Minute, "asking etcd which member leads", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -73,13 +86,7 @@ func follower(t *testing.T, w *writer, c *etcdv1.EtcdCluster) etcdv1.MemberSumma
 		leader = etcd.FormatID(st.Leader)
 		return nil
 	})
-	for _, m := range c.Status.Members {
-		if m.ID != leader && m.Role == etcdv1.RoleVoter {
-			return m
-		}
-	}
-	t.Fatalf("no follower among %v (leader %s)", memberIDs(c), leader)
-	return etcdv1.MemberSummary{}
+	return leader
 }
 
 func memberPodAndPVC(t *testing.T, ns, member string) (*corev1.Pod, *corev1.PersistentVolumeClaim) {

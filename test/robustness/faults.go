@@ -113,6 +113,26 @@ func EvictUnderPressure(pod *corev1.Pod) error {
 	return askNode(fmt.Sprintf("%s evict %s/%s", pod.Spec.NodeName, pod.Namespace, pod.Name))
 }
 
+// RemoveNode removes the node for good, as a cloud deleting its VM does: every container of
+// every Pod on it killed at once, its disks gone (the data of every local volume pinned to
+// it), and the Node object deleted. The PersistentVolumes stay; kube-controller-manager's
+// Pod garbage collector deletes the Pods bound to the Node. The node stays away until
+// AddNode.
+func RemoveNode(node string) error {
+	if err := supervisorKnows("remove"); err != nil {
+		return err
+	}
+	return askNode(node + " remove")
+}
+
+// AddNode has a new, empty machine join under the name of a node RemoveNode removed.
+func AddNode(node string) error {
+	if err := supervisorKnows("add"); err != nil {
+		return err
+	}
+	return askNode(node + " add")
+}
+
 func supervisorKnows(fault string) error {
 	known, err := os.ReadFile(localClusterFile("node-faults"))
 	if err == nil && !slices.Contains(strings.Fields(string(known)), fault) {

@@ -138,14 +138,20 @@ func (s volumeSources) claimPath(ctx context.Context, ns, name string, gid int) 
 	var path string
 	switch {
 	case vol.Spec.Local != nil:
+		// A local volume is a disk of its node: a kubelet mounts it only if it is there, it
+		// never makes one. Gone with its machine (removeNode), it stays gone, and the Pod
+		// Pending, as on a real cluster.
 		path = vol.Spec.Local.Path
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("local volume %s: %w", vol.Name, err)
+		}
 	case vol.Spec.HostPath != nil:
 		path = vol.Spec.HostPath.Path
+		if err := os.MkdirAll(path, 0o777); err != nil {
+			return "", err
+		}
 	default:
 		return "", fmt.Errorf("volume %s is neither local nor hostPath", vol.Name)
-	}
-	if err := os.MkdirAll(path, 0o777); err != nil {
-		return "", err
 	}
 	return path, shareWithGroup(path, gid)
 }

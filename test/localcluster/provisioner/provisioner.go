@@ -250,3 +250,47 @@ func (p *Provisioner) delete(ctx context.Context, pv *corev1.PersistentVolume) e
 	}
 	return err
 }
+
+// WipeNode does to this provisioner's volumes on node what the loss of the machine does to
+// local disks: every volume pinned to it loses its directory, data and all. The
+// PersistentVolumes stay, as they do on a real cluster whose Node is deleted; no Pod can use
+// them again unless a machine of that name comes back (and then finds no data: the agent
+// refuses a local volume whose directory is gone, as a kubelet does). It returns the
+// volumes it wiped.
+func (p *Provisioner) WipeNode(ctx context.Context, node string) ([]string, error) {
+	pvs, err := p.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var wiped []string
+	for i := range pvs.Items {
+		pv := &pvs.Items[i]
+		if pv.Annotations[provisionedByAnnotation] != Name || pinnedTo(pv) != node {
+			continue
+		}
+		if pv.Spec.Local == nil || filepath.Dir(pv.Spec.Local.Path) != p.dir {
+			return wiped, fmt.Errorf("volume %s is not a directory of this provisioner", pv.Name)
+		}
+		if err := os.RemoveAll(pv.Spec.Local.Path); err != nil {
+			return wiped, err
+		}
+		wiped = append(wiped, pv.Name)
+	}
+	return wiped, nil
+}
+
+// pinnedTo is the node a volume of this provisioner is bound to (provision writes one term
+// with one hostname).
+func pinnedTo(pv *corev1.PersistentVolume) string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, req := range term.MatchExpressions {
+			if req.Key == corev1.LabelHostname && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
+				return req.Values[0]
+			}
+		}
+	}
+	return ""
+}

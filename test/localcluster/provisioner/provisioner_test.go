@@ -2,12 +2,16 @@ package provisioner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -115,5 +119,41 @@ func TestAPendingClaimIsProvisionedOnce(t *testing.T) {
 	p.claimChanged(context.Background(), claim) // a resync before the binder bound it
 	if creates() != 1 {
 		t.Fatalf("%d creates: the resync created the volume again", creates())
+	}
+}
+
+// Removing a node for good takes the data of the volumes pinned to it, and only theirs; the
+// PersistentVolumes stay.
+func TestWipeNodeEmptiesOnlyThatNodesVolumes(t *testing.T) {
+	claim := func(uid, node string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+			Name: "data-" + uid, Namespace: "ns", UID: types.UID(uid), Annotations: map[string]string{selectedNodeAnnotation: node}}}
+	}
+	client := fake.NewClientset()
+	dir := t.TempDir()
+	p := New(client, dir)
+	for _, c := range []*corev1.PersistentVolumeClaim{claim("a", "node-1"), claim("b", "node-2"), claim("c", "node-2")} {
+		if err := p.provision(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pvc-"+string(c.UID), "member"), []byte("data"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wiped, err := p.WipeNode(context.Background(), "node-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(wiped)
+	if !slices.Equal(wiped, []string{"pvc-b", "pvc-c"}) {
+		t.Errorf("wiped %v, want pvc-b and pvc-c", wiped)
+	}
+	for name, want := range map[string]bool{"pvc-a": true, "pvc-b": false, "pvc-c": false} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s's directory there: %v, want %v", name, err == nil, want)
+		}
+		if _, err := client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: %v, want the PersistentVolume kept", name, err)
+		}
 	}
 }
