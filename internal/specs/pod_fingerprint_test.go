@@ -150,6 +150,7 @@ func TestEveryClusterSpecFieldIsClassified(t *testing.T) {
 		"Defrag":                               true, // a schedule the operator runs through etcd's API
 		"Alarms":                               true, // how the operator answers an alarm, through etcd's API
 		"QuorumLoss":                           true, // whether the operator recovers a lost quorum: annotations and EtcdMembers
+		"NodeLoss":                             true, // when the operator replaces a member whose node is gone: EtcdMembers
 	}
 	inputs := map[string]bool{}
 	for f := range reflect.TypeFor[podInputs]().Fields() {
