@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -59,12 +60,23 @@ func TestMemberOfANodeGoneForGoodIsReplaced(t *testing.T) {
 	joined := waitReplacedInEtcd(t, w, before, victim)
 	t.Logf("replaced %.0f s after the node was removed: %s (%s) by %s", time.Since(removed).Seconds(), victim.Name, victim.ID, joined)
 	after := waitSettledAfter(t, ns, "nodegone", 3, removed, 4*time.Minute)
-	if _, still := memberIDs(after)[victim.Name]; still {
-		t.Errorf("members %v: %s is still listed", memberIDs(after), victim.Name)
+	// The replacement may take the lost member's name again once its PVC is gone (the
+	// lowest free ordinal); what must differ is the member ID.
+	newcomer := ""
+	for name, id := range memberIDs(after) {
+		if id == victim.ID {
+			t.Errorf("members %v: %s's ID %s is still listed", memberIDs(after), victim.Name, victim.ID)
+		}
+		if !slices.Contains(slices.Collect(maps.Values(memberIDs(before))), id) {
+			newcomer = name
+		}
+	}
+	if newcomer == "" {
+		t.Fatalf("members %v: none has a new ID (before: %v)", memberIDs(after), memberIDs(before))
 	}
 	for _, reason := range []string{"MemberAdded", "MemberPromoted"} {
-		if got := membersInEvents(t, ns, reason); !slices.ContainsFunc(got, func(m string) bool { _, founding := memberIDs(before)[m]; return !founding }) {
-			t.Errorf("%s events name %v, none a new member", reason, got)
+		if got := membersInEvents(t, ns, reason); !slices.Contains(got, newcomer) {
+			t.Errorf("%s events name %v, not the new member %s", reason, got, newcomer)
 		}
 	}
 	eventually(t, 3*time.Minute, "the lost member's PVC deleted", func() error {
