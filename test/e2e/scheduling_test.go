@@ -288,7 +288,7 @@ func TestOneMemberClusterIsEvictedOnlyWhenItsDataSurvives(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	createCluster(t, ns, "solo", 1)
-	one, size := int32(1), resource.MustParse("64Mi")
+	one, size := int32(1), resource.MustParse("256Mi") // room for etcd's 61 MiB WAL segment and the database
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ram", Namespace: ns},
 		Spec: etcdv1.EtcdClusterSpec{Replicas: &one, Version: etcdVersion,
 			Storage: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory, Size: &size}}})
