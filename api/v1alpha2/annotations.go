@@ -1,6 +1,9 @@
 package v1alpha2
 
-// Annotations a user sets on the operator's objects.
+// Annotation keys: every annotation the operator or the kubectl plugin reads or writes. The
+// values are a compatibility contract: never change one.
+
+// Annotations a user (or `kubectl etcd`) sets on the operator's objects.
 const (
 	// AnnotationSuspendReconcile set to "true" on an EtcdCluster keeps the operator's hands
 	// off the cluster and its members: no member is created, started, replaced or removed,
@@ -32,3 +35,99 @@ const AnnotationDiscardedByRecovery = "etcd-operator.cozystack.io/discarded-by-r
 // operator restarts. The operator writes it and removes it when the node is back or the
 // member serves again.
 const AnnotationNodeLostSince = "etcd-operator.cozystack.io/node-lost-since"
+
+// Annotations a user (or `kubectl etcd`) sets, continued.
+
+// AnnotationRecoverFrom on an EtcdCluster asks the operator to rebuild a cluster that lost
+// its quorum from one member's data (the operator's own mechanism: it states what is lost,
+// removes and stops the other members, restarts that member with --force-new-cluster and adds
+// new members as learners).
+const AnnotationRecoverFrom = "etcd-operator.cozystack.io/recover-from"
+
+// AnnotationRecoverFromSnapshot on an EtcdCluster that lost its quorum asks the operator to
+// rebuild it from the named EtcdSnapshot: every member is stopped and its data discarded
+// (EtcdMembers deleted, PVCs kept as discarded data: AnnotationDiscardedByRecovery),
+// and the cluster bootstraps again, under new member names, from one member that
+// restores the snapshot (a new cluster ID), the others joining as learners. Only a person
+// sets it; it is refused while etcd has a quorum.
+const AnnotationRecoverFromSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot"
+
+// AnnotationAllowOtherClusterSnapshot set to "true" beside AnnotationRecoverFromSnapshot
+// allows a snapshot of another etcd cluster (another EtcdCluster, or this one before a
+// cluster ID change such as an earlier recovery from a snapshot).
+const AnnotationAllowOtherClusterSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot-allow-other-cluster"
+
+// AnnotationReplace on an EtcdMember asks the operator to replace that member with a new one
+// on empty storage (the operator's own mechanism: it removes the member from etcd, deletes
+// its Pod and volume and adds a new member, one step at a time).
+const AnnotationReplace = "etcd-operator.cozystack.io/replace"
+
+// AnnotationPausedReplicas on an EtcdCluster remembers the member count `kubectl etcd pause`
+// stopped, so that `resume` brings back the same size.
+const AnnotationPausedReplicas = "etcd-operator.cozystack.io/paused-replicas"
+
+// AnnotationAdoptedSubdomain on an EtcdCluster names the members whose stable DNS names live
+// under another headless Service than the cluster's, as "SERVICE=MEMBER,MEMBER,...". A
+// member adopted from the legacy etcd.aenix.io operator is known to its peers (etcd's
+// membership) as <member>.<cluster>-headless.<namespace>.svc, and its running Pod's
+// subdomain cannot change: the operator reaches it, and builds its later Pods, under that
+// Service. `kubectl etcd migrate aenix` writes it; nothing else should.
+const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain"
+
+// AnnotationCrashAfter lists, comma-separated, the steps after which the operator crashes for
+// this cluster; read only when failpoints are on (package failpoint), by the robustness tests.
+const AnnotationCrashAfter = "etcd-operator.cozystack.io/crash-after"
+
+// Annotations the operator writes for its own bookkeeping; not for people to set.
+
+// AnnotationForceNewCluster marks the EtcdMember whose next Pod starts etcd with
+// --force-new-cluster; set and cleared by the recovery only.
+const AnnotationForceNewCluster = "etcd-operator.cozystack.io/force-new-cluster"
+
+// AnnotationRemove marks an EtcdMember the operator is taking out of the cluster on purpose.
+// Only with it does the member's finalizer remove the member from etcd and delete its PVC;
+// an EtcdMember deleted by hand keeps its data and is recreated.
+const AnnotationRemove = "etcd-operator.cozystack.io/remove"
+
+// AnnotationDiscard marks an EtcdMember whose whole etcd cluster is being replaced (a
+// recovery from a snapshot): its finalizer deletes its PVC without asking etcd, which has no
+// quorum to remove it with and will not exist afterwards. Set by the operator only.
+const AnnotationDiscard = "etcd-operator.cozystack.io/discard"
+
+// AnnotationMemberID and AnnotationClusterID record a member's etcd identity on its PVC,
+// so that an EtcdMember deleted by accident can be recreated with the same identity.
+const AnnotationMemberID = "etcd-operator.cozystack.io/member-id"
+
+// AnnotationClusterID records a member's etcd cluster ID on its PVC (see AnnotationMemberID).
+const AnnotationClusterID = "etcd-operator.cozystack.io/cluster-id"
+
+// AnnotationEtcdVersion records on a member's PVC the etcd version the member last
+// reported running on that data: etcd cannot open data of a newer minor, so kept PVCs
+// are not adopted by a cluster whose spec.version is older.
+const AnnotationEtcdVersion = "etcd-operator.cozystack.io/etcd-version"
+
+// AnnotationAdoptedFrom and AnnotationDataDir on an adopted member's PVC repeat its
+// spec.adopted, so that the member can be recreated from its PVC alone (an EtcdMember deleted
+// by hand) with its data where the other operator put it.
+const AnnotationAdoptedFrom = "etcd-operator.cozystack.io/adopted-from"
+
+// AnnotationDataDir: see AnnotationAdoptedFrom.
+const AnnotationDataDir = "etcd-operator.cozystack.io/data-dir"
+
+// AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
+// spec change (resources, affinity, options, metadata, ...) shows as a mismatch with the Pod
+// the spec would build now.
+const AnnotationPodTemplateHash = "etcd-operator.cozystack.io/pod-template-hash"
+
+// AnnotationRestoreHeldBy on an EtcdSnapshot says which cluster last held it with
+// FinalizerRestoreSource, and when. Written on every hold, even one the finalizer already
+// marks, so that each hold changes the EtcdSnapshot's resourceVersion: a release decided on
+// an older read of it then fails instead of taking a hold it did not see.
+const AnnotationRestoreHeldBy = "etcd-operator.cozystack.io/restore-held-by"
+
+// AnnotationVerifiedSum on a verify Job is the checksum of the file it verifies, as the
+// EtcdSnapshot recorded it (see LabelVerifyCluster).
+const AnnotationVerifiedSum = "etcd-operator.cozystack.io/verify-checksum"
+
+// AnnotationScheduledTime on a scheduled EtcdDefrag is the time it was due (RFC 3339).
+const AnnotationScheduledTime = "etcd-operator.cozystack.io/scheduled-time"

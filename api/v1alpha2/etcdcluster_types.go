@@ -530,37 +530,6 @@ type EtcdOptions struct {
 	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
 }
 
-// Condition types of an EtcdCluster.
-const (
-	// ConditionAvailable is True while a quorum of members serves requests.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the operator changes the cluster towards its spec.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True while some member is unhealthy or missing.
-	ConditionDegraded = "Degraded"
-	// ConditionTLSReady is True while every certificate Secret that spec.tls needs exists
-	// with valid keys; set only on clusters with spec.tls.
-	ConditionTLSReady = "TLSReady"
-	// ConditionAuthReady is True once authentication is enabled in etcd with the password of
-	// spec.auth.rootCredentialsSecretRef; set only on clusters with spec.auth.enabled.
-	ConditionAuthReady = "AuthReady"
-	// ConditionAlarm is True while etcd has an alarm raised (reason NoSpace or Corrupt; the
-	// message names the members); False with reason NoAlarm otherwise.
-	ConditionAlarm = "Alarm"
-	// ConditionVolumesResized is True while every member's PVC holds spec.storage.size;
-	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
-	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
-	ConditionVolumesResized = "VolumesResized"
-	// ConditionDiscardedDataKept is True while PVCs hold data a quorum-loss recovery
-	// discarded (annotation discarded-by-recovery): the message names them and when they go.
-	// Absent when there are none.
-	ConditionDiscardedDataKept = "DiscardedDataKept"
-	// ConditionReconcileSuspended is True while the cluster has the annotation
-	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
-	// (reason ReconcileSuspended); absent otherwise.
-	ConditionReconcileSuspended = "ReconcileSuspended"
-)
-
 // MemberRole is a member's place in the raft group.
 // +kubebuilder:validation:Enum=Voter;Learner
 type MemberRole string

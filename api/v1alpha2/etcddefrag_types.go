@@ -165,12 +165,6 @@ type MemberDefragStatus struct {
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
-// Condition types of an EtcdDefrag.
-const (
-	// DefragConditionComplete is True once every member has an outcome.
-	DefragConditionComplete = "Complete"
-)
-
 // EtcdDefrag is one defragmentation pass over an EtcdCluster's members; it never runs twice.
 // spec.defrag on the EtcdCluster creates them on a schedule.
 //

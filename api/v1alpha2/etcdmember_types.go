@@ -142,14 +142,6 @@ type MemberAdoption struct {
 	DataDir string `json:"dataDir"`
 }
 
-// Condition types of an EtcdMember.
-const (
-	// MemberConditionReady is True while the member's etcd answers its health check.
-	MemberConditionReady = "Ready"
-	// MemberConditionJoined is True once the member appears started in etcd's member list.
-	MemberConditionJoined = "Joined"
-)
-
 // EtcdMemberStatus is what the operator observed of one member.
 type EtcdMemberStatus struct {
 	// ObservedGeneration is the spec generation the status speaks of.

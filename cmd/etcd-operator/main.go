@@ -169,7 +169,7 @@ func metricsOptions(o options) metricsserver.Options {
 // PDBs cached to those the operator made (all carry its managed-by label): unrelated objects
 // of the same kinds do not grow its memory.
 func cacheOptions(o options) cache.Options {
-	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagerName})}
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{etcdv1.LabelManagedBy: specs.ManagerName})}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{}, DefaultTransform: stripForCache}
 	for _, kind := range controller.LabelScoped() {
 		opts.ByObject[kind] = owned

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
@@ -126,7 +127,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 		t.Fatalf("incomplete result %+v", res)
 	}
 	// A second snapshot to the same name never overwrites the first.
-	if again := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db"}); again.Reason != backup.ReasonAlreadyExists {
+	if again := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db"}); again.Reason != etcdv1.ReasonSnapshotFileExists {
 		t.Errorf("second snapshot to the same name: %+v", again)
 	}
 
@@ -141,8 +142,8 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	// A file that is not the one whose checksum was recorded is refused, leaving no member.
 	wrong := job
 	wrong.Checksum = backup.ChecksumPrefix + strings.Repeat("0", 64)
-	if r := Restore(ctx, wrong); r.Reason != backup.ReasonSnapshotCorrupt {
-		t.Fatalf("restore with another checksum: %+v, want %s", r, backup.ReasonSnapshotCorrupt)
+	if r := Restore(ctx, wrong); r.Reason != etcdv1.ReasonSnapshotCorrupt {
+		t.Fatalf("restore with another checksum: %+v, want %s", r, etcdv1.ReasonSnapshotCorrupt)
 	}
 	if _, err := os.Stat(job.DataDir); !os.IsNotExist(err) {
 		t.Fatalf("a refused restore left a data directory: %v", err)
@@ -257,13 +258,13 @@ func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	r := Restore(ctx, RestoreJob{Store: store, Name: "bad.db", URI: "pvc://c/bad.db", DataDir: filepath.Join(volume, "data"),
 		Staging: filepath.Join(volume, "restore"), Etcdutl: etcdBin(t, "etcdutl"), MemberName: "m",
 		InitialCluster: "m=http://127.0.0.1:1", PeerURL: "http://127.0.0.1:1", ClusterToken: "t"})
-	if r.Reason != backup.ReasonSnapshotCorrupt {
+	if r.Reason != etcdv1.ReasonSnapshotCorrupt {
 		t.Errorf("corrupt snapshot: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(volume, "data")); !os.IsNotExist(err) {
 		t.Error("a failed restore left a data directory")
 	}
-	if r := Restore(ctx, RestoreJob{Store: store, Name: "missing.db", DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore")}); r.Reason != backup.ReasonSnapshotNotFound {
+	if r := Restore(ctx, RestoreJob{Store: store, Name: "missing.db", DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore")}); r.Reason != etcdv1.ReasonSnapshotNotFound {
 		t.Errorf("missing snapshot: %+v", r)
 	}
 }
@@ -283,8 +284,8 @@ func TestSnapshotThroughS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := untrusted.(*backup.S3Store).CheckBucket(ctx); backup.Reason(err) != backup.ReasonCertificateNotTrusted {
-		t.Fatalf("without the CA: %v; want %s", err, backup.ReasonCertificateNotTrusted)
+	if err := untrusted.(*backup.S3Store).CheckBucket(ctx); backup.Reason(err) != etcdv1.ReasonCertificateNotTrusted {
+		t.Fatalf("without the CA: %v; want %s", err, etcdv1.ReasonCertificateNotTrusted)
 	}
 	t.Setenv(EnvS3CA, string(srv.CAPEM))
 	opened, err := flags.open()

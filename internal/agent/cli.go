@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -117,7 +118,7 @@ func (a *agentFlags) runOnStore(fs *flag.FlagSet, args []string, act func(contex
 	defer cancel()
 	st, err := a.store.open()
 	if err != nil {
-		return finish(a.resultFile, Result{Reason: ReasonInvalidArguments, Message: err.Error()})
+		return finish(a.resultFile, Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()})
 	}
 	return finish(a.resultFile, act(ctx, st))
 }
@@ -154,7 +155,7 @@ func RunSnapshotAgent(args []string) int {
 		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, fileOwner{name: name, uri: uri, owner: owner}, scratch, &common.store)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-		res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
+		res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
 	}
 	return finish(common.resultFile, res)
 }
@@ -168,19 +169,19 @@ type fileOwner struct {
 
 func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile string, f fileOwner, scratch string, store *storeFlags) Result {
 	if endpoints == "" || f.name == "" || f.owner == "" {
-		return Result{Reason: ReasonInvalidArguments, Message: "--endpoints, --name and --owner are needed"}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: "--endpoints, --name and --owner are needed"}
 	}
 	st, err := store.open()
 	if err != nil {
-		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}
 	cfg, err := etcdConfig(strings.Split(endpoints, ","), caFile, certFile, keyFile)
 	if err != nil {
-		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}
 	cfg, err = withRootLogin(ctx, cfg)
 	if err != nil {
-		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: err.Error()}
 	}
 	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: scratch})
 }
@@ -191,11 +192,11 @@ func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile strin
 // there is nothing of this snapshot's to delete.
 func removeSnapshot(ctx context.Context, f fileOwner, store *storeFlags) Result {
 	if f.name == "" || f.owner == "" {
-		return Result{Reason: ReasonInvalidArguments, Message: "--name and --owner are needed"}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: "--name and --owner are needed"}
 	}
 	st, err := store.open()
 	if err != nil {
-		return Result{Reason: ReasonInvalidArguments, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}
 	recorded, err := st.RecordedOwner(ctx, f.name)
 	switch {

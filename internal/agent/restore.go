@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
@@ -40,10 +41,10 @@ func Restore(ctx context.Context, job RestoreJob) Result {
 	}
 	// What a crash left half-done is started over.
 	if err := os.RemoveAll(job.Staging); err != nil {
-		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonRestoreFailed, Message: err.Error()}
 	}
 	if err := os.MkdirAll(job.Staging, 0o700); err != nil {
-		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonRestoreFailed, Message: err.Error()}
 	}
 	file := filepath.Join(job.Staging, "snapshot.db")
 	checksum, size, err := download(ctx, job, file)
@@ -55,13 +56,13 @@ func Restore(ctx context.Context, job RestoreJob) Result {
 		"--data-dir="+staged, "--name="+job.MemberName, "--initial-cluster="+job.InitialCluster,
 		"--initial-cluster-token="+job.ClusterToken, "--initial-advertise-peer-urls="+job.PeerURL)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: fmt.Sprintf("etcdutl snapshot restore of %s failed: %v: %s", job.URI, err, tail(out))}
+		return Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: fmt.Sprintf("etcdutl snapshot restore of %s failed: %v: %s", job.URI, err, tail(out))}
 	}
 	if err := os.RemoveAll(job.DataDir); err != nil {
-		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonRestoreFailed, Message: err.Error()}
 	}
 	if err := os.Rename(staged, job.DataDir); err != nil {
-		return Result{Reason: ReasonRestoreFailed, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonRestoreFailed, Message: err.Error()}
 	}
 	_ = os.RemoveAll(job.Staging)
 	return Result{URI: job.URI, SizeBytes: size, Checksum: checksum, Member: job.MemberName, Message: "restored"}

@@ -26,13 +26,6 @@ type Result struct {
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 }
 
-// Reasons of agent failures that are not the store's.
-const (
-	ReasonClusterNotAvailable = "ClusterNotAvailable"
-	ReasonRestoreFailed       = "RestoreFailed"
-	ReasonInvalidArguments    = "InvalidArguments"
-)
-
 // maxMessage keeps the termination message under the kubelet's 4096-byte limit.
 const maxMessage = 3000
 

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
@@ -108,7 +109,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	}
 	cli, member, err := connectToSnapshotMember(ctx, job.Etcd)
 	if err != nil {
-		return Result{Reason: ReasonClusterNotAvailable, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: err.Error()}
 	}
 	defer cli.Close() //nolint:errcheck // best effort
 	scratch, err := createScratch(job.ScratchDir)
@@ -124,7 +125,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	revision, err := backup.FileRevision(scratch.path)
 	if err != nil {
 		_ = job.Store.Remove(ctx, tmp)
-		return Result{Reason: backup.ReasonSnapshotCorrupt, Message: err.Error()}
+		return Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: err.Error()}
 	}
 	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
@@ -174,7 +175,7 @@ func streamAndStore(ctx context.Context, cli *clientv3.Client, member MemberStat
 	defer stop()
 	resp, err := cli.SnapshotWithVersion(streaming)
 	if err != nil {
-		return "", "", Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
+		return "", "", Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: fmt.Sprintf("member %s refused the snapshot: %v", member.Name, err)}
 	}
 	defer resp.Snapshot.Close() // read to its end or abandoned
 	saved := make(chan error, 1)
@@ -191,7 +192,7 @@ func streamAndStore(ctx context.Context, cli *clientv3.Client, member MemberStat
 	case storeFirst:
 		return "", "", storeFailure("writing the snapshot", storeErr)
 	case errors.Is(saveErr, backup.ErrCorrupt):
-		return "", "", Result{Reason: ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, saveErr)}
+		return "", "", Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, saveErr)}
 	case saveErr != nil:
 		return "", "", Result{Reason: backup.Reason(saveErr), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", saveErr)}
 	}

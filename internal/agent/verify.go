@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
@@ -27,7 +28,7 @@ type VerifyJob struct {
 // SnapshotCorrupt, CredentialsRejected, ...), what a person fixes.
 func Verify(ctx context.Context, job VerifyJob) Result {
 	if job.Name == "" || job.Checksum == "" {
-		return Result{Reason: ReasonInvalidArguments, Message: "--name and --checksum are needed"}
+		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: "--name and --checksum are needed"}
 	}
 	sum, size, err := backup.VerifyStored(ctx, job.Store, job.Name, job.Checksum)
 	if err != nil {
@@ -51,7 +52,7 @@ func RunVerifyAgent(args []string) int {
 		job.Store = st
 		res := Verify(ctx, job)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-			res.Reason, res.Message = "DeadlineExceeded", fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
+			res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
 		}
 		return res
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
@@ -53,17 +54,17 @@ func TestVerifyAFileInAVolume(t *testing.T) {
 	if r := Verify(ctx, job); r.Reason != "" || r.Checksum != recorded || r.SizeBytes != int64(len(file)) || r.URI != job.URI {
 		t.Fatalf("the file as recorded: %+v", r)
 	}
-	if r := Verify(ctx, VerifyJob{Store: store, Name: job.Name, URI: job.URI}); r.Reason != ReasonInvalidArguments {
-		t.Fatalf("without the recorded checksum: %+v, want %s", r, ReasonInvalidArguments)
+	if r := Verify(ctx, VerifyJob{Store: store, Name: job.Name, URI: job.URI}); r.Reason != etcdv1.ReasonInvalidArguments {
+		t.Fatalf("without the recorded checksum: %+v, want %s", r, etcdv1.ReasonInvalidArguments)
 	}
 	other, _ := snapshotLike("another snapshot ")
 	for name, tc := range map[string]struct {
 		data   []byte // nil: removed
 		reason string
 	}{
-		"overwritten": {other, backup.ReasonSnapshotCorrupt},
-		"truncated":   {file[:len(file)/2], backup.ReasonSnapshotCorrupt},
-		"removed":     {nil, backup.ReasonSnapshotNotFound},
+		"overwritten": {other, etcdv1.ReasonSnapshotCorrupt},
+		"truncated":   {file[:len(file)/2], etcdv1.ReasonSnapshotCorrupt},
+		"removed":     {nil, etcdv1.ReasonSnapshotNotFound},
 	} {
 		if tc.data == nil {
 			if err := os.Remove(path); err != nil {
@@ -106,18 +107,18 @@ func TestVerifyAgentAgainstS3(t *testing.T) {
 	if code, r := run(testminio.SecretKey); code != 0 || r.Reason != "" || r.Checksum != recorded || r.SizeBytes != int64(len(file)) {
 		t.Fatalf("the stored object: exit %d, %+v", code, r)
 	}
-	if code, r := run("rotated-away"); code != 1 || r.Reason != backup.ReasonCredentialsRejected {
-		t.Errorf("rotated credentials: exit %d, %+v, want %s", code, r, backup.ReasonCredentialsRejected)
+	if code, r := run("rotated-away"); code != 1 || r.Reason != etcdv1.ReasonCredentialsRejected {
+		t.Errorf("rotated credentials: exit %d, %+v, want %s", code, r, etcdv1.ReasonCredentialsRejected)
 	}
 	put(other)
-	if code, r := run(testminio.SecretKey); code != 1 || r.Reason != backup.ReasonSnapshotCorrupt || !strings.Contains(r.Message, recorded+" was recorded") {
-		t.Errorf("overwritten: exit %d, %+v, want %s", code, r, backup.ReasonSnapshotCorrupt)
+	if code, r := run(testminio.SecretKey); code != 1 || r.Reason != etcdv1.ReasonSnapshotCorrupt || !strings.Contains(r.Message, recorded+" was recorded") {
+		t.Errorf("overwritten: exit %d, %+v, want %s", code, r, etcdv1.ReasonSnapshotCorrupt)
 	}
 	if err := srv.Admin.RemoveObject(ctx, bucket, key, minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if code, r := run(testminio.SecretKey); code != 1 || r.Reason != backup.ReasonSnapshotNotFound {
-		t.Errorf("removed: exit %d, %+v, want %s", code, r, backup.ReasonSnapshotNotFound)
+	if code, r := run(testminio.SecretKey); code != 1 || r.Reason != etcdv1.ReasonSnapshotNotFound {
+		t.Errorf("removed: exit %d, %+v, want %s", code, r, etcdv1.ReasonSnapshotNotFound)
 	}
 }
 

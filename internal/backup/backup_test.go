@@ -190,14 +190,14 @@ func TestReasonNamesWhatToFix(t *testing.T) {
 		err  error
 		want string
 	}{
-		{ErrBucketNotFound, ReasonBucketNotFound},
-		{minio.ErrorResponse{Code: "NoSuchBucket"}, ReasonBucketNotFound},
-		{minio.ErrorResponse{Code: "InvalidAccessKeyId"}, ReasonCredentialsRejected},
-		{minio.ErrorResponse{Code: "SignatureDoesNotMatch"}, ReasonCredentialsRejected},
-		{ErrNoSpace, ReasonPVCFull},
-		{ErrCorrupt, ReasonSnapshotCorrupt},
-		{ErrNotFound, ReasonSnapshotNotFound},
-		{errors.New("something else"), ReasonStorageError},
+		{ErrBucketNotFound, etcdv1.ReasonBucketNotFound},
+		{minio.ErrorResponse{Code: "NoSuchBucket"}, etcdv1.ReasonBucketNotFound},
+		{minio.ErrorResponse{Code: "InvalidAccessKeyId"}, etcdv1.ReasonCredentialsRejected},
+		{minio.ErrorResponse{Code: "SignatureDoesNotMatch"}, etcdv1.ReasonCredentialsRejected},
+		{ErrNoSpace, etcdv1.ReasonPVCFull},
+		{ErrCorrupt, etcdv1.ReasonSnapshotCorrupt},
+		{ErrNotFound, etcdv1.ReasonSnapshotNotFound},
+		{errors.New("something else"), etcdv1.ReasonStorageError},
 	} {
 		if got := Reason(tc.err); got != tc.want {
 			t.Errorf("Reason(%v) = %s, want %s", tc.err, got, tc.want)

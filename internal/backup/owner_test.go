@@ -10,6 +10,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -69,7 +70,7 @@ func testOwnedCommit(t *testing.T, st Store, plant func(name string, data []byte
 	if got, err := st.RecordedOwner(ctx, name); got != first || err != nil {
 		t.Fatalf("recorded owner %q (%v), want %q", got, err, first)
 	}
-	if _, err := commit(4096, second); !errors.Is(err, ErrAlreadyExists) || Reason(err) != ReasonAlreadyExists {
+	if _, err := commit(4096, second); !errors.Is(err, ErrAlreadyExists) || Reason(err) != etcdv1.ReasonSnapshotFileExists {
 		t.Fatalf("a second writer's commit: %v, want ErrAlreadyExists", err)
 	}
 	if got, _ := st.RecordedOwner(ctx, name); got != first {

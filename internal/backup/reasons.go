@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"github.com/minio/minio-go/v7"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 // Errors a person fixes by changing something outside the operator.
@@ -13,19 +15,6 @@ var (
 	ErrBucketNotFound = errors.New("the bucket does not exist")
 	ErrNotFound       = errors.New("the snapshot file does not exist")
 	ErrAlreadyExists  = errors.New("a snapshot file of that name exists already")
-)
-
-// Reasons of a failed snapshot or restore; each names what to fix.
-const (
-	ReasonBucketNotFound        = "BucketNotFound"
-	ReasonCredentialsRejected   = "CredentialsRejected"
-	ReasonEndpointUnreachable   = "EndpointUnreachable"
-	ReasonCertificateNotTrusted = "CertificateNotTrusted"
-	ReasonPVCFull               = "PVCFull"
-	ReasonSnapshotNotFound      = "SnapshotNotFound"
-	ReasonSnapshotCorrupt       = "SnapshotCorrupt"
-	ReasonAlreadyExists         = "SnapshotFileExists"
-	ReasonStorageError          = "StorageError"
 )
 
 // Reason classifies a storage error into the reason a person acts on.
@@ -36,26 +25,26 @@ func Reason(err error) string {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, ErrBucketNotFound):
-		return ReasonBucketNotFound
+		return etcdv1.ReasonBucketNotFound
 	case errors.Is(err, ErrNotFound):
-		return ReasonSnapshotNotFound
+		return etcdv1.ReasonSnapshotNotFound
 	case errors.Is(err, ErrCorrupt):
-		return ReasonSnapshotCorrupt
+		return etcdv1.ReasonSnapshotCorrupt
 	case errors.Is(err, ErrNoSpace):
-		return ReasonPVCFull
+		return etcdv1.ReasonPVCFull
 	case errors.Is(err, ErrAlreadyExists):
-		return ReasonAlreadyExists
+		return etcdv1.ReasonSnapshotFileExists
 	case errors.As(err, &unknownAuthority), errors.As(err, &certInvalid), errors.As(err, &hostname):
-		return ReasonCertificateNotTrusted
+		return etcdv1.ReasonCertificateNotTrusted
 	}
 	switch minio.ToErrorResponse(err).Code {
 	case "NoSuchBucket":
-		return ReasonBucketNotFound
+		return etcdv1.ReasonBucketNotFound
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken":
-		return ReasonCredentialsRejected
+		return etcdv1.ReasonCredentialsRejected
 	}
 	if errors.As(err, &netErr) {
-		return ReasonEndpointUnreachable
+		return etcdv1.ReasonEndpointUnreachable
 	}
-	return ReasonStorageError
+	return etcdv1.ReasonStorageError
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -103,7 +104,7 @@ func checkCommitted(t *testing.T, srv *testminio.Server, st *S3Store, name, sum 
 	if err := st.Remove(ctx, name); err != nil {
 		t.Errorf("removing a missing object: %v", err)
 	}
-	if _, err := st.Open(ctx, name); !errors.Is(err, ErrNotFound) || Reason(err) != ReasonSnapshotNotFound {
+	if _, err := st.Open(ctx, name); !errors.Is(err, ErrNotFound) || Reason(err) != etcdv1.ReasonSnapshotNotFound {
 		t.Errorf("opening a removed object: %v", err)
 	}
 }
@@ -243,11 +244,11 @@ func testFailures(t *testing.T, srv *testminio.Server) {
 		cfg  S3Config
 		want string
 	}{
-		{"missing bucket", s3Config(plain, "no-such-bucket"), ReasonBucketNotFound},
-		{"wrong secret", wrongSecret, ReasonCredentialsRejected},
-		{"unknown access key", unknownKey, ReasonCredentialsRejected},
-		{"https without its CA", untrusted, ReasonCertificateNotTrusted},
-		{"nothing listening", closed, ReasonEndpointUnreachable},
+		{"missing bucket", s3Config(plain, "no-such-bucket"), etcdv1.ReasonBucketNotFound},
+		{"wrong secret", wrongSecret, etcdv1.ReasonCredentialsRejected},
+		{"unknown access key", unknownKey, etcdv1.ReasonCredentialsRejected},
+		{"https without its CA", untrusted, etcdv1.ReasonCertificateNotTrusted},
+		{"nothing listening", closed, etcdv1.ReasonEndpointUnreachable},
 	} {
 		err := newS3Store(t, tc.cfg).CheckBucket(ctx)
 		if got := Reason(err); got != tc.want {

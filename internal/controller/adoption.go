@@ -14,10 +14,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// ReasonAdoptionPending is Progressing's reason while a cluster has EtcdMembers that another
-// operator created and `kubectl etcd migrate` has not taken over yet.
-const ReasonAdoptionPending = "AdoptionPending"
-
 // pendingAdoption names the members another operator created that are not adopted yet.
 func pendingAdoption(members []*etcdv1.EtcdMember) []string {
 	var names []string
@@ -37,7 +33,7 @@ func waitForAdoption(c *etcdv1.EtcdCluster, v *clusterView) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	return waitFor(ReasonAdoptionPending,
+	return waitFor(etcdv1.ReasonAdoptionPending,
 		"members %s were created by another operator and are not adopted yet; nothing is changed until they are: run `kubectl etcd migrate cozystack %s -n %s` (a dry run; add --apply)",
 		strings.Join(pending, ", "), c.Name, c.Namespace)
 }
@@ -47,7 +43,7 @@ func waitForAdoption(c *etcdv1.EtcdCluster, v *clusterView) error {
 // spec changes (see stampAdoptedPod); restarting it only because this operator would have
 // built it differently would restart every member of a cluster the moment it is adopted.
 func adoptedPodIsCurrent(m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
-	return m.Spec.Adopted != nil && pod.Annotations[specs.AnnotationPodTemplateHash] == ""
+	return m.Spec.Adopted != nil && pod.Annotations[etcdv1.AnnotationPodTemplateHash] == ""
 }
 
 // stampAdoptedPod records on an adopted member's original Pod the template hash of the Pod
@@ -62,11 +58,11 @@ func (r *MemberReconciler) stampAdoptedPod(ctx context.Context, c *etcdv1.EtcdCl
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[specs.AnnotationPodTemplateHash] = specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash]
+	pod.Annotations[etcdv1.AnnotationPodTemplateHash] = specs.Pod(c, m, r.PodOptions).Annotations[etcdv1.AnnotationPodTemplateHash]
 	if err := r.Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("recording the template hash on adopted Pod %s: %w", pod.Name, err)
 	}
-	r.event(m, corev1.EventTypeNormal, "PodAdopted", "AdoptPod", "took over Pod %s as it runs; a later change of the cluster's spec restarts it with this operator's Pod", pod.Name)
+	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodAdopted, "AdoptPod", "took over Pod %s as it runs; a later change of the cluster's spec restarts it with this operator's Pod", pod.Name)
 	return nil
 }
 
@@ -79,7 +75,7 @@ func memberPVC(ctx context.Context, reader client.Reader, namespace, name string
 		return pvc, err
 	}
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{specs.LabelMember: name}); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{etcdv1.LabelMember: name}); err != nil {
 		return nil, err
 	}
 	if len(list.Items) != 1 {
@@ -90,7 +86,7 @@ func memberPVC(ctx context.Context, reader client.Reader, namespace, name string
 
 // pvcMember is the member whose data a PVC holds: its member label, else its name.
 func pvcMember(pvc *corev1.PersistentVolumeClaim) string {
-	if name := pvc.Labels[specs.LabelMember]; name != "" {
+	if name := pvc.Labels[etcdv1.LabelMember]; name != "" {
 		return name
 	}
 	return pvc.Name

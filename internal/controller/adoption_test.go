@@ -25,7 +25,7 @@ func TestWaitForAdoptionNamesPendingMembers(t *testing.T) {
 	}
 	err := waitForAdoption(c, &clusterView{members: []*etcdv1.EtcdMember{ours, theirs}})
 	var w errWaiting
-	if !errors.As(err, &w) || w.reason != ReasonAdoptionPending || !strings.Contains(w.message, "members cz-x7k2p were created by another operator") ||
+	if !errors.As(err, &w) || w.reason != etcdv1.ReasonAdoptionPending || !strings.Contains(w.message, "members cz-x7k2p were created by another operator") ||
 		!strings.Contains(w.message, "kubectl etcd migrate cozystack cz -n ns") {
 		t.Errorf("got %v", err)
 	}
@@ -35,7 +35,7 @@ func TestAdoptedPodIsCurrentUntilStamped(t *testing.T) {
 	adopted := &etcdv1.EtcdMember{Spec: etcdv1.EtcdMemberSpec{Adopted: &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack}}}
 	native := &etcdv1.EtcdMember{}
 	bare := &corev1.Pod{}
-	stamped := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{specs.AnnotationPodTemplateHash: "x"}}}
+	stamped := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{etcdv1.AnnotationPodTemplateHash: "x"}}}
 	for _, tc := range []struct {
 		m    *etcdv1.EtcdMember
 		pod  *corev1.Pod
@@ -48,7 +48,7 @@ func TestAdoptedPodIsCurrentUntilStamped(t *testing.T) {
 }
 
 func TestPVCMemberPrefersTheMemberLabel(t *testing.T) {
-	adopted := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-cz-x", Labels: map[string]string{specs.LabelMember: "cz-x"}}}
+	adopted := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-cz-x", Labels: map[string]string{etcdv1.LabelMember: "cz-x"}}}
 	native := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "cz-1"}}
 	if pvcMember(adopted) != "cz-x" || pvcMember(native) != "cz-1" {
 		t.Errorf("got %q, %q", pvcMember(adopted), pvcMember(native))
@@ -88,7 +88,7 @@ func TestClusterWaitsForAdoption(t *testing.T) {
 		if len(members) != 3 || slices.ContainsFunc(members, func(m *etcdv1.EtcdMember) bool { return m.Spec.Dormant }) {
 			t.Errorf("replicas %d: members changed before adoption: %d, %+v", replicas, len(members), members)
 		}
-		if cond := h.conditionOf("db", etcdv1.ConditionProgressing); cond.Reason != ReasonAdoptionPending {
+		if cond := h.conditionOf("db", etcdv1.ConditionProgressing); cond.Reason != etcdv1.ReasonAdoptionPending {
 			t.Errorf("replicas %d: Progressing %+v", replicas, cond)
 		}
 	}
@@ -114,7 +114,7 @@ func TestAdoptedPodsAreNotRestartedForTheirShape(t *testing.T) {
 			if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, pod); err != nil {
 				t.Fatal(err)
 			}
-			delete(pod.Annotations, specs.AnnotationPodTemplateHash)
+			delete(pod.Annotations, etcdv1.AnnotationPodTemplateHash)
 			if err := h.api.Update(context.Background(), pod); err != nil {
 				t.Fatal(err)
 			}

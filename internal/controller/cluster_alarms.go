@@ -17,13 +17,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
-// Reasons of the Alarm condition.
-const (
-	ReasonNoAlarm = "NoAlarm"
-	ReasonNoSpace = "NoSpace"
-	ReasonCorrupt = "Corrupt"
-)
-
 // alarmCondition turns etcd's alarms into the Alarm condition: CORRUPT before NOSPACE,
 // each naming its members.
 func alarmCondition(v *clusterView, alarms []etcd.Alarm) metav1.Condition {
@@ -39,7 +32,7 @@ func alarmCondition(v *clusterView, alarms []etcd.Alarm) metav1.Condition {
 		}
 		byType[a.Type] = append(byType[a.Type], name)
 	}
-	cond := metav1.Condition{Type: etcdv1.ConditionAlarm, Status: metav1.ConditionFalse, Reason: ReasonNoAlarm, Message: "etcd has no alarm raised"}
+	cond := metav1.Condition{Type: etcdv1.ConditionAlarm, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonNoAlarm, Message: "etcd has no alarm raised"}
 	var parts []string
 	for _, t := range []string{etcd.AlarmCorrupt, etcd.AlarmNoSpace} {
 		names := byType[t]
@@ -48,9 +41,9 @@ func alarmCondition(v *clusterView, alarms []etcd.Alarm) metav1.Condition {
 		}
 		sort.Strings(names)
 		if cond.Status == metav1.ConditionFalse {
-			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonNoSpace
+			cond.Status, cond.Reason = metav1.ConditionTrue, etcdv1.ReasonNoSpace
 			if t == etcd.AlarmCorrupt {
-				cond.Reason = ReasonCorrupt
+				cond.Reason = etcdv1.ReasonCorrupt
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%s raised by %s", t, strings.Join(names, ", ")))
@@ -80,15 +73,12 @@ func (r *ClusterReconciler) setAlarmCondition(c *etcdv1.EtcdCluster, v *clusterV
 	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAlarm)
 	switch {
 	case cond.Status == metav1.ConditionTrue && (prev == nil || prev.Message != cond.Message):
-		r.event(c, corev1.EventTypeWarning, "AlarmRaised", "Alarm", "%s", cond.Message)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonAlarmRaised, "Alarm", "%s", cond.Message)
 	case cond.Status == metav1.ConditionFalse && prev != nil && prev.Status == metav1.ConditionTrue:
-		r.event(c, corev1.EventTypeNormal, "AlarmCleared", "Alarm", "etcd has no alarm raised any more")
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAlarmCleared, "Alarm", "etcd has no alarm raised any more")
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
 }
-
-// ReasonRemovedMemberAlarmDisarmed is the event of disarmStaleAlarms.
-const ReasonRemovedMemberAlarmDisarmed = "RemovedMemberAlarmDisarmed"
 
 // staleAlarms are the alarms etcd keeps for members it no longer lists. etcd does not drop a
 // member's alarms when the member is removed, and its CORRUPT alarm keeps refusing every
@@ -123,7 +113,7 @@ func (r *ClusterReconciler) disarmStaleAlarms(ctx context.Context, c *etcdv1.Etc
 		if err := v.etcd.DisarmAlarm(ctx, a); err != nil {
 			return false, err
 		}
-		r.event(c, corev1.EventTypeNormal, ReasonRemovedMemberAlarmDisarmed, "Alarm",
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRemovedMemberAlarmDisarmed, "Alarm",
 			"disarmed %s of member %s: etcd no longer lists that member (it was removed or replaced)", a.Type, etcd.FormatID(a.MemberID))
 		v.alarms = slices.DeleteFunc(v.alarms, func(x etcd.Alarm) bool { return x == a })
 	}

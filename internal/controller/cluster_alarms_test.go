@@ -22,13 +22,13 @@ func TestAlarmConditionNamesTheMembers(t *testing.T) {
 		reason string
 		says   []string
 	}{
-		{"none", nil, metav1.ConditionFalse, ReasonNoAlarm, []string{"no alarm"}},
-		{"NOSPACE", []etcd.Alarm{{MemberID: 2, Type: etcd.AlarmNoSpace}, {MemberID: 1, Type: etcd.AlarmNoSpace}}, metav1.ConditionTrue, ReasonNoSpace,
+		{"none", nil, metav1.ConditionFalse, etcdv1.ReasonNoAlarm, []string{"no alarm"}},
+		{"NOSPACE", []etcd.Alarm{{MemberID: 2, Type: etcd.AlarmNoSpace}, {MemberID: 1, Type: etcd.AlarmNoSpace}}, metav1.ConditionTrue, etcdv1.ReasonNoSpace,
 			[]string{"NOSPACE raised by db-1, db-2", "spec.alarms.noSpace"}},
-		{"CORRUPT wins", []etcd.Alarm{{MemberID: 1, Type: etcd.AlarmNoSpace}, {MemberID: 3, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, ReasonCorrupt,
+		{"CORRUPT wins", []etcd.Alarm{{MemberID: 1, Type: etcd.AlarmNoSpace}, {MemberID: 3, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, etcdv1.ReasonCorrupt,
 			[]string{"CORRUPT raised by db-3", "NOSPACE raised by db-1", "never disarms CORRUPT"}},
-		{"a member etcd no longer lists", []etcd.Alarm{{MemberID: 0xab, Type: etcd.AlarmNoSpace}}, metav1.ConditionTrue, ReasonNoSpace, []string{"raised by ab"}},
-		{"no member named (ID 0)", []etcd.Alarm{{MemberID: 0, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, ReasonCorrupt,
+		{"a member etcd no longer lists", []etcd.Alarm{{MemberID: 0xab, Type: etcd.AlarmNoSpace}}, metav1.ConditionTrue, etcdv1.ReasonNoSpace, []string{"raised by ab"}},
+		{"no member named (ID 0)", []etcd.Alarm{{MemberID: 0, Type: etcd.AlarmCorrupt}}, metav1.ConditionTrue, etcdv1.ReasonCorrupt,
 			[]string{"CORRUPT raised by the whole cluster (etcd could not tell which member)"}},
 	}
 	for _, tt := range tests {
@@ -56,7 +56,7 @@ func TestAlarmsAreListedOncePerReconcile(t *testing.T) {
 	if got := h.etcd.CallsTo("Alarms"); len(got) != 1 {
 		t.Fatalf("Alarms called %d times in one reconcile, want 1", len(got))
 	}
-	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != ReasonNoSpace || !strings.Contains(cond.Message, "NOSPACE raised by db-2") {
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != etcdv1.ReasonNoSpace || !strings.Contains(cond.Message, "NOSPACE raised by db-2") {
 		t.Fatalf("Alarm condition %+v", cond)
 	}
 }
@@ -101,10 +101,10 @@ func TestCorruptAlarmIsDisarmedOnlyOnceTheMemberIsGone(t *testing.T) {
 	if alarms, _ := h.etcd.Alarms(context.Background()); !slices.Equal(alarms, []etcd.Alarm{corrupt}) {
 		t.Fatalf("alarms %+v while db-3 remains, want its CORRUPT", alarms)
 	}
-	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != ReasonCorrupt || !strings.Contains(cond.Message, "CORRUPT raised by db-3") {
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Reason != etcdv1.ReasonCorrupt || !strings.Contains(cond.Message, "CORRUPT raised by db-3") {
 		t.Fatalf("Alarm condition %+v", cond)
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonReplacementRefused {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonReplacementRefused {
 		t.Fatalf("Progressing %+v, want the replacement refused", pr)
 	}
 	h.etcd.SetDown(h.etcdID("db-1"), false)
@@ -123,11 +123,11 @@ func TestCorruptAlarmIsDisarmedOnlyOnceTheMemberIsGone(t *testing.T) {
 	if alarms, _ := h.etcd.Alarms(context.Background()); len(alarms) != 0 {
 		t.Fatalf("alarms %+v after db-3 left etcd, want none", alarms)
 	}
-	if cond := h.condition(etcdv1.ConditionAlarm); cond.Status != metav1.ConditionFalse || cond.Reason != ReasonNoAlarm {
+	if cond := h.condition(etcdv1.ConditionAlarm); cond.Status != metav1.ConditionFalse || cond.Reason != etcdv1.ReasonNoAlarm {
 		t.Fatalf("Alarm condition %+v after the disarm", cond)
 	}
 	got := strings.Join(drain(recorder), "\n")
-	for _, want := range []string{ReasonRemovedMemberAlarmDisarmed, "AlarmCleared"} {
+	for _, want := range []string{etcdv1.ReasonRemovedMemberAlarmDisarmed, "AlarmCleared"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("events %q, want %s", got, want)
 		}

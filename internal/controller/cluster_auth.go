@@ -28,14 +28,6 @@ import (
 // and the record with the old; the client factory then falls back to the user's password, and
 // the next reconcile finds that etcd accepts it and only records it.
 
-// Reasons of the AuthReady condition.
-const (
-	ReasonAuthEnabled       = "AuthEnabled"
-	ReasonWaitingForCluster = "WaitingForCluster"
-	ReasonInvalidUsername   = "InvalidUsername"
-	ReasonAuthFailed        = "AuthFailed"
-)
-
 // rootPasswordKey and rootUsernameKey are the keys of the root credentials Secret.
 const (
 	rootPasswordKey = "password"
@@ -49,16 +41,16 @@ func wantedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster)
 	s := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
 	if apierrors.IsNotFound(err) {
-		return "", problemf(ReasonSecretMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, does not exist: create it with root's password under the key %q", name, rootPasswordKey), nil
+		return "", problemf(etcdv1.ReasonSecretMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, does not exist: create it with root's password under the key %q", name, rootPasswordKey), nil
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	if user, ok := s.Data[rootUsernameKey]; ok && string(user) != etcd.RootUser {
-		return "", problemf(ReasonInvalidUsername, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has username %q: the operator manages only user root; set it to root or remove the key", name, string(user)), nil
+		return "", problemf(etcdv1.ReasonInvalidUsername, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has username %q: the operator manages only user root; set it to root or remove the key", name, string(user)), nil
 	}
 	if len(s.Data[rootPasswordKey]) == 0 {
-		return "", problemf(ReasonSecretKeyMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has no key %q or it is empty: put root's password there", name, rootPasswordKey), nil
+		return "", problemf(etcdv1.ReasonSecretKeyMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has no key %q or it is empty: put root's password there", name, rootPasswordKey), nil
 	}
 	return string(s.Data[rootPasswordKey]), nil, nil
 }
@@ -161,7 +153,7 @@ func (r *ClusterReconciler) reportRefusedLogin(ctx context.Context, c *etcdv1.Et
 	if !authWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
 		return nil
 	}
-	return r.setAuthCondition(ctx, c, problemf(ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
+	return r.setAuthCondition(ctx, c, problemf(etcdv1.ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
 		c.Spec.Auth.RootCredentialsSecretRef.Name))
 }
 
@@ -179,7 +171,7 @@ func (r *ClusterReconciler) setAuthCondition(ctx context.Context, c *etcdv1.Etcd
 // know the password to log in again. While auth is off, etcd needs no login for any of it.
 func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, wanted string) error {
 	if why := notAtRest(c, v); why != "" {
-		return r.setAuthCondition(ctx, c, problemf(ReasonWaitingForCluster, "authentication is enabled once a quorum of voters is healthy; until then the client Service %s has no endpoints: %s", specs.ClientServiceName(c.Name), why))
+		return r.setAuthCondition(ctx, c, problemf(etcdv1.ReasonWaitingForCluster, "authentication is enabled once a quorum of voters is healthy; until then the client Service %s has no endpoints: %s", specs.ClientServiceName(c.Name), why))
 	}
 	if err := r.recordApplied(ctx, c, wanted); err != nil {
 		return err
@@ -204,7 +196,7 @@ func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := v.etcd.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
-	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAuthEnabled, "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
 	return r.markAuthEnabled(ctx, c, note)
 }
 
@@ -244,7 +236,7 @@ func (r *ClusterReconciler) applyPassword(ctx context.Context, c *etcdv1.EtcdClu
 	if err := r.recordApplied(ctx, c, wanted); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "RootPasswordChanged", "ChangePassword", "changed root's password in etcd to the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRootPasswordChanged, "ChangePassword", "changed root's password in etcd to the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
 	return nil
 }
 
@@ -289,10 +281,7 @@ func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdC
 	}
 	msg := fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name) + note
 	if old := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAuthReady); note != "" && (old == nil || old.Message != msg) {
-		r.event(c, corev1.EventTypeWarning, ReasonUnmanagedAuth, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonUnmanagedUsersOrRoles, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
 	}
-	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: ReasonAuthEnabled, Message: msg})
+	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonAuthEnabled, Message: msg})
 }
-
-// ReasonUnmanagedAuth is the Warning event naming users and roles the operator did not make.
-const ReasonUnmanagedAuth = "UnmanagedUsersOrRoles"

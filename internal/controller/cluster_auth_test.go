@@ -77,7 +77,7 @@ func TestAuthEnabledOnceTheClusterIsUp(t *testing.T) {
 	if !h.clusterObj().Status.AuthEnabled {
 		t.Fatal("status.authEnabled not set")
 	}
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "Secret root")
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthEnabled, "Secret root")
 
 	// At rest: logged in as root, no more auth changes, no writes.
 	h.etcd.ResetCalls()
@@ -115,7 +115,7 @@ func TestAuthIsEnabledOnceAQuorumIsHealthy(t *testing.T) {
 	if h.etcd.AuthEnabled() || len(h.etcd.CallsTo("UserAdd")) != 0 {
 		t.Fatalf("auth touched without a quorum: %v", h.etcd.Calls())
 	}
-	if sel := h.clientServiceSelector(); sel[specs.LabelMember] != "" || len(sel) != len(specs.ClusterLabels("db"))+1 {
+	if sel := h.clientServiceSelector(); sel[etcdv1.LabelMember] != "" || len(sel) != len(specs.ClusterLabels("db"))+1 {
 		t.Fatalf("client Service selects %v before auth is on; want no member Pod", sel)
 	}
 
@@ -145,18 +145,18 @@ func TestAuthGateKeepsMembersBackWithoutAPassword(t *testing.T) {
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created while root's password is unknown", n)
 	}
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret root, named by spec.auth.rootCredentialsSecretRef, does not exist")
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, etcdv1.ReasonSecretMissing, "Secret root, named by spec.auth.rootCredentialsSecretRef, does not exist")
 	if ev := h.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Warning SecretMissing Secret root") }) {
 		t.Fatalf("events %q, want a warning about Secret root", ev)
 	}
 
 	h.create(secret("root", map[string][]byte{"username": []byte("admin"), "password": []byte(firstPassword)}))
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, ReasonInvalidUsername, `username "admin"`)
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, etcdv1.ReasonInvalidUsername, `username "admin"`)
 
 	h.setSecretData("root", map[string][]byte{"pass": []byte(firstPassword)})
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, ReasonSecretKeyMissing, `no key "password"`)
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, etcdv1.ReasonSecretKeyMissing, `no key "password"`)
 
 	h.setSecretData("root", map[string][]byte{"password": []byte(firstPassword)})
 	h.reconcile()
@@ -207,17 +207,17 @@ func TestCrashBetweenPasswordChangeAndRecord(t *testing.T) {
 	if !slices.Equal(h.etcd.CallsTo("Login"), []string{"Login(root)", "Login(root)"}) {
 		t.Fatalf("logins %q: want the applied password refused, then the Secret's", h.etcd.CallsTo("Login"))
 	}
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "")
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthEnabled, "")
 }
 
 func TestPasswordChangedBehindTheOperatorsBack(t *testing.T) {
 	h := runningWithAuth(t)
 	h.etcd.SetPassword("root", "set-with-etcdctl")
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, ReasonAuthFailed, "set the Secret's password to root's current password")
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, etcdv1.ReasonAuthFailed, "set the Secret's password to root's current password")
 	h.setSecretData("root", map[string][]byte{"password": []byte("set-with-etcdctl")})
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "")
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthEnabled, "")
 	if got := string(h.secret("db-root-applied").Data["password"]); got != "set-with-etcdctl" {
 		t.Fatal("the recovered password was not recorded")
 	}
@@ -251,9 +251,9 @@ func TestUsersAndRolesTheOperatorDidNotCreateAreReported(t *testing.T) {
 	h.reconcile()
 	h.running()
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, ReasonAuthEnabled, "users the operator did not create: [app], roles: [writer]")
-	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "Warning "+ReasonUnmanagedAuth) {
-		t.Fatalf("no %s warning among events:\n%s", ReasonUnmanagedAuth, ev)
+	h.expectCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthEnabled, "users the operator did not create: [app], roles: [writer]")
+	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "Warning "+etcdv1.ReasonUnmanagedUsersOrRoles) {
+		t.Fatalf("no %s warning among events:\n%s", etcdv1.ReasonUnmanagedUsersOrRoles, ev)
 	}
 	if h.etcd.Password("app") != "app-Pa55word" {
 		t.Fatal("the operator changed a user it did not create")
@@ -282,7 +282,7 @@ func TestOnlyTheOperatorReachesMembersBeforeAuthIsOn(t *testing.T) {
 		if rule.Ports[0].Port.IntVal != specs.ClientPort {
 			continue
 		}
-		if len(rule.From) != 1 || rule.From[0].PodSelector.MatchLabels[specs.LabelName] != specs.ManagerName {
+		if len(rule.From) != 1 || rule.From[0].PodSelector.MatchLabels[etcdv1.LabelName] != specs.ManagerName {
 			t.Fatalf("2379 admits %+v before auth is on; want the operator alone", rule.From)
 		}
 	}

@@ -292,7 +292,7 @@ func (r *ClusterReconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdClust
 
 // clusterOfLabeled maps an object carrying the cluster label to its EtcdCluster.
 func clusterOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[specs.LabelCluster]
+	name := obj.GetLabels()[etcdv1.LabelCluster]
 	if name == "" {
 		return nil
 	}
@@ -341,7 +341,7 @@ const (
 // inMotionWaits are the wait reasons of work under way that ends by itself.
 // An upgrade waiting for a restarted member to catch up, and a quorum-loss recovery between
 // its acts, are such work.
-var inMotionWaits = map[string]bool{"Scaling": true, "Bootstrapping": true, "RollingUpdate": true, "Upgrading": true, ReasonQuorumRecovery: true}
+var inMotionWaits = map[string]bool{etcdv1.ReasonScaling: true, etcdv1.ReasonBootstrapping: true, etcdv1.ReasonRollingUpdate: true, etcdv1.ReasonUpgrading: true, etcdv1.ReasonQuorumRecovery: true}
 
 func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
 	var waiting errWaiting

@@ -359,7 +359,7 @@ func (h *harness) markForRemoval(name string) {
 		if m.Name != name {
 			continue
 		}
-		m.Annotations = map[string]string{AnnotationRemove: "true"}
+		m.Annotations = map[string]string{etcdv1.AnnotationRemove: "true"}
 		if err := h.api.Update(context.Background(), m); err != nil {
 			h.t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestRemovalMarkIsDroppedWhenTheClusterNeedsTheMember(t *testing.T) {
 	h.markForRemoval("db-2") // the operator died; meanwhile replicas went back to 3
 	h.reconcile()
 	for _, m := range h.members() {
-		if m.Annotations[AnnotationRemove] != "" {
+		if m.Annotations[etcdv1.AnnotationRemove] != "" {
 			t.Fatalf("%s keeps its removal mark: deleting it by hand would delete its data", m.Name)
 		}
 	}

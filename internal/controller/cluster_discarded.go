@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // The data a quorum-loss recovery discards is kept, not deleted: a recovery from one member
@@ -27,14 +26,6 @@ import (
 // takes its name (freeName, foundingNames). It goes when a person deletes it or, with
 // spec.quorumLoss.keepDiscardedDataSeconds, once the recovered cluster has served that long
 // (decideDiscardedData).
-
-// Reasons of the DiscardedDataKept condition.
-const (
-	// ReasonKeptUntilDeleted: no keepDiscardedDataSeconds; a person deletes the PVCs.
-	ReasonKeptUntilDeleted = "KeptUntilDeleted"
-	// ReasonKeptUntilServed: keepDiscardedDataSeconds is set; the message says when each goes.
-	ReasonKeptUntilServed = "KeptUntilServed"
-)
 
 // discardedData: the PVC holds the data of a member a recovery discarded.
 func discardedData(pvc *corev1.PersistentVolumeClaim) bool {
@@ -86,14 +77,14 @@ func decideDiscardedData(keepFor *int32, available *metav1.Condition, recovering
 	for _, k := range kept {
 		names = append(names, k.name)
 	}
-	cond := &metav1.Condition{Type: etcdv1.ConditionDiscardedDataKept, Status: metav1.ConditionTrue, Reason: ReasonKeptUntilDeleted,
+	cond := &metav1.Condition{Type: etcdv1.ConditionDiscardedDataKept, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonKeptUntilDeleted,
 		Message: fmt.Sprintf("PVCs %s hold the data of members a quorum-loss recovery discarded; no member uses them. Delete them once you no longer need them (kubectl delete pvc %s), or set spec.quorumLoss.keepDiscardedDataSeconds",
 			strings.Join(names, ", "), strings.Join(names, " "))}
 	d := discardedDecision{condition: cond}
 	if keepFor == nil {
 		return d
 	}
-	cond.Reason = ReasonKeptUntilServed
+	cond.Reason = etcdv1.ReasonKeptUntilServed
 	period := time.Duration(*keepFor) * time.Second
 	serving := available != nil && available.Status == metav1.ConditionTrue && !recovering
 	var when []string
@@ -130,7 +121,7 @@ func later(a, b time.Time) time.Time {
 
 // recoveryAsked: a recovery of the quorum is asked for or under way.
 func recoveryAsked(c *etcdv1.EtcdCluster) bool {
-	return c.Annotations[AnnotationRecoverFrom] != "" || c.Annotations[AnnotationRecoverFromSnapshot] != "" || c.Status.SnapshotRecovery != nil
+	return c.Annotations[etcdv1.AnnotationRecoverFrom] != "" || c.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "" || c.Status.SnapshotRecovery != nil
 }
 
 // keptOf turns the view's PVCs of discarded data into what the decision reads.
@@ -168,7 +159,7 @@ func (r *ClusterReconciler) releaseDiscardedData(ctx context.Context, c *etcdv1.
 		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, "DiscardedDataReleased", "ReleaseData",
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataReleased, "ReleaseData",
 			"deleted PVC %s, kept since %s with the data of a member a quorum-loss recovery discarded: the cluster has served for spec.quorumLoss.keepDiscardedDataSeconds (%ds) since",
 			pvc.Name, pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery], *keepDiscardedFor(c))
 	}
@@ -203,7 +194,7 @@ func (r *ClusterReconciler) discardedNamesLive(ctx context.Context, c *etcdv1.Et
 		return nil, nil
 	}
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.reader().List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.reader().List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	kept := make([]*corev1.PersistentVolumeClaim, 0, len(list.Items))

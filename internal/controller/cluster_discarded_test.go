@@ -20,7 +20,7 @@ func TestDecideDiscardedData(t *testing.T) {
 	availableSince := func(at time.Time) *metav1.Condition {
 		return &metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, LastTransitionTime: metav1.Time{Time: at}}
 	}
-	lost := &metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonQuorumLost, LastTransitionTime: metav1.Time{Time: t0}}
+	lost := &metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonQuorumLost, LastTransitionTime: metav1.Time{Time: t0}}
 	twenty := int32(20)
 	kept := func(names ...string) []keptPVC {
 		out := make([]keptPVC, 0, len(names))
@@ -43,23 +43,23 @@ func TestDecideDiscardedData(t *testing.T) {
 	}{
 		{name: "nothing kept", keepFor: &twenty, available: availableSince(t0), kept: nil, now: t0.Add(time.Hour)},
 		{name: "no policy: kept until a person deletes them, however long the cluster serves", available: availableSince(t0), kept: kept("db-3", "db-2"),
-			now: t0.Add(1000 * time.Hour), reason: ReasonKeptUntilDeleted, says: "PVCs db-2, db-3 hold the data"},
+			now: t0.Add(1000 * time.Hour), reason: etcdv1.ReasonKeptUntilDeleted, says: "PVCs db-2, db-3 hold the data"},
 		{name: "the cluster has not served yet: kept, no time stated", keepFor: &twenty, available: lost, kept: kept("db-2"),
-			now: t0.Add(time.Hour), reason: ReasonKeptUntilServed, says: "db-2 once the cluster has been Available for 20s"},
-		{name: "no Available condition at all: kept", keepFor: &twenty, kept: kept("db-2"), now: t0.Add(time.Hour), reason: ReasonKeptUntilServed},
+			now: t0.Add(time.Hour), reason: etcdv1.ReasonKeptUntilServed, says: "db-2 once the cluster has been Available for 20s"},
+		{name: "no Available condition at all: kept", keepFor: &twenty, kept: kept("db-2"), now: t0.Add(time.Hour), reason: etcdv1.ReasonKeptUntilServed},
 		{name: "served, but not long enough", keepFor: &twenty, available: availableSince(t0.Add(5 * time.Second)), kept: kept("db-2"),
-			now: t0.Add(15 * time.Second), retryIn: 10 * time.Second, reason: ReasonKeptUntilServed, says: "db-2 at 2026-01-01T12:00:25Z"},
+			now: t0.Add(15 * time.Second), retryIn: 10 * time.Second, reason: etcdv1.ReasonKeptUntilServed, says: "db-2 at 2026-01-01T12:00:25Z"},
 		{name: "served long enough: released, and no condition left", keepFor: &twenty, available: availableSince(t0.Add(5 * time.Second)), kept: kept("db-2", "db-3"),
 			now: t0.Add(25 * time.Second), release: []string{"db-2", "db-3"}},
 		{name: "Available since before the data was kept counts from the keeping", keepFor: &twenty, available: availableSince(t0.Add(-time.Hour)),
-			kept: kept("db-2"), now: t0.Add(10 * time.Second), retryIn: 10 * time.Second, reason: ReasonKeptUntilServed, says: "db-2 at 2026-01-01T12:00:20Z"},
+			kept: kept("db-2"), now: t0.Add(10 * time.Second), retryIn: 10 * time.Second, reason: etcdv1.ReasonKeptUntilServed, says: "db-2 at 2026-01-01T12:00:20Z"},
 		{name: "the quorum lost again after the keeping: the clock starts over", keepFor: &twenty, available: availableSince(t0.Add(time.Hour)),
-			kept: kept("db-2"), now: t0.Add(time.Hour + 19*time.Second), retryIn: time.Second, reason: ReasonKeptUntilServed},
+			kept: kept("db-2"), now: t0.Add(time.Hour + 19*time.Second), retryIn: time.Second, reason: etcdv1.ReasonKeptUntilServed},
 		{name: "a recovery asked for or under way: nothing goes", keepFor: &twenty, available: availableSince(t0), recovering: true, kept: kept("db-2"),
-			now: t0.Add(time.Hour), reason: ReasonKeptUntilServed},
+			now: t0.Add(time.Hour), reason: etcdv1.ReasonKeptUntilServed},
 		{name: "one due, one kept later", keepFor: &twenty, available: availableSince(t0),
 			kept: []keptPVC{{name: "db-2", keptAt: t0}, {name: "db-5", keptAt: t0.Add(time.Minute)}}, now: t0.Add(30 * time.Second),
-			release: []string{"db-2"}, retryIn: 50 * time.Second, reason: ReasonKeptUntilServed, says: "db-5 at 2026-01-01T12:01:20Z"},
+			release: []string{"db-2"}, retryIn: 50 * time.Second, reason: etcdv1.ReasonKeptUntilServed, says: "db-5 at 2026-01-01T12:01:20Z"},
 		{name: "a kept time that does not parse counts from the serving alone", keepFor: &twenty, available: availableSince(t0),
 			kept: []keptPVC{{name: "db-2"}}, now: t0.Add(20 * time.Second), release: []string{"db-2"}},
 	} {
@@ -135,7 +135,7 @@ func TestDiscardedDataIsNeverRebuiltNorItsNameTaken(t *testing.T) {
 		}
 	}
 	cond := h.condition(etcdv1.ConditionDiscardedDataKept)
-	if cond.Reason != ReasonKeptUntilDeleted || !strings.Contains(cond.Message, "db-2, db-3") {
+	if cond.Reason != etcdv1.ReasonKeptUntilDeleted || !strings.Contains(cond.Message, "db-2, db-3") {
 		t.Fatalf("DiscardedDataKept %+v", cond)
 	}
 }
@@ -147,7 +147,7 @@ func TestDiscardedDataIsNotAdoptedByANewClusterOfItsName(t *testing.T) {
 	h := newHarness(t)
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
-			Annotations: map[string]string{specs.AnnotationMemberID: "1" + name[3:], specs.AnnotationClusterID: "abc",
+			Annotations: map[string]string{etcdv1.AnnotationMemberID: "1" + name[3:], etcdv1.AnnotationClusterID: "abc",
 				etcdv1.AnnotationDiscardedByRecovery: "2026-01-01T12:00:00Z"}}}
 		if err := h.api.Create(context.Background(), pvc); err != nil {
 			t.Fatal(err)
@@ -176,7 +176,7 @@ func TestDiscardedDataIsReleasedAfterTheClusterServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-cache", Namespace: "ns",
-		Labels:      map[string]string{specs.LabelCluster: "db", specs.LabelMember: "db-cache", specs.LabelManagedBy: "helm"},
+		Labels:      map[string]string{etcdv1.LabelCluster: "db", etcdv1.LabelMember: "db-cache", etcdv1.LabelManagedBy: "helm"},
 		Annotations: map[string]string{etcdv1.AnnotationDiscardedByRecovery: "2020-01-01T00:00:00Z"}}}
 	if err := h.api.Create(context.Background(), foreign); err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestDiscardedDataIsReleasedAfterTheClusterServed(t *testing.T) {
 	}
 	h.reconcile()
 	cond := h.condition(etcdv1.ConditionDiscardedDataKept)
-	if h.pvc("db-3") == nil || cond.Reason != ReasonKeptUntilServed || !strings.Contains(cond.Message, "db-3 at ") {
+	if h.pvc("db-3") == nil || cond.Reason != etcdv1.ReasonKeptUntilServed || !strings.Contains(cond.Message, "db-3 at ") {
 		t.Fatalf("before its time: DiscardedDataKept %+v", cond)
 	}
 	h.r.Now = func() time.Time { return start.Add(time.Minute) }

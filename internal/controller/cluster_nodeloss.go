@@ -29,11 +29,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 
-// ReasonNodeLost is Degraded's reason, and a Warning event's, while a member's data is pinned
-// to a Node that no longer exists; the message names the member, the node and when the member
-// will be replaced (or why it will not be).
-const ReasonNodeLost = "NodeLost"
-
 // defaultNodeLossGrace is spec.nodeLoss.gracePeriodSeconds when it is not set.
 const defaultNodeLossGrace = 600 * time.Second
 
@@ -271,7 +266,7 @@ func (r *ClusterReconciler) startNodeLossClock(ctx context.Context, c *etcdv1.Et
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return ignoreConflict(err)
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, ReasonNodeLost, "ReplaceMember", "%s", nodeLossMessage(m, lost, d))
+	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonNodeLost, "ReplaceMember", "%s", nodeLossMessage(m, lost, d))
 	return nil
 }
 
@@ -281,7 +276,7 @@ func (r *ClusterReconciler) replaceLost(ctx context.Context, c *etcdv1.EtcdClust
 	if still == nil || err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, "MemberReplacing", "ReplaceMember",
+	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
 		"replacing member %s (%s): %s; a new member with a new ID takes its place", m.Name, m.Status.MemberID, lost.what())
 	return true, r.markAndDelete(ctx, c, m, failpoint.AfterReplaceMark)
 }
@@ -292,7 +287,7 @@ func nodeLossMessage(m *etcdv1.EtcdMember, lost lostNode, d nodeLossDecision) st
 	due := d.due.UTC().Format(time.RFC3339)
 	switch d.act {
 	case nodeLossReport:
-		return fmt.Sprintf("%s; spec.nodeLoss.policy Manual: replace it with the annotation %s=true on EtcdMember %s", head, AnnotationReplace, m.Name)
+		return fmt.Sprintf("%s; spec.nodeLoss.policy Manual: replace it with the annotation %s=true on EtcdMember %s", head, etcdv1.AnnotationReplace, m.Name)
 	case nodeLossRefuse:
 		return fmt.Sprintf("%s; due for replacement since %s, but it cannot be removed now: %s", head, due, d.why)
 	case nodeLossReplace:

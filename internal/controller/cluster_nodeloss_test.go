@@ -160,14 +160,16 @@ func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
 	if since != now.Format(time.RFC3339) {
 		t.Fatalf("db-2's clock %q, want %s", since, now.Format(time.RFC3339))
 	}
-	if got := drain(recorder); !slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, ReasonNodeLost) && strings.Contains(e, "node-2") }) {
+	if got := drain(recorder); !slices.ContainsFunc(got, func(e string) bool {
+		return strings.Contains(e, etcdv1.ReasonNodeLost) && strings.Contains(e, "node-2")
+	}) {
 		t.Fatalf("events %v, want a NodeLost event naming node-2", got)
 	}
 	*now = now.Add(5 * time.Second)
 	after := h.reconcileAfter()
 	dg := h.condition(etcdv1.ConditionDegraded)
 	due := time.Date(2030, 1, 2, 3, 4, 25, 0, time.UTC).Format(time.RFC3339)
-	if dg.Status != metav1.ConditionTrue || dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, "db-2") ||
+	if dg.Status != metav1.ConditionTrue || dg.Reason != etcdv1.ReasonNodeLost || !strings.Contains(dg.Message, "db-2") ||
 		!strings.Contains(dg.Message, "node-2") || !strings.Contains(dg.Message, due) {
 		t.Fatalf("Degraded %+v, want NodeLost naming db-2, node-2 and %s", dg, due)
 	}
@@ -202,7 +204,7 @@ func TestMemberWhoseNodeComesBackIsKept(t *testing.T) {
 	if h.victimsClock() != "" || len(h.members()) != 3 {
 		t.Fatalf("clock %q, members %v: want the clock gone and db-2 kept", h.victimsClock(), names(h.members()))
 	}
-	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason == ReasonNodeLost {
+	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason == etcdv1.ReasonNodeLost {
 		t.Fatalf("Degraded %+v after the node came back", dg)
 	}
 }
@@ -219,10 +221,10 @@ func TestMemberOfAGoneNodeIsNotReplacedAtTheCostOfTheQuorum(t *testing.T) {
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 || len(h.members()) != 3 {
 		t.Fatalf("removed although the quorum needs it: %v, members %v", calls, names(h.members()))
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonReplacementRefused || !strings.Contains(pr.Message, "node-2") {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonReplacementRefused || !strings.Contains(pr.Message, "node-2") {
 		t.Fatalf("Progressing %+v, want ReplacementRefused naming node-2", pr)
 	}
-	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, "cannot be removed now") {
+	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != etcdv1.ReasonNodeLost || !strings.Contains(dg.Message, "cannot be removed now") {
 		t.Fatalf("Degraded %+v, want NodeLost saying it cannot be removed now", dg)
 	}
 }
@@ -238,7 +240,7 @@ func TestNodeLossNeedsAPinnedVolumeAndPolicyReplaceMember(t *testing.T) {
 	if len(h.members()) != 3 || h.victimsClock() != "" {
 		t.Fatalf("policy Manual: members %v, clock %q", names(h.members()), h.victimsClock())
 	}
-	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, AnnotationReplace) {
+	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != etcdv1.ReasonNodeLost || !strings.Contains(dg.Message, etcdv1.AnnotationReplace) {
 		t.Fatalf("Degraded %+v, want NodeLost saying how to replace it", dg)
 	}
 

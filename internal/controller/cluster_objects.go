@@ -87,7 +87,7 @@ func (r *ClusterReconciler) getOwned(ctx context.Context, c *etcdv1.EtcdCluster,
 // ignoreNameConflict drops a NameConflict problem, keeping any other error.
 func ignoreNameConflict(err error) error {
 	var w errWaiting
-	if errors.As(err, &w) && w.reason == ReasonNameConflict {
+	if errors.As(err, &w) && w.reason == etcdv1.ReasonNameConflict {
 		return nil
 	}
 	return err

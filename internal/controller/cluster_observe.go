@@ -83,7 +83,7 @@ func (r *ClusterReconciler) listMembers(ctx context.Context, c *etcdv1.EtcdClust
 // itself where a decision must not rest on a cache that may be behind).
 func listMembersFrom(ctx context.Context, reader client.Reader, c *etcdv1.EtcdCluster) ([]*etcdv1.EtcdMember, error) {
 	list := &etcdv1.EtcdMemberList{}
-	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	members := make([]*etcdv1.EtcdMember, 0, len(list.Items))

@@ -17,24 +17,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// AnnotationRecoverFrom on an EtcdCluster that lost its quorum asks the operator to rebuild
-// it from the named member: that member starts as a new one-member cluster from its own data
-// (etcd's --force-new-cluster, same cluster ID), every other member is removed and its data
-// discarded (its PVC kept, no member's: etcdv1.AnnotationDiscardedByRecovery), and scaling adds new members as learners up to spec.replicas. Only a person sets
-// it: the operator never recovers on its own, and refuses unless the named member answers and
-// no answering member has applied more.
-const AnnotationRecoverFrom = "etcd-operator.cozystack.io/recover-from"
-
-// AnnotationForceNewCluster marks the EtcdMember whose next Pod starts etcd with
-// --force-new-cluster; set and cleared by the recovery only.
-const AnnotationForceNewCluster = "etcd-operator.cozystack.io/force-new-cluster"
-
-// Reasons of a quorum-loss recovery (Progressing, and events).
-const (
-	ReasonQuorumRecovery  = "QuorumRecovery"
-	ReasonRecoveryRefused = "RecoveryRefused"
-)
-
 // recoveryPlan is what a recovery from the requested member would do, or why it must not.
 type recoveryPlan struct {
 	source  string
@@ -65,7 +47,7 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 	}
 	switch {
 	case src == nil || !src.answered:
-		plan.refusal = fmt.Sprintf("member %s does not answer; members that answer: [%s]; set %s to one of them", requested, strings.Join(answering, ", "), AnnotationRecoverFrom)
+		plan.refusal = fmt.Sprintf("member %s does not answer; members that answer: [%s]; set %s to one of them", requested, strings.Join(answering, ", "), etcdv1.AnnotationRecoverFrom)
 		return plan
 	case src.status.IsLearner:
 		plan.refusal = fmt.Sprintf("member %s is a learner and may lack committed writes; recover from a voter", requested)
@@ -74,7 +56,7 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 	for _, s := range survivors {
 		if s.answered && s.name != requested && s.status.RaftAppliedIndex > src.status.RaftAppliedIndex {
 			plan.refusal = fmt.Sprintf("member %s has applied more than %s (raft index %d > %d): recovering from %s would lose writes %s has; set %s to %s",
-				s.name, requested, s.status.RaftAppliedIndex, src.status.RaftAppliedIndex, requested, s.name, AnnotationRecoverFrom, s.name)
+				s.name, requested, s.status.RaftAppliedIndex, src.status.RaftAppliedIndex, requested, s.name, etcdv1.AnnotationRecoverFrom, s.name)
 			return plan
 		}
 	}
@@ -113,7 +95,7 @@ func statedLoss(c *etcdv1.EtcdCluster, source string) string {
 // --force-new-cluster, "" before that.
 func forcedSourceLoss(c *etcdv1.EtcdCluster, v *clusterView, requested string) string {
 	src := memberNamed(v.members, requested)
-	if src == nil || !src.DeletionTimestamp.IsZero() || src.Annotations[AnnotationForceNewCluster] != "true" {
+	if src == nil || !src.DeletionTimestamp.IsZero() || src.Annotations[etcdv1.AnnotationForceNewCluster] != "true" {
 		return ""
 	}
 	return statedLoss(c, requested)
@@ -151,7 +133,7 @@ func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) rec
 // discarded data, and take them out of etcd once the new cluster answers); then stop their Pods; then mark the source; then
 // restart its Pod with --force-new-cluster.
 func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	requested := c.Annotations[AnnotationRecoverFrom]
+	requested := c.Annotations[etcdv1.AnnotationRecoverFrom]
 	if requested == "" || v.reachable || c.Status.ClusterID == "" {
 		return false, nil
 	}
@@ -164,20 +146,20 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 		if err != nil {
 			return true, err
 		}
-		return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
+		return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s; %s", did, loss)
 	}
 	plan := planRecoveryOf(c, v, requested)
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
-			r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
+			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
 		}
-		return false, waitFor(ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", AnnotationRecoverFrom, requested, plan.refusal)
+		return false, waitFor(etcdv1.ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", etcdv1.AnnotationRecoverFrom, requested, plan.refusal)
 	}
 	// The statement of what is lost must be in status before any act. Progressing may carry
 	// it under ProgressDeadlineExceeded (a quorum lost long ago), so its message is what counts.
 	if !saidInStatus(c, plan.key) {
-		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
-		return false, waitFor(ReasonQuorumRecovery, "%s", plan.loss)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		return false, waitFor(etcdv1.ReasonQuorumRecovery, "%s", plan.loss)
 	}
 	did, err := r.recoveryAct(ctx, c, v, plan)
 	if err != nil {
@@ -190,17 +172,17 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 	if stated := statedLoss(c, requested); stated != "" {
 		loss = stated
 	}
-	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, loss)
+	return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s; %s", did, loss)
 }
 
 // recoveryAct makes the next act of the recovery and says what it did or waits for.
 func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, plan recoveryPlan) (string, error) {
 	for _, m := range v.members {
 		if m.Name != plan.source && m.DeletionTimestamp.IsZero() {
-			r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s; its PVC is kept, no member's, until deleted (%s)", m.Name, plan.source, etcdv1.AnnotationDiscardedByRecovery)
+			r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s; its PVC is kept, no member's, until deleted (%s)", m.Name, plan.source, etcdv1.AnnotationDiscardedByRecovery)
 			// Removed as any member is, and its data kept rather than deleted (the second
 			// mark): it has what the recovery gives up.
-			return "removed member " + m.Name, r.markWithAndDelete(ctx, c, m, failpoint.AfterRemovalMark, AnnotationRemove, etcdv1.AnnotationDiscardedByRecovery)
+			return "removed member " + m.Name, r.markWithAndDelete(ctx, c, m, failpoint.AfterRemovalMark, etcdv1.AnnotationRemove, etcdv1.AnnotationDiscardedByRecovery)
 		}
 	}
 	if pod := unstoppedPod(v, plan.source); pod != nil {
@@ -209,26 +191,26 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[specs.LabelMember], pod.Name, plan.source)
+			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[etcdv1.LabelMember], pod.Name, plan.source)
 		}
-		return "stopping member " + pod.Labels[specs.LabelMember], err
+		return "stopping member " + pod.Labels[etcdv1.LabelMember], err
 	}
 	src := memberNamed(v.members, plan.source)
 	if src == nil {
 		return "waiting for the EtcdMember of " + plan.source + " to be rebuilt from its PVC", nil
 	}
-	if src.Annotations[AnnotationForceNewCluster] != "true" {
+	if src.Annotations[etcdv1.AnnotationForceNewCluster] != "true" {
 		patch := client.MergeFrom(src.DeepCopy())
 		if src.Annotations == nil {
 			src.Annotations = map[string]string{}
 		}
-		src.Annotations[AnnotationForceNewCluster] = "true"
+		src.Annotations[etcdv1.AnnotationForceNewCluster] = "true"
 		return "marked member " + src.Name + " to start with --force-new-cluster", r.Patch(ctx, src, patch)
 	}
 	if pod := v.pods[src.Name]; pod != nil && pod.DeletionTimestamp.IsZero() && !specs.ForcesNewCluster(pod) {
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.eventAbout(c, src, corev1.EventTypeWarning, "ForcingNewCluster", "RecoverQuorum", "restarting member %s with --force-new-cluster: it becomes a one-member cluster with its data", src.Name)
+			r.eventAbout(c, src, corev1.EventTypeWarning, etcdv1.ReasonForcingNewCluster, "RecoverQuorum", "restarting member %s with --force-new-cluster: it becomes a one-member cluster with its data", src.Name)
 		}
 		return "restarting member " + src.Name + " with --force-new-cluster", err
 	}
@@ -253,7 +235,7 @@ func unstoppedPod(v *clusterView, source string) *corev1.Pod {
 	sort.Strings(names)
 	for _, name := range names {
 		pod := v.pods[name]
-		if member := pod.Labels[specs.LabelMember]; member != "" && member != source && !podStopped(pod) {
+		if member := pod.Labels[etcdv1.LabelMember]; member != "" && member != source && !podStopped(pod) {
 			return pod
 		}
 	}
@@ -275,7 +257,7 @@ func waitingToStop(pod *corev1.Pod) string {
 	return fmt.Sprintf("waiting for member %s to stop: its Pod %s on node %s was deleted at %s and its kubelet has not confirmed that etcd stopped; "+
 		"if that node is down or cut off, fence it (kubectl taint node %s node.kubernetes.io/out-of-service=nodeshutdown:NoExecute) or, once you know etcd no longer runs there, "+
 		"delete the Pod with --force --grace-period=0: forcing a new cluster while it may serve would leave two clusters with one cluster ID",
-		pod.Labels[specs.LabelMember], pod.Name, node, pod.DeletionTimestamp.UTC().Format(time.RFC3339), node)
+		pod.Labels[etcdv1.LabelMember], pod.Name, node, pod.DeletionTimestamp.UTC().Format(time.RFC3339), node)
 }
 
 // saidInStatus: Progressing's message says it.
@@ -291,26 +273,26 @@ func saidInStatus(c *etcdv1.EtcdCluster, what string) bool {
 func (r *ClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	var forced *etcdv1.EtcdMember
 	for _, m := range v.members {
-		if m.Annotations[AnnotationForceNewCluster] == "true" {
+		if m.Annotations[etcdv1.AnnotationForceNewCluster] == "true" {
 			forced = m
 		}
 	}
-	if from := c.Annotations[AnnotationRecoverFrom]; from != "" {
+	if from := c.Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, AnnotationRecoverFrom)
+		delete(c.Annotations, etcdv1.AnnotationRecoverFrom)
 		if err := r.Patch(ctx, c, patch); err != nil {
 			return true, err
 		}
 		if forced != nil {
-			r.event(c, corev1.EventTypeNormal, "QuorumRecovered", "RecoverQuorum", "the cluster answers again as a one-member cluster from %s; new members are added as learners up to %d", forced.Name, ptrOr(c.Spec.Replicas, 3))
+			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as a one-member cluster from %s; new members are added as learners up to %d", forced.Name, ptrOr(c.Spec.Replicas, 3))
 		} else {
-			r.event(c, corev1.EventTypeNormal, "RecoveryNotNeeded", "RecoverQuorum", "etcd has a quorum: nothing was recovered, %s=%s removed", AnnotationRecoverFrom, from)
+			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRecoveryNotNeeded, "RecoverQuorum", "etcd has a quorum: nothing was recovered, %s=%s removed", etcdv1.AnnotationRecoverFrom, from)
 		}
 		return true, nil
 	}
 	if forced != nil {
 		patch := client.MergeFrom(forced.DeepCopy())
-		delete(forced.Annotations, AnnotationForceNewCluster)
+		delete(forced.Annotations, etcdv1.AnnotationForceNewCluster)
 		return true, r.Patch(ctx, forced, patch)
 	}
 	for _, m := range v.members {
@@ -318,7 +300,7 @@ func (r *ClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1.EtcdCl
 			if deleted, err := r.deletePod(ctx, pod); !deleted || err != nil {
 				return err != nil, err
 			}
-			r.eventAbout(c, m, corev1.EventTypeNormal, "RestartingWithoutForce", "RecoverQuorum", "restarting member %s without --force-new-cluster before members join", m.Name)
+			r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonRestartingWithoutForce, "RecoverQuorum", "restarting member %s without --force-new-cluster before members join", m.Name)
 			return true, nil
 		}
 	}

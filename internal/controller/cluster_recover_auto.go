@@ -169,7 +169,7 @@ func decideAutoRecovery(policy *etcdv1.QuorumLossPolicy, since *metav1.Time, sur
 	}
 	if best == nil {
 		return autoRecovery{why: fmt.Sprintf("spec.quorumLoss.policy %s: no member answers as a voter, so there is nothing to recover from; bring a member back, or recover from a snapshot with %s",
-			policy.Policy, AnnotationRecoverFromSnapshot)}
+			policy.Policy, etcdv1.AnnotationRecoverFromSnapshot)}
 	}
 	return autoRecovery{source: best.name}
 }
@@ -222,7 +222,7 @@ func moreAdvanced(a, b *survivor) bool {
 // exactly as a person does (the recover-from annotation), which states the loss before any
 // act. A request already there, from a person or from an earlier look, is left alone.
 func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if c.Status.ClusterID == "" || c.Annotations[AnnotationRecoverFrom] != "" || c.Annotations[AnnotationRecoverFromSnapshot] != "" {
+	if c.Status.ClusterID == "" || c.Annotations[etcdv1.AnnotationRecoverFrom] != "" || c.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "" {
 		return false, nil
 	}
 	// The clock as this look leaves it, not only as stored: a member that started since the
@@ -237,17 +237,17 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 		if d.why == "" {
 			return false, nil
 		}
-		return true, errWaiting{reason: ReasonQuorumLost, message: quorumLostMessage(v.survivors) + "; " + d.why, retryIn: d.wait}
+		return true, errWaiting{reason: etcdv1.ReasonQuorumLost, message: quorumLostMessage(v.survivors) + "; " + d.why, retryIn: d.wait}
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[AnnotationRecoverFrom] = d.source
+	c.Annotations[etcdv1.AnnotationRecoverFrom] = d.source
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return true, err
 	}
-	r.event(c, corev1.EventTypeWarning, "AutomaticRecovery", "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
-		since.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, AnnotationRecoverFrom, d.source)
+	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonAutomaticRecovery, "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
+		since.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, etcdv1.AnnotationRecoverFrom, d.source)
 	return true, nil
 }

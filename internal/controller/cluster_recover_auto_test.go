@@ -67,10 +67,10 @@ func TestAutomaticRecoveryAfterTheGracePeriod(t *testing.T) {
 	h.etcd.SetDown(h.etcdID("db-3"), true)
 	h.reconcile() // the loss is recorded
 	h.reconcile()
-	if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+	if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 		t.Fatalf("recovery asked for within the grace period: %s", from)
 	}
-	if av := h.condition(etcdv1.ConditionAvailable); av.Reason != ReasonQuorumLost {
+	if av := h.condition(etcdv1.ConditionAvailable); av.Reason != etcdv1.ReasonQuorumLost {
 		t.Fatalf("Available %+v", av)
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "spec.quorumLoss.policy RecoverFromMostAdvancedMember recovers from the most advanced member at") {
@@ -78,11 +78,11 @@ func TestAutomaticRecoveryAfterTheGracePeriod(t *testing.T) {
 	}
 	h.r.Now = func() time.Time { return time.Now().Add(61 * time.Second) }
 	h.reconcile()
-	if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "db-1" {
+	if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "db-1" {
 		t.Fatalf("recover-from %q after the grace period, want db-1", from)
 	}
 	h.reconcile()
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "recovering from member db-1") || len(h.members()) != 3 {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "recovering from member db-1") || len(h.members()) != 3 {
 		t.Fatalf("the automatic request did not state the loss first: %+v", pr)
 	}
 }
@@ -105,7 +105,7 @@ func TestAutomaticRecoveryNotWhileTheMembersOutOfReachServe(t *testing.T) {
 		h.r.Now = func() time.Time { return time.Now().Add(later) }
 		h.reconcile()
 		h.reconcile()
-		if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+		if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 			t.Fatalf("%s on: recovery from %s asked while the members out of reach serve", later, from)
 		}
 		if since := h.clusterObj().Status.QuorumLostSince; since != nil {
@@ -309,10 +309,10 @@ func TestAutomaticRecoveryCountsFromTheLossNotAnEarlierFalse(t *testing.T) {
 			h.etcd.SetDown(h.etcdID("db-3"), true)
 			h.reconcile()
 			h.reconcile()
-			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+			if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 				t.Fatalf("recovery asked for at once after %s: %s", earlier, from)
 			}
-			if av := h.condition(etcdv1.ConditionAvailable); av.Reason != ReasonQuorumLost {
+			if av := h.condition(etcdv1.ConditionAvailable); av.Reason != etcdv1.ReasonQuorumLost {
 				t.Fatalf("Available %+v", av)
 			}
 			if since := h.clusterObj().Status.QuorumLostSince; since != nil {
@@ -323,7 +323,7 @@ func TestAutomaticRecoveryCountsFromTheLossNotAnEarlierFalse(t *testing.T) {
 			h.setPod("db-3", corev1.PodRunning, true)
 			h.reconcile()
 			h.reconcile()
-			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "" {
+			if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 				t.Fatalf("recovery asked for within the grace period: %s", from)
 			}
 			if since := h.clusterObj().Status.QuorumLostSince; since == nil {
@@ -331,7 +331,7 @@ func TestAutomaticRecoveryCountsFromTheLossNotAnEarlierFalse(t *testing.T) {
 			}
 			h.r.Now = func() time.Time { return time.Now().Add(time.Hour + 61*time.Second) }
 			h.reconcile()
-			if from := h.clusterObj().Annotations[AnnotationRecoverFrom]; from != "db-1" {
+			if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "db-1" {
 				t.Fatalf("recover-from %q after the grace period, want db-1", from)
 			}
 		})

@@ -16,26 +16,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
-
-// AnnotationRecoverFromSnapshot on an EtcdCluster that lost its quorum asks the operator to
-// rebuild it from the named EtcdSnapshot: every member is stopped and its data discarded
-// (EtcdMembers deleted, PVCs kept as discarded data: etcdv1.AnnotationDiscardedByRecovery),
-// and the cluster bootstraps again, under new member names, from one member that
-// restores the snapshot (a new cluster ID), the others joining as learners. Only a person
-// sets it; it is refused while etcd has a quorum.
-const AnnotationRecoverFromSnapshot = specs.AnnotationRecoverFromSnapshot
-
-// AnnotationAllowOtherClusterSnapshot set to "true" beside AnnotationRecoverFromSnapshot
-// allows a snapshot of another etcd cluster (another EtcdCluster, or this one before a
-// cluster ID change such as an earlier recovery from a snapshot).
-const AnnotationAllowOtherClusterSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot-allow-other-cluster"
-
-// AnnotationDiscard marks an EtcdMember whose whole etcd cluster is being replaced (a
-// recovery from a snapshot): its finalizer deletes its PVC without asking etcd, which has no
-// quorum to remove it with and will not exist afterwards. Set by the operator only.
-const AnnotationDiscard = "etcd-operator.cozystack.io/discard"
 
 // snapshotRecoveryPlan is what a recovery from an EtcdSnapshot would do, or why it must not.
 type snapshotRecoveryPlan struct {
@@ -71,7 +52,7 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 	case in.tmpfs:
 		plan.refusal = "a tmpfs cluster cannot be rebuilt from a snapshot: a member's Pod that restarts would restore it again and lose later writes; create a new cluster with medium \"\" (PVC) and spec.bootstrap.restore"
 	case s == nil:
-		plan.refusal = fmt.Sprintf("EtcdSnapshot %s does not exist in this namespace; set %s to a Complete EtcdSnapshot of this cluster (kubectl get etcdsnapshots)", in.requested, AnnotationRecoverFromSnapshot)
+		plan.refusal = fmt.Sprintf("EtcdSnapshot %s does not exist in this namespace; set %s to a Complete EtcdSnapshot of this cluster (kubectl get etcdsnapshots)", in.requested, etcdv1.AnnotationRecoverFromSnapshot)
 	case !s.DeletionTimestamp.IsZero():
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s is being deleted (with deletionPolicy Delete, its stored file too): name another snapshot", s.Name)
 	case s.Status.Phase != etcdv1.SnapshotComplete:
@@ -80,7 +61,7 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s records no checksum or revision (or an artifact that does not name its file): the restore could not verify the file; name another snapshot", s.Name)
 	case !in.allowOther && (s.Spec.ClusterRef.Name != in.cluster || s.Status.ClusterID != in.clusterID):
 		plan.refusal = fmt.Sprintf("EtcdSnapshot %s holds the data of EtcdCluster %s, etcd cluster %s; this is EtcdCluster %s, etcd cluster %s (a cluster rebuilt from a snapshot has a new ID, so snapshots older than that count as another cluster's); to restore it anyway, set %s=true as well",
-			s.Name, s.Spec.ClusterRef.Name, s.Status.ClusterID, in.cluster, in.clusterID, AnnotationAllowOtherClusterSnapshot)
+			s.Name, s.Spec.ClusterRef.Name, s.Status.ClusterID, in.cluster, in.clusterID, etcdv1.AnnotationAllowOtherClusterSnapshot)
 	}
 	if plan.refusal != "" {
 		return plan
@@ -139,15 +120,15 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	if rec := c.Status.SnapshotRecovery; rec != nil {
 		return r.continueSnapshotRecovery(ctx, c, v, rec)
 	}
-	requested := c.Annotations[AnnotationRecoverFromSnapshot]
+	requested := c.Annotations[etcdv1.AnnotationRecoverFromSnapshot]
 	if requested == "" {
 		return false, nil
 	}
 	if v.reachable || c.Status.ClusterID == "" {
 		return true, r.dropSnapshotRecoveryRequest(ctx, c, requested)
 	}
-	if other := c.Annotations[AnnotationRecoverFrom]; other != "" {
-		return true, r.refuseRecovery(c, requested, fmt.Sprintf("%s=%s asks for a recovery from a member as well: remove one of the two requests", AnnotationRecoverFrom, other))
+	if other := c.Annotations[etcdv1.AnnotationRecoverFrom]; other != "" {
+		return true, r.refuseRecovery(c, requested, fmt.Sprintf("%s=%s asks for a recovery from a member as well: remove one of the two requests", etcdv1.AnnotationRecoverFrom, other))
 	}
 	snap := &etcdv1.EtcdSnapshot{}
 	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: requested}, snap); apierrors.IsNotFound(err) {
@@ -157,7 +138,7 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	}
 	plan := planSnapshotRecovery(snapshotRecoveryInput{
 		requested: requested, snapshot: snap, cluster: c.Name, clusterID: c.Status.ClusterID,
-		allowOther: c.Annotations[AnnotationAllowOtherClusterSnapshot] == "true",
+		allowOther: c.Annotations[etcdv1.AnnotationAllowOtherClusterSnapshot] == "true",
 		tmpfs:      c.Spec.Storage.Medium == etcdv1.StorageMediumMemory,
 		survivors:  v.survivors, names: knownMemberNames(c, v),
 	})
@@ -171,8 +152,8 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		return true, err
 	}
 	if !saidInStatus(c, plan.key) {
-		r.event(c, corev1.EventTypeWarning, ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
-		return true, waitFor(ReasonQuorumRecovery, "%s", plan.loss)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s", plan.loss)
 	}
 	if why, err := r.holdSnapshot(ctx, c, snap.Name); err != nil || why != "" {
 		if err != nil {
@@ -195,7 +176,7 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return true, err
 	}
-	return true, waitFor(ReasonQuorumRecovery, "began; %s", plan.loss)
+	return true, waitFor(etcdv1.ReasonQuorumRecovery, "began; %s", plan.loss)
 }
 
 // dropSnapshotRecoveryRequest removes a request for a recovery from a snapshot from a cluster
@@ -203,20 +184,20 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 // an old snapshot the next time the quorum is lost, so it goes, and an event says why.
 func (r *ClusterReconciler) dropSnapshotRecoveryRequest(ctx context.Context, c *etcdv1.EtcdCluster, requested string) error {
 	patch := client.MergeFrom(c.DeepCopy())
-	delete(c.Annotations, AnnotationRecoverFromSnapshot)
+	delete(c.Annotations, etcdv1.AnnotationRecoverFromSnapshot)
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, AnnotationRecoverFromSnapshot)
+	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, etcdv1.AnnotationRecoverFromSnapshot)
 	return nil
 }
 
 // refuseRecovery reports a refused recovery from a snapshot; nothing is changed.
 func (r *ClusterReconciler) refuseRecovery(c *etcdv1.EtcdCluster, requested, why string) error {
 	if !saidInStatus(c, why) {
-		r.event(c, corev1.EventTypeWarning, ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", why)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", why)
 	}
-	return waitFor(ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", AnnotationRecoverFromSnapshot, requested, why)
+	return waitFor(etcdv1.ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", etcdv1.AnnotationRecoverFromSnapshot, requested, why)
 }
 
 // continueSnapshotRecovery takes the next act of a recovery the record says has begun.
@@ -236,7 +217,7 @@ func (r *ClusterReconciler) continueSnapshotRecovery(ctx context.Context, c *etc
 	if err != nil {
 		return true, err
 	}
-	return true, waitFor(ReasonQuorumRecovery, "%s; %s", did, rec.Loss)
+	return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s; %s", did, rec.Loss)
 }
 
 // recoverFromSnapshotStep is recoverFromSnapshot in step's first list.
@@ -257,9 +238,9 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.event(c, corev1.EventTypeWarning, "RecoveryStopsMember", "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[specs.LabelMember], pod.Name, rec.Snapshot)
+			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[etcdv1.LabelMember], pod.Name, rec.Snapshot)
 		}
-		return "stopping member " + pod.Labels[specs.LabelMember], err
+		return "stopping member " + pod.Labels[etcdv1.LabelMember], err
 	}
 	if len(v.members) > 0 {
 		return "waiting for the members to let go of their data", nil
@@ -273,7 +254,7 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return "", err
 	}
-	r.event(c, corev1.EventTypeWarning, "RestoringSnapshot", "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
+	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRestoringSnapshot, "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
 	return "founding the new cluster from the snapshot", nil
 }
 
@@ -283,13 +264,13 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 // without etcd.
 func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
 	for _, m := range v.members {
-		if m.Annotations[AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
+		if m.Annotations[etcdv1.AnnotationDiscard] == "true" && !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.markWithAndDelete(ctx, c, m, failpoint.AfterDiscardMark, AnnotationDiscard); err != nil {
+		if err := r.markWithAndDelete(ctx, c, m, failpoint.AfterDiscardMark, etcdv1.AnnotationDiscard); err != nil {
 			return "", err
 		}
-		r.eventAbout(c, m, corev1.EventTypeWarning, "RecoveryRemovesMember", "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
+		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
 		return "discarding member " + m.Name, nil
 	}
 	return "", nil
@@ -300,7 +281,7 @@ func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdClu
 // with the old cluster's data must be marked before the new members are named (foundingNames
 // skips the names of kept PVCs), or a member of its name would start on it.
 func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
-	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}}
+	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}}
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := r.reader().List(ctx, pvcs, sel...); err != nil {
 		return "", err
@@ -320,7 +301,7 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
 			return "", err
 		}
-		r.event(c, corev1.EventTypeWarning, "RecoveryKeepsData", "RecoverQuorum", "kept PVC %s as discarded data (%s), no member's: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, etcdv1.AnnotationDiscardedByRecovery, rec.Snapshot)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryKeepsData, "RecoverQuorum", "kept PVC %s as discarded data (%s), no member's: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, etcdv1.AnnotationDiscardedByRecovery, rec.Snapshot)
 		return "kept PVC " + pvc.Name + " as discarded data", nil
 	}
 	pods := &corev1.PodList{}
@@ -361,10 +342,10 @@ func recoveryToken(c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus) st
 // finishSnapshotRecovery, once the new cluster answered: the request goes first (with the
 // record still there, a crash in between finishes next time), then the record.
 func (r *ClusterReconciler) finishSnapshotRecovery(ctx context.Context, c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus, clusterID string) error {
-	if _, ok := c.Annotations[AnnotationRecoverFromSnapshot]; ok {
+	if _, ok := c.Annotations[etcdv1.AnnotationRecoverFromSnapshot]; ok {
 		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, AnnotationRecoverFromSnapshot)
-		delete(c.Annotations, AnnotationAllowOtherClusterSnapshot)
+		delete(c.Annotations, etcdv1.AnnotationRecoverFromSnapshot)
+		delete(c.Annotations, etcdv1.AnnotationAllowOtherClusterSnapshot)
 		return r.Patch(ctx, c, patch)
 	}
 	before := c.DeepCopy()
@@ -372,7 +353,7 @@ func (r *ClusterReconciler) finishSnapshotRecovery(ctx context.Context, c *etcdv
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "QuorumRecovered", "RecoverQuorum", "the cluster answers again as etcd cluster %s, restored from EtcdSnapshot %s (revision %d); members are added as learners up to %d",
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as etcd cluster %s, restored from EtcdSnapshot %s (revision %d); members are added as learners up to %d",
 		clusterID, rec.Snapshot, rec.Revision, ptrOr(c.Spec.Replicas, 3))
 	return nil
 }

@@ -130,7 +130,7 @@ func (h *harness) annotate(kv ...string) {
 // Job's Pod is not).
 func (h *harness) countOfCluster(list client.ObjectList) int {
 	h.t.Helper()
-	if err := h.api.List(context.Background(), list, client.InNamespace("ns"), client.MatchingLabels{specs.LabelCluster: "db"}); err != nil {
+	if err := h.api.List(context.Background(), list, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelCluster: "db"}); err != nil {
 		h.t.Fatal(err)
 	}
 	return meta.LenList(list)
@@ -151,11 +151,11 @@ func (h *harness) count(list client.ObjectList) int {
 func TestRecoveryFromSnapshot(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	oldToken := h.clusterObj().Status.ClusterToken
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
-	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") || !strings.Contains(pr.Message, "db-1 revision 0 (nothing after the snapshot)") {
+	if pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") || !strings.Contains(pr.Message, "db-1 revision 0 (nothing after the snapshot)") {
 		t.Fatalf("Progressing before any act: %+v", pr)
 	}
 	if len(h.members()) != 3 || h.clusterObj().Status.SnapshotRecovery != nil {
@@ -181,11 +181,11 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 func TestRecoveryFromSnapshotLeavesAPVCThatIsNotOurs(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-cache", Namespace: "ns",
-		Labels: map[string]string{specs.LabelCluster: "db", specs.LabelMember: "db-cache", specs.LabelManagedBy: "helm"}}}
+		Labels: map[string]string{etcdv1.LabelCluster: "db", etcdv1.LabelMember: "db-cache", etcdv1.LabelManagedBy: "helm"}}}
 	if err := h.api.Create(context.Background(), foreign); err != nil {
 		t.Fatal(err)
 	}
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	for i := 0; i < 25 && (h.clusterObj().Status.SnapshotRecovery == nil || h.clusterObj().Status.ClusterID != ""); i++ {
 		h.reconcile()
 	}
@@ -258,7 +258,7 @@ func (h *harness) finishSnapshotRecoveryWith(clusterID uint64) {
 	h.etcd.SetClusterID(clusterID)
 	h.etcd.SeedMember("db-4", specs.PeerURL(h.clusterObj(), "db-4"), specs.ClientURL(h.clusterObj(), "db-4"))
 	h.reconcile() // the request goes
-	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFromSnapshot]; ok {
+	if _, ok := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFromSnapshot]; ok {
 		t.Fatal("the request outlived the recovery")
 	}
 	h.reconcile() // the record goes
@@ -296,24 +296,24 @@ func TestRecoveryFromSnapshotRefusals(t *testing.T) {
 	// In this order: the allowance below applies to the annotation left on, "other".
 	for _, tc := range []struct{ name, want string }{
 		{"missing", "EtcdSnapshot missing does not exist"},
-		{"other", "to restore it anyway, set " + AnnotationAllowOtherClusterSnapshot + "=true"},
+		{"other", "to restore it anyway, set " + etcdv1.AnnotationAllowOtherClusterSnapshot + "=true"},
 	} {
 		name, want := tc.name, tc.want
-		h.annotate(AnnotationRecoverFromSnapshot, name)
+		h.annotate(etcdv1.AnnotationRecoverFromSnapshot, name)
 		h.reconcile()
 		h.reconcile()
 		pr := h.condition(etcdv1.ConditionProgressing)
-		if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, want) {
+		if pr.Reason != etcdv1.ReasonRecoveryRefused || !strings.Contains(pr.Message, want) {
 			t.Fatalf("%s: Progressing %+v", name, pr)
 		}
 		if len(h.members()) != 3 || h.clusterObj().Status.SnapshotRecovery != nil {
 			t.Fatalf("%s: a refused recovery changed something", name)
 		}
 	}
-	h.annotate(AnnotationAllowOtherClusterSnapshot, "true")
+	h.annotate(etcdv1.AnnotationAllowOtherClusterSnapshot, "true")
 	h.reconcile() // the file verified
 	h.reconcile()
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot other") {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot other") {
 		t.Fatalf("allowed: Progressing %+v", pr)
 	}
 }
@@ -324,10 +324,10 @@ func TestRecoveryFromSnapshotRefusedWithAQuorum(t *testing.T) {
 	if err := h.api.Create(context.Background(), completeSnapshot("snap", h.clusterObj().Status.ClusterID)); err != nil {
 		t.Fatal(err)
 	}
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile()
 	c := h.clusterObj()
-	if _, ok := c.Annotations[AnnotationRecoverFromSnapshot]; ok || c.Status.SnapshotRecovery != nil || len(h.members()) != 3 {
+	if _, ok := c.Annotations[etcdv1.AnnotationRecoverFromSnapshot]; ok || c.Status.SnapshotRecovery != nil || len(h.members()) != 3 {
 		t.Fatalf("a healthy cluster: annotations %v, record %+v, %d members", c.Annotations, c.Status.SnapshotRecovery, len(h.members()))
 	}
 }
@@ -336,18 +336,18 @@ func TestRecoveryFromSnapshotRefusedWithAQuorum(t *testing.T) {
 // Once recorded, the recovery goes on whatever answers: members may already be gone.
 func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.etcd.SetDown(h.etcdID("db-2"), false)
 	h.reconcile()
 	c := h.clusterObj()
-	if c.Status.SnapshotRecovery != nil || c.Annotations[AnnotationRecoverFromSnapshot] != "" || len(h.members()) != 3 {
+	if c.Status.SnapshotRecovery != nil || c.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "" || len(h.members()) != 3 {
 		t.Fatalf("quorum back before the record: record %+v, annotations %v, %d members", c.Status.SnapshotRecovery, c.Annotations, len(h.members()))
 	}
 
 	h = lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.reconcile() // recorded
@@ -369,20 +369,20 @@ func TestRecoveryFromSnapshotAfterTheQuorumReturns(t *testing.T) {
 func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.holdMembers() // discarded members stay, going, as the finalizer holds them
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile() // stated
 	h.reconcile() // recorded
 	h.reconcile()
-	if m := h.member("db-1"); m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+	if m := h.member("db-1"); m.Annotations[etcdv1.AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
 		t.Fatalf("db-1 after the first act: annotations %v, deleted %v", m.Annotations, m.DeletionTimestamp)
 	}
-	if m := h.member("db-2"); m.Annotations[AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
+	if m := h.member("db-2"); m.Annotations[etcdv1.AnnotationDiscard] == "true" || !m.DeletionTimestamp.IsZero() {
 		t.Fatal("a second member was discarded in the same look")
 	}
 	// The operator died right after marking db-2.
 	m := h.member("db-2")
-	m.Annotations = map[string]string{AnnotationDiscard: "true"}
+	m.Annotations = map[string]string{etcdv1.AnnotationDiscard: "true"}
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 		h.reconcile()
 	}
 	for _, m := range h.members() {
-		if m.Annotations[AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
+		if m.Annotations[etcdv1.AnnotationDiscard] != "true" || m.DeletionTimestamp.IsZero() {
 			t.Fatalf("%s not marked and going: annotations %v", m.Name, m.Annotations)
 		}
 	}
@@ -410,7 +410,7 @@ func TestRecoveryFromSnapshotMarksEachMemberBeforeDeletingIt(t *testing.T) {
 // write the record again: the first stays, with its start time.
 func TestRecoveryFromSnapshotIsRecordedOnce(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile() // stated
 	stale := h.clusterObj()
@@ -446,7 +446,7 @@ func (h *harness) snapshotHeld() bool {
 	if err := h.api.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "snap"}, s); err != nil {
 		h.t.Fatal(err)
 	}
-	return controllerutil.ContainsFinalizer(s, specs.FinalizerRestoreSource) && strings.HasPrefix(s.Annotations[specs.AnnotationRestoreHeldBy], "EtcdCluster db at ")
+	return controllerutil.ContainsFinalizer(s, etcdv1.FinalizerRestoreSource) && strings.HasPrefix(s.Annotations[etcdv1.AnnotationRestoreHeldBy], "EtcdCluster db at ")
 }
 
 // A deletion of the EtcdSnapshot that comes after the plan read it and before the hold (the
@@ -454,7 +454,7 @@ func (h *harness) snapshotHeld() bool {
 // The same look at the cluster then refuses the recovery: nothing recorded or discarded.
 func TestASnapshotBeingDeletedCannotBeHeld(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the file verified
 	h.reconcile() // the loss stated
 	ctx := context.Background()

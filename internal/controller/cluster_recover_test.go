@@ -66,7 +66,7 @@ func (h *harness) requestRecoveryFrom(source string) {
 	h.t.Helper()
 	c := h.clusterObj()
 	patch := client.MergeFrom(c.DeepCopy())
-	c.Annotations = map[string]string{AnnotationRecoverFrom: source}
+	c.Annotations = map[string]string{etcdv1.AnnotationRecoverFrom: source}
 	if err := h.api.Patch(context.Background(), c, patch); err != nil {
 		h.t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func (h *harness) startPodOf(name string) *corev1.Pod {
 	h.t.Helper()
 	m := h.member(name)
 	pod := specs.Pod(h.clusterObj(), m, h.r.PodOptions)
-	if m.Annotations[AnnotationForceNewCluster] == "true" {
+	if m.Annotations[etcdv1.AnnotationForceNewCluster] == "true" {
 		specs.ForceNewCluster(pod)
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -114,7 +114,7 @@ func TestRecoveryFromTheSurvivor(t *testing.T) {
 	h.requestRecoveryFrom("db-1")
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
-	if pr.Reason != ReasonProgressDeadlineExceeded || !strings.Contains(pr.Message, "recovering from member db-1") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
+	if pr.Reason != etcdv1.ReasonProgressDeadlineExceeded || !strings.Contains(pr.Message, "recovering from member db-1") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
 		t.Fatalf("Progressing before any act: %+v", pr)
 	}
 	if len(h.members()) != 3 {
@@ -146,7 +146,7 @@ func TestRecoveryFromAMemberThatDoesNotAnswerIsRefused(t *testing.T) {
 	h.reconcile()
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
-	if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 does not answer; members that answer: [db-1]") {
+	if pr.Reason != etcdv1.ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 does not answer; members that answer: [db-1]") {
 		t.Fatalf("Progressing %+v", pr)
 	}
 	if len(h.members()) != 3 {
@@ -162,7 +162,7 @@ func (h *harness) checkRecoveryActs() {
 	for range 4 { // db-2 removed, db-3 removed, db-1 marked, db-1's Pod restarted
 		h.reconcile()
 	}
-	if got := len(h.members()); got != 1 || h.members()[0].Annotations[AnnotationForceNewCluster] != "true" || !h.survivorPodGone() {
+	if got := len(h.members()); got != 1 || h.members()[0].Annotations[etcdv1.AnnotationForceNewCluster] != "true" || !h.survivorPodGone() {
 		t.Fatalf("after the acts: %d members, %+v, Pod gone %v", got, h.members()[0].Annotations, h.survivorPodGone())
 	}
 	if pr := h.condition(etcdv1.ConditionProgressing); !strings.Contains(pr.Message, "recovering from member db-1") {
@@ -176,12 +176,12 @@ func (h *harness) checkRecoveryFinished() {
 	t := h.t
 	t.Helper()
 	h.reconcile() // the request goes
-	if _, ok := h.clusterObj().Annotations[AnnotationRecoverFrom]; ok {
+	if _, ok := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; ok {
 		t.Fatal("the recovery request is still there")
 	}
 	h.reconcile() // the mark goes
 	h.reconcile() // the Pod with the flag goes
-	if !h.survivorPodGone() || h.members()[0].Annotations[AnnotationForceNewCluster] != "" {
+	if !h.survivorPodGone() || h.members()[0].Annotations[etcdv1.AnnotationForceNewCluster] != "" {
 		t.Fatal("the forced Pod or the mark outlived the recovery")
 	}
 	if got := len(h.members()); got != 1 {
@@ -301,7 +301,7 @@ func TestRecoveryRefusedWhileTheMembersOutOfReachServe(t *testing.T) {
 		h.reconcile()
 	}
 	pr := h.condition(etcdv1.ConditionProgressing)
-	if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "members [db-2, db-3] do not answer the operator, but their Pods are Ready") {
+	if pr.Reason != etcdv1.ReasonRecoveryRefused || !strings.Contains(pr.Message, "members [db-2, db-3] do not answer the operator, but their Pods are Ready") {
 		t.Fatalf("Progressing %+v", pr)
 	}
 	if len(h.members()) != 3 || !h.podExists("db-2") || !h.podExists("db-3") {
@@ -310,7 +310,7 @@ func TestRecoveryRefusedWhileTheMembersOutOfReachServe(t *testing.T) {
 	h.setPodNotReady("db-2")
 	h.setPodNotReady("db-3")
 	h.reconcile()
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumRecovery {
 		t.Fatalf("the recovery did not go on once the others' Pods were not Ready: %+v", pr)
 	}
 }
@@ -324,7 +324,7 @@ func (h *harness) podExists(name string) bool {
 // survivorForceMarked: db-1, the survivor in these tests, is marked to start with
 // --force-new-cluster.
 func (h *harness) survivorForceMarked() bool {
-	return h.member("db-1").Annotations[AnnotationForceNewCluster] == "true"
+	return h.member("db-1").Annotations[etcdv1.AnnotationForceNewCluster] == "true"
 }
 
 // kubeletConfirms changes a member's Pod as its kubelet does once etcd stopped in it: a
@@ -349,7 +349,7 @@ func (h *harness) kubeletConfirms(name string, change func(*corev1.Pod)) {
 func (h *harness) holdMembers() {
 	h.t.Helper()
 	for _, m := range h.members() {
-		m.Finalizers = []string{memberFinalizer}
+		m.Finalizers = []string{etcdv1.FinalizerMember}
 		if err := h.api.Update(context.Background(), m); err != nil {
 			h.t.Fatal(err)
 		}
@@ -374,7 +374,7 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	for range 4 { // stated, db-2 removed, db-3 removed, db-1 marked
 		h.reconcile()
 	}
-	if h.member("db-1").Annotations[AnnotationForceNewCluster] != "true" || h.member("db-2").DeletionTimestamp.IsZero() {
+	if h.member("db-1").Annotations[etcdv1.AnnotationForceNewCluster] != "true" || h.member("db-2").DeletionTimestamp.IsZero() {
 		t.Fatal("the recovery from db-1 did not get as far as marking it")
 	}
 	// db-1's forced start fails; db-2 answers again, alone; the request is changed to db-2.
@@ -383,10 +383,10 @@ func TestRecoveryRequestChangedMidwayIsRefused(t *testing.T) {
 	h.requestRecoveryFrom("db-2")
 	h.reconcile()
 	h.reconcile()
-	if !h.member("db-1").DeletionTimestamp.IsZero() || h.member("db-2").Annotations[AnnotationForceNewCluster] == "true" {
+	if !h.member("db-1").DeletionTimestamp.IsZero() || h.member("db-2").Annotations[etcdv1.AnnotationForceNewCluster] == "true" {
 		t.Fatal("a changed request removed the member being forced or marked a second one")
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 is being removed") {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonRecoveryRefused || !strings.Contains(pr.Message, "member db-2 is being removed") {
 		t.Fatalf("Progressing %+v", pr)
 	}
 }
@@ -406,7 +406,7 @@ func TestRecoveryWaitsForTheForcedSurvivorWithoutRefusing(t *testing.T) {
 	h.reconcile()
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
-	if pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "waiting for member db-1 to start as a one-member cluster") ||
+	if pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "waiting for member db-1 to start as a one-member cluster") ||
 		!strings.Contains(pr.Message, "recovering from member db-1 at revision") || !strings.Contains(pr.Message, "the data of [db-2, db-3] is discarded") {
 		t.Fatalf("Progressing while the forced survivor starts: %+v", pr)
 	}

@@ -69,7 +69,7 @@ func judgeVerification(want verifyTarget, job *batchv1.Job, res agent.Result, fo
 	if !job.DeletionTimestamp.IsZero() {
 		return verification{act: verifyWait}
 	}
-	if job.Labels[snapshot.LabelVerifySnapshotUID] != string(want.snapshotUID) || job.Annotations[snapshot.AnnotationVerifiedSum] != want.checksum {
+	if job.Labels[etcdv1.LabelVerifySnapshotUID] != string(want.snapshotUID) || job.Annotations[etcdv1.AnnotationVerifiedSum] != want.checksum {
 		return verification{act: verifyReplace} // another EtcdSnapshot's of that name, or another file
 	}
 	done, failed, reason, at := snapshot.JobFinished(job)
@@ -117,7 +117,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	// Job); the retry is only a safety net, not the every-second look of a recovery's other
 	// waits: reading a large file takes minutes.
 	verifying := func(what string) error {
-		return errWaiting{reason: ReasonQuorumRecovery, retryIn: verifyPoll, message: fmt.Sprintf(
+		return errWaiting{reason: etcdv1.ReasonQuorumRecovery, retryIn: verifyPoll, message: fmt.Sprintf(
 			"%s %s of EtcdSnapshot %s, read whole and checked against its recorded checksum before anything is decided or discarded", what, want.uri, snap.Name)}
 	}
 	switch verdict.act {
@@ -131,7 +131,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 		} else if err != nil {
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, "VerifyingSnapshot", "RecoverQuorum", "Job %s reads %s of EtcdSnapshot %s whole and checks its checksum %s before any member's data is discarded", job.Name, want.uri, snap.Name, want.checksum)
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonVerifyingSnapshot, "RecoverQuorum", "Job %s reads %s of EtcdSnapshot %s whole and checks its checksum %s before any member's data is discarded", job.Name, want.uri, snap.Name, want.checksum)
 		return verifying("verifying (Job " + job.Name + ")")
 	case verifyReplace:
 		bg := metav1.DeletePropagationBackground
@@ -142,7 +142,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	case verifyWait:
 		return verifying("verifying (Job " + job.Name + ")")
 	case verifyFailed:
-		err := r.refuseRecovery(c, c.Annotations[AnnotationRecoverFromSnapshot], fmt.Sprintf(
+		err := r.refuseRecovery(c, c.Annotations[etcdv1.AnnotationRecoverFromSnapshot], fmt.Sprintf(
 			"the stored file %s of EtcdSnapshot %s cannot be restored: %s; nothing was changed, every member keeps its data. Fix the store (the file, the bucket, the credentials Secret) and it is verified again within %s, or name another snapshot",
 			want.uri, snap.Name, verdict.why, verdictTrusted))
 		var w errWaiting

@@ -16,7 +16,6 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -27,8 +26,8 @@ const testURI = "s3://backups/db/snap.db"
 // or Failed) at finished, or running when finished is zero.
 func verifyJobOf(uid, sum string, finished time.Time, failed bool) *batchv1.Job {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "db-snap-verify-x", Namespace: "ns",
-		Labels:      map[string]string{snapshot.LabelVerifySnapshotUID: uid},
-		Annotations: map[string]string{snapshot.AnnotationVerifiedSum: sum}}}
+		Labels:      map[string]string{etcdv1.LabelVerifySnapshotUID: uid},
+		Annotations: map[string]string{etcdv1.AnnotationVerifiedSum: sum}}}
 	if !finished.IsZero() {
 		cond := batchv1.JobComplete
 		if failed {
@@ -65,11 +64,11 @@ func TestJudgeVerification(t *testing.T) {
 		{"another checksum", verifyJobOf("uid-1", "sha256:beef", recent, false), passed, true, verifyReplace, ""},
 		{"going away", deleting, passed, true, verifyWait, ""},
 		{"the file is gone", verifyJobOf("uid-1", testChecksum, recent, true),
-			agent.Result{Reason: backup.ReasonSnapshotNotFound, Message: "verifying " + testURI + ": the snapshot file does not exist"}, true, verifyFailed, "SnapshotNotFound: verifying " + testURI},
+			agent.Result{Reason: etcdv1.ReasonSnapshotNotFound, Message: "verifying " + testURI + ": the snapshot file does not exist"}, true, verifyFailed, "SnapshotNotFound: verifying " + testURI},
 		{"the file was overwritten", verifyJobOf("uid-1", testChecksum, recent, true),
-			agent.Result{Reason: backup.ReasonSnapshotCorrupt, Message: "has checksum sha256:beef, " + testChecksum + " was recorded"}, true, verifyFailed, "SnapshotCorrupt"},
+			agent.Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: "has checksum sha256:beef, " + testChecksum + " was recorded"}, true, verifyFailed, "SnapshotCorrupt"},
 		{"the credentials were rotated", verifyJobOf("uid-1", testChecksum, recent, true),
-			agent.Result{Reason: backup.ReasonCredentialsRejected, Message: "Access Denied"}, true, verifyFailed, "CredentialsRejected"},
+			agent.Result{Reason: etcdv1.ReasonCredentialsRejected, Message: "Access Denied"}, true, verifyFailed, "CredentialsRejected"},
 		{"failed without a result", verifyJobOf("uid-1", testChecksum, recent, true), agent.Result{}, false, verifyFailed, "ended without a result (Done)"},
 		{"complete without a result", verifyJobOf("uid-1", testChecksum, recent, false), agent.Result{}, false, verifyFailed, "ended without a result"},
 		{"success for another checksum", verifyJobOf("uid-1", testChecksum, recent, false),
@@ -98,7 +97,7 @@ func (h *harness) finishVerifyJobs() {
 	}
 	ctx := context.Background()
 	jobs := &batchv1.JobList{}
-	if err := h.api.List(ctx, jobs, client.InNamespace("ns"), client.MatchingLabels{snapshot.LabelAction: snapshot.ActionVerify}); err != nil {
+	if err := h.api.List(ctx, jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: snapshot.ActionVerify}); err != nil {
 		h.t.Fatal(err)
 	}
 	for i := range jobs.Items {
@@ -153,7 +152,7 @@ func argOf(job *batchv1.Job, prefix string) string {
 func (h *harness) verifyJobs() []batchv1.Job {
 	h.t.Helper()
 	jobs := &batchv1.JobList{}
-	if err := h.api.List(context.Background(), jobs, client.InNamespace("ns"), client.MatchingLabels{snapshot.LabelAction: snapshot.ActionVerify}); err != nil {
+	if err := h.api.List(context.Background(), jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: snapshot.ActionVerify}); err != nil {
 		h.t.Fatal(err)
 	}
 	return jobs.Items
@@ -169,7 +168,7 @@ func (h *harness) untouched(when string) {
 	}
 	ms := h.members()
 	for _, m := range ms {
-		if m.Annotations[AnnotationDiscard] != "" || !m.DeletionTimestamp.IsZero() {
+		if m.Annotations[etcdv1.AnnotationDiscard] != "" || !m.DeletionTimestamp.IsZero() {
 			h.t.Fatalf("%s: member %s marked or going", when, m.Name)
 		}
 	}
@@ -189,7 +188,7 @@ func (h *harness) untouched(when string) {
 func TestRecoveryFromSnapshotVerifiesTheFileBeforeAnything(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
 	h.verifier = nil // the Job runs until the test says
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile()
 	checkTheVerifyJobReadsTheRecordedFile(t, h)
 	h.reconcile()
@@ -198,13 +197,13 @@ func TestRecoveryFromSnapshotVerifiesTheFileBeforeAnything(t *testing.T) {
 		t.Fatalf("%d verify Jobs after a second look", n)
 	}
 
-	h.verifier = verifiesAs(agent.Result{Reason: backup.ReasonSnapshotNotFound, Message: "verifying " + testURI + ": the snapshot file does not exist"})
+	h.verifier = verifiesAs(agent.Result{Reason: etcdv1.ReasonSnapshotNotFound, Message: "verifying " + testURI + ": the snapshot file does not exist"})
 	h.reconcile()
 	h.reconcile()
 	pr := h.condition(etcdv1.ConditionProgressing)
 	for _, part := range []string{"SnapshotNotFound", testURI, "nothing was changed", "Fix the store", "name another snapshot"} {
-		if pr.Reason != ReasonRecoveryRefused || !strings.Contains(pr.Message, part) {
-			t.Fatalf("Progressing after a failed verification: %+v, want %s saying %q", pr, ReasonRecoveryRefused, part)
+		if pr.Reason != etcdv1.ReasonRecoveryRefused || !strings.Contains(pr.Message, part) {
+			t.Fatalf("Progressing after a failed verification: %+v, want %s saying %q", pr, etcdv1.ReasonRecoveryRefused, part)
 		}
 	}
 	h.untouched("after a failed verification")
@@ -220,7 +219,7 @@ func TestRecoveryFromSnapshotVerifiesTheFileBeforeAnything(t *testing.T) {
 	h.untouched("while the old verdict is replaced")
 	h.reconcile() // a new Job
 	h.reconcile() // it passed: the loss is stated
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "restoring EtcdSnapshot snap at revision 40") {
 		t.Fatalf("Progressing after the file was verified: %+v", pr)
 	}
 	h.reconcile()
@@ -248,7 +247,7 @@ func checkTheVerifyJobReadsTheRecordedFile(t *testing.T, h *harness) {
 	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "EtcdCluster" || ref.Name != "db" {
 		t.Errorf("the verify Job's controller: %+v", ref)
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumRecovery || !strings.Contains(pr.Message, "verifying (Job "+job.Name+") "+testURI) {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumRecovery || !strings.Contains(pr.Message, "verifying (Job "+job.Name+") "+testURI) {
 		t.Fatalf("Progressing while verifying: %+v", pr)
 	}
 }
@@ -259,7 +258,7 @@ func checkTheVerifyJobReadsTheRecordedFile(t *testing.T, h *harness) {
 // trusted on the old one's verdict.
 func TestAVerificationIsTrustedOnlyRecentAndForThatSnapshot(t *testing.T) {
 	h := lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile() // the Job is created
 	h.reconcile() // it passed: the loss is stated
 	if !saidInStatus(h.clusterObj(), "restoring EtcdSnapshot snap at revision 40") {
@@ -275,7 +274,7 @@ func TestAVerificationIsTrustedOnlyRecentAndForThatSnapshot(t *testing.T) {
 
 	// The EtcdSnapshot is recreated under its name: the Job of the old one is replaced.
 	h = lostQuorumWithSnapshot(t)
-	h.annotate(AnnotationRecoverFromSnapshot, "snap")
+	h.annotate(etcdv1.AnnotationRecoverFromSnapshot, "snap")
 	h.reconcile()
 	s := &etcdv1.EtcdSnapshot{}
 	if err := h.api.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "snap"}, s); err != nil {
@@ -311,7 +310,7 @@ func TestVerifyJobReadsWhatTheRestoreReads(t *testing.T) {
 		pod := specs.Pod(c, m, specs.PodOptions{})
 		checkVerifyJobReadsWithTheRestoresArgs(t, name, restoreContainerOf(pod), ct)
 		checkVerifyJobOnlyReadsOptionalSecrets(t, name, ct)
-		if job.Labels[snapshot.LabelVerifySnapshotUID] != string(snap.UID) || job.Annotations[snapshot.AnnotationVerifiedSum] != testChecksum || ct.Image != "operator:dev" {
+		if job.Labels[etcdv1.LabelVerifySnapshotUID] != string(snap.UID) || job.Annotations[etcdv1.AnnotationVerifiedSum] != testChecksum || ct.Image != "operator:dev" {
 			t.Errorf("%s: labels %v, annotations %v, image %s", name, job.Labels, job.Annotations, ct.Image)
 		}
 	}

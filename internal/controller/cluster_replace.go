@@ -52,7 +52,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 			return true, err
 		}
 		failpoint.Crash(c, failpoint.AfterRebuildMember)
-		r.eventAbout(c, m, corev1.EventTypeWarning, "MemberRebuilt", "RecreateMember",
+		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRebuilt, "RecreateMember",
 			"etcd does not answer and EtcdMember %s was gone: rebuilt it from its PVC as member %s, with its data", name, m.Status.MemberID)
 		rebuilt = append(rebuilt, name)
 	}
@@ -86,7 +86,7 @@ func (r *ClusterReconciler) memberFromPVC(ctx context.Context, c *etcdv1.EtcdClu
 		}
 	}
 	patch := client.MergeFrom(m.DeepCopy())
-	m.Status.MemberID, m.Status.ClusterID, m.Status.Role = pvc.Annotations[specs.AnnotationMemberID], clusterID, role
+	m.Status.MemberID, m.Status.ClusterID, m.Status.Role = pvc.Annotations[etcdv1.AnnotationMemberID], clusterID, role
 	return m, r.Status().Patch(ctx, m, patch)
 }
 
@@ -94,10 +94,10 @@ func (r *ClusterReconciler) memberFromPVC(ctx context.Context, c *etcdv1.EtcdClu
 // recovery discarded: a recovery from a member keeps the cluster ID, so that member would
 // come back into the recovered cluster under its old ID, with the old membership in its data.
 func rebuildable(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
-	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[specs.AnnotationMemberID] == "" || discardedData(pvc) {
+	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[etcdv1.AnnotationMemberID] == "" || discardedData(pvc) {
 		return false
 	}
-	cid := pvc.Annotations[specs.AnnotationClusterID]
+	cid := pvc.Annotations[etcdv1.AnnotationClusterID]
 	return cid == "" || cid == c.Status.ClusterID
 }
 
@@ -128,7 +128,7 @@ func (r *ClusterReconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCl
 	if still, err := r.stillDamaged(ctx, c, v, m); !still || err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, "MemberReplacing", "ReplaceMember",
+	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
 		"replacing member %s (%s): %s; a new member with a new ID takes its place", m.Name, m.Status.MemberID, plan.why)
 	return true, r.markAndDelete(ctx, c, m, failpoint.AfterReplaceMark)
 }
@@ -158,7 +158,7 @@ func (r *ClusterReconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdClus
 // markAndDelete marks a member for removal and deletes its EtcdMember; only with the mark
 // does its finalizer take it out of etcd and delete its PVC. step is the failpoint between.
 func (r *ClusterReconciler) markAndDelete(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, step string) error {
-	return r.markWithAndDelete(ctx, c, m, step, AnnotationRemove)
+	return r.markWithAndDelete(ctx, c, m, step, etcdv1.AnnotationRemove)
 }
 
 // markWithAndDelete sets each annotation of marks to "true" on a member, in one write unless
@@ -200,7 +200,7 @@ func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster,
 	if err != nil {
 		return nil, err
 	}
-	id := pvc.Annotations[specs.AnnotationMemberID]
+	id := pvc.Annotations[etcdv1.AnnotationMemberID]
 	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) || discardedData(pvc) {
 		return nil, nil
 	}
@@ -218,7 +218,7 @@ func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdC
 		return true, fmt.Errorf("removing voter %s whose data is gone: %w", em.Name, err)
 	}
 	failpoint.Crash(c, failpoint.AfterDeadVoterRemove)
-	r.event(c, corev1.EventTypeWarning, "DeadMemberRemoved", "RemoveMember",
+	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonDeadMemberRemoved, "RemoveMember",
 		"removed voter %s (%s) from etcd: its EtcdMember and its data are gone; a new member will take its place", em.Name, em.IDHex())
 	return true, nil
 }
@@ -226,12 +226,12 @@ func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdC
 // refuseReplacement reports a replacement the quorum cannot afford now: Progressing says
 // ReplacementRefused, and a Warning event is recorded when the refusal begins.
 func (r *ClusterReconciler) refuseReplacement(c *etcdv1.EtcdCluster, related *etcdv1.EtcdMember, msg string) error {
-	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != ReasonReplacementRefused {
+	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != etcdv1.ReasonReplacementRefused {
 		var rel client.Object
 		if related != nil {
 			rel = related
 		}
-		r.eventAbout(c, rel, corev1.EventTypeWarning, ReasonReplacementRefused, "ReplaceMember", "%s", msg)
+		r.eventAbout(c, rel, corev1.EventTypeWarning, etcdv1.ReasonReplacementRefused, "ReplaceMember", "%s", msg)
 	}
-	return waitFor(ReasonReplacementRefused, "%s", msg)
+	return waitFor(etcdv1.ReasonReplacementRefused, "%s", msg)
 }

@@ -21,9 +21,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// ReasonRestoreFailed is Available's reason while the bootstrap snapshot cannot be restored.
-const ReasonRestoreFailed = "RestoreFailed"
-
 // foundingCount is how many members bootstrap the cluster. A cluster restored from a snapshot
 // starts from ONE restored member (the seed); the others join it as learners and receive the
 // data from it. So no member serves before the restore succeeded, every member ends up with
@@ -84,7 +81,7 @@ func restoreContainerFailure(pod *corev1.Pod) string {
 // restoreFailed reports whether Available says the bootstrap restore failed.
 func restoreFailed(c *etcdv1.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-	return cond != nil && cond.Reason == ReasonRestoreFailed
+	return cond != nil && cond.Reason == etcdv1.ReasonRestoreFailed
 }
 
 // resolveRestore turns the cluster's restore source into what its founding member restores,
@@ -215,9 +212,9 @@ func restoreSubject(c *etcdv1.EtcdCluster) string {
 }
 
 // holdSnapshot makes EtcdSnapshot name hold its stored file for cluster c
-// (specs.FinalizerRestoreSource) before an act that makes a restore of it necessary; "" when
+// (etcdv1.FinalizerRestoreSource) before an act that makes a restore of it necessary; "" when
 // it holds it, or why it cannot: the EtcdSnapshot is gone or being deleted. Read live and
-// written with the resourceVersion read, every time (specs.AnnotationRestoreHeldBy): a
+// written with the resourceVersion read, every time (etcdv1.AnnotationRestoreHeldBy): a
 // deletion that came in between fails the write (and no finalizer can be added to an object
 // being deleted), so the act is refused rather than begun on a file about to go; a release
 // the snapshot controller decided before this hold fails as well.
@@ -232,8 +229,8 @@ func (r *ClusterReconciler) holdSnapshot(ctx context.Context, c *etcdv1.EtcdClus
 		return fmt.Sprintf("EtcdSnapshot %s is being deleted", name), nil
 	}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(s, specs.FinalizerRestoreSource)
-	metav1.SetMetaDataAnnotation(&s.ObjectMeta, specs.AnnotationRestoreHeldBy,
+	controllerutil.AddFinalizer(s, etcdv1.FinalizerRestoreSource)
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, etcdv1.AnnotationRestoreHeldBy,
 		fmt.Sprintf("EtcdCluster %s at %s", c.Name, r.now().UTC().Format(time.RFC3339Nano)))
 	return "", r.Patch(ctx, s, patch)
 }

@@ -147,7 +147,7 @@ func TestARestoreFromASnapshotRefWaitsForItAndRecordsItInTheSeed(t *testing.T) {
 			t.Fatalf("members %v created before the snapshot is usable", names(m))
 		}
 		cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionAvailable)
-		if cond == nil || cond.Reason != ReasonRestoreFailed || !strings.Contains(cond.Message, want) {
+		if cond == nil || cond.Reason != etcdv1.ReasonRestoreFailed || !strings.Contains(cond.Message, want) {
 			t.Fatalf("Available %+v, want RestoreFailed naming %q", cond, want)
 		}
 	}
@@ -193,7 +193,7 @@ func (h *harness) checkTheSeedOutlivesItsSnapshot(snap *etcdv1.EtcdSnapshot, wan
 	if m := h.members(); len(m) != 1 || !equality.Semantic.DeepEqual(m[0].Spec.Bootstrap.Restore, want) {
 		h.t.Fatalf("after the EtcdSnapshot went: members %v", names(m))
 	}
-	if cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionAvailable); cond.Reason == ReasonRestoreFailed {
+	if cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionAvailable); cond.Reason == etcdv1.ReasonRestoreFailed {
 		h.t.Fatalf("the EtcdSnapshot gone after the seed was created fails the restore: %+v", cond)
 	}
 }

@@ -32,9 +32,6 @@ import (
 // bootstrap and recreates their members (adoptRetainedPVCs): same names, same member IDs
 // (from the PVC annotations), same data, so the same etcd cluster ID.
 
-// clusterFinalizer holds a cluster with whenDeleted Retain until its PVCs are released.
-const clusterFinalizer = "etcd-operator.cozystack.io/retain-pvcs"
-
 // retainsPVCs is true when the cluster's PVCs outlive it. Absent means Retain: the data is
 // kept unless someone asked otherwise.
 func retainsPVCs(c *etcdv1.EtcdCluster) bool {
@@ -48,14 +45,14 @@ func retainsPVCs(c *etcdv1.EtcdCluster) bool {
 // ensureRetention keeps the finalizer in line with the policy, also after it changed.
 func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	want := retainsPVCs(c)
-	if controllerutil.ContainsFinalizer(c, clusterFinalizer) == want {
+	if controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) == want {
 		return nil
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	if want {
-		controllerutil.AddFinalizer(c, clusterFinalizer)
+		controllerutil.AddFinalizer(c, etcdv1.FinalizerRetainPVCs)
 	} else {
-		controllerutil.RemoveFinalizer(c, clusterFinalizer)
+		controllerutil.RemoveFinalizer(c, etcdv1.FinalizerRetainPVCs)
 	}
 	return r.Patch(ctx, c, patch)
 }
@@ -64,7 +61,7 @@ func (r *ClusterReconciler) ensureRetention(ctx context.Context, c *etcdv1.EtcdC
 // as the reconcile observed them (no list of its own), also after the policy changed.
 func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.EtcdCluster, pvcs map[string]*corev1.PersistentVolumeClaim) error {
 	for _, pvc := range pvcs {
-		if !pvc.DeletionTimestamp.IsZero() || pvc.Labels[specs.LabelManagedBy] != specs.ManagerName {
+		if !pvc.DeletionTimestamp.IsZero() || pvc.Labels[etcdv1.LabelManagedBy] != specs.ManagerName {
 			continue
 		}
 		patch := client.MergeFrom(pvc.DeepCopy())
@@ -85,12 +82,12 @@ func (r *ClusterReconciler) ownPVCsPerPolicy(ctx context.Context, c *etcdv1.Etcd
 // finalizeCluster releases the PVCs of a cluster being deleted with whenDeleted Retain, then
 // lets the cluster go.
 func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	if !controllerutil.ContainsFinalizer(c, clusterFinalizer) {
+	if !controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) {
 		return nil
 	}
 	if retainsPVCs(c) {
 		list := &corev1.PersistentVolumeClaimList{}
-		if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 			return err
 		}
 		kept := 0
@@ -104,11 +101,11 @@ func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *etcdv1.EtcdC
 			}
 		}
 		if kept > 0 {
-			r.event(c, corev1.EventTypeNormal, "PVCsRetained", "DeleteCluster", "kept %d PVCs (whenDeleted Retain): an EtcdCluster named %s created in this namespace adopts them with their data; delete them to free the space", kept, c.Name)
+			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonPVCsRetained, "DeleteCluster", "kept %d PVCs (whenDeleted Retain): an EtcdCluster named %s created in this namespace adopts them with their data; delete them to free the space", kept, c.Name)
 		}
 	}
 	patch := client.MergeFrom(c.DeepCopy())
-	controllerutil.RemoveFinalizer(c, clusterFinalizer)
+	controllerutil.RemoveFinalizer(c, etcdv1.FinalizerRetainPVCs)
 	return client.IgnoreNotFound(r.Patch(ctx, c, patch))
 }
 
@@ -132,7 +129,7 @@ func dropOurOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) boo
 	var keep []metav1.OwnerReference
 	for _, ref := range pvc.OwnerReferences {
 		ours := (ref.Kind == "EtcdCluster" && ref.APIVersion == etcdv1.GroupVersion.String() && ref.Name == c.Name) ||
-			(ref.Kind == "EtcdMember" && ref.APIVersion == etcdv1.GroupVersion.String() && pvc.Labels[specs.LabelCluster] == c.Name)
+			(ref.Kind == "EtcdMember" && ref.APIVersion == etcdv1.GroupVersion.String() && pvc.Labels[etcdv1.LabelCluster] == c.Name)
 		if !ours {
 			keep = append(keep, ref)
 		}
@@ -160,29 +157,19 @@ func releasePVC(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pv
 // discarded, which is no member's. Sorted by name.
 func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdCluster) ([]corev1.PersistentVolumeClaim, error) {
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	var out []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
-		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[specs.AnnotationMemberID] != "" &&
-			(pvc.Labels[specs.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() && !discardedData(&pvc) {
+		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[etcdv1.AnnotationMemberID] != "" &&
+			(pvc.Labels[etcdv1.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() && !discardedData(&pvc) {
 			out = append(out, pvc)
 		}
 	}
 	slices.SortFunc(out, func(a, b corev1.PersistentVolumeClaim) int { return byOrdinal(a.Name, b.Name) })
 	return out, nil
 }
-
-// ReasonRetainedDataConflict: kept PVCs of this name come from more than one etcd cluster.
-const ReasonRetainedDataConflict = "RetainedDataConflict"
-
-// ReasonRetainedDataBlocksRestore: a new cluster with spec.bootstrap.restore found PVCs kept
-// from an earlier cluster of its name; it neither adopts them nor restores over them.
-const ReasonRetainedDataBlocksRestore = "RetainedDataBlocksRestore"
-
-// ReasonRetainedDataNewer: kept PVCs hold data an etcd newer than spec.version wrote.
-const ReasonRetainedDataNewer = "RetainedDataNewer"
 
 // retainedDataRefusal says why a first bootstrap must not adopt the kept PVCs, as a reason and
 // a message naming them and the ways out; "" when it may. It is decided on the PVCs alone,
@@ -191,14 +178,14 @@ func retainedDataRefusal(c *etcdv1.EtcdCluster, kept []corev1.PersistentVolumeCl
 	clusterIDs := map[string]bool{}
 	names := make([]string, 0, len(kept))
 	for _, pvc := range kept {
-		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
+		if id := pvc.Annotations[etcdv1.AnnotationClusterID]; id != "" {
 			clusterIDs[id] = true
 		}
 		names = append(names, pvc.Name)
 	}
 	list := strings.Join(names, ", ")
 	if len(clusterIDs) > 1 {
-		return ReasonRetainedDataConflict, fmt.Sprintf("the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
+		return etcdv1.ReasonRetainedDataConflict, fmt.Sprintf("the kept PVCs %s come from %d different etcd clusters: the operator cannot tell which to bring back; delete the PVCs of the cluster you do not want",
 			list, len(clusterIDs))
 	}
 	// The kept data would be served as if it were the snapshot, or the snapshot written over
@@ -208,15 +195,15 @@ func retainedDataRefusal(c *etcdv1.EtcdCluster, kept []corev1.PersistentVolumeCl
 		if name := specs.BootstrapSnapshot(c); name != "" {
 			src += " (EtcdSnapshot " + name + ")"
 		}
-		return ReasonRetainedDataBlocksRestore, fmt.Sprintf("%s asks for a new cluster from a snapshot, but PVCs %s kept from an earlier EtcdCluster %s (etcd cluster %s) hold data of their own: nothing is created. Delete those PVCs to restore from the snapshot, or delete this EtcdCluster and create it without spec.bootstrap.restore to bring the kept data back",
+		return etcdv1.ReasonRetainedDataBlocksRestore, fmt.Sprintf("%s asks for a new cluster from a snapshot, but PVCs %s kept from an earlier EtcdCluster %s (etcd cluster %s) hold data of their own: nothing is created. Delete those PVCs to restore from the snapshot, or delete this EtcdCluster and create it without spec.bootstrap.restore to bring the kept data back",
 			src, list, c.Name, firstKey(clusterIDs))
 	}
 	if want, ok := parseVersion(c.Spec.Version); ok {
 		for _, pvc := range kept {
-			have, ok := parseVersion(pvc.Annotations[specs.AnnotationEtcdVersion])
+			have, ok := parseVersion(pvc.Annotations[etcdv1.AnnotationEtcdVersion])
 			if ok && newerMinor(have, want) {
-				return ReasonRetainedDataNewer, fmt.Sprintf("PVC %s kept from an earlier EtcdCluster %s holds data etcd %s wrote (%s), and etcd cannot open data of a newer minor: nothing is created. Set spec.version to %d.%d or later to bring the kept data back, or delete the PVCs %s to start anew",
-					pvc.Name, c.Name, have, specs.AnnotationEtcdVersion, have.major, have.minor, list)
+				return etcdv1.ReasonRetainedDataNewer, fmt.Sprintf("PVC %s kept from an earlier EtcdCluster %s holds data etcd %s wrote (%s), and etcd cannot open data of a newer minor: nothing is created. Set spec.version to %d.%d or later to bring the kept data back, or delete the PVCs %s to start anew",
+					pvc.Name, c.Name, have, etcdv1.AnnotationEtcdVersion, have.major, have.minor, list)
 			}
 		}
 	}
@@ -233,13 +220,13 @@ func newerMinor(a, b version) bool {
 // when it changed. Only from now on: PVCs kept by an older operator carry none, and are
 // adopted without the check.
 func recordDataVersion(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) bool {
-	if m.Status.Version == "" || pvc.Annotations[specs.AnnotationEtcdVersion] == m.Status.Version {
+	if m.Status.Version == "" || pvc.Annotations[etcdv1.AnnotationEtcdVersion] == m.Status.Version {
 		return false
 	}
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
-	pvc.Annotations[specs.AnnotationEtcdVersion] = m.Status.Version
+	pvc.Annotations[etcdv1.AnnotationEtcdVersion] = m.Status.Version
 	return true
 }
 
@@ -257,7 +244,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 	// A PVC still being deleted (to let a restore go on, say) holds the name a founding
 	// member's new PVC takes, and would be taken for it: wait until it is gone.
 	if going := pvcsGoing(v.pvcs); len(going) > 0 {
-		return true, waitFor("Bootstrapping", "waiting for PVCs %s, being deleted, to be gone before the first members are made", strings.Join(going, ", "))
+		return true, waitFor(etcdv1.ReasonBootstrapping, "waiting for PVCs %s, being deleted, to be gone before the first members are made", strings.Join(going, ", "))
 	}
 	kept, err := r.retainedPVCs(ctx, c)
 	if err != nil || len(kept) == 0 {
@@ -268,7 +255,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 	}
 	clusterID, names := "", make([]string, 0, len(kept))
 	for _, pvc := range kept {
-		if id := pvc.Annotations[specs.AnnotationClusterID]; id != "" {
+		if id := pvc.Annotations[etcdv1.AnnotationClusterID]; id != "" {
 			clusterID = id
 		}
 		names = append(names, pvcMember(&pvc))
@@ -279,7 +266,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		if !needsMemberFromPVC(have) {
 			continue
 		}
-		if _, err := r.memberFromPVC(ctx, c, have, &kept[i], kept[i].Annotations[specs.AnnotationClusterID], etcdv1.RoleVoter, ptrOr(c.Spec.Replicas, 3) == 0); err != nil {
+		if _, err := r.memberFromPVC(ctx, c, have, &kept[i], kept[i].Annotations[etcdv1.AnnotationClusterID], etcdv1.RoleVoter, ptrOr(c.Spec.Replicas, 3) == 0); err != nil {
 			return true, err
 		}
 		adopted++
@@ -287,7 +274,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 	if adopted == 0 {
 		return false, nil
 	}
-	r.event(c, corev1.EventTypeNormal, "AdoptedRetainedPVCs", "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAdoptedRetainedPVCs, "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
 		c.Name, clusterID, strings.Join(names, ", "))
 	return true, nil
 }
@@ -332,7 +319,7 @@ func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv
 		// Gone: its own finalizer released the PVCs first, if it was to keep them.
 		return client.IgnoreNotFound(err)
 	}
-	if m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true" || m.Annotations[AnnotationDiscard] == "true" {
+	if m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true" || m.Annotations[etcdv1.AnnotationDiscard] == "true" {
 		return r.keepDiscardedPVC(ctx, c, m)
 	}
 	if !retainsPVCs(c) {

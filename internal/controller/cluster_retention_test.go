@@ -30,7 +30,7 @@ func (h *harness) memberPVCs() {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		pvc.Annotations = map[string]string{specs.AnnotationMemberID: m.Status.MemberID, specs.AnnotationClusterID: m.Status.ClusterID}
+		pvc.Annotations = map[string]string{etcdv1.AnnotationMemberID: m.Status.MemberID, etcdv1.AnnotationClusterID: m.Status.ClusterID}
 		pvc.OwnerReferences = nil
 		if err := controllerutil.SetControllerReference(h.clusterObj(), pvc, h.api.Scheme()); err != nil {
 			h.t.Fatal(err)
@@ -114,7 +114,7 @@ func TestNewClusterOfTheSameNameAdoptsKeptPVCs(t *testing.T) {
 	h := newHarness(t)
 	for i, name := range []string{"db-2", "db-4", "db-5"} {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
-			Annotations: map[string]string{specs.AnnotationMemberID: []string{"a2", "a4", "a5"}[i], specs.AnnotationClusterID: "c0ffee"}}}
+			Annotations: map[string]string{etcdv1.AnnotationMemberID: []string{"a2", "a4", "a5"}[i], etcdv1.AnnotationClusterID: "c0ffee"}}}
 		if err := h.api.Create(context.Background(), pvc); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestKeptPVCsOfTwoEtcdClustersAreNotMixed(t *testing.T) {
 	h := newHarness(t)
 	for name, cid := range map[string]string{"db-1": "c0ffee", "db-2": "beef"} {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
-			Annotations: map[string]string{specs.AnnotationMemberID: "a", specs.AnnotationClusterID: cid}}}
+			Annotations: map[string]string{etcdv1.AnnotationMemberID: "a", etcdv1.AnnotationClusterID: cid}}}
 		if err := h.api.Create(context.Background(), pvc); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestKeptPVCsOfTwoEtcdClustersAreNotMixed(t *testing.T) {
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created on PVCs of two different clusters", n)
 	}
-	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason != ReasonRetainedDataConflict {
+	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason != etcdv1.ReasonRetainedDataConflict {
 		t.Fatalf("Degraded %s %q", deg.Reason, deg.Message)
 	}
 }
@@ -170,7 +170,7 @@ func TestAdoptionOfKeptPVCsResumesAfterACrash(t *testing.T) {
 	h := newHarness(t)
 	for i, name := range []string{"db-1", "db-2", "db-3"} {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
-			Annotations: map[string]string{specs.AnnotationMemberID: []string{"a1", "a2", "a3"}[i], specs.AnnotationClusterID: "c0ffee"}}}
+			Annotations: map[string]string{etcdv1.AnnotationMemberID: []string{"a1", "a2", "a3"}[i], etcdv1.AnnotationClusterID: "c0ffee"}}}
 		if err := h.api.Create(context.Background(), pvc); err != nil {
 			t.Fatal(err)
 		}
@@ -191,9 +191,9 @@ func TestRetainedDataRefusal(t *testing.T) {
 		var out []corev1.PersistentVolumeClaim
 		for i, id := range ids {
 			pvc := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%d", i+1),
-				Annotations: map[string]string{specs.AnnotationMemberID: "a", specs.AnnotationClusterID: id}}}
+				Annotations: map[string]string{etcdv1.AnnotationMemberID: "a", etcdv1.AnnotationClusterID: id}}}
 			if version != "" {
-				pvc.Annotations[specs.AnnotationEtcdVersion] = version
+				pvc.Annotations[etcdv1.AnnotationEtcdVersion] = version
 			}
 			out = append(out, pvc)
 		}
@@ -219,12 +219,12 @@ func TestRetainedDataRefusal(t *testing.T) {
 		{"no version recorded (kept by an older operator)", cluster("3.5.35", nil), kept("", "c0ffee"), "", nil},
 		{"data of an older minor: an upgrade", cluster("3.6.16", nil), kept("3.5.35", "c0ffee"), "", nil},
 		{"data of a newer patch", cluster("3.6.15", nil), kept("3.6.16", "c0ffee"), "", nil},
-		{"two etcd clusters", cluster("3.6.16", nil), kept("", "c0ffee", "beef"), ReasonRetainedDataConflict, []string{"db-1, db-2", "2 different etcd clusters"}},
-		{"data of a newer minor", cluster("3.5.35", nil), kept("3.6.16", "c0ffee", "c0ffee"), ReasonRetainedDataNewer,
+		{"two etcd clusters", cluster("3.6.16", nil), kept("", "c0ffee", "beef"), etcdv1.ReasonRetainedDataConflict, []string{"db-1, db-2", "2 different etcd clusters"}},
+		{"data of a newer minor", cluster("3.5.35", nil), kept("3.6.16", "c0ffee", "c0ffee"), etcdv1.ReasonRetainedDataNewer,
 			[]string{"PVC db-1", "etcd 3.6.16", "spec.version to 3.6 or later", "delete the PVCs db-1, db-2"}},
-		{"a restore from an EtcdSnapshot", cluster("3.6.16", yesterday), kept("3.6.16", "c0ffee", "c0ffee", "c0ffee"), ReasonRetainedDataBlocksRestore,
+		{"a restore from an EtcdSnapshot", cluster("3.6.16", yesterday), kept("3.6.16", "c0ffee", "c0ffee", "c0ffee"), etcdv1.ReasonRetainedDataBlocksRestore,
 			[]string{"EtcdSnapshot yesterday", "PVCs db-1, db-2, db-3", "etcd cluster c0ffee", "nothing is created", "Delete those PVCs to restore from the snapshot", "create it without spec.bootstrap.restore"}},
-		{"a restore from S3", cluster("3.6.16", s3), kept("", "c0ffee"), ReasonRetainedDataBlocksRestore, []string{"spec.bootstrap.restore asks", "PVCs db-1 "}},
+		{"a restore from S3", cluster("3.6.16", s3), kept("", "c0ffee"), etcdv1.ReasonRetainedDataBlocksRestore, []string{"spec.bootstrap.restore asks", "PVCs db-1 "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reason, message := retainedDataRefusal(tc.c, tc.kept)
@@ -250,7 +250,7 @@ func TestNewClusterWithARestoreRefusesKeptPVCs(t *testing.T) {
 	})
 	for i, name := range []string{"db-1", "db-2", "db-3"} {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name),
-			Annotations: map[string]string{specs.AnnotationMemberID: []string{"a1", "a2", "a3"}[i], specs.AnnotationClusterID: "c0ffee"}}}
+			Annotations: map[string]string{etcdv1.AnnotationMemberID: []string{"a1", "a2", "a3"}[i], etcdv1.AnnotationClusterID: "c0ffee"}}}
 		if err := h.api.Create(context.Background(), pvc); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestNewClusterWithARestoreRefusesKeptPVCs(t *testing.T) {
 		t.Fatalf("%d members created on the kept PVCs of a cluster asked to restore a snapshot", n)
 	}
 	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
-	if deg.Reason != ReasonRetainedDataBlocksRestore || !strings.Contains(deg.Message, "PVCs db-1, db-2, db-3") {
+	if deg.Reason != etcdv1.ReasonRetainedDataBlocksRestore || !strings.Contains(deg.Message, "PVCs db-1, db-2, db-3") {
 		t.Fatalf("Degraded %s %q", deg.Reason, deg.Message)
 	}
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
@@ -270,7 +270,7 @@ func TestNewClusterWithARestoreRefusesKeptPVCs(t *testing.T) {
 		}
 	}
 	h.reconcile()
-	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason == ReasonRetainedDataBlocksRestore {
+	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason == etcdv1.ReasonRetainedDataBlocksRestore {
 		t.Fatalf("still refused with the PVCs gone: %q", deg.Message)
 	}
 }
@@ -284,7 +284,7 @@ func TestRecordDataVersion(t *testing.T) {
 		t.Fatal("recorded a version no member reported")
 	}
 	m.Status.Version = "3.6.16"
-	if !recordDataVersion(pvc, m) || pvc.Annotations[specs.AnnotationEtcdVersion] != "3.6.16" || recordDataVersion(pvc, m) {
+	if !recordDataVersion(pvc, m) || pvc.Annotations[etcdv1.AnnotationEtcdVersion] != "3.6.16" || recordDataVersion(pvc, m) {
 		t.Fatalf("annotations %v", pvc.Annotations)
 	}
 }

@@ -57,18 +57,18 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 			// Its slot would be held for as long as a person takes to fix the spec, and
 			// every other cluster's roll would wait with it.
 			r.RollSlots.release(key)
-			return false, waitFor(ReasonRollStuck, "%d members to restart for the new Pod spec; waiting for %s, whose Pod cannot start: see the member's Ready condition (the roll slot is given back meanwhile)", len(outdated), strings.Join(stuck, ", "))
+			return false, waitFor(etcdv1.ReasonRollStuck, "%d members to restart for the new Pod spec; waiting for %s, whose Pod cannot start: see the member's Ready condition (the roll slot is given back meanwhile)", len(outdated), strings.Join(stuck, ", "))
 		}
-		return false, waitFor("RollingUpdate", "%d members to restart for the new Pod spec; waiting for %s to be up first", len(outdated), strings.Join(down, ", "))
+		return false, waitFor(etcdv1.ReasonRollingUpdate, "%d members to restart for the new Pod spec; waiting for %s to be up first", len(outdated), strings.Join(down, ", "))
 	}
 	if total, healthy := v.voters(); healthy < total {
-		return false, waitFor("MembersUnhealthy", "not restarting members for the new Pod spec: %d of %d voters healthy", healthy, total)
+		return false, waitFor(etcdv1.ReasonMembersUnhealthy, "not restarting members for the new Pod spec: %d of %d voters healthy", healthy, total)
 	}
 	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory && len(v.members) == 1 {
-		return false, waitFor("PodSpecChangeBlocked", "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
+		return false, waitFor(etcdv1.ReasonPodSpecChangeBlocked, "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
 	}
 	if ok, rolling := r.RollSlots.take(key); !ok {
-		return false, errWaiting{reason: ReasonRollQueued, retryIn: rollSlotRetry, message: fmt.Sprintf(
+		return false, errWaiting{reason: etcdv1.ReasonRollQueued, retryIn: rollSlotRetry, message: fmt.Sprintf(
 			"%d members to restart for the new Pod spec; waiting for a slot: %d clusters are restarting members (--max-concurrent-rolls)", len(outdated), rolling)}
 	}
 	victim := r.pickRollVictim(c, v, outdated)
@@ -79,18 +79,9 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.eventAbout(c, victim, corev1.EventTypeNormal, "RollingMember", "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
+	r.eventAbout(c, victim, corev1.EventTypeNormal, etcdv1.ReasonRollingMember, "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
 	return true, nil
 }
-
-// ReasonRollQueued: the cluster has members to restart for a changed Pod spec and waits
-// for one of the operator's roll slots (--max-concurrent-rolls).
-const ReasonRollQueued = "RollQueued"
-
-// ReasonRollStuck: the cluster has members to restart for a changed Pod spec and waits for a
-// member whose Pod cannot start (unschedulable, an image that cannot be pulled, a crash
-// loop); it holds no roll slot meanwhile.
-const ReasonRollStuck = "RollStuck"
 
 // podsThatCannotStart names the members among down whose Pods cannot start without someone
 // acting: no node can take it, or a container waits for a reason other than being created
@@ -112,7 +103,7 @@ const rollSlotRetry = 10 * time.Second
 // memberPods maps member names to their Pods as reader sees them.
 func (r *ClusterReconciler) memberPods(ctx context.Context, reader client.Reader, c *etcdv1.EtcdCluster) (map[string]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	pods := make(map[string]*corev1.Pod, len(list.Items))
@@ -134,7 +125,7 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 		if adoptedPodIsCurrent(m, pod) {
 			continue
 		}
-		if pod.Annotations[specs.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[specs.AnnotationPodTemplateHash] ||
+		if pod.Annotations[etcdv1.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[etcdv1.AnnotationPodTemplateHash] ||
 			joinedWithPeerFlags(c, m, pod) {
 			outdated = append(outdated, m)
 		}
@@ -189,7 +180,7 @@ func (r *ClusterReconciler) moveLeaderAwayFrom(ctx context.Context, c *etcdv1.Et
 		if err := v.etcd.MoveLeader(ctx, other.ID); err != nil {
 			return false, fmt.Errorf("moving leadership away from %s before restarting it: %w", m.Name, err)
 		}
-		r.eventAbout(c, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
+		r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
 		return true, nil
 	}
 	return false, nil // the only voter: it restarts as leader

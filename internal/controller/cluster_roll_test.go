@@ -156,7 +156,7 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 		t.Fatalf("Pods %v, want db-2's restarted", got)
 	}
 	// The reconcile that restarted it saw every Pod up: its status must not read as settled.
-	assertProgressingReason(t, h, ReasonChanging)
+	assertProgressingReason(t, h, etcdv1.ReasonChanging)
 	// The member controller starts a joined member with only itself named.
 	c := h.clusterObj()
 	for _, m := range h.members() {
@@ -191,8 +191,8 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 	if got := h.podNames(); len(got) != 3 {
 		t.Fatalf("a member restarted while every slot was taken: Pods %v", got)
 	}
-	if cond := h.condition(etcdv1.ConditionProgressing); cond.Reason != ReasonRollQueued {
-		t.Fatalf("Progressing %+v, want %s", cond, ReasonRollQueued)
+	if cond := h.condition(etcdv1.ConditionProgressing); cond.Reason != etcdv1.ReasonRollQueued {
+		t.Fatalf("Progressing %+v, want %s", cond, etcdv1.ReasonRollQueued)
 	}
 	h.r.RollSlots.release(other)
 	h.reconcile()
@@ -268,7 +268,7 @@ func TestARollStuckOnAPodThatCannotStartGivesItsSlotBack(t *testing.T) {
 	assertProgressingReason(t, h, "RollingUpdate")
 	setPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}})
 	h.reconcile()
-	assertProgressingReason(t, h, ReasonRollStuck)
+	assertProgressingReason(t, h, etcdv1.ReasonRollStuck)
 	if ok, _ := h.r.RollSlots.take(other); !ok {
 		t.Fatal("the slot is held by a roll stuck on a Pod that cannot start")
 	}

@@ -21,22 +21,9 @@ import (
 // there is no quorum), the quorum projection made right before every removal, and the pure
 // decision of which damaged member to replace.
 
-// AnnotationReplace on an EtcdMember asks the operator to replace that member: remove it
-// from etcd and add a fresh member (new name, new ID, new PVC), when the quorum holds
-// without it.
-const AnnotationReplace = "etcd-operator.cozystack.io/replace"
-
-// ReasonQuorumLost is Available's reason (and Progressing's) while fewer than a majority of
-// voters answer; the message says what each member still has.
-const ReasonQuorumLost = "QuorumLost"
-
-// ReasonReplacementRefused is Progressing's reason while a damaged member cannot be replaced
-// because the remaining voters would not keep a healthy quorum.
-const ReasonReplacementRefused = "ReplacementRefused"
-
 // observeObjects lists the cluster's PVCs and Pods from the cache.
 func (r *ClusterReconciler) observeObjects(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}}
+	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}}
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, pvcs, sel...); err != nil {
 		return err
@@ -231,7 +218,7 @@ func damage(f memberFacts) string {
 	case f.deleting:
 		return ""
 	case f.asked:
-		return "its replacement was asked for (" + AnnotationReplace + ")"
+		return "its replacement was asked for (" + etcdv1.AnnotationReplace + ")"
 	case !f.inEtcd && f.recorded:
 		return "etcd no longer lists its member ID: it was removed outside the operator"
 	case !f.inEtcd || !f.started:
@@ -344,7 +331,7 @@ func (v *clusterView) facts(c *etcdv1.EtcdCluster) []memberFacts {
 		f := memberFacts{
 			name:     m.Name,
 			memory:   m.Spec.Storage.Medium == etcdv1.StorageMediumMemory,
-			asked:    m.Annotations[AnnotationReplace] == "true",
+			asked:    m.Annotations[etcdv1.AnnotationReplace] == "true",
 			deleting: !m.DeletionTimestamp.IsZero() || m.Spec.Dormant,
 			recorded: m.Status.MemberID != "",
 		}

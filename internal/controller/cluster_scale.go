@@ -27,7 +27,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 			continue
 		}
 		if memberNamed(v.members, em.Name) != nil {
-			return true, waitFor("Scaling", "member %s is going away", em.Name)
+			return true, waitFor(etcdv1.ReasonScaling, "member %s is going away", em.Name)
 		}
 		pvc, err := r.keptData(ctx, c, em)
 		if err != nil {
@@ -50,7 +50,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, err
 		}
-		r.eventAbout(c, m, corev1.EventTypeWarning, "MemberRecreated", "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
+		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRecreated, "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil
@@ -63,10 +63,10 @@ func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v 
 	}
 	active := v.active()
 	if len(active) != len(v.members) {
-		return false, waitFor("Scaling", "a member is being removed")
+		return false, waitFor(etcdv1.ReasonScaling, "a member is being removed")
 	}
 	if len(v.learners()) > 0 {
-		return false, waitFor("Scaling", "a learner is catching up")
+		return false, waitFor(etcdv1.ReasonScaling, "a learner is catching up")
 	}
 	if len(active) == replicas {
 		return false, nil
@@ -75,7 +75,7 @@ func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v 
 		// The new member is promoted only if the larger voter set keeps a healthy quorum;
 		// an unhealthy voter does not stop that, so a dead one can be replaced.
 		if total, healthy := v.voters(); healthy+1 < quorum(total+1) {
-			return false, waitFor("MembersUnhealthy", "not scaling out: %d of %d voters healthy", healthy, total)
+			return false, waitFor(etcdv1.ReasonMembersUnhealthy, "not scaling out: %d of %d voters healthy", healthy, total)
 		}
 		return true, r.scaleOut(ctx, c, v)
 	}
@@ -106,7 +106,7 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	failpoint.Crash(c, failpoint.AfterCreateMember)
-	r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingOut", "CreateMember", "scaling out: created member %s", name)
+	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingOut, "CreateMember", "scaling out: created member %s", name)
 	return nil
 }
 
@@ -120,7 +120,7 @@ func (r *ClusterReconciler) viewHasEveryMember(ctx context.Context, c *etcdv1.Et
 	}
 	for _, m := range live {
 		if memberNamed(v.members, m.Name) == nil {
-			return waitFor("Scaling", "member %s exists but is not in this reconcile's view yet", m.Name)
+			return waitFor(etcdv1.ReasonScaling, "member %s exists but is not in this reconcile's view yet", m.Name)
 		}
 	}
 	return nil
@@ -164,7 +164,7 @@ func (v *clusterView) etcdMemberNamed(name string) bool {
 func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	victim := v.removalCandidate(c)
 	if victim == nil {
-		return false, waitFor("Scaling", "no member can be removed safely")
+		return false, waitFor(etcdv1.ReasonScaling, "no member can be removed safely")
 	}
 	if err := v.removable(c, victim); err != nil {
 		return false, err
@@ -172,7 +172,7 @@ func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err := r.markAndDelete(ctx, c, victim, failpoint.AfterRemovalMark); err != nil {
 		return true, err
 	}
-	r.eventAbout(c, victim, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", victim.Name)
+	r.eventAbout(c, victim, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", victim.Name)
 	return true, nil
 }
 
@@ -183,7 +183,7 @@ func (v *clusterView) removable(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) err
 		return nil
 	}
 	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
-		return waitFor("MembersUnhealthy", "not removing %s: %s", m.Name, why)
+		return waitFor(etcdv1.ReasonMembersUnhealthy, "not removing %s: %s", m.Name, why)
 	}
 	return nil
 }
@@ -193,7 +193,7 @@ func (v *clusterView) removable(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) err
 // otherwise, so that a later deletion by hand cannot be taken for a removal and cost its data.
 func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
 	for _, m := range v.active() {
-		if m.Annotations[AnnotationRemove] != "true" {
+		if m.Annotations[etcdv1.AnnotationRemove] != "true" {
 			continue
 		}
 		if len(v.active()) > replicas {
@@ -204,13 +204,13 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
-			r.eventAbout(c, m, corev1.EventTypeNormal, "ScalingIn", "RemoveMember", "scaling in: removing member %s", m.Name)
+			r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", m.Name)
 			return true, nil
 		}
 		// The mark goes with the one that keeps the data as discarded (a recovery's, which the
 		// quorum's return made moot): a member that stays must not lose its data later to it.
 		patch := client.MergeFrom(m.DeepCopy())
-		delete(m.Annotations, AnnotationRemove)
+		delete(m.Annotations, etcdv1.AnnotationRemove)
 		delete(m.Annotations, etcdv1.AnnotationDiscardedByRecovery)
 		return true, r.Patch(ctx, m, patch)
 	}

@@ -57,11 +57,11 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	}
 	if restoreFailed(c) && !restoreFailed(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-		r.event(c, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s", cond.Message)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRestoreFailed, "Restore", "%s", cond.Message)
 	}
 	if deadlineExceeded(c) && !deadlineExceeded(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
-		r.event(c, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
 	}
 	// With the resourceVersion read: a copy from a cache that has not caught up with the last
 	// write (ours or a person's) must not overwrite what is newer, which would turn condition
@@ -107,22 +107,22 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 	available := metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionFalse}
 	switch {
 	case replicas == 0:
-		available.Reason, available.Message = "Paused", "spec.replicas is 0: every member is stopped, its data kept"
+		available.Reason, available.Message = etcdv1.ReasonPaused, "spec.replicas is 0: every member is stopped, its data kept"
 	case !v.reachable && c.Status.ClusterID == "" && v.restoreFailure != "":
-		available.Reason, available.Message = ReasonRestoreFailed, restoreSubject(c)+" failed, no member serves: "+v.restoreFailure
+		available.Reason, available.Message = etcdv1.ReasonRestoreFailed, restoreSubject(c)+" failed, no member serves: "+v.restoreFailure
 	case !v.reachable && c.Status.ClusterID == "":
-		available.Reason, available.Message = "Bootstrapping", "the founding members have not formed the cluster yet"
+		available.Reason, available.Message = etcdv1.ReasonBootstrapping, "the founding members have not formed the cluster yet"
 	case !v.reachable && v.clientErr != nil:
-		available.Reason, available.Message = "Unreachable", "no etcd client could be opened: "+v.clientErr.Error()
+		available.Reason, available.Message = etcdv1.ReasonUnreachable, "no etcd client could be opened: "+v.clientErr.Error()
 	case !v.reachable:
 		// etcd's member list is a linearizable read: without a quorum nothing answers it,
 		// but each member still says what it has.
-		available.Reason, available.Message = ReasonQuorumLost, quorumLostMessage(v.survivors)
+		available.Reason, available.Message = etcdv1.ReasonQuorumLost, quorumLostMessage(v.survivors)
 	case healthy >= quorum(total):
-		available.Status, available.Reason = metav1.ConditionTrue, "QuorumHealthy"
+		available.Status, available.Reason = metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy
 		available.Message = fmt.Sprintf("%d of %d voters healthy", healthy, total)
 	default:
-		available.Reason, available.Message = ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
+		available.Reason, available.Message = etcdv1.ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
 	}
 	return available
 }
@@ -137,9 +137,9 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 
 	available := availableCondition(c, v, replicas)
 
-	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Idle", Message: "the cluster matches its spec"}
+	progressing := metav1.Condition{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonIdle, Message: "the cluster matches its spec"}
 	if inMotion(v, replicas) || isWaiting {
-		progressing.Status, progressing.Reason = metav1.ConditionTrue, "Scaling"
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, etcdv1.ReasonScaling
 		progressing.Message = fmt.Sprintf("%d members, %d wanted", len(v.active()), replicas)
 		if isWaiting {
 			progressing.Reason, progressing.Message = waiting.reason, waiting.message
@@ -149,22 +149,22 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		// The view was read before this reconcile's change (a Pod deleted for a roll, a
 		// learner added): it may show nothing left to do, and Idle written now would read
 		// as settled while the change is under way. The next look records its effect.
-		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonChanging
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, etcdv1.ReasonChanging
 		progressing.Message = "a change toward the spec was just made; the next look records its effect"
 	}
 	if stepErr != nil && !isWaiting {
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "StepFailed", stepErr.Error()
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, etcdv1.ReasonStepFailed, stepErr.Error()
 	}
 
 	progressing = applyDeadline(c, progressing, step.progressed, now)
 
-	degraded := metav1.Condition{Type: etcdv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AllMembersHealthy", Message: "every member is healthy"}
+	degraded := metav1.Condition{Type: etcdv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonAllMembersHealthy, Message: "every member is healthy"}
 	if sick, reason := unhealthyMembers(c, v); replicas > 0 && len(sick) > 0 {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, reason
 		degraded.Message = "unhealthy: " + strings.Join(sick, ", ")
 	}
 	if msg, lost := nodeLossCondition(c, v, now); replicas > 0 && lost {
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ReasonNodeLost, msg
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, etcdv1.ReasonNodeLost, msg
 	}
 	if isWaiting && waiting.degraded {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, waiting.reason, waiting.message
@@ -174,14 +174,6 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}
 }
-
-// ReasonChanging is Progressing's reason in the status written by the reconcile that made a
-// change, whose view predates it.
-const ReasonChanging = "Changing"
-
-// ReasonProgressDeadlineExceeded is Progressing's reason once no change toward the spec was
-// possible for progressDeadlineSeconds.
-const ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 // applyDeadline starts the progress clock when work begins, a change is made or the spec
 // changes, and turns Progressing to False with ProgressDeadlineExceeded when the clock runs
@@ -194,7 +186,7 @@ func applyDeadline(c *etcdv1.EtcdCluster, progressing metav1.Condition, progress
 	}
 	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
 	working := prev != nil && prev.ObservedGeneration == c.Generation &&
-		(prev.Status == metav1.ConditionTrue || prev.Reason == ReasonProgressDeadlineExceeded)
+		(prev.Status == metav1.ConditionTrue || prev.Reason == etcdv1.ReasonProgressDeadlineExceeded)
 	if progressed || !working || c.Status.LastProgressTime == nil {
 		c.Status.LastProgressTime = &metav1.Time{Time: now.Truncate(time.Second)}
 		return progressing
@@ -203,7 +195,7 @@ func applyDeadline(c *etcdv1.EtcdCluster, progressing metav1.Condition, progress
 	if now.Sub(c.Status.LastProgressTime.Time) <= deadline {
 		return progressing
 	}
-	progressing.Status, progressing.Reason = metav1.ConditionFalse, ReasonProgressDeadlineExceeded
+	progressing.Status, progressing.Reason = metav1.ConditionFalse, etcdv1.ReasonProgressDeadlineExceeded
 	progressing.Message = fmt.Sprintf("no change toward the spec was possible since %s (spec.progressDeadlineSeconds %d); still trying: %s",
 		c.Status.LastProgressTime.UTC().Format(time.RFC3339), int(deadline/time.Second), progressing.Message)
 	return progressing
@@ -211,7 +203,7 @@ func applyDeadline(c *etcdv1.EtcdCluster, progressing metav1.Condition, progress
 
 func deadlineExceeded(c *etcdv1.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
-	return cond != nil && cond.Reason == ReasonProgressDeadlineExceeded
+	return cond != nil && cond.Reason == etcdv1.ReasonProgressDeadlineExceeded
 }
 
 func inMotion(v *clusterView, replicas int) bool {
@@ -231,7 +223,7 @@ func inMotion(v *clusterView, replicas int) bool {
 // MembersUnhealthy, or the member's own reason when a child object of it is refused or
 // someone else's (NameConflict, ObjectRefused), which needs a person.
 func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) (out []string, reason string) {
-	reason = "MembersUnhealthy"
+	reason = etcdv1.ReasonMembersUnhealthy
 	for _, m := range v.active() {
 		em, ok := v.etcdMemberFor(c, m)
 		if ok && v.healthy[em.ID] {
@@ -240,7 +232,7 @@ func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) (out []string, reas
 		why := "not answering"
 		if cond := meta.FindStatusCondition(m.Status.Conditions, etcdv1.MemberConditionReady); cond != nil && cond.Status != metav1.ConditionTrue {
 			why = cond.Reason
-			if cond.Reason == ReasonNameConflict || cond.Reason == ReasonObjectRefused {
+			if cond.Reason == etcdv1.ReasonNameConflict || cond.Reason == etcdv1.ReasonObjectRefused {
 				reason = cond.Reason
 			}
 			if cond.Message != "" {

@@ -18,11 +18,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// AnnotationRemove marks an EtcdMember the operator is taking out of the cluster on purpose.
-// Only with it does the member's finalizer remove the member from etcd and delete its PVC;
-// an EtcdMember deleted by hand keeps its data and is recreated.
-const AnnotationRemove = "etcd-operator.cozystack.io/remove"
-
 // errWaiting says the cluster is not ready for the next change; the reconcile comes back soon.
 // degraded marks a wait on something broken (a child object the cluster cannot have), which
 // Degraded reports too.
@@ -92,9 +87,9 @@ func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdClu
 // that lost its quorum, or one whose members never answered.
 func unreachable(c *etcdv1.EtcdCluster, v *clusterView) error {
 	if c.Status.ClusterID != "" {
-		return waitFor(ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
+		return waitFor(etcdv1.ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
 	}
-	return waitFor("Unreachable", "etcd does not answer through any member")
+	return waitFor(etcdv1.ReasonUnreachable, "etcd does not answer through any member")
 }
 
 func ptrOr[T any](p *T, fallback T) T {
@@ -132,7 +127,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		}
 	}
 	if len(missing) == 0 {
-		return true, waitFor("Bootstrapping", "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
+		return true, waitFor(etcdv1.ReasonBootstrapping, "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
 	}
 	restore, err := r.foundingRestore(ctx, c, v)
 	if err != nil {
@@ -147,7 +142,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		}
 		failpoint.Crash(c, failpoint.AfterBootstrapMember)
 	}
-	r.event(c, corev1.EventTypeNormal, "Bootstrapping", "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
 	return true, nil
 }
 
@@ -164,7 +159,7 @@ func (r *ClusterReconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdC
 	case v.restoreSource == nil:
 		// No member is created, so none can serve (or start empty) until the source can be
 		// used; an EtcdSnapshot changing wakes the cluster.
-		return nil, waitFor(ReasonRestoreFailed, "%s", v.restoreFailure)
+		return nil, waitFor(etcdv1.ReasonRestoreFailed, "%s", v.restoreFailure)
 	}
 	if name := v.restoreSource.Snapshot; name != "" {
 		why, err := r.holdSnapshot(ctx, c, name)
@@ -172,7 +167,7 @@ func (r *ClusterReconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdC
 			return nil, err
 		}
 		if why != "" {
-			return nil, waitFor(ReasonRestoreFailed, "spec.bootstrap.restore.source.snapshotRef: %s: delete this EtcdCluster and create it again naming a Complete EtcdSnapshot (spec.bootstrap cannot change)", why)
+			return nil, waitFor(etcdv1.ReasonRestoreFailed, "spec.bootstrap.restore.source.snapshotRef: %s: delete this EtcdCluster and create it again naming a Complete EtcdSnapshot (spec.bootstrap cannot change)", why)
 		}
 	}
 	return v.restoreSource, nil
@@ -282,9 +277,9 @@ func (r *ClusterReconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdClu
 		return false, nil
 	}
 	if dormant {
-		r.event(c, corev1.EventTypeNormal, "Paused", "Pause", "paused: stopped %d members, data and identities kept", changed)
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
 	} else {
-		r.event(c, corev1.EventTypeNormal, "Resuming", "Resume", "resuming %d members with their data", changed)
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
 	}
 	return true, nil
 }
@@ -326,7 +321,7 @@ func (r *ClusterReconciler) removeOrphanLearners(ctx context.Context, c *etcdv1.
 		if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 			return true, err
 		}
-		r.event(c, corev1.EventTypeWarning, "OrphanLearnerRemoved", "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
+		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
 		return true, nil
 	}
 	return false, nil
@@ -365,7 +360,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterAddLearner)
-		r.eventAbout(c, m, corev1.EventTypeNormal, "MemberAdded", "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
 		return true, r.Status().Patch(ctx, m, patch)
@@ -383,17 +378,17 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 		}
 		total, healthy := v.voters()
 		if healthy+1 < quorum(total+1) {
-			return true, waitFor("MembersUnhealthy", "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
+			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
 		}
 		err := v.etcd.Promote(ctx, em.ID)
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
-			return true, waitFor("Scaling", "learner %s is catching up", owner.Name)
+			return true, waitFor(etcdv1.ReasonScaling, "learner %s is catching up", owner.Name)
 		}
 		if err != nil {
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterPromote)
-		r.eventAbout(c, owner, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		r.eventAbout(c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil

@@ -12,13 +12,10 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// ReasonReconcileSuspended: the cluster carries the suspend annotation; nothing is done to it.
-const ReasonReconcileSuspended = "ReconcileSuspended"
-
 // suspendedCondition says the operator leaves the cluster alone, and how to hand it back.
 func suspendedCondition() metav1.Condition {
 	return metav1.Condition{Type: etcdv1.ConditionReconcileSuspended, Status: metav1.ConditionTrue,
-		Reason: ReasonReconcileSuspended,
+		Reason: etcdv1.ReasonReconcileSuspended,
 		Message: fmt.Sprintf("the operator leaves this cluster and its members alone (no member started, replaced or removed, no status kept); "+
 			"remove the annotation %s to hand it back", etcdv1.AnnotationSuspendReconcile)}
 }
@@ -34,6 +31,6 @@ func (r *ClusterReconciler) dropSuspendedCondition(ctx context.Context, c *etcdv
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return ignoreConflict(err)
 	}
-	r.event(c, corev1.EventTypeNormal, "ReconcileResumed", etcdv1.ConditionReconcileSuspended, "the annotation %s is gone: the operator looks after the cluster again", etcdv1.AnnotationSuspendReconcile)
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonReconcileResumed, etcdv1.ConditionReconcileSuspended, "the annotation %s is gone: the operator looks after the cluster again", etcdv1.AnnotationSuspendReconcile)
 	return nil
 }

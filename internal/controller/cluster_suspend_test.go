@@ -39,7 +39,7 @@ func TestASuspendedClusterIsLeftAlone(t *testing.T) {
 		t.Fatalf("etcd called while suspended: %v", calls)
 	}
 	cond := meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionReconcileSuspended)
-	if cond == nil || cond.Status != "True" || cond.Reason != ReasonReconcileSuspended {
+	if cond == nil || cond.Status != "True" || cond.Reason != etcdv1.ReasonReconcileSuspended {
 		t.Fatalf("condition while suspended: %+v", cond)
 	}
 

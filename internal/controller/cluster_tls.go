@@ -31,19 +31,6 @@ import (
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
 
-// Reasons of the TLSReady condition (and of Progressing while the cluster waits for them).
-const (
-	ReasonCertificatesReady   = "CertificatesReady"
-	ReasonCertManagerMissing  = "CertManagerMissing"
-	ReasonIssuerNotFound      = "IssuerNotFound"
-	ReasonIssuerNotReady      = "IssuerNotReady"
-	ReasonCertificateNotReady = "CertificateNotReady"
-	ReasonCertificateConflict = "CertificateConflict"
-	ReasonSecretMissing       = "SecretMissing"
-	ReasonSecretKeyMissing    = "SecretKeyMissing"
-	ReasonSecretInvalid       = "SecretInvalid"
-)
-
 // problem is why something the cluster needs is not in place: a condition reason and a
 // message that names the object, the spec field and the fix.
 type problem struct{ reason, message string }
@@ -97,7 +84,7 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 	if err != nil {
 		return err
 	}
-	cond := metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: ReasonCertificatesReady,
+	cond := metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady,
 		Message: "every certificate Secret exists with tls.crt, tls.key and ca.crt"}
 	if p != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, p.reason, p.message
@@ -139,7 +126,7 @@ func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluste
 		if err != nil {
 			return nil, false, err
 		}
-		if cp != nil && cp.reason == ReasonCertificateConflict {
+		if cp != nil && cp.reason == etcdv1.ReasonCertificateConflict {
 			return cp, true, nil // someone else's Certificate would fill the cluster's Secret
 		}
 		issuing = firstProblem(issuing, cp)
@@ -198,7 +185,7 @@ func userTLSSecrets(c *etcdv1.EtcdCluster) []tlsSecret {
 }
 
 func certManagerMissing(field string) *problem {
-	return problemf(ReasonCertManagerMissing, "cert-manager is not installed (the API has no cert-manager.io/v1 kinds), but %s asks for it: install cert-manager, or name your own Secrets in spec.tls instead of certManager", field)
+	return problemf(etcdv1.ReasonCertManagerMissing, "cert-manager is not installed (the API has no cert-manager.io/v1 kinds), but %s asks for it: install cert-manager, or name your own Secrets in spec.tls instead of certManager", field)
 }
 
 // checkIssuer requires the issuer to exist and be Ready: cert-manager would leave the
@@ -218,12 +205,12 @@ func (r *ClusterReconciler) checkIssuer(ctx context.Context, c *etcdv1.EtcdClust
 	case meta.IsNoMatchError(err):
 		return certManagerMissing(ic.IssuerField), nil
 	case apierrors.IsNotFound(err):
-		return problemf(ReasonIssuerNotFound, "%s, named by %s, does not exist: create it, or name an existing issuer there", where, ic.IssuerField), nil
+		return problemf(etcdv1.ReasonIssuerNotFound, "%s, named by %s, does not exist: create it, or name an existing issuer there", where, ic.IssuerField), nil
 	case err != nil:
 		return nil, err
 	}
 	if ok, why := certManagerReady(issuer); !ok {
-		return problemf(ReasonIssuerNotReady, "%s, named by %s, is not ready: %s; see kubectl describe %s", where, ic.IssuerField, why, strings.ToLower(gvk.Kind)), nil
+		return problemf(etcdv1.ReasonIssuerNotReady, "%s, named by %s, is not ready: %s; see kubectl describe %s", where, ic.IssuerField, why, strings.ToLower(gvk.Kind)), nil
 	}
 	return nil, nil
 }
@@ -260,17 +247,17 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 		}
 		if err := r.Create(ctx, want); err != nil {
 			if isRefusal(err) {
-				return nil, problemf(ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
+				return nil, problemf(etcdv1.ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
 			}
 			return nil, nil, client.IgnoreAlreadyExists(err)
 		}
-		r.eventAbout(c, want, corev1.EventTypeNormal, "CertificateCreated", "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
+		r.eventAbout(c, want, corev1.EventTypeNormal, etcdv1.ReasonCertificateCreated, "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
 		return want, nil, nil
 	case err != nil:
 		return nil, nil, err
 	}
 	if !metav1.IsControlledBy(have, c) {
-		return nil, problemf(ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
+		return nil, problemf(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
 	}
 	return have, nil, r.correctCertificate(ctx, have, want)
 }
@@ -304,10 +291,10 @@ func (r *ClusterReconciler) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCl
 	if apierrors.IsNotFound(err) {
 		if cert != nil {
 			if ok, why := certManagerReady(cert); !ok {
-				return problemf(ReasonCertificateNotReady, "Certificate %s has not been issued yet (%s); see kubectl describe certificate %s", cert.GetName(), why, cert.GetName()), nil
+				return problemf(etcdv1.ReasonCertificateNotReady, "Certificate %s has not been issued yet (%s); see kubectl describe certificate %s", cert.GetName(), why, cert.GetName()), nil
 			}
 		}
-		return problemf(ReasonSecretMissing, "Secret %s (%s) does not exist: create a kubernetes.io/tls Secret with %s", s.name, s.source, keyList(s.needCA)), nil
+		return problemf(etcdv1.ReasonSecretMissing, "Secret %s (%s) does not exist: create a kubernetes.io/tls Secret with %s", s.name, s.source, keyList(s.needCA)), nil
 	}
 	if err != nil {
 		return nil, err
@@ -336,13 +323,13 @@ func secretKeysProblem(secret *corev1.Secret, s tlsSecret) *problem {
 		}
 	}
 	if len(missing) > 0 {
-		return problemf(ReasonSecretKeyMissing, "Secret %s (%s) lacks %s: it needs %s", s.name, s.source, strings.Join(missing, ", "), keyList(s.needCA))
+		return problemf(etcdv1.ReasonSecretKeyMissing, "Secret %s (%s) lacks %s: it needs %s", s.name, s.source, strings.Join(missing, ", "), keyList(s.needCA))
 	}
 	if _, err := tls.X509KeyPair(secret.Data[specs.SecretKeyCert], secret.Data[specs.SecretKeyKey]); err != nil {
-		return problemf(ReasonSecretInvalid, "Secret %s (%s): tls.crt and tls.key are not a matching PEM certificate and key: %v", s.name, s.source, err)
+		return problemf(etcdv1.ReasonSecretInvalid, "Secret %s (%s): tls.crt and tls.key are not a matching PEM certificate and key: %v", s.name, s.source, err)
 	}
 	if s.needCA && !x509.NewCertPool().AppendCertsFromPEM(secret.Data[specs.SecretKeyCA]) {
-		return problemf(ReasonSecretInvalid, "Secret %s (%s): ca.crt holds no PEM certificate", s.name, s.source)
+		return problemf(etcdv1.ReasonSecretInvalid, "Secret %s (%s): ca.crt holds no PEM certificate", s.name, s.source)
 	}
 	return nil
 }

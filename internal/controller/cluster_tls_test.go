@@ -46,8 +46,8 @@ func TestTLSWaitsWithoutCertManager(t *testing.T) {
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created without certificates", n)
 	}
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertManagerMissing, "install cert-manager")
-	h.expectCondition(etcdv1.ConditionProgressing, metav1.ConditionTrue, ReasonCertManagerMissing, "spec.tls.client.certManager.serverIssuerRef")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonCertManagerMissing, "install cert-manager")
+	h.expectCondition(etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonCertManagerMissing, "spec.tls.client.certManager.serverIssuerRef")
 	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning CertManagerMissing") {
 		t.Fatalf("events %q, want one warning", ev)
 	}
@@ -60,19 +60,19 @@ func TestTLSWaitsWithoutCertManager(t *testing.T) {
 func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 	h := newSecureHarness(t, true, certManagerSpec)
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotFound, "Issuer ca in namespace ns, named by spec.tls.client.certManager.serverIssuerRef, does not exist")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonIssuerNotFound, "Issuer ca in namespace ns, named by spec.tls.client.certManager.serverIssuerRef, does not exist")
 
 	ca := caIssuer(false)
 	h.create(ca)
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "test says False")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonIssuerNotReady, "test says False")
 
 	setReady(ca, true, "KeyPairVerified")
 	if err := h.api.Update(context.Background(), ca); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateNotReady, "Certificate db-server-tls has not been issued yet")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonCertificateNotReady, "Certificate db-server-tls has not been issued yet")
 	certs := gvkList(specs.CertificateGVK)
 	if err := h.api.List(context.Background(), certs, client.InNamespace("ns")); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestCertManagerIssuerThenCertificatesThenMembers(t *testing.T) {
 		h.create(secret(name, tlsData(t, testCA, name)))
 	}
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady, "")
 	members := h.members()
 	if len(members) != 3 {
 		t.Fatalf("%d members once the Secrets exist", len(members))
@@ -122,7 +122,7 @@ func TestOperatorClientSecretWithoutCAHoldsMembersBack(t *testing.T) {
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created without the client CA", n)
 	}
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretKeyMissing, "Secret db-operator-client-tls (Certificate db-operator-client-tls) lacks ca.crt")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretKeyMissing, "Secret db-operator-client-tls (Certificate db-operator-client-tls) lacks ca.crt")
 }
 
 // relatedRecorder keeps, for each event reason, the names of the related objects.
@@ -180,37 +180,37 @@ func TestForeignCertificateIsNotTaken(t *testing.T) {
 	}(), "")
 	h := newSecureHarness(t, true, certManagerSpec, caIssuer(true), foreign)
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonCertificateConflict, "does not belong to this cluster")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonCertificateConflict, "does not belong to this cluster")
 }
 
 func TestUserSecretProblemsAreNamed(t *testing.T) {
 	ca := testpki.NewCA(t)
 	h := newSecureHarness(t, false, userSecretsSpec)
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret server (spec.tls.client.serverSecretRef) does not exist")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretMissing, "Secret server (spec.tls.client.serverSecretRef) does not exist")
 
 	data := tlsData(t, ca, "server")
 	delete(data, "ca.crt")
 	h.create(secret("server", data))
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretKeyMissing, "lacks ca.crt")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretKeyMissing, "lacks ca.crt")
 
 	h.setSecretData("server", map[string][]byte{"tls.crt": []byte("garbage"), "tls.key": []byte("garbage"), "ca.crt": ca.PEM})
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretInvalid, "not a matching PEM certificate and key")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretInvalid, "not a matching PEM certificate and key")
 
 	h.setSecretData("server", tlsData(t, ca, "server"))
 	operator := tlsData(t, ca, "operator")
 	delete(operator, "ca.crt") // the operator's client Secret needs no CA
 	h.create(secret("operator", operator))
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonSecretMissing, "Secret peer (spec.tls.peer.secretRef)")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretMissing, "Secret peer (spec.tls.peer.secretRef)")
 	if n := len(h.members()); n != 0 {
 		t.Fatalf("%d members created without the peer Secret", n)
 	}
 	h.create(secret("peer", tlsData(t, ca, "peer")))
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady, "")
 	if n := len(h.members()); n != 3 {
 		t.Fatalf("%d members once every Secret is fine", n)
 	}
@@ -281,7 +281,7 @@ func TestIssuerNotReadyDoesNotStopHealing(t *testing.T) {
 		secret("db-peer-tls", tlsData(t, testCA, "peer")))
 	h.reconcile()
 	h.running()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, ReasonCertificatesReady, "")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady, "")
 
 	setReady(ca, false, "ErrSigningCA")
 	if err := h.api.Update(context.Background(), ca); err != nil {
@@ -292,7 +292,7 @@ func TestIssuerNotReadyDoesNotStopHealing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, ReasonIssuerNotReady, "only a new issue or renewal waits")
+	h.expectCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonIssuerNotReady, "only a new issue or renewal waits")
 	if got := names(h.members()); !slices.Contains(got, lost.Name) {
 		t.Fatalf("members %v: %s was not recreated while the issuer is not ready", got, lost.Name)
 	}

@@ -92,11 +92,11 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 	for _, m := range members {
 		switch {
 		case !m.healthy:
-			return "", waitFor("Upgrading", "upgrade to %s waits: member %s is not healthy", target, m.name)
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits: member %s is not healthy", target, m.name)
 		case m.spec == target && m.running != m.spec:
-			return "", waitFor("Upgrading", "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
 		case m.applyLag > maxApplyLag:
-			return "", waitFor("Upgrading", "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)
 		}
 	}
 	for _, m := range pending {
@@ -130,7 +130,7 @@ func movedBeyondTarget(target string, pending []upgradeMember) string {
 func upgradeBlocked(target string, members []upgradeMember) error {
 	want, ok := parseVersion(target)
 	if !ok {
-		return waitFor("UpgradeBlocked", "spec.version %q is no X.Y.Z version", target)
+		return waitFor(etcdv1.ReasonUpgradeBlocked, "spec.version %q is no X.Y.Z version", target)
 	}
 	for _, m := range members {
 		running, ok := parseVersion(m.running)
@@ -139,11 +139,11 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 		}
 		switch {
 		case want.less(running):
-			return waitFor("UpgradeBlocked", "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
 		case want.minor > running.minor+1:
-			return waitFor("UpgradeBlocked", "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.minor+1)
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.minor+1)
 		case want.minor == 6 && running.minor == 5 && running.less(minVersionFor36):
-			return waitFor("UpgradeBlocked", "member %s runs %s: etcd requires 3.5.26 or later on every member before 3.6; set spec.version to the newest 3.5 patch and let it finish first", m.name, running)
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd requires 3.5.26 or later on every member before 3.6; set spec.version to the newest 3.5 patch and let it finish first", m.name, running)
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func (r *ClusterReconciler) upgradeNextMember(ctx context.Context, c *etcdv1.Etc
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeNormal, "UpgradingMember", "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
+	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
 	return true, nil
 }
 

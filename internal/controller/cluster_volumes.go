@@ -16,15 +16,6 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// Reasons of the VolumesResized condition.
-const (
-	ReasonVolumesAsRequested      = "AsRequested"
-	ReasonVolumesExpanding        = "Expanding"
-	ReasonFileSystemResizePending = "FileSystemResizePending"
-	ReasonExpansionNotAllowed     = "ExpansionNotAllowed"
-	ReasonStorageClassNotFound    = "StorageClassNotFound"
-)
-
 // A larger spec.storage.size reaches the members through their EtcdMembers' spec: the
 // member controller raises its PVC's request to it (Kubernetes and the storage driver expand
 // the volume online, etcd keeps running), and a tmpfs member's Pod gets the new size limit
@@ -94,11 +85,11 @@ func expansionRefusal(want resource.Quantity, class classFacts, vols []volumeFac
 	keep := fmt.Sprintf("the members keep their %s volumes (members created from now on get %s); spec.storage.size cannot go back down", have.String(), want.String())
 	switch {
 	case class.name == "":
-		return volumesCondition(ReasonExpansionNotAllowed, "spec.storage.size is %s, but the PVCs have no StorageClass and Kubernetes expands only volumes of a class with allowVolumeExpansion: %s", want.String(), keep)
+		return volumesCondition(etcdv1.ReasonExpansionNotAllowed, "spec.storage.size is %s, but the PVCs have no StorageClass and Kubernetes expands only volumes of a class with allowVolumeExpansion: %s", want.String(), keep)
 	case !class.found:
-		return volumesCondition(ReasonStorageClassNotFound, "spec.storage.size is %s, but the PVCs' StorageClass %s does not exist, so it cannot say whether volumes may grow: %s", want.String(), class.name, keep)
+		return volumesCondition(etcdv1.ReasonStorageClassNotFound, "spec.storage.size is %s, but the PVCs' StorageClass %s does not exist, so it cannot say whether volumes may grow: %s", want.String(), class.name, keep)
 	case !class.expandable:
-		return volumesCondition(ReasonExpansionNotAllowed, "spec.storage.size is %s, but StorageClass %s does not allow volume expansion: %s. Set allowVolumeExpansion: true on %s if its provisioner can expand volumes, and the PVCs grow", want.String(), class.name, keep, class.name)
+		return volumesCondition(etcdv1.ReasonExpansionNotAllowed, "spec.storage.size is %s, but StorageClass %s does not allow volume expansion: %s. Set allowVolumeExpansion: true on %s if its provisioner can expand volumes, and the PVCs grow", want.String(), class.name, keep, class.name)
 	}
 	return nil
 }
@@ -120,11 +111,11 @@ func growthProgress(want resource.Quantity, vols []volumeFacts) *metav1.Conditio
 	}
 	switch {
 	case len(pending) > 0:
-		return volumesCondition(ReasonFileSystemResizePending, "the volumes of %s were expanded to %s; their storage driver grows the filesystem only when the Pod restarts: delete each member's Pod, one at a time", strings.Join(pending, ", "), want.String())
+		return volumesCondition(etcdv1.ReasonFileSystemResizePending, "the volumes of %s were expanded to %s; their storage driver grows the filesystem only when the Pod restarts: delete each member's Pod, one at a time", strings.Join(pending, ", "), want.String())
 	case len(small) > 0:
-		return volumesCondition(ReasonVolumesExpanding, "expanding the members' PVCs to %s: %s", want.String(), strings.Join(small, ", "))
+		return volumesCondition(etcdv1.ReasonVolumesExpanding, "expanding the members' PVCs to %s: %s", want.String(), strings.Join(small, ", "))
 	}
-	cond := volumesCondition(ReasonVolumesAsRequested, "every member's PVC holds %s", want.String())
+	cond := volumesCondition(etcdv1.ReasonVolumesAsRequested, "every member's PVC holds %s", want.String())
 	cond.Status = metav1.ConditionTrue
 	return cond
 }
@@ -251,6 +242,6 @@ func (r *ClusterReconciler) setMemberSize(ctx context.Context, c *etcdv1.EtcdClu
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return ignoreConflict(err)
 	}
-	r.eventAbout(c, m, corev1.EventTypeNormal, "GrowingVolume", "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
+	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
 	return nil
 }

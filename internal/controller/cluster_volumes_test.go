@@ -43,18 +43,18 @@ func TestPlanVolumes(t *testing.T) {
 		status     metav1.ConditionStatus
 		inMessages []string
 	}{
-		{"at size", "1Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", ReasonVolumesAsRequested, metav1.ConditionTrue, []string{"every member's PVC holds 1Gi"}},
-		{"the same size written differently", "1024Mi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
-		{"grown on an expandable class: every member moves", "2Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "a,b", ReasonVolumesExpanding, metav1.ConditionFalse, []string{"to 2Gi", "a (1Gi), b (1Gi)"}},
-		{"asked, the volume not grown yet", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "1Gi"), vol("b", "2Gi", "2Gi", "2Gi")}, "", ReasonVolumesExpanding, metav1.ConditionFalse, []string{"a (1Gi)"}},
-		{"grown, waiting for the Pod to grow the filesystem", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), pending}, "", ReasonFileSystemResizePending, metav1.ConditionFalse, []string{"volumes of b", "delete each member's Pod"}},
-		{"a class without expansion: nobody moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"StorageClass fixed does not allow volume expansion", "keep their 1Gi volumes", "allowVolumeExpansion: true"}},
-		{"a class without expansion: a member without a PVC yet still moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("c", "1Gi", "", "")}, "c", ReasonExpansionNotAllowed, metav1.ConditionFalse, nil},
-		{"no class on the PVCs", "2Gi", classFacts{}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"no StorageClass"}},
-		{"the class is gone", "2Gi", classFacts{name: "gone"}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", ReasonStorageClassNotFound, metav1.ConditionFalse, []string{"StorageClass gone does not exist"}},
-		{"a new member's PVC is pending at the new size", "2Gi", fixed, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), vol("d", "2Gi", "2Gi", "")}, "", ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
+		{"at size", "1Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, []string{"every member's PVC holds 1Gi"}},
+		{"the same size written differently", "1024Mi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
+		{"grown on an expandable class: every member moves", "2Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "a,b", etcdv1.ReasonVolumesExpanding, metav1.ConditionFalse, []string{"to 2Gi", "a (1Gi), b (1Gi)"}},
+		{"asked, the volume not grown yet", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "1Gi"), vol("b", "2Gi", "2Gi", "2Gi")}, "", etcdv1.ReasonVolumesExpanding, metav1.ConditionFalse, []string{"a (1Gi)"}},
+		{"grown, waiting for the Pod to grow the filesystem", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), pending}, "", etcdv1.ReasonFileSystemResizePending, metav1.ConditionFalse, []string{"volumes of b", "delete each member's Pod"}},
+		{"a class without expansion: nobody moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"StorageClass fixed does not allow volume expansion", "keep their 1Gi volumes", "allowVolumeExpansion: true"}},
+		{"a class without expansion: a member without a PVC yet still moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("c", "1Gi", "", "")}, "c", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, nil},
+		{"no class on the PVCs", "2Gi", classFacts{}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"no StorageClass"}},
+		{"the class is gone", "2Gi", classFacts{name: "gone"}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonStorageClassNotFound, metav1.ConditionFalse, []string{"StorageClass gone does not exist"}},
+		{"a new member's PVC is pending at the new size", "2Gi", fixed, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), vol("d", "2Gi", "2Gi", "")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
 		{"no PVC yet: no condition", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "", "")}, "a", "", "", nil},
-		{"a smaller spec never shrinks a member", "1Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi")}, "", ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
+		{"a smaller spec never shrinks a member", "1Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := planVolumes(resource.MustParse(tc.want), tc.class, tc.vols)
@@ -162,7 +162,7 @@ func TestStorageGrowthWaitsForAnExpandableClass(t *testing.T) {
 	if got := h.memberSizes(); got != "db-1=1Gi,db-2=1Gi,db-3=1Gi" {
 		t.Fatalf("members moved on a class without expansion: %s", got)
 	}
-	if cond := h.condition(etcdv1.ConditionVolumesResized); cond.Reason != ReasonExpansionNotAllowed || !strings.Contains(cond.Message, "StorageClass standard does not allow volume expansion") {
+	if cond := h.condition(etcdv1.ConditionVolumesResized); cond.Reason != etcdv1.ReasonExpansionNotAllowed || !strings.Contains(cond.Message, "StorageClass standard does not allow volume expansion") {
 		t.Fatalf("refusal: %+v", cond)
 	}
 
@@ -175,7 +175,7 @@ func TestStorageGrowthWaitsForAnExpandableClass(t *testing.T) {
 	if got := h.memberSizes(); got != "db-1=2Gi,db-2=2Gi,db-3=2Gi" {
 		t.Fatalf("members after the class allows expansion: %s", got)
 	}
-	if cond := h.condition(etcdv1.ConditionVolumesResized); cond.Reason != ReasonVolumesExpanding {
+	if cond := h.condition(etcdv1.ConditionVolumesResized); cond.Reason != etcdv1.ReasonVolumesExpanding {
 		t.Fatalf("while expanding: %+v", cond)
 	}
 }

@@ -29,10 +29,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// memberFinalizer holds an EtcdMember until its removal from etcd (deliberate removal) or the
-// rescue of its PVC (deletion by hand) is done.
-const memberFinalizer = "etcd-operator.cozystack.io/member"
-
 // MemberReconciler realizes EtcdMembers: the PVC, the Pod, and the removal from etcd.
 type MemberReconciler struct {
 	client.Client
@@ -74,7 +70,7 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if m.AdoptionPending() {
 		return ctrl.Result{}, nil // another operator's member: its Pod runs on untouched until adopted
 	}
-	if controllerutil.AddFinalizer(m, memberFinalizer) {
+	if controllerutil.AddFinalizer(m, etcdv1.FinalizerMember) {
 		if err := r.Update(ctx, m); err != nil {
 			return ctrl.Result{}, ignoreConflict(err)
 		}
@@ -165,7 +161,7 @@ func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, f
 // everything goes. Deletion by hand: the PVC is handed to the cluster so the data survives,
 // and the cluster recreates the member.
 func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(m, memberFinalizer) {
+	if !controllerutil.ContainsFinalizer(m, etcdv1.FinalizerMember) {
 		return ctrl.Result{}, nil
 	}
 	switch {
@@ -175,13 +171,13 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		if err := r.keepPVCOfDeletedCluster(ctx, m); err != nil {
 			return ctrl.Result{}, err
 		}
-	case m.Annotations[AnnotationDiscard] == "true":
+	case m.Annotations[etcdv1.AnnotationDiscard] == "true":
 		// The whole etcd cluster is replaced (a recovery from a snapshot): there is no quorum
 		// to remove the member with, and the cluster it belongs to will not exist.
 		if err := r.keepDiscardedPVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
-	case m.Annotations[AnnotationRemove] == "true":
+	case m.Annotations[etcdv1.AnnotationRemove] == "true":
 		if again, err := r.removeAndLetDataGo(ctx, cluster, m); again || err != nil {
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 		}
@@ -189,9 +185,9 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		if err := r.rescuePVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.event(m, corev1.EventTypeWarning, "MemberDeletedByHand", "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
+		r.event(m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
-	controllerutil.RemoveFinalizer(m, memberFinalizer)
+	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
 	return ctrl.Result{}, ignoreConflict(r.Update(ctx, m))
 }
 
@@ -233,7 +229,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 	}
 	if err == nil {
 		failpoint.Crash(c, failpoint.AfterMemberRemove)
-		r.clusterEvent(c, m, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+		r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
 }
@@ -250,9 +246,9 @@ func (r *MemberReconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.Etc
 		}
 	}
 	if err := r.removeFromEtcd(ctx, c, m); err != nil {
-		reason := "RemoveFailed"
+		reason := etcdv1.ReasonRemoveFailed
 		if errors.Is(err, errRemovalRefused) {
-			reason = "RemoveRefused"
+			reason = etcdv1.ReasonRemoveRefused
 		}
 		r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
 		return true, nil
@@ -282,7 +278,7 @@ func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[u
 func (r *MemberReconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
 	var others []string
 	members := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	for _, o := range members.Items {
@@ -330,7 +326,7 @@ func (r *MemberReconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m 
 // membersOfCluster maps an EtcdCluster to its EtcdMembers, as the cache holds them.
 func (r *MemberReconciler) membersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{specs.LabelCluster: obj.GetName()}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{etcdv1.LabelCluster: obj.GetName()}); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -342,7 +338,7 @@ func (r *MemberReconciler) membersOfCluster(ctx context.Context, obj client.Obje
 
 // memberOfLabeled maps an object carrying the member label to its EtcdMember.
 func memberOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[specs.LabelMember]
+	name := obj.GetLabels()[etcdv1.LabelMember]
 	if name == "" {
 		return nil
 	}
@@ -365,7 +361,7 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 		if err := cli.MoveLeader(ctx, em.ID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", m.Name, err)
 		}
-		r.clusterEvent(c, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
+		r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
 		return nil
 	}
 	return nil
@@ -383,7 +379,7 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	}
 	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 	if err == nil {
-		r.event(m, corev1.EventTypeNormal, "DataDeleted", "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
+		r.event(m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	}
 	return client.IgnoreNotFound(err)
 }
@@ -404,7 +400,7 @@ func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdC
 	if err := r.Patch(ctx, pvc, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.clusterEvent(c, m, corev1.EventTypeNormal, "DiscardedDataKept", "KeepData",
+	r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
 		pvc.Name, m.Name, m.Status.MemberID, pvc.Namespace, pvc.Name)
 	return nil
@@ -436,7 +432,7 @@ func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m 
 		return nil, client.IgnoreNotFound(err)
 	}
 	if !pvcOfMember(pvc, c, m) {
-		r.event(m, corev1.EventTypeWarning, ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
+		r.event(m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
 		return nil, nil
 	}
 	return pvc, nil
@@ -445,7 +441,7 @@ func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m 
 // needsAttention are the Ready reasons that will not pass without a person: each gets a
 // Warning event when it first appears.
 var needsAttention = map[string]bool{
-	"StorageClassNotFound": true, ReasonImagePullFailed: true, "Unschedulable": true, ReasonNameConflict: true, ReasonObjectRefused: true,
+	etcdv1.ReasonStorageClassNotFound: true, etcdv1.ReasonImagePullFailed: true, etcdv1.ReasonUnschedulable: true, etcdv1.ReasonNameConflict: true, etcdv1.ReasonObjectRefused: true,
 	"CreateContainerConfigError": true, "CrashLoopBackOff": true,
 }
 
@@ -462,7 +458,7 @@ func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, 
 	meta.SetStatusCondition(&m.Status.Conditions, ready)
 	if ready.Status == metav1.ConditionTrue && m.Status.MemberID != "" {
 		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
-			Type: etcdv1.MemberConditionJoined, Status: metav1.ConditionTrue, Reason: "Serving",
+			Type: etcdv1.MemberConditionJoined, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonServing,
 			Message: "the member has served as part of the cluster", ObservedGeneration: m.Generation,
 		})
 	}

@@ -58,7 +58,7 @@ func newMemberHarness(t *testing.T, medium etcdv1.StorageMedium) *memberHarness 
 		em := h.etcd.SeedMember(name, specs.PeerURL(c, name), specs.ClientURL(c, name))
 		h.ids[name] = em.ID
 		m := &etcdv1.EtcdMember{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), Labels: specs.MemberLabels("db", name), Finalizers: []string{memberFinalizer}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), Labels: specs.MemberLabels("db", name), Finalizers: []string{etcdv1.FinalizerMember}},
 			Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: c.Spec.Storage, Bootstrap: etcdv1.MemberBootstrap{
 				InitialCluster: specs.InitialCluster(c, []string{"db-1", "db-2", "db-3"}), InitialClusterState: etcdv1.InitialClusterStateNew,
 			}},
@@ -119,7 +119,7 @@ func (h *memberHarness) remove(name string, marked bool) {
 	h.t.Helper()
 	m := h.member(name)
 	if marked {
-		m.Annotations = map[string]string{AnnotationRemove: "true"}
+		m.Annotations = map[string]string{etcdv1.AnnotationRemove: "true"}
 		if err := h.api.Update(context.Background(), m); err != nil {
 			h.t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestFinalizerOfADiscardKeepsThePVCWithoutEtcd(t *testing.T) {
 	h.etcd.SetDown(h.ids["db-2"], true)
 	h.etcd.SetDown(h.ids["db-3"], true)
 	m := h.member("db-1")
-	m.Annotations = map[string]string{AnnotationDiscard: "true", AnnotationRemove: "true"}
+	m.Annotations = map[string]string{etcdv1.AnnotationDiscard: "true", etcdv1.AnnotationRemove: "true"}
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func checkKeptAsDiscarded(t *testing.T, pvc *corev1.PersistentVolumeClaim, id ui
 	if _, err := time.Parse(time.RFC3339, pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery]); err != nil || len(pvc.OwnerReferences) != 0 {
 		t.Fatalf("PVC %s: annotations %v, owners %v; want %s=<time> and no owner", pvc.Name, pvc.Annotations, pvc.OwnerReferences, etcdv1.AnnotationDiscardedByRecovery)
 	}
-	if got := pvc.Annotations[specs.AnnotationMemberID]; got != etcd.FormatID(id) {
+	if got := pvc.Annotations[etcdv1.AnnotationMemberID]; got != etcd.FormatID(id) {
 		t.Fatalf("PVC %s records member ID %q, want %s", pvc.Name, got, etcd.FormatID(id))
 	}
 }
@@ -224,7 +224,7 @@ func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 		h.etcd.SetDown(h.ids[name], true)
 	}
 	m := h.member("db-2")
-	m.Annotations = map[string]string{AnnotationRemove: "true", etcdv1.AnnotationDiscardedByRecovery: "true"}
+	m.Annotations = map[string]string{etcdv1.AnnotationRemove: "true", etcdv1.AnnotationDiscardedByRecovery: "true"}
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ var foreignPVCs = []struct {
 }{
 	{name: "no labels, no owner"},
 	{name: "controlled by a StatefulSet", owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "app", UID: "sts-uid", Controller: ptrTo(true)}},
-	{name: "our cluster label, another manager", labels: map[string]string{specs.LabelCluster: "db", specs.LabelMember: "db-2", specs.LabelManagedBy: "helm"}},
+	{name: "our cluster label, another manager", labels: map[string]string{etcdv1.LabelCluster: "db", etcdv1.LabelMember: "db-2", etcdv1.LabelManagedBy: "helm"}},
 	{name: "controlled by another cluster of the name", labels: specs.MemberLabels("db", "db-2"),
 		owner: &metav1.OwnerReference{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "db", UID: "older-cluster-uid", Controller: ptrTo(true)}},
 }
@@ -317,7 +317,7 @@ func TestFinalizerLeavesAPVCOfTheMembersNameThatIsNotItsOwn(t *testing.T) {
 				before := h.foreignPVC("db-2", tc.labels, tc.owner)
 				if discard {
 					m := h.member("db-2")
-					m.Annotations = map[string]string{AnnotationDiscard: "true"}
+					m.Annotations = map[string]string{etcdv1.AnnotationDiscard: "true"}
 					if err := h.api.Update(context.Background(), m); err != nil {
 						t.Fatal(err)
 					}
@@ -372,7 +372,7 @@ func TestMemberNeverStartsOnDiscardedData(t *testing.T) {
 		t.Fatal("a Pod was made on discarded data")
 	}
 	ready := meta.FindStatusCondition(h.member("db-2").Status.Conditions, etcdv1.MemberConditionReady)
-	if ready == nil || ready.Reason != ReasonNameConflict || !strings.Contains(ready.Message, "discarded") {
+	if ready == nil || ready.Reason != etcdv1.ReasonNameConflict || !strings.Contains(ready.Message, "discarded") {
 		t.Fatalf("Ready %+v", ready)
 	}
 }
@@ -384,7 +384,7 @@ func TestEnsurePVCOwnsPerPolicyAndRecordsTheIdentity(t *testing.T) {
 	if len(pvc.OwnerReferences) != 0 {
 		t.Fatalf("owners %+v: a foreground deletion of the EtcdMember or the cluster would take the data", pvc.OwnerReferences)
 	}
-	if pvc.Annotations[specs.AnnotationMemberID] != etcd.FormatID(h.ids["db-1"]) || pvc.Annotations[specs.AnnotationClusterID] == "" {
+	if pvc.Annotations[etcdv1.AnnotationMemberID] != etcd.FormatID(h.ids["db-1"]) || pvc.Annotations[etcdv1.AnnotationClusterID] == "" {
 		t.Fatalf("annotations %v", pvc.Annotations)
 	}
 }
@@ -414,7 +414,7 @@ func TestEnsurePVCCreatesTheVolumeOfALearnerThatNeverStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &etcdv1.EtcdMember{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-4", Namespace: "ns", Labels: specs.MemberLabels("db", "db-4"), Finalizers: []string{memberFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Name: "db-4", Namespace: "ns", Labels: specs.MemberLabels("db", "db-4"), Finalizers: []string{etcdv1.FinalizerMember}},
 		Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: h.cluster.Spec.Storage, Bootstrap: etcdv1.MemberBootstrap{
 			InitialCluster: specs.InitialCluster(h.cluster, []string{"db-1", "db-2", "db-3", "db-4"}), InitialClusterState: etcdv1.InitialClusterStateExisting,
 		}},
@@ -448,8 +448,8 @@ func TestPodOfAJoinedMemberRefusesEmptyData(t *testing.T) {
 		!strings.Contains(args, "--initial-cluster-state=existing") {
 		t.Fatalf("args %s: a restart on an empty data directory would rejoin under the same ID", args)
 	}
-	want := specs.Pod(h.cluster, h.member("db-1"), h.r.PodOptions).Annotations[specs.AnnotationPodTemplateHash]
-	if pod.Annotations[specs.AnnotationPodTemplateHash] != want {
+	want := specs.Pod(h.cluster, h.member("db-1"), h.r.PodOptions).Annotations[etcdv1.AnnotationPodTemplateHash]
+	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] != want {
 		t.Fatal("the template hash changed: every member would be restarted")
 	}
 }
@@ -467,7 +467,7 @@ func (h *memberHarness) expectNotStarted(name string) {
 		h.t.Fatalf("a Pod was started for %s, which joined etcd and lost its data", name)
 	}
 	ready := meta.FindStatusCondition(h.member(name).Status.Conditions, etcdv1.MemberConditionReady)
-	if ready == nil || ready.Reason != ReasonDataLost {
+	if ready == nil || ready.Reason != etcdv1.ReasonDataLost {
 		h.t.Fatalf("Ready %+v", ready)
 	}
 }

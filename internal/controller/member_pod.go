@@ -54,7 +54,7 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return refusedByAPI(err, "PersistentVolumeClaim", want.Name)
 		}
-		r.event(m, corev1.EventTypeNormal, "PVCCreated", "CreatePVC", "created PVC %s", want.Name)
+		r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
 		return nil
 	}
 	if err != nil {
@@ -102,7 +102,7 @@ func (r *MemberReconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pv
 	if err := r.Patch(ctx, pvc, patch); err != nil {
 		return fmt.Errorf("expanding PVC %s to %s: %w", pvc.Name, want.String(), err)
 	}
-	r.event(m, corev1.EventTypeNormal, "PVCExpanding", "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
+	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPVCExpanding, "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
 	return nil
 }
 
@@ -111,15 +111,15 @@ func (r *MemberReconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pv
 // scale-out; it is recorded when it appears, so that kept PVCs tell which etcd cluster they
 // belong to.
 func recordIdentity(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) bool {
-	if m.Status.MemberID == "" || (pvc.Annotations[specs.AnnotationMemberID] == m.Status.MemberID &&
-		(m.Status.ClusterID == "" || pvc.Annotations[specs.AnnotationClusterID] == m.Status.ClusterID)) {
+	if m.Status.MemberID == "" || (pvc.Annotations[etcdv1.AnnotationMemberID] == m.Status.MemberID &&
+		(m.Status.ClusterID == "" || pvc.Annotations[etcdv1.AnnotationClusterID] == m.Status.ClusterID)) {
 		return false
 	}
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
-	pvc.Annotations[specs.AnnotationMemberID] = m.Status.MemberID
-	pvc.Annotations[specs.AnnotationClusterID] = m.Status.ClusterID
+	pvc.Annotations[etcdv1.AnnotationMemberID] = m.Status.MemberID
+	pvc.Annotations[etcdv1.AnnotationClusterID] = m.Status.ClusterID
 	return true
 }
 
@@ -132,8 +132,8 @@ func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *et
 	ref := metav1.GetControllerOf(pvc)
 	switch {
 	case ref == nil:
-		return pvc.Labels[specs.LabelCluster] == c.Name && pvc.Labels[specs.LabelMember] == m.Name &&
-			pvc.Labels[specs.LabelManagedBy] == specs.ManagerName
+		return pvc.Labels[etcdv1.LabelCluster] == c.Name && pvc.Labels[etcdv1.LabelMember] == m.Name &&
+			pvc.Labels[etcdv1.LabelManagedBy] == specs.ManagerName
 	case ref.Kind == "EtcdMember":
 		return ref.Name == m.Name
 	case ref.Kind == "EtcdCluster":
@@ -148,7 +148,7 @@ func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *et
 // split, the recovered cluster. Nil when it is the member's.
 func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	if discardedData(pvc) {
-		return childProblem(ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
+		return childProblem(etcdv1.ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
 			pvc.Name, etcdv1.AnnotationDiscardedByRecovery, m.Name)
 	}
 	if !pvcOfMember(pvc, c, m) {
@@ -173,9 +173,9 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 				return ctrl.Result{}, err
 			}
 		}
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, "Paused", "the cluster is paused; data and identity are kept"))
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonPaused, "the cluster is paused; data and identity are kept"))
 	case m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateExisting && m.Status.MemberID == "":
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, "WaitingForMemberAdd", "waiting to be added to etcd as a learner"))
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonWaitingForMemberAdd, "waiting to be added to etcd as a learner"))
 	case !exists:
 		return r.createPod(ctx, c, m)
 	case !pod.DeletionTimestamp.IsZero():
@@ -220,7 +220,7 @@ func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCl
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.event(m, corev1.EventTypeNormal, "PodReplaced", "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
+	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
 	return true, nil
 }
 
@@ -242,7 +242,7 @@ func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCl
 // the Pod, which a container restart keeps and a new Pod loses: its Pod is replaced only
 // when etcd never ran in it, when it holds nothing.
 func stuckAndOutdated(pod, want *corev1.Pod, podHoldsData bool) string {
-	if pod.Annotations[specs.AnnotationPodTemplateHash] == want.Annotations[specs.AnnotationPodTemplateHash] || podReady(pod) {
+	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] == want.Annotations[etcdv1.AnnotationPodTemplateHash] || podReady(pod) {
 		return ""
 	}
 	if podUnschedulable(pod) {
@@ -342,7 +342,7 @@ func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMemb
 	if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	cond := readyCondition(metav1.ConditionFalse, "StorageClassNotFound", fmt.Sprintf(
+	cond := readyCondition(metav1.ConditionFalse, etcdv1.ReasonStorageClassNotFound, fmt.Sprintf(
 		"PVC %s is pending: StorageClass %q does not exist; create it (spec.storage.storageClassName cannot change)", pvc.Name, name))
 	return &cond, nil
 }
@@ -361,17 +361,17 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 	if specs.Restores(c, m) && specs.RestoreSource(c, m) == nil {
 		// Only a member whose snapshotRef was never resolved into it (the cluster controller
 		// always does so when it creates one): without its source it would start empty.
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, ReasonRestoreFailed,
+		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonRestoreFailed,
 			"spec.bootstrap.restore of the cluster names a snapshotRef that was not resolved into this member: delete the member, the cluster controller creates it again with its snapshot"))
 	}
 	pod := specs.Pod(c, m, r.PodOptions)
 	if joined || err != nil {
 		specs.RequireData(pod, c, m)
 	}
-	if m.Annotations[AnnotationForceNewCluster] == "true" {
+	if m.Annotations[etcdv1.AnnotationForceNewCluster] == "true" {
 		specs.ForceNewCluster(pod) // a quorum-loss recovery from this member's data
 	}
-	pod.Labels[specs.LabelRole] = string(m.Status.Role)
+	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -381,31 +381,24 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		}
 		return ctrl.Result{}, refusedByAPI(err, "Pod", pod.Name)
 	}
-	r.event(m, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created Pod %s", pod.Name)
-	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, "PodStarting", "the Pod was created"))
+	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodCreated, "CreatePod", "created Pod %s", pod.Name)
+	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodStarting, "the Pod was created"))
 }
 
-// ReasonDataLost is a member's Ready reason when it has joined etcd and its data is gone: it
-// is not started again under its ID.
-const ReasonDataLost = "DataLost"
-
 func dataLostCondition(why string) metav1.Condition {
-	return readyCondition(metav1.ConditionFalse, ReasonDataLost,
+	return readyCondition(metav1.ConditionFalse, etcdv1.ReasonDataLost,
 		why+": the member is not started again under its ID; the operator replaces it when the quorum holds without it")
 }
 
 // syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
 func (r *MemberReconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) error {
-	if m.Status.Role == "" || pod.Labels[specs.LabelRole] == string(m.Status.Role) {
+	if m.Status.Role == "" || pod.Labels[etcdv1.LabelRole] == string(m.Status.Role) {
 		return nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
-	pod.Labels[specs.LabelRole] = string(m.Status.Role)
+	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
 	return r.Patch(ctx, pod, patch)
 }
-
-// ReasonImagePullFailed is a member's Ready reason while its etcd image cannot be pulled.
-const ReasonImagePullFailed = "ImagePullFailed"
 
 // imagePullReasons are the kubelet's reasons for an image it cannot get.
 var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
@@ -417,7 +410,7 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 		switch {
 		case w == nil || w.Reason == "" || w.Reason == "ContainerCreating":
 		case imagePullReasons[w.Reason]:
-			return readyCondition(metav1.ConditionFalse, ReasonImagePullFailed, fmt.Sprintf(
+			return readyCondition(metav1.ConditionFalse, etcdv1.ReasonImagePullFailed, fmt.Sprintf(
 				"image %s cannot be pulled (%s: %s): check spec.version, the operator's --etcd-image-repository and spec.imagePullSecrets",
 				cs.Image, w.Reason, w.Message))
 		case w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil:
@@ -430,18 +423,18 @@ func podReadiness(pod *corev1.Pod) metav1.Condition {
 	}
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
-			return readyCondition(metav1.ConditionFalse, "Unschedulable", cond.Message)
+			return readyCondition(metav1.ConditionFalse, etcdv1.ReasonUnschedulable, cond.Message)
 		}
 		if cond.Type == corev1.PodReady {
 			if cond.Status == corev1.ConditionTrue {
-				return readyCondition(metav1.ConditionTrue, "PodReady", "etcd answers its readiness check")
+				return readyCondition(metav1.ConditionTrue, etcdv1.ReasonPodReady, "etcd answers its readiness check")
 			}
 		}
 	}
 	if pod.Status.Phase == corev1.PodPending {
-		return readyCondition(metav1.ConditionFalse, "PodPending", fmt.Sprintf("Pod %s is pending", pod.Name))
+		return readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodPending, fmt.Sprintf("Pod %s is pending", pod.Name))
 	}
-	return readyCondition(metav1.ConditionFalse, "PodNotReady", "etcd does not answer its readiness check yet")
+	return readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodNotReady, "etcd does not answer its readiness check yet")
 }
 
 // exitSummary says how a container ended: its reason and code, and, from the tail of its

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestPodReadinessNamesAnImageThatCannotBePulled(t *testing.T) {
@@ -23,7 +22,7 @@ func TestPodReadinessNamesAnImageThatCannotBePulled(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}},
 	}}}}
 	got := podReadiness(pod)
-	if got.Reason != ReasonImagePullFailed || !strings.Contains(got.Message, "quay.io/coreos/etcd:v3.5.0") || !strings.Contains(got.Message, "spec.version") {
+	if got.Reason != etcdv1.ReasonImagePullFailed || !strings.Contains(got.Message, "quay.io/coreos/etcd:v3.5.0") || !strings.Contains(got.Message, "spec.version") {
 		t.Fatalf("%+v", got)
 	}
 }
@@ -128,9 +127,9 @@ func TestAPodThatCannotStartIsReplacedWhenItsTemplateChanges(t *testing.T) {
 			status: &corev1.ContainerStatus{State: waiting("PodInitializing")}, want: "in which etcd never ran (CrashLoopBackOff)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{specs.AnnotationPodTemplateHash: "new"}}}
+			want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{etcdv1.AnnotationPodTemplateHash: "new"}}}
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{specs.AnnotationPodTemplateHash: "old"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{etcdv1.AnnotationPodTemplateHash: "old"}},
 				Spec:       corev1.PodSpec{NodeName: tc.node},
 				Status:     corev1.PodStatus{Conditions: tc.conditions, InitContainerStatuses: tc.init},
 			}
@@ -138,7 +137,7 @@ func TestAPodThatCannotStartIsReplacedWhenItsTemplateChanges(t *testing.T) {
 				pod.Status.ContainerStatuses = []corev1.ContainerStatus{*tc.status}
 			}
 			if tc.current {
-				pod.Annotations[specs.AnnotationPodTemplateHash] = "new"
+				pod.Annotations[etcdv1.AnnotationPodTemplateHash] = "new"
 			}
 			if got := stuckAndOutdated(pod, want, tc.memory); got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)

@@ -20,13 +20,6 @@ import (
 // operator does reaches such a Pod (a roll waits for every member to be up), so without
 // this the member stayed down for good, as after rebooting every node of a cluster.
 
-// ReasonPodTerminal is a member's Ready reason while its Pod is in a terminal phase.
-const ReasonPodTerminal = "PodTerminal"
-
-// ReasonTerminalPodReplaced is the event of a member whose terminal Pod was deleted so that
-// the member starts again.
-const ReasonTerminalPodReplaced = "TerminalPodReplaced"
-
 // terminalPod says how the kubelet left a Pod that will never run again ("Failed (Evicted:
 // The node was low on resource: memory.)"), or "" while it may run.
 func terminalPod(pod *corev1.Pod) string {
@@ -75,7 +68,7 @@ func decideTerminalPod(pod *corev1.Pod, m *etcdv1.EtcdMember) *terminalVerdict {
 	}
 	return &terminalVerdict{
 		event: left + ": deleted it; " + started,
-		ready: readyCondition(metav1.ConditionFalse, ReasonPodTerminal, left+"; the kubelet never starts it again: "+started),
+		ready: readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodTerminal, left+"; the kubelet never starts it again: "+started),
 	}
 }
 
@@ -98,6 +91,6 @@ func (r *MemberReconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.Etc
 	if err != nil {
 		return true, err
 	}
-	r.event(m, corev1.EventTypeWarning, ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
+	r.event(m, corev1.EventTypeWarning, etcdv1.ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
 	return true, nil
 }

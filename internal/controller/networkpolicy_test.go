@@ -57,7 +57,7 @@ func TestSomeoneElsesNetworkPolicyIsReportedNotTaken(t *testing.T) {
 	}
 	h.setNetworkPolicy(&etcdv1.NetworkPolicySpec{Enabled: true})
 	h.reconcile()
-	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason != ReasonNameConflict {
+	if deg := h.conditionOf("db", etcdv1.ConditionDegraded); deg.Reason != etcdv1.ReasonNameConflict {
 		t.Fatalf("Degraded %s %q, want NameConflict", deg.Reason, deg.Message)
 	}
 	if np, _ := h.networkPolicy(); len(np.Spec.Ingress) != 0 || len(np.OwnerReferences) != 0 {

@@ -56,7 +56,7 @@ func (h *harness) conditionOf(cluster, condType string) metav1.Condition {
 func (h *harness) membersOf(cluster string) int {
 	h.t.Helper()
 	list := &etcdv1.EtcdMemberList{}
-	if err := h.api.List(context.Background(), list, client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := h.api.List(context.Background(), list, client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		h.t.Fatal(err)
 	}
 	return len(list.Items)
@@ -91,7 +91,7 @@ func TestClustersWhoseServicesCollideAreRefused(t *testing.T) {
 				t.Fatalf("%s created %d members although its Service is another cluster's", tc.second, n)
 			}
 			deg := h.conditionOf(tc.second, etcdv1.ConditionDegraded)
-			if deg.Status != metav1.ConditionTrue || deg.Reason != ReasonNameConflict ||
+			if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonNameConflict ||
 				!strings.Contains(deg.Message, "Service db-client") || !strings.Contains(deg.Message, "EtcdCluster "+tc.first) {
 				t.Fatalf("Degraded = %s/%s %q; want NameConflict naming Service db-client and EtcdCluster %s", deg.Status, deg.Reason, deg.Message, tc.first)
 			}
@@ -128,7 +128,7 @@ func TestAChildObjectTheAPIServerRefusesIsReportedInDegraded(t *testing.T) {
 	}})
 	h.reconcile()
 	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
-	if deg.Status != metav1.ConditionTrue || deg.Reason != ReasonObjectRefused ||
+	if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonObjectRefused ||
 		!strings.Contains(deg.Message, "EtcdMember db-1") || !strings.Contains(deg.Message, "exceeded quota") {
 		t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming EtcdMember db-1 and the quota", deg.Status, deg.Reason, deg.Message)
 	}
@@ -187,7 +187,7 @@ func TestMemberDoesNotTakeSomeoneElsesPVC(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "postgres", UID: "pg", Controller: &isController}}}}
 	r, api := memberBed(t, interceptor.Funcs{}, foreign)
 	m, podCreated := reconcileMember(t, r, api)
-	expectReady(t, m, ReasonNameConflict, "PersistentVolumeClaim db-1", "StatefulSet postgres")
+	expectReady(t, m, etcdv1.ReasonNameConflict, "PersistentVolumeClaim db-1", "StatefulSet postgres")
 	if podCreated {
 		t.Fatal("a Pod was created on someone else's PVC")
 	}
@@ -204,14 +204,14 @@ func TestMemberDoesNotTakeSomeoneElsesPVC(t *testing.T) {
 // member's labels) is taken back with its data.
 func TestMemberAdoptsARetainedPVC(t *testing.T) {
 	retained := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", Labels: specs.MemberLabels("db", "db-1"),
-		Annotations: map[string]string{specs.AnnotationMemberID: "1234", specs.AnnotationClusterID: "abcd"}}}
+		Annotations: map[string]string{etcdv1.AnnotationMemberID: "1234", etcdv1.AnnotationClusterID: "abcd"}}}
 	r, api := memberBed(t, interceptor.Funcs{}, retained)
 	_, podCreated := reconcileMember(t, r, api)
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, pvc); err != nil {
 		t.Fatal(err)
 	}
-	if len(pvc.OwnerReferences) != 0 || pvc.Labels[specs.LabelMember] != "db-1" {
+	if len(pvc.OwnerReferences) != 0 || pvc.Labels[etcdv1.LabelMember] != "db-1" {
 		t.Fatalf("retained PVC owners %+v labels %v, want it kept as it was (whenDeleted Retain)", pvc.OwnerReferences, pvc.Labels)
 	}
 	if !podCreated {
@@ -227,5 +227,5 @@ func TestMemberPodTheAPIServerRefusesIsReported(t *testing.T) {
 		return c.Create(ctx, obj, opts...)
 	}})
 	m, _ := reconcileMember(t, r, api)
-	expectReady(t, m, ReasonObjectRefused, "the API server refused Pod db-1")
+	expectReady(t, m, etcdv1.ReasonObjectRefused, "the API server refused Pod db-1")
 }

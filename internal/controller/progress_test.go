@@ -55,7 +55,7 @@ func TestProgressDeadlineCountsFromTheLastChange(t *testing.T) {
 		t.Fatalf("nine minutes after the last change, the deadline has not passed: %+v", got)
 	}
 	exceeded := p.reconcile(2*time.Minute, true, false)
-	if exceeded.Status != metav1.ConditionFalse || exceeded.Reason != ReasonProgressDeadlineExceeded ||
+	if exceeded.Status != metav1.ConditionFalse || exceeded.Reason != etcdv1.ReasonProgressDeadlineExceeded ||
 		!strings.Contains(exceeded.Message, "spec.progressDeadlineSeconds 600") || !strings.Contains(exceeded.Message, "2 of 3 voters healthy") {
 		t.Fatalf("eleven minutes without a change: %+v", exceeded)
 	}
@@ -71,7 +71,7 @@ func TestProgressDeadlineCountsFromTheLastChange(t *testing.T) {
 func TestProgressDeadlineRestartsWithANewSpec(t *testing.T) {
 	p := newProgressClock()
 	p.reconcile(0, true, false)
-	if got := p.reconcile(11*time.Minute, true, false); got.Reason != ReasonProgressDeadlineExceeded {
+	if got := p.reconcile(11*time.Minute, true, false); got.Reason != etcdv1.ReasonProgressDeadlineExceeded {
 		t.Fatalf("stuck: %+v", got)
 	}
 	p.c.Generation = 2

@@ -131,7 +131,7 @@ func (h *harness) annotatePVCs() {
 		if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: m.Name}, pvc); err != nil {
 			h.t.Fatal(err)
 		}
-		pvc.Annotations = map[string]string{specs.AnnotationMemberID: m.Status.MemberID, specs.AnnotationClusterID: m.Status.ClusterID}
+		pvc.Annotations = map[string]string{etcdv1.AnnotationMemberID: m.Status.MemberID, etcdv1.AnnotationClusterID: m.Status.ClusterID}
 		if err := h.api.Update(context.Background(), pvc); err != nil {
 			h.t.Fatal(err)
 		}
@@ -240,11 +240,11 @@ func TestQuorumLostSaysWhatEachMemberHas(t *testing.T) {
 	h.etcd.SetDown(h.etcdID("db-3"), true)
 	h.reconcile()
 	av := h.condition(etcdv1.ConditionAvailable)
-	if av.Reason != ReasonQuorumLost || !strings.Contains(av.Message, "db-1 (1): revision 0, raft term 1") ||
+	if av.Reason != etcdv1.ReasonQuorumLost || !strings.Contains(av.Message, "db-1 (1): revision 0, raft term 1") ||
 		!strings.Contains(av.Message, "db-2: not answering") || !strings.Contains(av.Message, "1 of 3 members answer") {
 		t.Fatalf("Available %+v", av)
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonQuorumLost {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonQuorumLost {
 		t.Fatalf("Progressing %+v", pr)
 	}
 }
@@ -280,13 +280,13 @@ func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 	if got := names(h.members()); len(got) != 3 {
 		t.Fatalf("a member was removed although the quorum needs it: %v", got)
 	}
-	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != ReasonReplacementRefused || !strings.Contains(pr.Message, "db-2") {
+	if pr := h.condition(etcdv1.ConditionProgressing); pr.Reason != etcdv1.ReasonReplacementRefused || !strings.Contains(pr.Message, "db-2") {
 		t.Fatalf("Progressing %+v", pr)
 	}
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
 		t.Fatalf("removed from etcd: %v", calls)
 	}
-	if got := drain(recorder); len(got) != 1 || !strings.Contains(got[0], ReasonReplacementRefused) {
+	if got := drain(recorder); len(got) != 1 || !strings.Contains(got[0], etcdv1.ReasonReplacementRefused) {
 		t.Fatalf("events %v, want one ReplacementRefused for the refusal", got)
 	}
 	h.etcd.SetDown(h.etcdID("db-3"), false)
@@ -299,7 +299,7 @@ func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 func TestReplaceAnnotationAndCorruptAlarmReplaceTheMember(t *testing.T) {
 	h := runningHarness(t)
 	m := h.members()[0]
-	m.Annotations = map[string]string{AnnotationReplace: "true"}
+	m.Annotations = map[string]string{etcdv1.AnnotationReplace: "true"}
 	if err := h.api.Update(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,12 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 // EnvVar turns failpoints on when set to "enabled".
 const EnvVar = "ETCD_OPERATOR_FAILPOINTS"
-
-// Annotation lists, comma-separated, the steps after which the operator crashes for this cluster.
-const Annotation = "etcd-operator.cozystack.io/crash-after"
 
 // ExitCode is the status the operator exits with at a failpoint, so a test can tell the crash
 // it asked for from any other.
@@ -65,7 +64,7 @@ func Crash(cluster metav1.Object, step string) {
 
 // Armed reports whether the cluster's annotation names step.
 func Armed(cluster metav1.Object, step string) bool {
-	for _, s := range strings.Split(cluster.GetAnnotations()[Annotation], ",") {
+	for _, s := range strings.Split(cluster.GetAnnotations()[etcdv1.AnnotationCrashAfter], ",") {
 		if strings.TrimSpace(s) == step {
 			return true
 		}

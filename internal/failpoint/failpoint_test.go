@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 func clusterWith(annotation string) *metav1.ObjectMeta {
-	return &metav1.ObjectMeta{Name: "c", Namespace: "ns", Annotations: map[string]string{Annotation: annotation}}
+	return &metav1.ObjectMeta{Name: "c", Namespace: "ns", Annotations: map[string]string{etcdv1.AnnotationCrashAfter: annotation}}
 }
 
 func TestCrashExitsOnlyWhenEnabledAndArmed(t *testing.T) {

@@ -101,9 +101,9 @@ func memberCounts(ec *etcdv1.EtcdCluster) map[[2]string]int {
 func Phase(ec *etcdv1.EtcdCluster) string {
 	available := meta.FindStatusCondition(ec.Status.Conditions, etcdv1.ConditionAvailable)
 	switch {
-	case available == nil || available.Reason == "Bootstrapping":
+	case available == nil || available.Reason == etcdv1.ReasonBootstrapping:
 		return "Bootstrapping"
-	case available.Reason == "Paused":
+	case available.Reason == etcdv1.ReasonPaused:
 		return "Paused"
 	case available.Status != metav1.ConditionTrue:
 		return "Unavailable"

@@ -105,13 +105,13 @@ func finished(c *prometheus.CounterVec, failed bool, stored error) error {
 // membershipKinds maps the event reasons that report a membership change in etcd to its kind
 // and result: the events are recorded exactly once per change, right after it.
 var membershipKinds = map[string][2]string{
-	"MemberAdded":          {"add", ResultSuccess},
-	"MemberPromoted":       {"promote", ResultSuccess},
-	"MemberRemoved":        {"remove", ResultSuccess},
-	"RemoveFailed":         {"remove", ResultFailure},
-	"OrphanLearnerRemoved": {"remove_orphan", ResultSuccess},
-	"MemberReplaced":       {"replace", ResultSuccess},
-	"MemberRecreated":      {"recreate", ResultSuccess},
+	etcdv1.ReasonMemberAdded:          {"add", ResultSuccess},
+	etcdv1.ReasonMemberPromoted:       {"promote", ResultSuccess},
+	etcdv1.ReasonMemberRemoved:        {"remove", ResultSuccess},
+	etcdv1.ReasonRemoveFailed:         {"remove", ResultFailure},
+	etcdv1.ReasonOrphanLearnerRemoved: {"remove_orphan", ResultSuccess},
+	"MemberReplaced":                  {"replace", ResultSuccess},
+	etcdv1.ReasonMemberRecreated:      {"recreate", ResultSuccess},
 }
 
 // Event counts an event the operator recorded, and the membership change it reports if any.
@@ -140,13 +140,10 @@ func ErrorReason(err error) string {
 	}
 }
 
-// stepFailed is Progressing's reason when a reconcile step failed (not merely waiting).
-const stepFailed = "StepFailed"
-
 // ObserveStatus records what a status update says: a failed step (by the reason ErrorReason
 // gives), and the time to Available when the cluster is Available for the first time.
 func ObserveStatus(before, after *etcdv1.EtcdCluster, stepErr error, now time.Time) {
-	if p := meta.FindStatusCondition(after.Status.Conditions, etcdv1.ConditionProgressing); stepErr != nil && p != nil && p.Reason == stepFailed {
+	if p := meta.FindStatusCondition(after.Status.Conditions, etcdv1.ConditionProgressing); stepErr != nil && p != nil && p.Reason == etcdv1.ReasonStepFailed {
 		reconcileErrors.WithLabelValues(ErrorReason(stepErr)).Inc()
 	}
 	if FirstAvailable(before, after) {
@@ -161,5 +158,5 @@ func FirstAvailable(before, after *etcdv1.EtcdCluster) bool {
 		return false
 	}
 	prev := meta.FindStatusCondition(before.Status.Conditions, etcdv1.ConditionAvailable)
-	return prev == nil || (prev.Status != metav1.ConditionTrue && prev.Reason == "Bootstrapping")
+	return prev == nil || (prev.Status != metav1.ConditionTrue && prev.Reason == etcdv1.ReasonBootstrapping)
 }

@@ -3,6 +3,8 @@ package plugin
 import (
 	"fmt"
 	"sort"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 // quorum is the number of voters that must agree in a cluster of n voters.
@@ -61,7 +63,7 @@ func resumeReplicas(recorded string, fallback int32) (int32, error) {
 	}
 	var n int32
 	if _, err := fmt.Sscanf(recorded, "%d", &n); err != nil || n < 1 {
-		return 0, fmt.Errorf("annotation %s is %q, not a member count; resume with --replicas N", AnnotationPausedReplicas, recorded)
+		return 0, fmt.Errorf("annotation %s is %q, not a member count; resume with --replicas N", etcdv1.AnnotationPausedReplicas, recorded)
 	}
 	return n, nil
 }

@@ -32,11 +32,11 @@ func discardedOf(pvcs []corev1.PersistentVolumeClaim) []discardedRow {
 	for i := range pvcs {
 		pvc := &pvcs[i]
 		since := pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery]
-		if since == "" || pvc.Labels[specs.LabelManagedBy] != specs.ManagerName || !pvc.DeletionTimestamp.IsZero() {
+		if since == "" || pvc.Labels[etcdv1.LabelManagedBy] != specs.ManagerName || !pvc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out = append(out, discardedRow{PVC: pvc.Name, Member: pvc.Labels[specs.LabelMember], MemberID: pvc.Annotations[specs.AnnotationMemberID],
-			ClusterID: pvc.Annotations[specs.AnnotationClusterID], KeptSince: since, pvc: pvc})
+		out = append(out, discardedRow{PVC: pvc.Name, Member: pvc.Labels[etcdv1.LabelMember], MemberID: pvc.Annotations[etcdv1.AnnotationMemberID],
+			ClusterID: pvc.Annotations[etcdv1.AnnotationClusterID], KeptSince: since, pvc: pvc})
 	}
 	slices.SortFunc(out, func(a, b discardedRow) int { return strings.Compare(a.PVC, b.PVC) })
 	return out
@@ -47,7 +47,7 @@ func newDiscardedCommand(o *Options) *cobra.Command {
 	cmd := o.command("discarded CLUSTER", "List the PVCs a quorum-loss recovery kept with the discarded members' data; --delete lets them go",
 		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
 			list := &corev1.PersistentVolumeClaimList{}
-			if err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+			if err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 				return explainForbidden(err, "list persistentvolumeclaims")
 			}
 			rows := discardedOf(list.Items)

@@ -23,12 +23,12 @@ func TestDiscardedListsOnlyTheOperatorsKeptData(t *testing.T) {
 		}
 		return p
 	}
-	kept := map[string]string{etcdv1.AnnotationDiscardedByRecovery: "2026-12-03T10:00:00Z", specs.AnnotationMemberID: "abc"}
+	kept := map[string]string{etcdv1.AnnotationDiscardedByRecovery: "2026-12-03T10:00:00Z", etcdv1.AnnotationMemberID: "abc"}
 	rows := discardedOf([]corev1.PersistentVolumeClaim{
 		pvc("db-3", specs.MemberLabels("db", "db-3"), kept, false),
-		pvc("db-1", specs.MemberLabels("db", "db-1"), map[string]string{specs.AnnotationMemberID: "def"}, false),
+		pvc("db-1", specs.MemberLabels("db", "db-1"), map[string]string{etcdv1.AnnotationMemberID: "def"}, false),
 		pvc("db-2", specs.MemberLabels("db", "db-2"), kept, false),
-		pvc("db-cache", map[string]string{specs.LabelCluster: "db", specs.LabelManagedBy: "helm"}, kept, false),
+		pvc("db-cache", map[string]string{etcdv1.LabelCluster: "db", etcdv1.LabelManagedBy: "helm"}, kept, false),
 		pvc("db-5", specs.MemberLabels("db", "db-5"), kept, true),
 	})
 	var names []string

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Kube is the user's view of the API server, with the user's own credentials.
@@ -61,7 +60,7 @@ func (k *Kube) Cluster(ctx context.Context, name string) (*etcdv1.EtcdCluster, e
 // Members are a cluster's EtcdMembers by name.
 func (k *Kube) Members(ctx context.Context, cluster string) ([]etcdv1.EtcdMember, error) {
 	list := &etcdv1.EtcdMemberList{}
-	err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: cluster})
+	err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{etcdv1.LabelCluster: cluster})
 	if err != nil {
 		return nil, explainForbidden(err, "list etcdmembers.etcd-operator.cozystack.io")
 	}
@@ -72,7 +71,7 @@ func (k *Kube) Members(ctx context.Context, cluster string) ([]etcdv1.EtcdMember
 // Pods are a cluster's member Pods by name.
 func (k *Kube) Pods(ctx context.Context, cluster string) (map[string]corev1.Pod, error) {
 	list := &corev1.PodList{}
-	err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{specs.LabelCluster: cluster})
+	err := k.Client.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{etcdv1.LabelCluster: cluster})
 	if err != nil {
 		return nil, explainForbidden(err, "list pods")
 	}

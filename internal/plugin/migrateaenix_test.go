@@ -114,7 +114,7 @@ func checkAenixAdoption(t *testing.T, k *Kube, plan migrate.AenixPlan, legacy *u
 
 	cluster := &etcdv1.EtcdCluster{}
 	mustGet(t, k, "lg", cluster)
-	if cluster.Annotations[specs.AnnotationAdoptedSubdomain] != "lg-headless=lg-0,lg-1,lg-2" || !specs.PeerAutoTLS(cluster) {
+	if cluster.Annotations[etcdv1.AnnotationAdoptedSubdomain] != "lg-headless=lg-0,lg-1,lg-2" || !specs.PeerAutoTLS(cluster) {
 		t.Errorf("cluster: annotations %v, tls %+v", cluster.Annotations, cluster.Spec.TLS)
 	}
 	for i := range 3 {
@@ -147,7 +147,7 @@ func checkAdoptedAenixMember(t *testing.T, k *Kube, cluster *etcdv1.EtcdCluster,
 	}
 	pod := &corev1.Pod{}
 	mustGet(t, k, name, pod)
-	if !metav1.IsControlledBy(pod, m) || pod.Labels[specs.LabelMember] != name || pod.Spec.Containers[0].Args[0] != "--name=$(POD_NAME)" {
+	if !metav1.IsControlledBy(pod, m) || pod.Labels[etcdv1.LabelMember] != name || pod.Spec.Containers[0].Args[0] != "--name=$(POD_NAME)" {
 		t.Errorf("Pod %s: owners %v, labels %v", name, pod.OwnerReferences, pod.Labels)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}

@@ -148,8 +148,8 @@ func labelMemberObjects(ctx context.Context, k *Kube, change migrate.MemberChang
 	labels := specs.MemberLabels(change.Spec.ClusterName, change.Member)
 	if change.PVC != "" {
 		if err := patchMeta(ctx, k, change.PVC, &corev1.PersistentVolumeClaim{}, labels, map[string]string{
-			specs.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
-			specs.AnnotationDataDir:     change.Spec.Adopted.DataDir,
+			etcdv1.AnnotationAdoptedFrom: string(change.Spec.Adopted.From),
+			etcdv1.AnnotationDataDir:     change.Spec.Adopted.DataDir,
 		}); err != nil {
 			return nil, err
 		}

@@ -59,17 +59,17 @@ func TestAdoptMemberFinishesAnInterruptedRunAndIsIdempotent(t *testing.T) {
 	m := &etcdv1.EtcdMember{}
 	mustGet(t, k, change.Member, m)
 	if m.AdoptionPending() || !reflect.DeepEqual(m.Spec, change.Spec) || m.Status.MemberID != "b1" ||
-		slices.Contains(m.Finalizers, migrate.CozystackFinalizer) || m.Labels[specs.LabelMember] != change.Member {
+		slices.Contains(m.Finalizers, migrate.CozystackFinalizer) || m.Labels[etcdv1.LabelMember] != change.Member {
 		t.Fatalf("member after adoption: %+v", m)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	mustGet(t, k, change.PVC, pvc)
-	if got := specs.AdoptionOf(pvc); got == nil || *got != *change.Spec.Adopted || pvc.Labels[specs.LabelMember] != change.Member {
+	if got := specs.AdoptionOf(pvc); got == nil || *got != *change.Spec.Adopted || pvc.Labels[etcdv1.LabelMember] != change.Member {
 		t.Fatalf("PVC after adoption: %v %v", pvc.Labels, pvc.Annotations)
 	}
 	pod := &corev1.Pod{}
 	mustGet(t, k, change.Pod, pod)
-	if !reflect.DeepEqual(pod.Spec, podBefore.Spec) || pod.Labels[specs.LabelMember] != change.Member {
+	if !reflect.DeepEqual(pod.Spec, podBefore.Spec) || pod.Labels[etcdv1.LabelMember] != change.Member {
 		t.Fatalf("Pod after adoption: labels %v, spec changed %t", pod.Labels, !reflect.DeepEqual(pod.Spec, podBefore.Spec))
 	}
 

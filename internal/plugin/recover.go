@@ -20,12 +20,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
 )
 
-// AnnotationRecoverFrom on an EtcdCluster asks the operator to rebuild a cluster that lost
-// its quorum from one member's data (the operator's own mechanism: it states what is lost,
-// removes and stops the other members, restarts that member with --force-new-cluster and adds
-// new members as learners).
-const AnnotationRecoverFrom = controller.AnnotationRecoverFrom
-
 func newRecoverCommand(o *Options) *cobra.Command {
 	var from, fromSnapshot string
 	var timeout time.Duration
@@ -78,11 +72,11 @@ type recoveryRequest struct {
 }
 
 func memberRequest(member string) recoveryRequest {
-	return recoveryRequest{annotation: AnnotationRecoverFrom, value: member, stated: controller.RecoveryKeyPrefix(member)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFrom, value: member, stated: controller.RecoveryKeyPrefix(member)}
 }
 
 func snapshotRequest(snapshot string) recoveryRequest {
-	return recoveryRequest{annotation: controller.AnnotationRecoverFromSnapshot, value: snapshot, stated: controller.SnapshotRecoveryKeyPrefix(snapshot)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFromSnapshot, value: snapshot, stated: controller.SnapshotRecoveryKeyPrefix(snapshot)}
 }
 
 // checkRecover refuses a recovery unless the operator reports the quorum lost: on a cluster
@@ -91,7 +85,7 @@ func checkRecover(available *metav1.Condition) error {
 	if available == nil {
 		return errors.New("the cluster has no Available condition yet: the operator has not looked at it; nothing to recover")
 	}
-	if available.Reason != controller.ReasonQuorumLost {
+	if available.Reason != etcdv1.ReasonQuorumLost {
 		return fmt.Errorf("the cluster has not lost its quorum (Available %s, %s: %s): nothing to recover; a broken member is replaced with kubectl etcd replace-member",
 			available.Status, available.Reason, available.Message)
 	}
@@ -185,9 +179,9 @@ func recoveryAnswer(c *etcdv1.EtcdCluster, req recoveryRequest) (answer string, 
 	switch {
 	case p == nil:
 		return "", false, nil
-	case p.Reason == controller.ReasonRecoveryRefused && strings.Contains(p.Message, req.annotation+"="+req.value+" "):
+	case p.Reason == etcdv1.ReasonRecoveryRefused && strings.Contains(p.Message, req.annotation+"="+req.value+" "):
 		return "", true, fmt.Errorf("the operator refused the recovery: %s", p.Message)
-	case p.Reason == controller.ReasonQuorumRecovery && strings.Contains(p.Message, req.stated):
+	case p.Reason == etcdv1.ReasonQuorumRecovery && strings.Contains(p.Message, req.stated):
 		return "the operator is recovering: " + p.Message, true, nil
 	}
 	return "", false, nil

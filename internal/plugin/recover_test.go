@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestRecoverOnlyAClusterThatLostItsQuorum(t *testing.T) {
@@ -23,7 +21,7 @@ func TestRecoverOnlyAClusterThatLostItsQuorum(t *testing.T) {
 		"not looked at yet": {nil, "no Available condition"},
 		"healthy":           {&metav1.Condition{Status: metav1.ConditionTrue, Reason: "Healthy"}, "has not lost its quorum"},
 		"one member down":   {&metav1.Condition{Status: metav1.ConditionTrue, Reason: "Degraded"}, "replace-member"},
-		"quorum lost":       {&metav1.Condition{Status: metav1.ConditionFalse, Reason: controller.ReasonQuorumLost}, ""},
+		"quorum lost":       {&metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1.ReasonQuorumLost}, ""},
 	} {
 		err := checkRecover(tt.available)
 		if tt.refused == "" && err != nil || tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused)) {
@@ -33,7 +31,7 @@ func TestRecoverOnlyAClusterThatLostItsQuorum(t *testing.T) {
 }
 
 func TestRecoveryAnswerIsTheOperatorsAboutThisSource(t *testing.T) {
-	requested := map[string]string{AnnotationRecoverFrom: "db-1"}
+	requested := map[string]string{etcdv1.AnnotationRecoverFrom: "db-1"}
 	progressing := func(reason, msg string) []metav1.Condition {
 		return []metav1.Condition{{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg}}
 	}
@@ -44,11 +42,11 @@ func TestRecoveryAnswerIsTheOperatorsAboutThisSource(t *testing.T) {
 		refused     bool
 	}{
 		"not taken up yet":          {requested, nil, false, false},
-		"still the old wait":        {requested, progressing(controller.ReasonQuorumLost, "1 of 3 members answer"), false, false},
-		"loss stated for db-1":      {requested, progressing(controller.ReasonQuorumRecovery, "recovering from member db-1 at revision 7 (raft term 2, applied index 9): ..."), true, false},
-		"loss stated for db-10":     {requested, progressing(controller.ReasonQuorumRecovery, "recovering from member db-10 at revision 7"), false, false},
-		"refused for db-1":          {requested, progressing(controller.ReasonRecoveryRefused, "the quorum is lost and "+AnnotationRecoverFrom+"=db-1 asks for a recovery, but: member db-1 does not answer"), true, true},
-		"an earlier refusal (db-2)": {requested, progressing(controller.ReasonRecoveryRefused, "the quorum is lost and "+AnnotationRecoverFrom+"=db-2 asks for a recovery, but: member db-2 does not answer"), false, false},
+		"still the old wait":        {requested, progressing(etcdv1.ReasonQuorumLost, "1 of 3 members answer"), false, false},
+		"loss stated for db-1":      {requested, progressing(etcdv1.ReasonQuorumRecovery, "recovering from member db-1 at revision 7 (raft term 2, applied index 9): ..."), true, false},
+		"loss stated for db-10":     {requested, progressing(etcdv1.ReasonQuorumRecovery, "recovering from member db-10 at revision 7"), false, false},
+		"refused for db-1":          {requested, progressing(etcdv1.ReasonRecoveryRefused, "the quorum is lost and "+etcdv1.AnnotationRecoverFrom+"=db-1 asks for a recovery, but: member db-1 does not answer"), true, true},
+		"an earlier refusal (db-2)": {requested, progressing(etcdv1.ReasonRecoveryRefused, "the quorum is lost and "+etcdv1.AnnotationRecoverFrom+"=db-2 asks for a recovery, but: member db-2 does not answer"), false, false},
 		"finished":                  {nil, nil, true, false},
 	} {
 		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: tt.annotations}, Status: etcdv1.EtcdClusterStatus{Conditions: tt.conditions}}
@@ -68,7 +66,7 @@ func recoverFixture(t *testing.T) *Kube {
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
 	objs := []client.Object{c}
 	for _, name := range []string{"db-1", "db-2"} {
-		objs = append(objs, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{specs.LabelCluster: "db"}}})
+		objs = append(objs, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{etcdv1.LabelCluster: "db"}}})
 	}
 	return &Kube{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), Namespace: "ns"}
 }
@@ -91,7 +89,7 @@ func TestRecoverRequestsThroughTheOperatorsAnnotation(t *testing.T) {
 	if err := requestRecovery(ctx, k, c, memberRequest("db-2")); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ = k.Cluster(ctx, "db"); c.Annotations[AnnotationRecoverFrom] != "db-2" {
+	if c, _ = k.Cluster(ctx, "db"); c.Annotations[etcdv1.AnnotationRecoverFrom] != "db-2" {
 		t.Fatalf("annotations %v", c.Annotations)
 	}
 	if _, err := awaitRecoveryAnswer(ctx, k, "db", memberRequest("db-2"), 1500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "the request stays") {
@@ -128,16 +126,16 @@ func TestRecoverFromSnapshotRequest(t *testing.T) {
 	if err := requestRecovery(ctx, k, c, req); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ = k.Cluster(ctx, "db"); c.Annotations[controller.AnnotationRecoverFromSnapshot] != "done" {
+	if c, _ = k.Cluster(ctx, "db"); c.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "done" {
 		t.Fatalf("annotations %v", c.Annotations)
 	}
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: controller.ReasonQuorumRecovery,
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumRecovery,
 		Message: "restoring EtcdSnapshot done at revision 40 (taken from member db-1 of etcd cluster c1): writes after revision 40 are lost"}}
 	if answer, done, refusal := recoveryAnswer(c, req); !done || refusal != nil || !strings.Contains(answer, "writes after revision 40 are lost") {
 		t.Errorf("stated: %q %v %v", answer, done, refusal)
 	}
-	c.Status.Conditions[0].Reason = controller.ReasonRecoveryRefused
-	c.Status.Conditions[0].Message = "the quorum is lost and " + controller.AnnotationRecoverFromSnapshot + "=done asks for a recovery, but: EtcdSnapshot done holds the data of EtcdCluster x"
+	c.Status.Conditions[0].Reason = etcdv1.ReasonRecoveryRefused
+	c.Status.Conditions[0].Message = "the quorum is lost and " + etcdv1.AnnotationRecoverFromSnapshot + "=done asks for a recovery, but: EtcdSnapshot done holds the data of EtcdCluster x"
 	if _, done, refusal := recoveryAnswer(c, req); !done || refusal == nil {
 		t.Errorf("refused: done %v, refusal %v", done, refusal)
 	}
@@ -152,7 +150,7 @@ func TestRecoverRequestAfterTheClusterChanged(t *testing.T) {
 		reason  string
 		refused string
 	}{
-		"still lost":   {controller.ReasonQuorumLost, ""},
+		"still lost":   {etcdv1.ReasonQuorumLost, ""},
 		"quorum again": {"Healthy", "has not lost its quorum"},
 	} {
 		k := recoverFixture(t)
@@ -168,9 +166,9 @@ func TestRecoverRequestAfterTheClusterChanged(t *testing.T) {
 		err = requestRecovery(ctx, k, read, memberRequest("db-2"))
 		after, _ := k.Cluster(ctx, "db")
 		switch {
-		case tt.refused == "" && (err != nil || after.Annotations[AnnotationRecoverFrom] != "db-2"):
+		case tt.refused == "" && (err != nil || after.Annotations[etcdv1.AnnotationRecoverFrom] != "db-2"):
 			t.Errorf("%s: %v, annotations %v; want the request made", name, err, after.Annotations)
-		case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || after.Annotations[AnnotationRecoverFrom] != ""):
+		case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || after.Annotations[etcdv1.AnnotationRecoverFrom] != ""):
 			t.Errorf("%s: %v, annotations %v; want a refusal saying %q and no request", name, err, after.Annotations, tt.refused)
 		}
 	}

@@ -7,13 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 )
-
-// AnnotationReplace on an EtcdMember asks the operator to replace that member with a new one
-// on empty storage (the operator's own mechanism: it removes the member from etcd, deletes
-// its Pod and volume and adds a new member, one step at a time).
-const AnnotationReplace = controller.AnnotationReplace
 
 func newReplaceMemberCommand(o *Options) *cobra.Command {
 	var force bool
@@ -31,11 +25,11 @@ func newReplaceMemberCommand(o *Options) *cobra.Command {
 			if err := o.overridable(checkReplace(voters, ready, isReadyVoter(s, m)), force); err != nil {
 				return err
 			}
-			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationReplace: "true"}}})
+			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{etcdv1.AnnotationReplace: "true"}}})
 			if err := s.Kube.Client.Patch(cmd.Context(), m, client.RawPatch("application/merge-patch+json", body)); err != nil {
 				return explainForbidden(err, "patch etcdmembers.etcd-operator.cozystack.io")
 			}
-			say(o.Out, "asked the operator to replace %s (annotation %s=true); follow it with kubectl etcd status %s\n", m.Name, AnnotationReplace, s.Cluster.Name)
+			say(o.Out, "asked the operator to replace %s (annotation %s=true); follow it with kubectl etcd status %s\n", m.Name, etcdv1.AnnotationReplace, s.Cluster.Name)
 			return nil
 		})
 	cmd.Flags().BoolVar(&force, "force", false, "replace even when the quorum could be lost meanwhile")

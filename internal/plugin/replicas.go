@@ -12,10 +12,6 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// AnnotationPausedReplicas on an EtcdCluster remembers the member count `kubectl etcd pause`
-// stopped, so that `resume` brings back the same size.
-const AnnotationPausedReplicas = "etcd-operator.cozystack.io/paused-replicas"
-
 func newPauseCommand(o *Options) *cobra.Command {
 	return o.command("pause CLUSTER", "Stop every member (spec.replicas 0); data and identities stay for resume",
 		cobra.ExactArgs(1), 0, o.withCluster(func(ctx context.Context, k *Kube, c *etcdv1.EtcdCluster) error {
@@ -23,7 +19,7 @@ func newPauseCommand(o *Options) *cobra.Command {
 			if n == 0 {
 				return fmt.Errorf("cluster %s is already paused", c.Name)
 			}
-			if err := patchReplicas(ctx, k, c, 0, map[string]any{AnnotationPausedReplicas: strconv.Itoa(int(n))}); err != nil {
+			if err := patchReplicas(ctx, k, c, 0, map[string]any{etcdv1.AnnotationPausedReplicas: strconv.Itoa(int(n))}); err != nil {
 				return err
 			}
 			say(o.Out, "paused %s (%d members; kubectl etcd resume %s brings them back)\n", c.Name, n, c.Name)
@@ -38,14 +34,14 @@ func newResumeCommand(o *Options) *cobra.Command {
 			if replicasOf(c) != 0 {
 				return fmt.Errorf("cluster %s is not paused (spec.replicas %d)", c.Name, replicasOf(c))
 			}
-			n, err := resumeReplicas(c.Annotations[AnnotationPausedReplicas], replicas)
+			n, err := resumeReplicas(c.Annotations[etcdv1.AnnotationPausedReplicas], replicas)
 			if err != nil {
 				return err
 			}
 			if n < 1 {
-				return fmt.Errorf("cluster %s has no recorded size (annotation %s): pass --replicas N", c.Name, AnnotationPausedReplicas)
+				return fmt.Errorf("cluster %s has no recorded size (annotation %s): pass --replicas N", c.Name, etcdv1.AnnotationPausedReplicas)
 			}
-			if err := patchReplicas(ctx, k, c, n, map[string]any{AnnotationPausedReplicas: nil}); err != nil {
+			if err := patchReplicas(ctx, k, c, n, map[string]any{etcdv1.AnnotationPausedReplicas: nil}); err != nil {
 				return err
 			}
 			say(o.Out, "resumed %s with %d members\n", c.Name, n)

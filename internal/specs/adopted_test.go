@@ -21,7 +21,7 @@ func TestAdoptedMemberKeepsItsDataWhereItWas(t *testing.T) {
 	if !slices.Contains(pod.Spec.Containers[0].Args, "--data-dir=/var/lib/etcd") {
 		t.Errorf("args %v", pod.Spec.Containers[0].Args)
 	}
-	if pvc := PVC(c, m); pvc.Name != "data-example-x7k2p" || pvc.Labels[LabelMember] != "example-x7k2p" {
+	if pvc := PVC(c, m); pvc.Name != "data-example-x7k2p" || pvc.Labels[etcdv1.LabelMember] != "example-x7k2p" {
 		t.Errorf("pvc %s %v", pvc.Name, pvc.Labels)
 	}
 	native := member(c, "example-1")
@@ -32,7 +32,7 @@ func TestAdoptedMemberKeepsItsDataWhereItWas(t *testing.T) {
 
 func TestAdoptionOfReadsThePVCAnnotations(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-x", Annotations: map[string]string{
-		AnnotationAdoptedFrom: "cozystack-v1alpha2", AnnotationDataDir: "/var/lib/etcd"}}}
+		etcdv1.AnnotationAdoptedFrom: "cozystack-v1alpha2", etcdv1.AnnotationDataDir: "/var/lib/etcd"}}}
 	got := AdoptionOf(pvc)
 	if got == nil || *got != (etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack, PVCName: "data-a-x", DataDir: "/var/lib/etcd"}) {
 		t.Errorf("got %+v", got)
@@ -47,7 +47,7 @@ func TestAdoptionOfReadsThePVCAnnotations(t *testing.T) {
 // reaches it there; members the operator adds get the cluster's own Service.
 func TestAdoptedSubdomainNamesTheLegacyMembersOnly(t *testing.T) {
 	c := cluster()
-	c.Annotations = map[string]string{AnnotationAdoptedSubdomain: AdoptedSubdomainValue("db-headless", []string{"db-0", "db-1"})}
+	c.Annotations = map[string]string{etcdv1.AnnotationAdoptedSubdomain: AdoptedSubdomainValue("db-headless", []string{"db-0", "db-1"})}
 	for member, want := range map[string]string{"db-0": "db-headless", "db-1": "db-headless", "db-2": "db", "db-10": "db"} {
 		if got := MemberSubdomain(c, member); got != want {
 			t.Errorf("member %s: subdomain %s, want %s", member, got, want)

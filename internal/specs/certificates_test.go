@@ -53,7 +53,7 @@ func TestCertificatesForCertManagerTLS(t *testing.T) {
 		if ic.Object.GetName() != ic.SecretName || str(t, ic.Object, "spec", "secretName") != ic.SecretName {
 			t.Errorf("Certificate %s fills Secret %s, want the same name", ic.Object.GetName(), str(t, ic.Object, "spec", "secretName"))
 		}
-		if ic.Object.GetLabels()[LabelCluster] != "db" {
+		if ic.Object.GetLabels()[etcdv1.LabelCluster] != "db" {
 			t.Errorf("%s labels %v", ic.SecretName, ic.Object.GetLabels())
 		}
 		if str(t, ic.Object, "spec", "duration") != "2160h" || str(t, ic.Object, "spec", "renewBefore") != "720h" {

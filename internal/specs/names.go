@@ -12,27 +12,9 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-// Label keys the operator owns; they win over spec.additionalMetadata.
+// ManagerName is the value of etcdv1.LabelManagedBy on what the operator makes; the ports and
+// the data directory are a member's.
 const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelCluster   = "etcd-operator.cozystack.io/cluster"
-	LabelMember    = "etcd-operator.cozystack.io/member"
-	LabelRole      = "etcd-operator.cozystack.io/role"
-	// LabelSnapshotOf marks a snapshot agent's Pod with the cluster it reads: the cluster's
-	// NetworkPolicy admits such Pods to the client port.
-	LabelSnapshotOf = "etcd-operator.cozystack.io/snapshot-of"
-
-	// AnnotationMemberID and AnnotationClusterID record a member's etcd identity on its PVC,
-	// so that an EtcdMember deleted by accident can be recreated with the same identity.
-	AnnotationMemberID  = "etcd-operator.cozystack.io/member-id"
-	AnnotationClusterID = "etcd-operator.cozystack.io/cluster-id"
-	// AnnotationEtcdVersion records on a member's PVC the etcd version the member last
-	// reported running on that data: etcd cannot open data of a newer minor, so kept PVCs
-	// are not adopted by a cluster whose spec.version is older.
-	AnnotationEtcdVersion = "etcd-operator.cozystack.io/etcd-version"
-
 	ManagerName = "etcd-operator"
 
 	ClientPort  = 2379
@@ -91,14 +73,6 @@ func scheme(secure bool) string {
 	return "http"
 }
 
-// AnnotationAdoptedSubdomain on an EtcdCluster names the members whose stable DNS names live
-// under another headless Service than the cluster's, as "SERVICE=MEMBER,MEMBER,...". A
-// member adopted from the legacy etcd.aenix.io operator is known to its peers (etcd's
-// membership) as <member>.<cluster>-headless.<namespace>.svc, and its running Pod's
-// subdomain cannot change: the operator reaches it, and builds its later Pods, under that
-// Service. `kubectl etcd migrate aenix` writes it; nothing else should.
-const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain"
-
 // MemberSubdomain is the headless Service a member's DNS name lives under: the cluster's,
 // unless AnnotationAdoptedSubdomain names the member.
 func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
@@ -111,7 +85,7 @@ func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
 // AdoptedSubdomain reads AnnotationAdoptedSubdomain: the Service and the members under it;
 // "" and nil when the cluster has none.
 func AdoptedSubdomain(c *etcdv1.EtcdCluster) (string, []string) {
-	service, members, ok := strings.Cut(c.Annotations[AnnotationAdoptedSubdomain], "=")
+	service, members, ok := strings.Cut(c.Annotations[etcdv1.AnnotationAdoptedSubdomain], "=")
 	if !ok {
 		return "", nil
 	}
@@ -169,23 +143,23 @@ func InitialCluster(c *etcdv1.EtcdCluster, members []string) string {
 // ClusterLabels select every object of a cluster.
 func ClusterLabels(cluster string) map[string]string {
 	return map[string]string{
-		LabelName:      "etcd",
-		LabelInstance:  cluster,
-		LabelManagedBy: ManagerName,
-		LabelCluster:   cluster,
+		etcdv1.LabelName:      "etcd",
+		etcdv1.LabelInstance:  cluster,
+		etcdv1.LabelManagedBy: ManagerName,
+		etcdv1.LabelCluster:   cluster,
 	}
 }
 
 // MemberLabels select one member's objects.
 func MemberLabels(cluster, member string) map[string]string {
 	labels := ClusterLabels(cluster)
-	labels[LabelMember] = member
+	labels[etcdv1.LabelMember] = member
 	return labels
 }
 
 // Selector is the label selector of a cluster's Pods, as the /scale subresource reports it.
 func Selector(cluster string) string {
-	return fmt.Sprintf("%s=%s,%s=%s", LabelCluster, cluster, LabelName, "etcd")
+	return fmt.Sprintf("%s=%s,%s=%s", etcdv1.LabelCluster, cluster, etcdv1.LabelName, "etcd")
 }
 
 // withMetadata merges spec.additionalMetadata under the operator's own keys.
@@ -214,20 +188,12 @@ func extraAnnotations(c *etcdv1.EtcdCluster) map[string]string {
 	return c.Spec.AdditionalMetadata.Annotations
 }
 
-// AnnotationAdoptedFrom and AnnotationDataDir on an adopted member's PVC repeat its
-// spec.adopted, so that the member can be recreated from its PVC alone (an EtcdMember deleted
-// by hand) with its data where the other operator put it.
-const (
-	AnnotationAdoptedFrom = "etcd-operator.cozystack.io/adopted-from"
-	AnnotationDataDir     = "etcd-operator.cozystack.io/data-dir"
-)
-
 // AdoptionOf is the spec.adopted a PVC records, nil for the PVC of a member this operator
 // created.
 func AdoptionOf(pvc *corev1.PersistentVolumeClaim) *etcdv1.MemberAdoption {
-	from := pvc.Annotations[AnnotationAdoptedFrom]
+	from := pvc.Annotations[etcdv1.AnnotationAdoptedFrom]
 	if from == "" {
 		return nil
 	}
-	return &etcdv1.MemberAdoption{From: etcdv1.AdoptedFrom(from), PVCName: pvc.Name, DataDir: pvc.Annotations[AnnotationDataDir]}
+	return &etcdv1.MemberAdoption{From: etcdv1.AdoptedFrom(from), PVCName: pvc.Name, DataDir: pvc.Annotations[etcdv1.AnnotationDataDir]}
 }

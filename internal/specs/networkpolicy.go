@@ -13,7 +13,7 @@ import (
 func NetworkPolicyName(cluster string) string { return cluster }
 
 // OperatorLabels select the operator's own Pods (config/manager).
-var OperatorLabels = map[string]string{LabelName: ManagerName}
+var OperatorLabels = map[string]string{etcdv1.LabelName: ManagerName}
 
 // OperatorPeer is who may reach every member as the operator: Pods labelled as the operator in
 // its namespace, or in any namespace when that is not known ("").
@@ -75,7 +75,7 @@ func SnapshotAgentPeer(cluster string) networkingv1.NetworkPolicyPeer {
 
 // SnapshotAgentLabels mark the Pod of an agent that takes a snapshot of the cluster.
 func SnapshotAgentLabels(cluster string) map[string]string {
-	return map[string]string{LabelManagedBy: ManagerName, LabelSnapshotOf: cluster}
+	return map[string]string{etcdv1.LabelManagedBy: ManagerName, etcdv1.LabelSnapshotOf: cluster}
 }
 
 func tcpPorts(port int32) []networkingv1.NetworkPolicyPort {

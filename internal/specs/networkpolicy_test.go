@@ -133,7 +133,7 @@ func TestNetworkPolicyWanted(t *testing.T) {
 
 func TestOperatorPeerWithoutAKnownNamespaceMatchesAnyNamespace(t *testing.T) {
 	p := OperatorPeer("")
-	if p.NamespaceSelector == nil || len(p.NamespaceSelector.MatchLabels) != 0 || p.PodSelector.MatchLabels[LabelName] != ManagerName {
+	if p.NamespaceSelector == nil || len(p.NamespaceSelector.MatchLabels) != 0 || p.PodSelector.MatchLabels[etcdv1.LabelName] != ManagerName {
 		t.Fatalf("%s", peerString(p))
 	}
 }

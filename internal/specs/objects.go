@@ -72,7 +72,7 @@ func AuthPending(c *etcdv1.EtcdCluster) bool {
 func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 	selector := ClusterLabels(c.Name)
 	if AuthPending(c) {
-		selector[LabelMember] = ""
+		selector[etcdv1.LabelMember] = ""
 	}
 	return &corev1.Service{
 		ObjectMeta: objectMeta(c, ClientServiceName(c.Name), ClusterLabels(c.Name)),
@@ -90,7 +90,7 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 // lose. Learners are not counted: they carry the voter label only once promoted.
 func PDB(c *etcdv1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget {
 	selector := ClusterLabels(c.Name)
-	selector[LabelRole] = string(etcdv1.RoleVoter)
+	selector[etcdv1.LabelRole] = string(etcdv1.RoleVoter)
 	minAvailable := intstr.FromInt32(pdbMinAvailable(c.Spec.Storage.Medium, voters))
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: objectMeta(c, PDBName(c.Name), ClusterLabels(c.Name)),

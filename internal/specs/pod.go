@@ -74,7 +74,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationPodTemplateHash] = templateHash(c, m)
+	pod.Annotations[etcdv1.AnnotationPodTemplateHash] = templateHash(c, m)
 	return pod
 }
 
@@ -88,11 +88,6 @@ func copyMap(in map[string]string) map[string]string {
 	}
 	return out
 }
-
-// AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
-// spec change (resources, affinity, options, metadata, ...) shows as a mismatch with the Pod
-// the spec would build now.
-const AnnotationPodTemplateHash = "etcd-operator.cozystack.io/pod-template-hash"
 
 // PodFormat is the version of how this operator builds member Pods out of a spec. Bump it in
 // a release whose Pod builder change must reach running members (a new required flag, a fixed

@@ -55,7 +55,7 @@ func TestSchedulingFieldsReachTheMemberPod(t *testing.T) {
 }
 
 func hashOf(c *etcdv1.EtcdCluster, opts PodOptions) string {
-	return Pod(c, member(c, "db-1"), opts).Annotations[AnnotationPodTemplateHash]
+	return Pod(c, member(c, "db-1"), opts).Annotations[etcdv1.AnnotationPodTemplateHash]
 }
 
 // An operator upgrade or a changed image repository must not roll members; a user's change
@@ -112,25 +112,25 @@ func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
 	c := cluster()
 	m := member(c, "db-1")
 	m.Spec.Version = "3.6.17"
-	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] == base {
+	if Pod(c, m, PodOptions{}).Annotations[etcdv1.AnnotationPodTemplateHash] == base {
 		t.Error("a member's new version leaves the fingerprint alone")
 	}
 	m = member(c, "db-1")
 	grown := resource.MustParse("20Gi")
 	m.Spec.Storage.Size = &grown
-	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] != base {
+	if Pod(c, m, PodOptions{}).Annotations[etcdv1.AnnotationPodTemplateHash] != base {
 		t.Error("a grown PVC changes the fingerprint: every member would restart for a volume that grows in place")
 	}
 	tmpfs := cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Medium = etcdv1.StorageMediumMemory })
 	m = member(tmpfs, "db-1")
-	tmpfsBase := Pod(tmpfs, m, PodOptions{}).Annotations[AnnotationPodTemplateHash]
+	tmpfsBase := Pod(tmpfs, m, PodOptions{}).Annotations[etcdv1.AnnotationPodTemplateHash]
 	m.Spec.Storage.Size = &grown
-	if Pod(tmpfs, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] == tmpfsBase {
+	if Pod(tmpfs, m, PodOptions{}).Annotations[etcdv1.AnnotationPodTemplateHash] == tmpfsBase {
 		t.Error("a larger tmpfs size leaves the fingerprint alone: the Pod's size limit would never grow")
 	}
 	m = member(c, "db-1")
 	m.Spec.Dormant = true
-	if Pod(c, m, PodOptions{}).Annotations[AnnotationPodTemplateHash] != base {
+	if Pod(c, m, PodOptions{}).Annotations[etcdv1.AnnotationPodTemplateHash] != base {
 		t.Error("waking a dormant member counts as a change")
 	}
 }

@@ -28,7 +28,7 @@ func TestRequireDataNamesOnlyTheMemberAndKeepsTheHash(t *testing.T) {
 	if len(args) != len(built.Spec.Containers[0].Args) {
 		t.Fatalf("args %v, built %v: only the two flags may change", args, built.Spec.Containers[0].Args)
 	}
-	if pod.Annotations[AnnotationPodTemplateHash] != built.Annotations[AnnotationPodTemplateHash] {
+	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] != built.Annotations[etcdv1.AnnotationPodTemplateHash] {
 		t.Fatal("the template hash changed: every running member would be restarted")
 	}
 	if slices.Contains(built.Spec.Containers[0].Args, "--initial-cluster-state=existing") {

@@ -19,25 +19,6 @@ const (
 	RestoreContainerName = "restore"
 )
 
-// AnnotationRecoverFromSnapshot on an EtcdCluster that lost its quorum asks the operator to
-// rebuild it from the named EtcdSnapshot (package controller carries it out).
-const AnnotationRecoverFromSnapshot = "etcd-operator.cozystack.io/recover-from-snapshot"
-
-// FinalizerRestoreSource on an EtcdSnapshot holds its stored file while a cluster is to be
-// founded from it: the cluster controller sets it before the act that makes the file
-// necessary (the record of a recovery from the snapshot, or the founding member of a cluster
-// whose spec.bootstrap.restore names it), so that a deletion of the EtcdSnapshot (with
-// deletionPolicy Delete, of its file too) that comes in between waits for the restore, or,
-// if it came first, makes the act refused rather than begun on a file about to go. The
-// snapshot controller lets it go once SnapshotNeededBy names no cluster.
-const FinalizerRestoreSource = "etcd-operator.cozystack.io/restore-source"
-
-// AnnotationRestoreHeldBy on an EtcdSnapshot says which cluster last held it with
-// FinalizerRestoreSource, and when. Written on every hold, even one the finalizer already
-// marks, so that each hold changes the EtcdSnapshot's resourceVersion: a release decided on
-// an older read of it then fails instead of taking a hold it did not see.
-const AnnotationRestoreHeldBy = "etcd-operator.cozystack.io/restore-held-by"
-
 // SnapshotNeededBy says which of the clusters (of the EtcdSnapshot's namespace) may still
 // restore the EtcdSnapshot named snapshot, and why; empty when none: a cluster asking to be
 // rebuilt from it (AnnotationRecoverFromSnapshot, until the rebuilt cluster answers and the
@@ -54,8 +35,8 @@ func SnapshotNeededBy(snapshot string, clusters []etcdv1.EtcdCluster) []string {
 		switch {
 		case c.Status.SnapshotRecovery != nil && c.Status.SnapshotRecovery.Snapshot == snapshot:
 			users = append(users, fmt.Sprintf("EtcdCluster %s is being rebuilt from it", c.Name))
-		case c.Annotations[AnnotationRecoverFromSnapshot] == snapshot:
-			users = append(users, fmt.Sprintf("EtcdCluster %s asks to be rebuilt from it (%s)", c.Name, AnnotationRecoverFromSnapshot))
+		case c.Annotations[etcdv1.AnnotationRecoverFromSnapshot] == snapshot:
+			users = append(users, fmt.Sprintf("EtcdCluster %s asks to be rebuilt from it (%s)", c.Name, etcdv1.AnnotationRecoverFromSnapshot))
 		case c.Status.ClusterID == "" && BootstrapSnapshot(c) == snapshot:
 			users = append(users, fmt.Sprintf("EtcdCluster %s bootstraps from it (spec.bootstrap.restore.source.snapshotRef) and has not formed yet", c.Name))
 		}
@@ -76,7 +57,7 @@ func BootstrapSnapshot(c *etcdv1.EtcdCluster) string {
 // needed or not: what a change of the cluster may have changed SnapshotNeededBy for.
 func SnapshotsNamedBy(c *etcdv1.EtcdCluster) []string {
 	var names []string
-	for _, name := range []string{c.Annotations[AnnotationRecoverFromSnapshot], BootstrapSnapshot(c)} {
+	for _, name := range []string{c.Annotations[etcdv1.AnnotationRecoverFromSnapshot], BootstrapSnapshot(c)} {
 		if name != "" {
 			names = append(names, name)
 		}

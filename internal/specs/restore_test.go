@@ -81,8 +81,12 @@ func TestSnapshotNeededBy(t *testing.T) {
 		want    string // part of the one use; "" when none
 	}{
 		{"a cluster that names no snapshot", cluster(func(*etcdv1.EtcdCluster) {}), ""},
-		{"a recovery from it asked for", cluster(func(c *etcdv1.EtcdCluster) { c.Annotations = map[string]string{AnnotationRecoverFromSnapshot: "snap"} }), "asks to be rebuilt from it"},
-		{"a recovery from another asked for", cluster(func(c *etcdv1.EtcdCluster) { c.Annotations = map[string]string{AnnotationRecoverFromSnapshot: "other"} }), ""},
+		{"a recovery from it asked for", cluster(func(c *etcdv1.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1.AnnotationRecoverFromSnapshot: "snap"}
+		}), "asks to be rebuilt from it"},
+		{"a recovery from another asked for", cluster(func(c *etcdv1.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1.AnnotationRecoverFromSnapshot: "other"}
+		}), ""},
 		{"a recovery from it begun", cluster(func(c *etcdv1.EtcdCluster) {
 			c.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "snap"}
 		}), "is being rebuilt from it"},

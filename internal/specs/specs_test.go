@@ -58,7 +58,7 @@ func TestURLsAndInitialCluster(t *testing.T) {
 func TestPodRunsEtcdSafely(t *testing.T) {
 	c := cluster(func(c *etcdv1.EtcdCluster) {
 		c.Spec.Options = &etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "24h", QuotaBackendBytes: ptr(resource.MustParse("2Gi"))}
-		c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "a", LabelCluster: "hijack"}}
+		c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "a", etcdv1.LabelCluster: "hijack"}}
 	})
 	pod := Pod(c, member(c, "db-2"), PodOptions{})
 	ctr := pod.Spec.Containers[0]
@@ -75,7 +75,7 @@ func TestPodRunsEtcdSafely(t *testing.T) {
 			t.Errorf("args lack %s: %v", want, ctr.Args)
 		}
 	}
-	if pod.Labels[LabelCluster] != "db" || pod.Labels["team"] != "a" {
+	if pod.Labels[etcdv1.LabelCluster] != "db" || pod.Labels["team"] != "a" {
 		t.Errorf("labels = %v: operator keys must win, extra labels must be kept", pod.Labels)
 	}
 	if pod.Spec.Hostname != "db-2" || pod.Spec.Subdomain != "db" {
@@ -157,7 +157,7 @@ func TestPDBKeepsQuorumOfVoters(t *testing.T) {
 			if got := pdb.Spec.MinAvailable.IntValue(); got != tc.want {
 				t.Errorf("%d voters, medium %q: minAvailable %d, want %d", tc.voters, tc.medium, got, tc.want)
 			}
-			if pdb.Spec.Selector.MatchLabels[LabelRole] != "Voter" {
+			if pdb.Spec.Selector.MatchLabels[etcdv1.LabelRole] != "Voter" {
 				t.Errorf("PDB must select voters only: %v", pdb.Spec.Selector.MatchLabels)
 			}
 		})
@@ -191,7 +191,7 @@ func TestSpreadConstraintsGetTheClusterSelector(t *testing.T) {
 		c.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone}}
 	})
 	got := Pod(c, member(c, "db-1"), PodOptions{}).Spec.TopologySpreadConstraints
-	if len(got) != 1 || got[0].LabelSelector.MatchLabels[LabelCluster] != "db" {
+	if len(got) != 1 || got[0].LabelSelector.MatchLabels[etcdv1.LabelCluster] != "db" {
 		t.Fatalf("constraints = %+v", got)
 	}
 	if c.Spec.TopologySpreadConstraints[0].LabelSelector != nil {

@@ -33,7 +33,7 @@ func replicasAndAnnotation(t *testing.T) (int32, string, bool) {
 	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: pluginCluster}, c); err != nil {
 		t.Fatal(err)
 	}
-	v, ok := c.Annotations[plugin.AnnotationPausedReplicas]
+	v, ok := c.Annotations[etcdv1.AnnotationPausedReplicas]
 	return *c.Spec.Replicas, v, ok
 }
 
@@ -126,7 +126,7 @@ func pluginReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &etcdv1.EtcdMember{}
-	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil || got.Annotations[plugin.AnnotationReplace] != "true" {
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil || got.Annotations[etcdv1.AnnotationReplace] != "true" {
 		t.Fatalf("replace annotation: %v %v", err, got.Annotations)
 	}
 }

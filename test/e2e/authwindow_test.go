@@ -80,7 +80,7 @@ func waitMembersServing(t *testing.T, ns, cluster string, n int) string {
 	var name string
 	eventually(t, 5*time.Minute, fmt.Sprintf("%d member Pods Ready", n), func() error {
 		pods := &corev1.PodList{}
-		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 			return err
 		}
 		ready := 0

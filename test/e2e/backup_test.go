@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	sched "github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
@@ -464,7 +463,7 @@ func getSchedule(t *testing.T, ns, name string) *etcdv1.EtcdSnapshotSchedule {
 // phase.
 func snapshotsOf(ns, schedule string) ([]string, error) {
 	list := &etcdv1.EtcdSnapshotList{}
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{sched.LabelSchedule: schedule}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelSnapshotSchedule: schedule}); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -652,7 +651,7 @@ func replaceKeepingMetadata(t *testing.T, bucket, key string, data []byte) {
 // restore must leave no member that could serve.
 func noEtcdRuns(ns, cluster string) error {
 	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		return err
 	}
 	for _, p := range pods.Items {

@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Two of three members stopped with their data intact (their Pods deleted, a ResourceQuota
@@ -37,7 +35,7 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[controller.AnnotationRecoverFrom] = survivor.Name
+	c.Annotations[etcdv1.AnnotationRecoverFrom] = survivor.Name
 	if err := k8s.Patch(context.Background(), c, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +60,7 @@ func TestRecoveryKeepsTheDiscardedMembersData(t *testing.T) {
 		checkKeptAsDiscarded(t, ns, m)
 	}
 	cond := meta.FindStatusCondition(after.Status.Conditions, etcdv1.ConditionDiscardedDataKept)
-	if cond == nil || cond.Reason != controller.ReasonKeptUntilDeleted || !strings.Contains(cond.Message, discarded[0].Name+", "+discarded[1].Name) {
+	if cond == nil || cond.Reason != etcdv1.ReasonKeptUntilDeleted || !strings.Contains(cond.Message, discarded[0].Name+", "+discarded[1].Name) {
 		t.Fatalf("DiscardedDataKept %+v", cond)
 	}
 	if !eventAbout(t, ns, "DiscardedDataKept", discarded[0].Name) {
@@ -104,8 +102,8 @@ func checkKeptAsDiscarded(t *testing.T, ns string, m etcdv1.MemberSummary) {
 	if _, err := time.Parse(time.RFC3339, pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery]); err != nil || !pvc.DeletionTimestamp.IsZero() {
 		t.Fatalf("PVC %s of discarded member %s: annotations %v, deleted at %v", pvc.Name, m.Name, pvc.Annotations, pvc.DeletionTimestamp)
 	}
-	if pvc.Annotations[specs.AnnotationMemberID] != m.ID || len(pvc.OwnerReferences) != 0 {
-		t.Fatalf("PVC %s: member ID %q (was %s), owners %v", pvc.Name, pvc.Annotations[specs.AnnotationMemberID], m.ID, pvc.OwnerReferences)
+	if pvc.Annotations[etcdv1.AnnotationMemberID] != m.ID || len(pvc.OwnerReferences) != 0 {
+		t.Fatalf("PVC %s: member ID %q (was %s), owners %v", pvc.Name, pvc.Annotations[etcdv1.AnnotationMemberID], m.ID, pvc.OwnerReferences)
 	}
 	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: m.Name}, &etcdv1.EtcdMember{})
 	if !apierrors.IsNotFound(err) {
@@ -129,7 +127,7 @@ func releaseAfterServing(t *testing.T, ns, cluster string, discarded []etcdv1.Me
 	}
 	eventually(t, time.Minute, "DiscardedDataKept saying when the PVCs go", func() error {
 		cond := meta.FindStatusCondition(getCluster(t, ns, cluster).Status.Conditions, etcdv1.ConditionDiscardedDataKept)
-		if cond == nil || cond.Reason != controller.ReasonKeptUntilServed || !strings.Contains(cond.Message, discarded[0].Name+" at ") {
+		if cond == nil || cond.Reason != etcdv1.ReasonKeptUntilServed || !strings.Contains(cond.Message, discarded[0].Name+" at ") {
 			return fmt.Errorf("DiscardedDataKept %+v", cond)
 		}
 		return nil

@@ -62,9 +62,9 @@ func armFailpoint(t *testing.T, ns, name, step string) {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[failpoint.Annotation] = step
+	c.Annotations[etcdv1.AnnotationCrashAfter] = step
 	if step == "" {
-		delete(c.Annotations, failpoint.Annotation)
+		delete(c.Annotations, etcdv1.AnnotationCrashAfter)
 	}
 	if err := k8s.Patch(context.Background(), c, patch); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestCrashAfterEachStepConverges(t *testing.T) {
 	const name = "fp"
 	c := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Replicas: ptr(int32(3)), Version: etcdVersion}}
 	c.Name, c.Namespace = name, ns
-	c.Annotations = map[string]string{failpoint.Annotation: failpoint.AfterBootstrapMember}
+	c.Annotations = map[string]string{etcdv1.AnnotationCrashAfter: failpoint.AfterBootstrapMember}
 	before := operatorCrashes(t)
 	if err := k8s.Create(context.Background(), c); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestTmpfsMemberIsReplacedWhenItsPodIsLost(t *testing.T) {
@@ -124,7 +123,7 @@ func deleteAndWaitGone(t *testing.T, ns, name string, opts ...client.DeleteOptio
 			gone = append(gone, &corev1.PersistentVolumeClaimList{})
 		}
 		for _, list := range gone {
-			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
+			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: name}); err != nil {
 				return err
 			}
 			items, err := meta.ExtractList(list)
@@ -147,7 +146,7 @@ func deleteAndWaitGone(t *testing.T, ns, name string, opts ...client.DeleteOptio
 // delete it with.
 func keptPVCs(ns, name string) ([]corev1.PersistentVolumeClaim, error) {
 	pvcs := &corev1.PersistentVolumeClaimList{}
-	if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
+	if err := k8s.List(context.Background(), pvcs, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: name}); err != nil {
 		return nil, err
 	}
 	for _, pvc := range pvcs.Items {

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
 const (
@@ -117,7 +117,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 func memberPods(t *testing.T, ns, cluster string) map[string]string {
 	t.Helper()
 	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}

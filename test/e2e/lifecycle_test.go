@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -82,7 +81,7 @@ func waitSettledAfter(t *testing.T, ns, name string, n int32, since time.Time, t
 			return nil
 		}
 		pods := &corev1.PodList{}
-		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: name}); err != nil {
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: name}); err != nil {
 			return err
 		}
 		if err := robustness.SeenSince(c.Status.Conditions, pods.Items, int(n), since); err != nil {

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -73,7 +72,7 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, "Progressing says AdoptionPending", func() error {
 		cond := meta.FindStatusCondition(getCluster(t, ns, "cz").Status.Conditions, etcdv1.ConditionProgressing)
-		if cond == nil || cond.Reason != controller.ReasonAdoptionPending {
+		if cond == nil || cond.Reason != etcdv1.ReasonAdoptionPending {
 			return fmt.Errorf("progressing: %+v", cond)
 		}
 		return nil
@@ -93,14 +92,14 @@ func checkAdoptionPending(t *testing.T, bin, ns string) {
 		if !m.AdoptionPending() {
 			t.Errorf("the dry run changed EtcdMember %s: %+v", name, m.Spec)
 		}
-		if pvc := getPVC(t, ns, "data-"+name); specs.AdoptionOf(pvc) != nil || pvc.Labels[specs.LabelMember] != "" {
+		if pvc := getPVC(t, ns, "data-"+name); specs.AdoptionOf(pvc) != nil || pvc.Labels[etcdv1.LabelMember] != "" {
 			t.Errorf("the dry run changed PVC %s: labels %v, annotations %v", pvc.Name, pvc.Labels, pvc.Annotations)
 		}
 		pod := &corev1.Pod{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
 			t.Fatal(err)
 		}
-		if pod.Labels[specs.LabelMember] != "" {
+		if pod.Labels[etcdv1.LabelMember] != "" {
 			t.Errorf("the dry run labelled Pod %s: %v", name, pod.Labels)
 		}
 	}
@@ -203,13 +202,13 @@ func checkAdoptedMember(t *testing.T, ns, name string, restartsBefore int32, id 
 		// The PVC follows this operator's retention policy (default Retain: no owner);
 		// Cozystack's EtcdMember no longer owns it, and it records the member's etcd ID.
 		pvc := getPVC(t, ns, "data-"+name)
-		if ref := metav1.GetControllerOf(pvc); (ref != nil && ref.Kind == "EtcdMember") || pvc.Annotations[specs.AnnotationMemberID] != id {
+		if ref := metav1.GetControllerOf(pvc); (ref != nil && ref.Kind == "EtcdMember") || pvc.Annotations[etcdv1.AnnotationMemberID] != id {
 			return fmt.Errorf("PVC %s: owners %v, annotations %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations)
 		}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
 			return err
 		}
-		if pod.Annotations[specs.AnnotationPodTemplateHash] == "" {
+		if pod.Annotations[etcdv1.AnnotationPodTemplateHash] == "" {
 			return fmt.Errorf("pod %s has no template hash yet", name)
 		}
 		return nil

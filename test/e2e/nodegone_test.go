@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
@@ -53,8 +52,8 @@ func TestMemberOfANodeGoneForGoodIsReplaced(t *testing.T) {
 
 	waitNodeLostCondition(t, ns, "nodegone", victim.Name, node)
 	t.Logf("Degraded NodeLost %.0f s after the node was removed", time.Since(removed).Seconds())
-	if got := membersInEvents(t, ns, controller.ReasonNodeLost); !slices.Equal(got, []string{victim.Name}) {
-		t.Errorf("%s events name members %v, want [%s]", controller.ReasonNodeLost, got, victim.Name)
+	if got := membersInEvents(t, ns, etcdv1.ReasonNodeLost); !slices.Equal(got, []string{victim.Name}) {
+		t.Errorf("%s events name members %v, want [%s]", etcdv1.ReasonNodeLost, got, victim.Name)
 	}
 
 	joined := waitReplacedInEtcd(t, w, before, victim)
@@ -135,7 +134,7 @@ func waitNodeLostCondition(t *testing.T, ns, name, member, node string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, "Degraded NodeLost naming "+member+" and "+node, func() error {
 		cond := meta.FindStatusCondition(getCluster(t, ns, name).Status.Conditions, etcdv1.ConditionDegraded)
-		if cond == nil || cond.Reason != controller.ReasonNodeLost {
+		if cond == nil || cond.Reason != etcdv1.ReasonNodeLost {
 			return fmt.Errorf("Degraded %+v", cond)
 		}
 		for _, want := range []string{member, node, "will be replaced at"} {

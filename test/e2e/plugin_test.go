@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin"
 )
 
@@ -204,8 +205,8 @@ func (p pluginRun) pluginPauseResume(t *testing.T) {
 	before := memberIDs(getCluster(t, p.ns, journeyCluster))
 	mustPlugin(t, p.bin, p.ns, "pause", journeyCluster)
 	c := getCluster(t, p.ns, journeyCluster)
-	if *c.Spec.Replicas != 0 || c.Annotations[plugin.AnnotationPausedReplicas] != "3" {
-		t.Fatalf("after pause: replicas %d, annotation %q", *c.Spec.Replicas, c.Annotations[plugin.AnnotationPausedReplicas])
+	if *c.Spec.Replicas != 0 || c.Annotations[etcdv1.AnnotationPausedReplicas] != "3" {
+		t.Fatalf("after pause: replicas %d, annotation %q", *c.Spec.Replicas, c.Annotations[etcdv1.AnnotationPausedReplicas])
 	}
 	eventually(t, 3*time.Minute, "no member Pod left", func() error {
 		pods := &corev1.PodList{}
@@ -224,7 +225,7 @@ func (p pluginRun) pluginPauseResume(t *testing.T) {
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Fatalf("members before pause %v, after resume %v", before, after)
 	}
-	if _, ok := getCluster(t, p.ns, journeyCluster).Annotations[plugin.AnnotationPausedReplicas]; ok {
+	if _, ok := getCluster(t, p.ns, journeyCluster).Annotations[etcdv1.AnnotationPausedReplicas]; ok {
 		t.Fatal("resume left the paused-replicas annotation")
 	}
 }

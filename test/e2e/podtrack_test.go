@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -103,7 +103,7 @@ type podTracker struct {
 func trackMemberPods(t *testing.T, ns, cluster string, members []string) *podTracker {
 	t.Helper()
 	pt := &podTracker{}
-	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}}
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}}
 	begin := func(list client.ObjectList) (err error) {
 		pt.restarts, err = robustness.NewRestarts(members, list.(*corev1.PodList).Items)
 		return err

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -189,7 +188,7 @@ func TestRecoveryFromASnapshot(t *testing.T) {
 	if after.Status.ClusterID == before.Status.ClusterID || after.Status.ClusterID == "" {
 		t.Fatalf("cluster ID %q after the recovery from a snapshot, was %s", after.Status.ClusterID, before.Status.ClusterID)
 	}
-	if after.Status.Voters != 3 || after.Status.SnapshotRecovery != nil || after.Annotations[controller.AnnotationRecoverFromSnapshot] != "" {
+	if after.Status.Voters != 3 || after.Status.SnapshotRecovery != nil || after.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "" {
 		t.Fatalf("after the recovery: %d voters, record %+v, annotations %v", after.Status.Voters, after.Status.SnapshotRecovery, after.Annotations)
 	}
 	checkKeptAsDiscarded(t, ns, before.Status.Members[0])

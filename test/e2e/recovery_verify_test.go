@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // A recovery asked from an EtcdSnapshot whose stored file was removed from MinIO behind the
@@ -58,7 +56,7 @@ func TestRecoveryFromARemovedSnapshotFileIsRefused(t *testing.T) {
 		setPodLink(t, ns, name, "up")
 	}
 	after := waitSettledAfter(t, ns, "unverified", 3, healed, 5*time.Minute)
-	if after.Status.ClusterID != before.Status.ClusterID || after.Annotations[controller.AnnotationRecoverFromSnapshot] != "" {
+	if after.Status.ClusterID != before.Status.ClusterID || after.Annotations[etcdv1.AnnotationRecoverFromSnapshot] != "" {
 		t.Fatalf("after the partition: cluster ID %q (was %s), annotations %v", after.Status.ClusterID, before.Status.ClusterID, after.Annotations)
 	}
 	checkNothingDiscarded(t, ns, "unverified", pvcs)
@@ -80,7 +78,7 @@ func checkRecoveryOfARemovedFileRefused(t *testing.T, ns string, before *etcdv1.
 	if err == nil || !strings.Contains(err.Error(), "SnapshotNotFound") || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("kubectl etcd recover --from-snapshot of a removed file: %v\n%s", err, out)
 	}
-	for reason, part := range map[string]string{"VerifyingSnapshot": snap.Status.Artifact.URI, controller.ReasonRecoveryRefused: "SnapshotNotFound"} {
+	for reason, part := range map[string]string{"VerifyingSnapshot": snap.Status.Artifact.URI, etcdv1.ReasonRecoveryRefused: "SnapshotNotFound"} {
 		if !eventAbout(t, ns, reason, part) {
 			t.Errorf("no %s event saying %q: %v", reason, part, eventReasons(t, ns))
 		}
@@ -95,7 +93,7 @@ func checkRecoveryOfARemovedFileRefused(t *testing.T, ns string, before *etcdv1.
 func clusterPVCs(t *testing.T, ns, cluster string) map[string]types.UID {
 	t.Helper()
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]types.UID{}
@@ -110,7 +108,7 @@ func clusterPVCs(t *testing.T, ns, cluster string) map[string]types.UID {
 func checkNothingDiscarded(t *testing.T, ns, cluster string, pvcs map[string]types.UID) {
 	t.Helper()
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != len(pvcs) || len(pvcs) != 3 {
@@ -122,14 +120,14 @@ func checkNothingDiscarded(t *testing.T, ns, cluster string, pvcs map[string]typ
 		}
 	}
 	members := &etcdv1.EtcdMemberList{}
-	if err := k8s.List(context.Background(), members, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), members, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	if len(members.Items) != 3 {
 		t.Fatalf("%d EtcdMembers", len(members.Items))
 	}
 	for _, m := range members.Items {
-		if m.Annotations[controller.AnnotationDiscard] != "" || !m.DeletionTimestamp.IsZero() {
+		if m.Annotations[etcdv1.AnnotationDiscard] != "" || !m.DeletionTimestamp.IsZero() {
 			t.Fatalf("EtcdMember %s marked to discard its data or going", m.Name)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // createClusterWith creates a cluster of 3 members with its retention policy set (nil leaves
@@ -112,7 +111,7 @@ func TestRecreatedWithARestoreRefusesTheKeptPVCs(t *testing.T) {
 		return nil
 	})
 	members := &etcdv1.EtcdMemberList{}
-	if err := k8s.List(context.Background(), members, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: "again"}); err != nil || len(members.Items) != 0 {
+	if err := k8s.List(context.Background(), members, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: "again"}); err != nil || len(members.Items) != 0 {
 		t.Fatalf("%d EtcdMembers made while the restore is refused (%v)", len(members.Items), err)
 	}
 

@@ -143,12 +143,12 @@ func deleteEtcdMembers(t *testing.T, ns, cluster string, names []string, foregro
 		propagation = metav1.DeletePropagationForeground
 	}
 	list := &etcdv1.EtcdMemberList{}
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	if len(names) == len(list.Items) {
 		if err := k8s.DeleteAllOf(context.Background(), &etcdv1.EtcdMember{}, client.InNamespace(ns),
-			client.MatchingLabels{specs.LabelCluster: cluster}, client.PropagationPolicy(propagation)); err != nil {
+			client.MatchingLabels{etcdv1.LabelCluster: cluster}, client.PropagationPolicy(propagation)); err != nil {
 			t.Fatal(err)
 		}
 		return

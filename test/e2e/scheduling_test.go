@@ -103,7 +103,7 @@ func TestATolerationAddedLetsPendingMembersOntoATaintedNode(t *testing.T) {
 	var pending []corev1.Pod
 	eventually(t, 2*time.Minute, "3 member Pods unschedulable for the untolerated taint", func() error {
 		pods := &corev1.PodList{}
-		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: "tainted"}); err != nil {
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: "tainted"}); err != nil {
 			return err
 		}
 		for _, p := range pods.Items {
@@ -240,7 +240,7 @@ func checkPlacement(t *testing.T, ns, cluster string, want placement) {
 // from it.
 func placedAsWanted(ns, cluster string, want placement) error {
 	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		return err
 	}
 	live := 0

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
@@ -126,12 +125,12 @@ func waitBackOnItsPVC(t *testing.T, ns, name string, before *etcdv1.EtcdCluster,
 	}
 	var said []string
 	for _, e := range list.Items {
-		if e.Reason == controller.ReasonTerminalPodReplaced && e.Regarding.Name == stopped.Name {
+		if e.Reason == etcdv1.ReasonTerminalPodReplaced && e.Regarding.Name == stopped.Name {
 			said = append(said, e.Note)
 		}
 	}
 	if !slices.ContainsFunc(said, func(note string) bool { return strings.Contains(note, how) }) {
-		t.Errorf("%s events of %s: %q, want one that says %q", controller.ReasonTerminalPodReplaced, stopped.Name, said, how)
+		t.Errorf("%s events of %s: %q, want one that says %q", etcdv1.ReasonTerminalPodReplaced, stopped.Name, said, how)
 	}
 	after := waitSettledAfter(t, ns, name, 3, since, 3*time.Minute)
 	if got, want := memberIDs(after), memberIDs(before); !maps.Equal(got, want) {

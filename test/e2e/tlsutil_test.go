@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
@@ -148,7 +149,7 @@ func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
 func memberIPs(t *testing.T, ns, cluster string) map[string]string {
 	t.Helper()
 	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: cluster}); err != nil {
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	ips := map[string]string{}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Versions the local cluster's image map has besides etcdVersion (hack/images.sh). Each is
@@ -161,7 +160,7 @@ func TestAVersionWithNoImageCanBeSetBack(t *testing.T) {
 	var stuck corev1.Pod
 	eventually(t, 5*time.Minute, "a member Pod failing to pull etcd "+noSuchRelease, func() error {
 		pods := &corev1.PodList{}
-		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{specs.LabelCluster: "revert"}); err != nil {
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: "revert"}); err != nil {
 			return err
 		}
 		for _, p := range pods.Items {

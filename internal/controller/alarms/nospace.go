@@ -25,9 +25,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// LabelNoSpace marks the EtcdDefrag a NOSPACE remediation of the named cluster created.
-const LabelNoSpace = "etcd-operator.cozystack.io/nospace-remediation"
-
 // Reconciler remediates NOSPACE on clusters whose Alarm condition says NoSpace. Each alarm
 // episode (the condition's transition time) has its own EtcdDefrag, named after it, so a
 // crash at any point repeats nothing but the harmless compaction.
@@ -55,7 +52,7 @@ const (
 // decide is the pure decision from the cluster's Alarm condition and this episode's pass.
 func decide(c *etcdv1.EtcdCluster, pass *etcdv1.EtcdDefrag, hasOldPasses bool) step {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAlarm)
-	noSpace := cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == controller.ReasonNoSpace
+	noSpace := cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == etcdv1.ReasonNoSpace
 	switch {
 	case !noSpace && hasOldPasses:
 		return stepCleanUp
@@ -82,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	passes := &etcdv1.EtcdDefragList{}
-	if err := r.List(ctx, passes, client.InNamespace(c.Namespace), client.MatchingLabels{LabelNoSpace: c.Name}); err != nil {
+	if err := r.List(ctx, passes, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelNoSpaceRemediation: c.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	name := passName(c)
@@ -129,7 +126,7 @@ func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name stri
 		return err
 	}
 	d := &etcdv1.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{LabelNoSpace: c.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{etcdv1.LabelNoSpaceRemediation: c.Name}},
 		Spec:       etcdv1.EtcdDefragSpec{ClusterRef: corev1.LocalObjectReference{Name: c.Name}, Rule: &etcdv1.DefragRule{All: true}},
 	}
 	if err := controllerutil.SetControllerReference(c, d, r.Scheme()); err != nil {
@@ -138,7 +135,7 @@ func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name stri
 	if err := r.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "NoSpaceRemediation", "%s; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", note, name)
+	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceRemediation, "%s; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", note, name)
 	return nil
 }
 
@@ -166,7 +163,7 @@ func (r *Reconciler) disarm(ctx context.Context, c *etcdv1.EtcdCluster, pass *et
 		return err
 	}
 	if n > 0 {
-		r.event(c, corev1.EventTypeNormal, "NoSpaceDisarmed", "disarmed NOSPACE on %d members after EtcdDefrag %s (%s, %d defragmented)", n, pass.Name, pass.Status.Phase, pass.Status.Defragmented)
+		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceDisarmed, "disarmed NOSPACE on %d members after EtcdDefrag %s (%s, %d defragmented)", n, pass.Name, pass.Status.Phase, pass.Status.Defragmented)
 	}
 	return nil
 }
@@ -187,7 +184,7 @@ func (r *Reconciler) cleanUp(ctx context.Context, passes []etcdv1.EtcdDefrag) er
 
 func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn func(context.Context, etcd.Client, []string) (int64, error)) (int64, error) {
 	members := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return 0, err
 	}
 	var endpoints []string

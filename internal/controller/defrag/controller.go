@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c := &etcdv1.EtcdCluster{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}, c)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, "ClusterNotFound", fmt.Sprintf("EtcdCluster %s does not exist", d.Spec.ClusterRef.Name))
+		return ctrl.Result{}, r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s does not exist", d.Spec.ClusterRef.Name))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -111,14 +111,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "AnotherPassRunning", fmt.Sprintf("EtcdDefrag %s is defragmenting this cluster; one pass at a time", other))
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonAnotherPassRunning, fmt.Sprintf("EtcdDefrag %s is defragmenting this cluster; one pass at a time", other))
 	}
 	names, err := r.memberNames(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(names) == 0 {
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.wait(ctx, d, "NoRunningMember", "the cluster has no running member (paused or not bootstrapped)")
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.wait(ctx, d, etcdv1.ReasonNoRunningMember, "the cluster has no running member (paused or not bootstrapped)")
 	}
 	return r.step(ctx, d, c, names)
 }
@@ -132,15 +132,15 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 	}
 	cli, err := r.NewClient(ctx, c, endpoints)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "EtcdUnreachable", err.Error())
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
 	}
 	defer func() { _ = cli.Close() }()
 	view, err := look(ctx, cli, names, endpointOf)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, "EtcdUnreachable", err.Error())
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
 	}
 	if r.start(d, names) {
-		r.event(d, corev1.EventTypeNormal, "DefragStarted", "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
+		r.event(d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
 	}
 	name, ok := nextMember(d.Status.Members, view)
@@ -170,7 +170,7 @@ func (r *Reconciler) start(d *etcdv1.EtcdDefrag, names []string) bool {
 	for _, n := range names {
 		d.Status.Members = append(d.Status.Members, etcdv1.MemberDefragStatus{Name: n, Outcome: etcdv1.DefragOutcomePending})
 	}
-	meta.RemoveStatusCondition(&d.Status.Conditions, "Waiting")
+	meta.RemoveStatusCondition(&d.Status.Conditions, etcdv1.DefragConditionWaiting)
 	return true
 }
 
@@ -190,7 +190,7 @@ func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView
 	defragCtx, cancel := context.WithTimeout(ctx, defragmentTimeout)
 	defer cancel()
 	if err := cli.Defragment(defragCtx, m.endpoint); err != nil {
-		row.Outcome, row.Reason, row.Message = etcdv1.DefragOutcomeFailed, ReasonDefragmentFailed, err.Error()
+		row.Outcome, row.Reason, row.Message = etcdv1.DefragOutcomeFailed, etcdv1.ReasonDefragmentFailed, err.Error()
 		return row
 	}
 	row.Outcome = etcdv1.DefragOutcomeDefragmented
@@ -209,7 +209,7 @@ func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.
 	if err := leadAway(ctx, cli, view, name); err != nil {
 		return err
 	}
-	r.event(d, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "moved leadership away from %s before defragmenting it", name)
+	r.event(d, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership away from %s before defragmenting it", name)
 	row := rowOf(d, name)
 	row.Role = etcdv1.DefragRoleLeader
 	setRow(d, row)
@@ -252,9 +252,9 @@ func (r *Reconciler) complete(ctx context.Context, d *etcdv1.EtcdDefrag) error {
 	}
 	msg := fmt.Sprintf("%d defragmented, %d skipped, %d failed", d.Status.Defragmented, skipped, failed)
 	if failed > 0 {
-		return r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, "MemberFailed", msg)
+		return r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, etcdv1.ReasonMemberFailed, msg)
 	}
-	return r.finish(ctx, d, etcdv1.EtcdDefragPhaseComplete, "Complete", msg)
+	return r.finish(ctx, d, etcdv1.EtcdDefragPhaseComplete, etcdv1.ReasonComplete, msg)
 }
 
 func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etcdv1.EtcdDefragPhase, reason, message string) error {
@@ -265,7 +265,7 @@ func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etc
 	if phase == etcdv1.EtcdDefragPhaseFailed {
 		status, eventType = metav1.ConditionFalse, corev1.EventTypeWarning
 	}
-	meta.RemoveStatusCondition(&d.Status.Conditions, "Waiting")
+	meta.RemoveStatusCondition(&d.Status.Conditions, etcdv1.DefragConditionWaiting)
 	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: d.Generation})
 	r.event(d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
 	return metrics.DefragFinished(phase == etcdv1.EtcdDefragPhaseFailed, r.Status().Update(ctx, d))
@@ -277,7 +277,7 @@ func (r *Reconciler) wait(ctx context.Context, d *etcdv1.EtcdDefrag, reason, mes
 	if d.Status.Phase == "" {
 		d.Status.Phase = etcdv1.EtcdDefragPhasePending
 	}
-	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: "Waiting", Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: d.Generation})
+	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionWaiting, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: d.Generation})
 	if equalStatus(before, d) {
 		return nil
 	}
@@ -286,7 +286,7 @@ func (r *Reconciler) wait(ctx context.Context, d *etcdv1.EtcdDefrag, reason, mes
 }
 
 func equalStatus(a, b *etcdv1.EtcdDefrag) bool {
-	ca, cb := meta.FindStatusCondition(a.Status.Conditions, "Waiting"), meta.FindStatusCondition(b.Status.Conditions, "Waiting")
+	ca, cb := meta.FindStatusCondition(a.Status.Conditions, etcdv1.DefragConditionWaiting), meta.FindStatusCondition(b.Status.Conditions, etcdv1.DefragConditionWaiting)
 	return a.Status.Phase == b.Status.Phase && ca != nil && cb != nil && ca.Reason == cb.Reason && ca.Message == cb.Message
 }
 
@@ -329,7 +329,7 @@ func (r *Reconciler) runningPass(ctx context.Context, d *etcdv1.EtcdDefrag) (str
 // memberNames are the cluster's members that should be running, by name.
 func (r *Reconciler) memberNames(ctx context.Context, c *etcdv1.EtcdCluster) ([]string, error) {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{specs.LabelCluster: c.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
 		return nil, err
 	}
 	var names []string

@@ -116,9 +116,9 @@ func TestPassSkipsWhatWouldCostTheQuorum(t *testing.T) {
 	h.etcd.SetDown(h.ids["db-3"], true)
 	d := h.run()
 	for _, row := range d.Status.Members {
-		want := ReasonWouldLoseQuorum
+		want := etcdv1.ReasonWouldLoseQuorum
 		if row.Name == "db-3" {
-			want = ReasonMemberUnhealthy
+			want = etcdv1.ReasonMemberUnhealthy
 		}
 		if row.Outcome != etcdv1.DefragOutcomeSkipped || row.Reason != want {
 			t.Errorf("member %s: %s/%s, want Skipped/%s", row.Name, row.Outcome, row.Reason, want)
@@ -136,8 +136,8 @@ func TestPassWithTheDefaultRuleSkipsSmallDatabases(t *testing.T) {
 		t.Fatalf("status %+v, want Complete with none defragmented", d.Status)
 	}
 	for _, row := range d.Status.Members {
-		if row.Outcome != etcdv1.DefragOutcomeSkipped || row.Reason != ReasonBelowThreshold {
-			t.Errorf("member %+v, want Skipped/%s", row, ReasonBelowThreshold)
+		if row.Outcome != etcdv1.DefragOutcomeSkipped || row.Reason != etcdv1.ReasonBelowThreshold {
+			t.Errorf("member %+v, want Skipped/%s", row, etcdv1.ReasonBelowThreshold)
 		}
 		if wantLeader := row.Name == "db-1"; (row.Role == etcdv1.DefragRoleLeader) != wantLeader {
 			t.Errorf("member %s has role %s; only db-1 leads", row.Name, row.Role)
@@ -188,7 +188,7 @@ func TestScheduleCreatesOnePassPerDueTimeAndPrunes(t *testing.T) {
 			t.Fatal(err)
 		}
 		list := &etcdv1.EtcdDefragList{}
-		if err := h.api.List(context.Background(), list, client.MatchingLabels{LabelSchedule: "db"}); err != nil {
+		if err := h.api.List(context.Background(), list, client.MatchingLabels{etcdv1.LabelDefragSchedule: "db"}); err != nil {
 			t.Fatal(err)
 		}
 		return list.Items

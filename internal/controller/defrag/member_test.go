@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
 )
@@ -51,15 +52,15 @@ func TestMemberMovesLeadershipAwayBeforeDefragmentingTheLeader(t *testing.T) {
 func TestMemberRefusesWhatWouldCostTheQuorum(t *testing.T) {
 	f, ids, names := memberFake()
 	f.SetDown(ids["db-3"], true)
-	for member, reason := range map[string]string{"db-2": ReasonWouldLoseQuorum, "db-3": ReasonMemberUnhealthy} {
+	for member, reason := range map[string]string{"db-2": etcdv1.ReasonWouldLoseQuorum, "db-3": etcdv1.ReasonMemberUnhealthy} {
 		if _, err := Member(context.Background(), f, names, self, member); err == nil || !strings.Contains(err.Error(), reason) {
 			t.Errorf("Member(%s) with db-3 down = %v; want a refusal %s", member, err, reason)
 		}
 	}
 	// A voter the caller cannot reach counts as unhealthy too.
 	f.SetDown(ids["db-3"], false)
-	if _, err := Member(context.Background(), f, names[:2], self, "db-2"); err == nil || !strings.Contains(err.Error(), ReasonWouldLoseQuorum) {
-		t.Errorf("Member(db-2) with db-3 out of reach = %v; want %s", err, ReasonWouldLoseQuorum)
+	if _, err := Member(context.Background(), f, names[:2], self, "db-2"); err == nil || !strings.Contains(err.Error(), etcdv1.ReasonWouldLoseQuorum) {
+		t.Errorf("Member(db-2) with db-3 out of reach = %v; want %s", err, etcdv1.ReasonWouldLoseQuorum)
 	}
 	if n := len(f.CallsTo("Defragment")); n != 0 {
 		t.Fatalf("%d members defragmented below the quorum: %v", n, f.Calls())

@@ -47,22 +47,22 @@ func decide(rule *etcdv1.DefragRule, v passView, name string) verdict {
 	m, ok := v.members[name]
 	switch {
 	case !ok || !m.inEtcd:
-		return skip(ReasonMemberUnhealthy, "not in etcd's member list")
+		return skip(etcdv1.ReasonMemberUnhealthy, "not in etcd's member list")
 	case !m.answered || !m.healthy:
-		return skip(ReasonMemberUnhealthy, "does not answer its health check")
+		return skip(etcdv1.ReasonMemberUnhealthy, "does not answer its health check")
 	}
 	pick, why := selected(rule, m.sizes)
 	if !pick {
-		return skip(ReasonBelowThreshold, why)
+		return skip(etcdv1.ReasonBelowThreshold, why)
 	}
 	if !m.learner && v.healthyVoters-1 < quorum(v.voters) {
-		return skip(ReasonWouldLoseQuorum, fmt.Sprintf(
+		return skip(etcdv1.ReasonWouldLoseQuorum, fmt.Sprintf(
 			"defragmenting pauses the member: %d of %d voters would stay healthy, fewer than the quorum of %d", v.healthyVoters-1, v.voters, quorum(v.voters)))
 	}
 	if m.id == v.leader {
-		return verdict{moveLeader: true, reason: ReasonRuleMatched, message: why}
+		return verdict{moveLeader: true, reason: etcdv1.ReasonRuleMatched, message: why}
 	}
-	return verdict{defragment: true, reason: ReasonRuleMatched, message: why}
+	return verdict{defragment: true, reason: etcdv1.ReasonRuleMatched, message: why}
 }
 
 func skip(reason, message string) verdict {

@@ -63,12 +63,12 @@ func TestDecide(t *testing.T) {
 		member string
 		want   verdict
 	}{
-		{"a healthy follower", all, view3(true, true, true), "b", verdict{defragment: true, reason: ReasonRuleMatched}},
-		{"the leader: leadership moves first", all, view3(true, true, true), "a", verdict{moveLeader: true, reason: ReasonRuleMatched}},
-		{"an unhealthy member", all, view3(true, false, true), "b", skip(ReasonMemberUnhealthy, "")},
-		{"a healthy member with another one down", all, view3(true, false, true), "c", skip(ReasonWouldLoseQuorum, "")},
-		{"below the rule", nil, view3(true, true, true), "b", skip(ReasonBelowThreshold, "")},
-		{"not in etcd", all, view3(true, true, true), "d", skip(ReasonMemberUnhealthy, "")},
+		{"a healthy follower", all, view3(true, true, true), "b", verdict{defragment: true, reason: etcdv1.ReasonRuleMatched}},
+		{"the leader: leadership moves first", all, view3(true, true, true), "a", verdict{moveLeader: true, reason: etcdv1.ReasonRuleMatched}},
+		{"an unhealthy member", all, view3(true, false, true), "b", skip(etcdv1.ReasonMemberUnhealthy, "")},
+		{"a healthy member with another one down", all, view3(true, false, true), "c", skip(etcdv1.ReasonWouldLoseQuorum, "")},
+		{"below the rule", nil, view3(true, true, true), "b", skip(etcdv1.ReasonBelowThreshold, "")},
+		{"not in etcd", all, view3(true, true, true), "d", skip(etcdv1.ReasonMemberUnhealthy, "")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,8 +83,8 @@ func TestDecide(t *testing.T) {
 
 func TestSingleMemberIsNeverDefragmented(t *testing.T) {
 	v := passView{members: map[string]memberView{"a": {name: "a", id: 1, inEtcd: true, answered: true, healthy: true}}, leader: 1, voters: 1, healthyVoters: 1}
-	if got := decide(&etcdv1.DefragRule{All: true}, v, "a"); got.reason != ReasonWouldLoseQuorum {
-		t.Fatalf("the only member: %+v, want skipped for %s", got, ReasonWouldLoseQuorum)
+	if got := decide(&etcdv1.DefragRule{All: true}, v, "a"); got.reason != etcdv1.ReasonWouldLoseQuorum {
+		t.Fatalf("the only member: %+v, want skipped for %s", got, etcdv1.ReasonWouldLoseQuorum)
 	}
 }
 

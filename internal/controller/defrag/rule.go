@@ -22,15 +22,6 @@ var (
 // their quota (3.5).
 const etcdDefaultQuota = 2 << 30
 
-// Reasons of a member's outcome.
-const (
-	ReasonRuleMatched      = "RuleMatched"
-	ReasonBelowThreshold   = "BelowThreshold"
-	ReasonMemberUnhealthy  = "MemberUnhealthy"
-	ReasonWouldLoseQuorum  = "WouldLoseQuorum"
-	ReasonDefragmentFailed = "DefragmentFailed"
-)
-
 // sizes are a member's database figures from its status.
 type sizes struct {
 	dbSize, inUse, quota int64

@@ -20,12 +20,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
-// LabelSchedule marks the EtcdDefrags that spec.defrag of the named cluster created.
-const LabelSchedule = "etcd-operator.cozystack.io/defrag-schedule"
-
-// AnnotationScheduledTime on a scheduled EtcdDefrag is the time it was due (RFC 3339).
-const AnnotationScheduledTime = "etcd-operator.cozystack.io/scheduled-time"
-
 // ScheduleReconciler creates an EtcdDefrag at each time an EtcdCluster's spec.defrag names.
 // It keeps no state of its own: the last scheduled EtcdDefrag says when the schedule last
 // fired, and its name is the due time, so a second attempt at the same time is a no-op.
@@ -77,7 +71,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func lastScheduled(c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) time.Time {
 	last := c.CreationTimestamp.Time
 	for _, p := range passes {
-		if t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationScheduledTime]); err == nil && t.After(last) {
+		if t, err := time.Parse(time.RFC3339, p.Annotations[etcdv1.AnnotationScheduledTime]); err == nil && t.After(last) {
 			last = t
 		}
 	}
@@ -86,7 +80,7 @@ func lastScheduled(c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) time.Time 
 
 func (r *ScheduleReconciler) scheduledPasses(ctx context.Context, c *etcdv1.EtcdCluster) ([]etcdv1.EtcdDefrag, error) {
 	list := &etcdv1.EtcdDefragList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelSchedule: c.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelDefragSchedule: c.Name}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -97,8 +91,8 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	d := &etcdv1.EtcdDefrag{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: c.Name + "-defrag-" + strconv.FormatInt(due.Unix(), 10), Namespace: c.Namespace,
-			Labels:      map[string]string{LabelSchedule: c.Name},
-			Annotations: map[string]string{AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
+			Labels:      map[string]string{etcdv1.LabelDefragSchedule: c.Name},
+			Annotations: map[string]string{etcdv1.AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
 		},
 		Spec: etcdv1.EtcdDefragSpec{ClusterRef: corev1.LocalObjectReference{Name: c.Name}, Rule: c.Spec.Defrag.Rule.DeepCopy()},
 	}
@@ -112,7 +106,7 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err != nil {
 		return err
 	}
-	controller.Emit(r.Recorder, c, d, corev1.EventTypeNormal, "DefragScheduled", "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
+	controller.Emit(r.Recorder, c, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
 	return nil
 }
 
@@ -129,7 +123,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 		}
 	}
 	sort.Slice(done, func(i, j int) bool {
-		return done[i].Annotations[AnnotationScheduledTime] > done[j].Annotations[AnnotationScheduledTime]
+		return done[i].Annotations[etcdv1.AnnotationScheduledTime] > done[j].Annotations[etcdv1.AnnotationScheduledTime]
 	})
 	for i := keep; i < len(done); i++ {
 		if err := r.Delete(ctx, &done[i]); client.IgnoreNotFound(err) != nil {
@@ -140,7 +134,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 }
 
 func (r *ScheduleReconciler) warn(c *etcdv1.EtcdCluster, format string, args ...any) {
-	controller.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, "InvalidDefragSchedule", "Defragment", format, args...)
+	controller.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, etcdv1.ReasonInvalidDefragSchedule, "Defragment", format, args...)
 }
 
 // SetupWithManager watches clusters and the passes they own.

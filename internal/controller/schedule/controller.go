@@ -16,16 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
-
-// Finalizer keeps the snapshots a schedule took when the schedule is deleted: they are
-// released (their owner reference removed) instead of garbage-collected with their files.
-const Finalizer = "etcd-operator.cozystack.io/keep-snapshots"
-
-// LabelSchedule marks the EtcdSnapshots a schedule created.
-const LabelSchedule = "etcd-operator.cozystack.io/schedule"
 
 // Reconciler runs EtcdSnapshotSchedules.
 type Reconciler struct {
@@ -61,15 +53,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !sc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.orphanSnapshots(ctx, sc)
 	}
-	if !controllerutil.ContainsFinalizer(sc, Finalizer) {
-		controllerutil.AddFinalizer(sc, Finalizer)
+	if !controllerutil.ContainsFinalizer(sc, etcdv1.FinalizerKeepSnapshots) {
+		controllerutil.AddFinalizer(sc, etcdv1.FinalizerKeepSnapshots)
 		return ctrl.Result{}, r.Update(ctx, sc)
 	}
 	before := sc.Status.DeepCopy()
 	now := r.Now()
 	cron, loc, err := Parse(sc.Spec.Schedule, sc.Spec.TimeZone)
 	if err != nil {
-		setReady(sc, metav1.ConditionFalse, "InvalidSchedule", err.Error())
+		setReady(sc, metav1.ConditionFalse, etcdv1.ReasonInvalidSchedule, err.Error())
 		return ctrl.Result{}, r.updateStatus(ctx, sc, before)
 	}
 	all := &etcdv1.EtcdSnapshotList{}
@@ -93,10 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// No next run while suspended (status.nextScheduleTime says "unless suspended"):
 		// a time there would read as a promise.
 		sc.Status.NextScheduleTime = nil
-		setReady(sc, metav1.ConditionTrue, "Suspended", "spec.suspend is true: no new snapshots")
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonSuspended, "spec.suspend is true: no new snapshots")
 	case isDue && running != "":
 		// Never two snapshots of a cluster at once: this run waits for the running one.
-		setReady(sc, metav1.ConditionTrue, "Waiting", fmt.Sprintf("a run is due; EtcdSnapshot %s of the cluster is still running", running))
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonWaiting, fmt.Sprintf("a run is due; EtcdSnapshot %s of the cluster is still running", running))
 		next = now.Add(10 * time.Second)
 	case isDue:
 		name, err := r.start(ctx, sc, due)
@@ -104,9 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		sc.Status.LastScheduleTime, sc.Status.Active = &metav1.Time{Time: due}, name
-		setReady(sc, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("started EtcdSnapshot %s", name))
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonScheduled, fmt.Sprintf("started EtcdSnapshot %s", name))
 	default:
-		setReady(sc, metav1.ConditionTrue, "Scheduled", fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonScheduled, fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
 	}
 	if err := r.updateStatus(ctx, sc, before); err != nil {
 		return ctrl.Result{}, err
@@ -125,11 +117,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *etcdv1.EtcdSnapshotSc
 
 // orphanSnapshots releases the schedule's snapshots, then lets the schedule go.
 func (r *Reconciler) orphanSnapshots(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule) error {
-	if !controllerutil.ContainsFinalizer(sc, Finalizer) {
+	if !controllerutil.ContainsFinalizer(sc, etcdv1.FinalizerKeepSnapshots) {
 		return nil
 	}
 	list := &etcdv1.EtcdSnapshotList{}
-	if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels{LabelSchedule: sc.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels{etcdv1.LabelSnapshotSchedule: sc.Name}); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -144,7 +136,7 @@ func (r *Reconciler) orphanSnapshots(ctx context.Context, sc *etcdv1.EtcdSnapsho
 			return err
 		}
 	}
-	controllerutil.RemoveFinalizer(sc, Finalizer)
+	controllerutil.RemoveFinalizer(sc, etcdv1.FinalizerKeepSnapshots)
 	return client.IgnoreNotFound(r.Update(ctx, sc))
 }
 
@@ -161,7 +153,7 @@ func (r *Reconciler) survey(sc *etcdv1.EtcdSnapshotSchedule, items []etcdv1.Etcd
 		if s.Status.Phase != etcdv1.SnapshotComplete && s.Status.Phase != etcdv1.SnapshotFailed {
 			running = s.Name
 		}
-		if s.Labels[LabelSchedule] == sc.Name && metav1.IsControlledBy(s, sc) {
+		if s.Labels[etcdv1.LabelSnapshotSchedule] == sc.Name && metav1.IsControlledBy(s, sc) {
 			owned = append(owned, s)
 		}
 	}
@@ -192,7 +184,7 @@ func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule
 		if err := r.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		r.event(sc, corev1.EventTypeNormal, "Expired", "deleted EtcdSnapshot %s and its stored file (retention)", name)
+		r.event(sc, corev1.EventTypeNormal, etcdv1.ReasonExpired, "deleted EtcdSnapshot %s and its stored file (retention)", name)
 	}
 	return nil
 }
@@ -203,7 +195,7 @@ func (r *Reconciler) start(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule,
 	s := &etcdv1.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s-%d", sc.Name, due.Unix()), Namespace: sc.Namespace,
-			Labels: map[string]string{LabelSchedule: sc.Name},
+			Labels: map[string]string{etcdv1.LabelSnapshotSchedule: sc.Name},
 		},
 		Spec: etcdv1.EtcdSnapshotSpec{
 			ClusterRef: sc.Spec.ClusterRef, Destination: *sc.Spec.Destination.DeepCopy(),
@@ -219,7 +211,7 @@ func (r *Reconciler) start(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule,
 	if err := r.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	r.event(sc, corev1.EventTypeNormal, "Started", "created EtcdSnapshot %s", s.Name)
+	r.event(sc, corev1.EventTypeNormal, etcdv1.ReasonStarted, "created EtcdSnapshot %s", s.Name)
 	return s.Name, nil
 }
 
@@ -247,7 +239,7 @@ func recordOutcomes(sc *etcdv1.EtcdSnapshotSchedule, owned []*etcdv1.EtcdSnapsho
 	sc.Status.LastFailure = nil
 	if failed != nil && (ok == nil || failed.Status.CompletionTime.After(ok.Status.CompletionTime.Time)) {
 		f := &etcdv1.SnapshotFailure{Snapshot: failed.Name, Time: failed.Status.CompletionTime}
-		if c := meta.FindStatusCondition(failed.Status.Conditions, snapshot.ConditionReady); c != nil {
+		if c := meta.FindStatusCondition(failed.Status.Conditions, etcdv1.SnapshotConditionReady); c != nil {
 			f.Reason, f.Message = c.Reason, c.Message
 		}
 		sc.Status.LastFailure = f
@@ -256,7 +248,7 @@ func recordOutcomes(sc *etcdv1.EtcdSnapshotSchedule, owned []*etcdv1.EtcdSnapsho
 
 func setReady(sc *etcdv1.EtcdSnapshotSchedule, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&sc.Status.Conditions, metav1.Condition{
-		Type: "Ready", Status: status, Reason: reason, Message: msg, ObservedGeneration: sc.Generation,
+		Type: etcdv1.SnapshotScheduleConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: sc.Generation,
 	})
 }
 

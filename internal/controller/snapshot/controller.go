@@ -28,32 +28,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// Finalizer lets the controller delete the stored file of a snapshot with deletionPolicy Delete.
-const Finalizer = "etcd-operator.cozystack.io/snapshot-file"
-
-// ConditionReady is True once the snapshot is stored and verified.
-const ConditionReady = "Ready"
-
-// Reasons of the Ready condition that are the controller's own (the agent's come from
-// packages agent and backup).
-const (
-	ReasonClusterNotFound  = "ClusterNotFound"
-	ReasonPVCNotFound      = "PVCNotFound"
-	ReasonSecretNotFound   = "CredentialsSecretNotFound"
-	ReasonDeadlineExceeded = "DeadlineExceeded"
-	ReasonAgentFailed      = "AgentFailed"
-	ReasonInProgress       = "InProgress"
-	ReasonWaiting          = "WaitingForCluster"
-	ReasonSucceeded        = "Succeeded"
-	ReasonDeleteFailed     = "DeleteFailed"
-	// ReasonStoredFileKept: the snapshot went with deletionPolicy Delete, but the file at
-	// its name was not its own (another snapshot's, or stored by something else) and stays.
-	ReasonStoredFileKept = "StoredFileKept"
-	// ReasonRestoreInProgress: the snapshot is being deleted, but a cluster may still
-	// restore it (specs.SnapshotNeededBy); its file stays until none may.
-	ReasonRestoreInProgress = "RestoreInProgress"
-)
-
 // Reconciler runs EtcdSnapshots.
 type Reconciler struct {
 	client.Client
@@ -101,7 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // snapshotOfJob maps an agent Job to the EtcdSnapshot named in its label.
 func snapshotOfJob(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[LabelSnapshot]
+	name := obj.GetLabels()[etcdv1.LabelSnapshot]
 	if name == "" {
 		return nil
 	}
@@ -114,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if controllerutil.ContainsFinalizer(s, specs.FinalizerRestoreSource) {
+	if controllerutil.ContainsFinalizer(s, etcdv1.FinalizerRestoreSource) {
 		if wait, err := r.releaseHold(ctx, s); wait || err != nil {
 			return ctrl.Result{}, err
 		}
@@ -122,8 +96,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !s.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(s, Finalizer) {
-		controllerutil.AddFinalizer(s, Finalizer)
+	if !controllerutil.ContainsFinalizer(s, etcdv1.FinalizerSnapshotFile) {
+		controllerutil.AddFinalizer(s, etcdv1.FinalizerSnapshotFile)
 		return ctrl.Result{}, r.Update(ctx, s)
 	}
 	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
@@ -146,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // releaseHold lets the hold a cluster took on the snapshot's file
-// (specs.FinalizerRestoreSource) go once no cluster may restore the snapshot any more; until
+// (etcdv1.FinalizerRestoreSource) go once no cluster may restore the snapshot any more; until
 // then a deletion waits, and says for whom. True when this reconcile ends here: the hold was
 // let go (the update brings the snapshot back) or a deletion waits. The clusters are read
 // live, after the snapshot; the release is written with the snapshot's resourceVersion, so a
@@ -159,18 +133,18 @@ func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (b
 	users := specs.SnapshotNeededBy(s.Name, clusters.Items)
 	switch {
 	case len(users) == 0:
-		controllerutil.RemoveFinalizer(s, specs.FinalizerRestoreSource)
-		delete(s.Annotations, specs.AnnotationRestoreHeldBy)
+		controllerutil.RemoveFinalizer(s, etcdv1.FinalizerRestoreSource)
+		delete(s.Annotations, etcdv1.AnnotationRestoreHeldBy)
 		return true, client.IgnoreNotFound(r.Update(ctx, s))
 	case s.DeletionTimestamp.IsZero():
 		return false, nil
 	}
 	msg := fmt.Sprintf("the deletion waits until no cluster may restore this snapshot any more: %s", strings.Join(users, "; "))
-	if hasReady(s, ReasonRestoreInProgress, msg) {
+	if hasReady(s, etcdv1.ReasonRestoreInProgress, msg) {
 		return true, nil
 	}
-	setReady(s, metav1.ConditionFalse, ReasonRestoreInProgress, msg)
-	r.event(s, corev1.EventTypeWarning, ReasonRestoreInProgress, "%s", msg)
+	setReady(s, metav1.ConditionFalse, etcdv1.ReasonRestoreInProgress, msg)
+	r.event(s, corev1.EventTypeWarning, etcdv1.ReasonRestoreInProgress, "%s", msg)
 	return true, r.Status().Update(ctx, s)
 }
 
@@ -213,12 +187,12 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 	if s.Status.Phase == etcdv1.SnapshotStarted {
 		// The Job is gone before its result was read (deleted by hand, or its TTL ran out
 		// while the operator was down): that attempt failed.
-		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
 	}
 	c := &etcdv1.EtcdCluster{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name}, c)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.fail(ctx, s, ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s, named by spec.clusterRef, does not exist in namespace %s", s.Spec.ClusterRef.Name, s.Namespace))
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s, named by spec.clusterRef, does not exist in namespace %s", s.Spec.ClusterRef.Name, s.Namespace))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -241,8 +215,8 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 	}
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
-	setReady(s, metav1.ConditionFalse, ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
-	r.event(s, corev1.EventTypeNormal, "Started", "snapshot Job %s started", job.Name)
+	setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
+	r.event(s, corev1.EventTypeNormal, etcdv1.ReasonStarted, "snapshot Job %s started", job.Name)
 	return ctrl.Result{}, r.Status().Update(ctx, s)
 }
 
@@ -252,14 +226,14 @@ func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (
 	if d.PVC != nil {
 		err := r.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: d.PVC.ClaimName}, &corev1.PersistentVolumeClaim{})
 		if apierrors.IsNotFound(err) {
-			return ReasonPVCNotFound, fmt.Sprintf("PersistentVolumeClaim %s, named by spec.destination.pvc.claimName, does not exist: create it or name another", d.PVC.ClaimName), nil
+			return etcdv1.ReasonPVCNotFound, fmt.Sprintf("PersistentVolumeClaim %s, named by spec.destination.pvc.claimName, does not exist: create it or name another", d.PVC.ClaimName), nil
 		}
 		return "", "", err
 	}
 	name := d.S3.CredentialsSecretRef.Name
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
-		return ReasonSecretNotFound, fmt.Sprintf("Secret %s, named by spec.destination.s3.credentialsSecretRef, does not exist: create it with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", name), nil
+		return etcdv1.ReasonCredentialsSecretNotFound, fmt.Sprintf("Secret %s, named by spec.destination.s3.credentialsSecretRef, does not exist: create it with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", name), nil
 	}
 	return "", "", err
 }
@@ -273,11 +247,11 @@ func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot,
 	}
 	deadline := s.CreationTimestamp.Add(time.Duration(DeadlineSeconds(s)) * time.Second)
 	if r.Now().After(deadline) {
-		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
 	}
-	if s.Status.Phase != etcdv1.SnapshotPending || !hasReady(s, ReasonWaiting, msg) {
+	if s.Status.Phase != etcdv1.SnapshotPending || !hasReady(s, etcdv1.ReasonWaitingForCluster, msg) {
 		s.Status.Phase = etcdv1.SnapshotPending
-		setReady(s, metav1.ConditionFalse, ReasonWaiting, msg)
+		setReady(s, metav1.ConditionFalse, etcdv1.ReasonWaitingForCluster, msg)
 		if err := r.Status().Update(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -292,7 +266,7 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 		if s.Status.Phase != etcdv1.SnapshotStarted {
 			now := metav1.NewTime(r.Now())
 			s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
-			setReady(s, metav1.ConditionFalse, ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot", job.Name))
+			setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot", job.Name))
 			return ctrl.Result{}, r.Status().Update(ctx, s)
 		}
 		return ctrl.Result{}, nil
@@ -304,15 +278,15 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	switch {
 	case !failed && found && res.Reason == "":
 		if problem := unverified(s, res); problem != "" {
-			return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
+			return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
 		}
 		return ctrl.Result{}, r.complete(ctx, s, res)
 	case found && res.Reason != "":
 		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
 	case jobReason == batchv1.JobReasonDeadlineExceeded:
-		return ctrl.Result{}, r.fail(ctx, s, ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", DeadlineSeconds(s)))
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", DeadlineSeconds(s)))
 	default:
-		return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
 	}
 }
 
@@ -394,8 +368,8 @@ func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res a
 	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &now
 	s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum}
 	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
-	setReady(s, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
-	r.event(s, corev1.EventTypeNormal, "Completed", "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
+	setReady(s, metav1.ConditionTrue, etcdv1.ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
+	r.event(s, corev1.EventTypeNormal, etcdv1.ReasonCompleted, "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
 	return metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
 }
 
@@ -410,7 +384,7 @@ func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, m
 
 // finalize deletes the stored file through a delete Job when the policy says so, then lets go.
 func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(s, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s, etcdv1.FinalizerSnapshotFile) {
 		return ctrl.Result{}, nil
 	}
 	if deletesStoredFile(s) {
@@ -419,7 +393,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl
 			return ctrl.Result{}, err
 		}
 	}
-	controllerutil.RemoveFinalizer(s, Finalizer)
+	controllerutil.RemoveFinalizer(s, etcdv1.FinalizerSnapshotFile)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
 }
 
@@ -432,8 +406,8 @@ func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 	if s.Spec.DeletionPolicy != etcdv1.SnapshotDelete || s.Status.Phase == etcdv1.SnapshotPending || s.Status.Phase == "" {
 		return false
 	}
-	ready := meta.FindStatusCondition(s.Status.Conditions, ConditionReady)
-	return s.Status.Phase != etcdv1.SnapshotFailed || ready == nil || ready.Reason != backup.ReasonAlreadyExists
+	ready := meta.FindStatusCondition(s.Status.Conditions, etcdv1.SnapshotConditionReady)
+	return s.Status.Phase != etcdv1.SnapshotFailed || ready == nil || ready.Reason != etcdv1.ReasonSnapshotFileExists
 }
 
 // deleteStoredFile runs the delete Job to its end. A snapshot Job still running is stopped
@@ -459,7 +433,7 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 	if err != nil {
 		return false, err
 	}
-	if job.Labels[LabelSnapshotUID] != string(s.UID) {
+	if job.Labels[etcdv1.LabelSnapshotUID] != string(s.UID) {
 		// Left by an earlier EtcdSnapshot of the same name: it says nothing about this one.
 		bg := metav1.DeletePropagationBackground
 		return false, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
@@ -474,15 +448,15 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 			return false, err
 		}
 		msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
-		if !hasReady(s, ReasonDeleteFailed, msg) {
-			setReady(s, metav1.ConditionFalse, ReasonDeleteFailed, msg)
-			r.event(s, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", msg)
+		if !hasReady(s, etcdv1.ReasonDeleteFailed, msg) {
+			setReady(s, metav1.ConditionFalse, etcdv1.ReasonDeleteFailed, msg)
+			r.event(s, corev1.EventTypeWarning, etcdv1.ReasonDeleteFailed, "%s", msg)
 			return false, r.Status().Update(ctx, s)
 		}
 		return false, nil
 	}
 	if res, found, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
-		r.event(s, corev1.EventTypeNormal, ReasonStoredFileKept, "%s", res.Message)
+		r.event(s, corev1.EventTypeNormal, etcdv1.ReasonStoredFileKept, "%s", res.Message)
 	}
 	return true, nil
 }
@@ -496,12 +470,12 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-		Type: ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
+		Type: etcdv1.SnapshotConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
 	})
 }
 
 func hasReady(s *etcdv1.EtcdSnapshot, reason, msg string) bool {
-	c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady)
+	c := meta.FindStatusCondition(s.Status.Conditions, etcdv1.SnapshotConditionReady)
 	return c != nil && c.Reason == reason && c.Message == msg
 }
 

@@ -21,8 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func harness(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
@@ -68,7 +66,7 @@ func get(t *testing.T, api client.Client) *etcdv1.EtcdSnapshot {
 }
 
 func readyReason(s *etcdv1.EtcdSnapshot) string {
-	if c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady); c != nil {
+	if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1.SnapshotConditionReady); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -108,7 +106,7 @@ func TestASnapshotCompletesWithTheAgentsResult(t *testing.T) {
 	reconcileTimes(t, r, 1)
 	s := get(t, api)
 	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.Checksum != goodSum ||
-		s.Status.Revision != 7 || s.Status.Member != "main-2" || s.Status.CompletionTime == nil || readyReason(s) != ReasonSucceeded {
+		s.Status.Revision != 7 || s.Status.Member != "main-2" || s.Status.CompletionTime == nil || readyReason(s) != etcdv1.ReasonSucceeded {
 		t.Errorf("status %+v", s.Status)
 	}
 }
@@ -121,14 +119,14 @@ func TestASnapshotFailsWithTheReasonThatNamesTheFix(t *testing.T) {
 		want              string
 	}{
 		{"agent reason", true, "BackoffLimitExceeded", `{"reason":"BucketNotFound","message":"no bucket"}`, "BucketNotFound"},
-		{"deadline", true, batchv1.JobReasonDeadlineExceeded, "", ReasonDeadlineExceeded},
-		{"no result", true, "BackoffLimitExceeded", "", ReasonAgentFailed},
+		{"deadline", true, batchv1.JobReasonDeadlineExceeded, "", etcdv1.ReasonDeadlineExceeded},
+		{"no result", true, "BackoffLimitExceeded", "", etcdv1.ReasonAgentFailed},
 		// A success without the proof of verification is not trusted.
-		{"success elsewhere", false, "", `{"uri":"pvc://backups/other.db","sizeBytes":42,"checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
-		{"success without checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"revision":7}`, ReasonAgentFailed},
-		{"success with a short checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"sha256:ab","revision":7}`, ReasonAgentFailed},
-		{"success without size", false, "", `{"uri":"pvc://backups/d/s1.db","checksum":"` + goodSum + `","revision":7}`, ReasonAgentFailed},
-		{"success without revision", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"` + goodSum + `"}`, ReasonAgentFailed},
+		{"success elsewhere", false, "", `{"uri":"pvc://backups/other.db","sizeBytes":42,"checksum":"` + goodSum + `","revision":7}`, etcdv1.ReasonAgentFailed},
+		{"success without checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"revision":7}`, etcdv1.ReasonAgentFailed},
+		{"success with a short checksum", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"sha256:ab","revision":7}`, etcdv1.ReasonAgentFailed},
+		{"success without size", false, "", `{"uri":"pvc://backups/d/s1.db","checksum":"` + goodSum + `","revision":7}`, etcdv1.ReasonAgentFailed},
+		{"success without revision", false, "", `{"uri":"pvc://backups/d/s1.db","sizeBytes":42,"checksum":"` + goodSum + `"}`, etcdv1.ReasonAgentFailed},
 	} {
 		r, api := harness(t, pvcSnapshot(), availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
 		reconcileTimes(t, r, 2)
@@ -144,12 +142,12 @@ func TestASnapshotFailsWithTheReasonThatNamesTheFix(t *testing.T) {
 func TestMissingInputsFailBeforeAnyJob(t *testing.T) {
 	r, api := harness(t, pvcSnapshot(), availableCluster())
 	reconcileTimes(t, r, 2)
-	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotFailed || readyReason(s) != ReasonPVCNotFound {
+	if s := get(t, api); s.Status.Phase != etcdv1.SnapshotFailed || readyReason(s) != etcdv1.ReasonPVCNotFound {
 		t.Errorf("missing PVC: %s %s", s.Status.Phase, readyReason(s))
 	}
 	r, api = harness(t, pvcSnapshot())
 	reconcileTimes(t, r, 2)
-	if s := get(t, api); readyReason(s) != ReasonClusterNotFound {
+	if s := get(t, api); readyReason(s) != etcdv1.ReasonClusterNotFound {
 		t.Errorf("missing cluster: %s", readyReason(s))
 	}
 	jobs := &batchv1.JobList{}
@@ -250,8 +248,8 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcileTimes(t, r, 1)
-	if got := get(t, api); got.Status.Phase != etcdv1.SnapshotFailed || readyReason(got) != ReasonAgentFailed {
-		t.Errorf("this snapshot's Job ended without a result: phase %s (%s), want Failed (%s)", got.Status.Phase, readyReason(got), ReasonAgentFailed)
+	if got := get(t, api); got.Status.Phase != etcdv1.SnapshotFailed || readyReason(got) != etcdv1.ReasonAgentFailed {
+		t.Errorf("this snapshot's Job ended without a result: phase %s (%s), want Failed (%s)", got.Status.Phase, readyReason(got), etcdv1.ReasonAgentFailed)
 	}
 }
 
@@ -277,8 +275,8 @@ func TestAgentJobsMapToTheirSnapshotByLabel(t *testing.T) {
 func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
 	s := pvcSnapshot()
 	s.Spec.DeletionPolicy = etcdv1.SnapshotDelete
-	s.Finalizers = []string{Finalizer, specs.FinalizerRestoreSource}
-	s.Annotations = map[string]string{specs.AnnotationRestoreHeldBy: "EtcdCluster main at 2026-12-02T00:00:00Z"}
+	s.Finalizers = []string{etcdv1.FinalizerSnapshotFile, etcdv1.FinalizerRestoreSource}
+	s.Annotations = map[string]string{etcdv1.AnnotationRestoreHeldBy: "EtcdCluster main at 2026-12-02T00:00:00Z"}
 	s.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete, Artifact: &etcdv1.SnapshotArtifact{URI: "pvc://backups/d/s1.db", Checksum: goodSum}}
 	rebuilt := availableCluster()
 	rebuilt.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "s1"}
@@ -290,10 +288,10 @@ func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
 	deleteJob := types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionDelete)}
 	reconcileTimes(t, r, 3)
 	got := get(t, api)
-	if !controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || readyReason(got) != ReasonRestoreInProgress {
+	if !controllerutil.ContainsFinalizer(got, etcdv1.FinalizerRestoreSource) || readyReason(got) != etcdv1.ReasonRestoreInProgress {
 		t.Fatalf("while EtcdCluster main is rebuilt from it: finalizers %v, Ready %s", got.Finalizers, readyReason(got))
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionReady); !strings.Contains(c.Message, "EtcdCluster main is being rebuilt from it") {
+	if c := meta.FindStatusCondition(got.Status.Conditions, etcdv1.SnapshotConditionReady); !strings.Contains(c.Message, "EtcdCluster main is being rebuilt from it") {
 		t.Errorf("Ready does not say for whom the deletion waits: %s", c.Message)
 	}
 	if err := api.Get(ctx, deleteJob, &batchv1.Job{}); !apierrors.IsNotFound(err) {
@@ -312,7 +310,7 @@ func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcileTimes(t, r, 1)
-	if got := get(t, api); controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || got.Annotations[specs.AnnotationRestoreHeldBy] != "" {
+	if got := get(t, api); controllerutil.ContainsFinalizer(got, etcdv1.FinalizerRestoreSource) || got.Annotations[etcdv1.AnnotationRestoreHeldBy] != "" {
 		t.Fatalf("the hold stays after the cluster answered: %v %v", got.Finalizers, got.Annotations)
 	}
 	reconcileTimes(t, r, 1)
@@ -325,12 +323,12 @@ func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
 // snapshot that is not being deleted too.
 func TestAHoldNoClusterNeedsGoes(t *testing.T) {
 	s := pvcSnapshot()
-	s.Finalizers = []string{Finalizer, specs.FinalizerRestoreSource}
+	s.Finalizers = []string{etcdv1.FinalizerSnapshotFile, etcdv1.FinalizerRestoreSource}
 	s.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete}
 	r, api := harness(t, s, availableCluster())
 	reconcileTimes(t, r, 1)
-	if got := get(t, api); controllerutil.ContainsFinalizer(got, specs.FinalizerRestoreSource) || !controllerutil.ContainsFinalizer(got, Finalizer) {
-		t.Fatalf("finalizers %v, want only %s", got.Finalizers, Finalizer)
+	if got := get(t, api); controllerutil.ContainsFinalizer(got, etcdv1.FinalizerRestoreSource) || !controllerutil.ContainsFinalizer(got, etcdv1.FinalizerSnapshotFile) {
+		t.Fatalf("finalizers %v, want only %s", got.Finalizers, etcdv1.FinalizerSnapshotFile)
 	}
 }
 
@@ -339,7 +337,7 @@ func TestAHoldNoClusterNeedsGoes(t *testing.T) {
 // snapshot's).
 func TestDeletesStoredFile(t *testing.T) {
 	failedWith := func(reason string) etcdv1.EtcdSnapshotStatus {
-		return etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed, Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}}
+		return etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed, Conditions: []metav1.Condition{{Type: etcdv1.SnapshotConditionReady, Status: metav1.ConditionFalse, Reason: reason}}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -353,7 +351,7 @@ func TestDeletesStoredFile(t *testing.T) {
 		{"pending", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotPending}, false},
 		{"new", etcdv1.SnapshotDelete, etcdv1.EtcdSnapshotStatus{}, false},
 		{"failed otherwise (its own partial file)", etcdv1.SnapshotDelete, failedWith("StorageError"), true},
-		{"failed: the file was there already", etcdv1.SnapshotDelete, failedWith(backup.ReasonAlreadyExists), false},
+		{"failed: the file was there already", etcdv1.SnapshotDelete, failedWith(etcdv1.ReasonSnapshotFileExists), false},
 	} {
 		s := pvcSnapshot()
 		s.Spec.DeletionPolicy, s.Status = tc.policy, tc.status
@@ -372,9 +370,9 @@ func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
 	refused := pvcSnapshot()
 	refused.UID = "uid-2"
 	refused.Spec.DeletionPolicy = etcdv1.SnapshotDelete
-	refused.Finalizers = []string{Finalizer}
+	refused.Finalizers = []string{etcdv1.FinalizerSnapshotFile}
 	refused.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotFailed, Conditions: []metav1.Condition{{
-		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: backup.ReasonAlreadyExists, LastTransitionTime: metav1.Now()}}}
+		Type: etcdv1.SnapshotConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonSnapshotFileExists, LastTransitionTime: metav1.Now()}}}
 	r, api := harness(t, refused)
 	if err := api.Delete(ctx, get(t, api)); err != nil {
 		t.Fatal(err)
@@ -390,7 +388,7 @@ func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
 	done := pvcSnapshot()
 	done.UID = "uid-1"
 	done.Spec.DeletionPolicy = etcdv1.SnapshotDelete
-	done.Finalizers = []string{Finalizer}
+	done.Finalizers = []string{etcdv1.FinalizerSnapshotFile}
 	done.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete, Artifact: &etcdv1.SnapshotArtifact{URI: "pvc://backups/d/s1.db", Checksum: goodSum}}
 	r, api = harness(t, done)
 	if err := api.Delete(ctx, get(t, api)); err != nil {

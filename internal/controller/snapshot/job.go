@@ -29,12 +29,6 @@ const (
 	tlsCertDir  = "/etc/etcd/client-tls"
 	snapshotDir = "/snapshots"
 	scratchDir  = "/scratch"
-	// LabelSnapshot marks an agent Job and its Pod with the EtcdSnapshot's name.
-	LabelSnapshot = "etcd-operator.cozystack.io/snapshot"
-	// LabelSnapshotUID marks an agent Job with the EtcdSnapshot's UID.
-	LabelSnapshotUID = "etcd-operator.cozystack.io/snapshot-uid"
-	// LabelAction is "snapshot" or "delete".
-	LabelAction = "etcd-operator.cozystack.io/action"
 )
 
 // Job actions.
@@ -124,7 +118,7 @@ func AgentJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action strin
 	}
 	sa, se, sm, sv := storeArgs(s.Spec.Destination)
 	args, env, mounts, vols = append(args, sa...), append(env, se...), append(mounts, sm...), append(vols, sv...)
-	labels := map[string]string{LabelSnapshot: s.Name, LabelSnapshotUID: string(s.UID), LabelAction: action, specs.LabelManagedBy: specs.ManagerName}
+	labels := map[string]string{etcdv1.LabelSnapshot: s.Name, etcdv1.LabelSnapshotUID: string(s.UID), etcdv1.LabelAction: action, etcdv1.LabelManagedBy: specs.ManagerName}
 	if action == ActionSnapshot && c != nil {
 		maps.Copy(labels, specs.SnapshotAgentLabels(c.Name)) // the cluster's NetworkPolicy admits it
 	}

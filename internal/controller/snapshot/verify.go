@@ -18,15 +18,6 @@ import (
 // rebuilt from it (`etcd-operator verify-agent`).
 const ActionVerify = "verify"
 
-// Labels and annotations of a verify Job: which file, as which EtcdSnapshot recorded it, it
-// verifies. The cluster controller trusts a verdict only for that exact EtcdSnapshot (UID)
-// and checksum. Not LabelSnapshot: the snapshot controller has nothing to do with it.
-const (
-	LabelVerifyCluster     = "etcd-operator.cozystack.io/verify-cluster"
-	LabelVerifySnapshotUID = "etcd-operator.cozystack.io/verify-snapshot-uid"
-	AnnotationVerifiedSum  = "etcd-operator.cozystack.io/verify-checksum"
-)
-
 // VerifyJobName is the verify Job of cluster for the EtcdSnapshot named snapshot.
 func VerifyJobName(cluster, snapshot string) string {
 	return JobName(cluster+"-"+snapshot, ActionVerify)
@@ -47,9 +38,9 @@ func VerifyJob(c *etcdv1.EtcdCluster, s *etcdv1.EtcdSnapshot, restore etcdv1.Mem
 	sa, env, mounts, vols := specs.SnapshotStoreArgs(restore.Source, snapshotDir, true)
 	meta := metav1.ObjectMeta{
 		Name: VerifyJobName(c.Name, s.Name), Namespace: c.Namespace,
-		Labels: map[string]string{LabelVerifyCluster: c.Name, LabelVerifySnapshotUID: string(s.UID),
-			LabelAction: ActionVerify, specs.LabelManagedBy: specs.ManagerName},
-		Annotations: map[string]string{AnnotationVerifiedSum: restore.Checksum},
+		Labels: map[string]string{etcdv1.LabelVerifyCluster: c.Name, etcdv1.LabelVerifySnapshotUID: string(s.UID),
+			etcdv1.LabelAction: ActionVerify, etcdv1.LabelManagedBy: specs.ManagerName},
+		Annotations: map[string]string{etcdv1.AnnotationVerifiedSum: restore.Checksum},
 	}
 	return agentJob(meta, deadline, corev1.Container{Image: image, Args: append(args, sa...), Env: env, VolumeMounts: mounts}, vols, clusterPullSecrets(c))
 }

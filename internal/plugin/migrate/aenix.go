@@ -92,7 +92,7 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	}
 	p.Refusals = append(p.Refusals, membershipRefusals(o.Etcd, names, aenixOperator, "has no Pod of the StatefulSet")...)
 	c.Spec.Replicas = ptrTo(int32(replicas))
-	c.Annotations = merged(c.Annotations, map[string]string{specs.AnnotationAdoptedSubdomain: specs.AdoptedSubdomainValue(sts.Spec.ServiceName, members)})
+	c.Annotations = merged(c.Annotations, map[string]string{etcdv1.AnnotationAdoptedSubdomain: specs.AdoptedSubdomainValue(sts.Spec.ServiceName, members)})
 	versions, peerModes, configMaps := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, name := range members {
 		change, pm, why := planAenixMember(o, c, name)
@@ -146,7 +146,7 @@ func aenixClusterRefusals(o AenixObserved, c *etcdv1.EtcdCluster) []string {
 	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
 		out = append(out, "spec.replicas is 0: there is no running member to adopt")
 	}
-	if o.Existing != nil && o.Existing.Annotations[specs.AnnotationAdoptedSubdomain] == "" {
+	if o.Existing != nil && o.Existing.Annotations[etcdv1.AnnotationAdoptedSubdomain] == "" {
 		out = append(out, fmt.Sprintf("this operator's EtcdCluster %s already exists: delete it (it is not the legacy cluster) or adopt into another namespace", o.Existing.Name))
 	}
 	return append(out, o.Operator.Refusals("the legacy operator")...)
@@ -389,7 +389,7 @@ func (p AenixPlan) Describe() string {
 	for _, m := range p.Members {
 		fmt.Fprintf(&b, "  member %s (etcd ID %s): Pod %s keeps running unchanged\n", m.Member, orNone(m.MemberID), m.Pod)
 		fmt.Fprintf(&b, "    EtcdMember %s: created (bootstrap from the Pod's settings, state existing; spec.adopted: data in %s on PVC %s)\n", m.Member, m.Spec.Adopted.DataDir, m.PVC)
-		fmt.Fprintf(&b, "    Pod %s and PVC %s: label %s=%s added (metadata only, no restart)\n", m.Pod, m.PVC, specs.LabelMember, m.Member)
+		fmt.Fprintf(&b, "    Pod %s and PVC %s: label %s=%s added (metadata only, no restart)\n", m.Pod, m.PVC, etcdv1.LabelMember, m.Member)
 	}
 	if p.StatefulSet != "" {
 		fmt.Fprintf(&b, "  StatefulSet %s: deleted with propagationPolicy Orphan (its Pods and PVCs stay)\n", p.StatefulSet)

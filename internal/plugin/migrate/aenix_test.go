@@ -135,7 +135,7 @@ func TestPlanAenixRefuses(t *testing.T) {
 func TestPlanAenixResumesItsOwnAdoption(t *testing.T) {
 	o := aenixObserved()
 	o.Existing = &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lg",
-		Annotations: map[string]string{specs.AnnotationAdoptedSubdomain: "lg-headless=lg-0,lg-1,lg-2"}}}
+		Annotations: map[string]string{etcdv1.AnnotationAdoptedSubdomain: "lg-headless=lg-0,lg-1,lg-2"}}}
 	if p := PlanAenix(o); len(p.Refusals) != 0 || len(p.Members) != 3 {
 		t.Errorf("plan %+v", p)
 	}

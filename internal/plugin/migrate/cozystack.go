@@ -370,13 +370,13 @@ func (p Plan) Describe() string {
 		if c.PVC != "" {
 			fmt.Fprintf(&b, " on PVC %s", c.PVC)
 		}
-		fmt.Fprintf(&b, "); finalizer %s removed; label %s=%s added\n", CozystackFinalizer, specs.LabelMember, c.Member)
+		fmt.Fprintf(&b, "); finalizer %s removed; label %s=%s added\n", CozystackFinalizer, etcdv1.LabelMember, c.Member)
 		if t := c.Spec.TLS; t != nil {
 			fmt.Fprintf(&b, "    TLS: server Secret %s, peer Secret %s, client certificates required: %t\n", orNone(t.ServerSecretName), orNone(t.PeerSecretName), t.ClientCertAuth)
 		}
-		fmt.Fprintf(&b, "    Pod %s: label %s=%s added (metadata only, no restart)\n", c.Pod, specs.LabelMember, c.Member)
+		fmt.Fprintf(&b, "    Pod %s: label %s=%s added (metadata only, no restart)\n", c.Pod, etcdv1.LabelMember, c.Member)
 		if c.PVC != "" {
-			fmt.Fprintf(&b, "    PVC %s: label %s=%s, annotations %s, %s added\n", c.PVC, specs.LabelMember, c.Member, specs.AnnotationAdoptedFrom, specs.AnnotationDataDir)
+			fmt.Fprintf(&b, "    PVC %s: label %s=%s, annotations %s, %s added\n", c.PVC, etcdv1.LabelMember, c.Member, etcdv1.AnnotationAdoptedFrom, etcdv1.AnnotationDataDir)
 		}
 	}
 	for _, r := range p.Refusals {

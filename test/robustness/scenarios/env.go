@@ -185,7 +185,7 @@ func (c *cluster) noPods(ctx context.Context) error {
 // pods are the cluster's member Pods.
 func (c *cluster) pods(ctx context.Context) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
-	err := c.e.k8s.List(ctx, list, client.InNamespace(c.ns), client.MatchingLabels{specs.LabelCluster: c.name})
+	err := c.e.k8s.List(ctx, list, client.InNamespace(c.ns), client.MatchingLabels{etcdv1.LabelCluster: c.name})
 	return list.Items, err
 }
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -157,7 +156,7 @@ func (c *cluster) watchPartition(ctx context.Context, hold time.Duration) (sawLo
 			if av := meta.FindStatusCondition(ec.Status.Conditions, etcdv1.ConditionAvailable); av != nil && av.Reason == "QuorumLost" {
 				sawLoss = true
 			}
-			if from := ec.Annotations[controller.AnnotationRecoverFrom]; from != "" {
+			if from := ec.Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
 				return sawLoss, fmt.Errorf("a recovery from %s was asked while the majority served", from)
 			}
 		}

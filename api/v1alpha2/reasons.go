@@ -1,0 +1,326 @@
+package v1alpha2
+
+// The reasons the operator writes into conditions and events. Every one has a row in
+// docs/reasons.md saying what it means and what to do (a test holds them together), and the
+// code writes no reason but these constants. The values are a compatibility contract (alerts
+// and scripts match on them): never change one. A value that serves several conditions or
+// events has one constant, listed with its first group.
+
+// Condition types of an EtcdCluster.
+const (
+	// ConditionAvailable is True while a quorum of members serves requests.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the operator changes the cluster towards its spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True while some member is unhealthy or missing.
+	ConditionDegraded = "Degraded"
+	// ConditionTLSReady is True while every certificate Secret that spec.tls needs exists
+	// with valid keys; set only on clusters with spec.tls.
+	ConditionTLSReady = "TLSReady"
+	// ConditionAuthReady is True once authentication is enabled in etcd with the password of
+	// spec.auth.rootCredentialsSecretRef; set only on clusters with spec.auth.enabled.
+	ConditionAuthReady = "AuthReady"
+	// ConditionAlarm is True while etcd has an alarm raised (reason NoSpace or Corrupt; the
+	// message names the members); False with reason NoAlarm otherwise.
+	ConditionAlarm = "Alarm"
+	// ConditionVolumesResized is True while every member's PVC holds spec.storage.size;
+	// False while they grow (Expanding, FileSystemResizePending) or when they cannot
+	// (ExpansionNotAllowed, StorageClassNotFound). Set only on clusters with PVCs.
+	ConditionVolumesResized = "VolumesResized"
+	// ConditionDiscardedDataKept is True while PVCs hold data a quorum-loss recovery
+	// discarded (annotation discarded-by-recovery): the message names them and when they go.
+	// Absent when there are none.
+	ConditionDiscardedDataKept = "DiscardedDataKept"
+	// ConditionReconcileSuspended is True while the cluster has the annotation
+	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
+	// (reason ReconcileSuspended); absent otherwise.
+	ConditionReconcileSuspended = "ReconcileSuspended"
+)
+
+// Condition types of an EtcdMember.
+const (
+	// MemberConditionReady is True while the member's etcd answers its health check.
+	MemberConditionReady = "Ready"
+	// MemberConditionJoined is True once the member appears started in etcd's member list.
+	MemberConditionJoined = "Joined"
+)
+
+// Condition types of an EtcdDefrag.
+const (
+	// DefragConditionComplete is True once every member has an outcome.
+	DefragConditionComplete = "Complete"
+	// DefragConditionWaiting is True while the pass waits before it can start (its reason
+	// says on what); removed when the pass goes on.
+	DefragConditionWaiting = "Waiting"
+)
+
+// Condition types of an EtcdSnapshot and an EtcdSnapshotSchedule.
+const (
+	// SnapshotConditionReady is True once the snapshot is stored and verified.
+	SnapshotConditionReady = "Ready"
+	// SnapshotScheduleConditionReady says whether the schedule runs (its reason: Scheduled,
+	// Waiting, Suspended or InvalidSchedule).
+	SnapshotScheduleConditionReady = "Ready"
+)
+
+// Reasons of EtcdCluster Available.
+const (
+	ReasonQuorumHealthy = "QuorumHealthy"
+	ReasonPaused        = "Paused"
+	ReasonBootstrapping = "Bootstrapping"
+	ReasonUnreachable   = "Unreachable"
+	// ReasonQuorumLost is Available's reason (and Progressing's) while fewer than a majority of
+	// voters answer; the message says what each member still has.
+	ReasonQuorumLost = "QuorumLost"
+	// ReasonRestoreFailed is Available's reason while the bootstrap snapshot cannot be restored.
+	ReasonRestoreFailed = "RestoreFailed"
+)
+
+// Reasons of EtcdCluster Progressing (the reason a step waits on, or what changes).
+const (
+	ReasonIdle    = "Idle"
+	ReasonScaling = "Scaling"
+	// ReasonChanging is Progressing's reason in the status written by the reconcile that made a
+	// change, whose view predates it.
+	ReasonChanging = "Changing"
+	// ReasonStepFailed is Progressing's reason when a reconcile step failed (not merely waiting).
+	ReasonStepFailed = "StepFailed"
+	// ReasonProgressDeadlineExceeded is Progressing's reason once no change toward the spec was
+	// possible for progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonAdoptionPending is Progressing's reason while a cluster has EtcdMembers that another
+	// operator created and `kubectl etcd migrate` has not taken over yet.
+	ReasonAdoptionPending = "AdoptionPending"
+	ReasonRollingUpdate   = "RollingUpdate"
+	// ReasonRollQueued: the cluster has members to restart for a changed Pod spec and waits
+	// for one of the operator's roll slots (--max-concurrent-rolls).
+	ReasonRollQueued = "RollQueued"
+	// ReasonRollStuck: the cluster has members to restart for a changed Pod spec and waits for a
+	// member whose Pod cannot start (unschedulable, an image that cannot be pulled, a crash
+	// loop); it holds no roll slot meanwhile.
+	ReasonRollStuck            = "RollStuck"
+	ReasonPodSpecChangeBlocked = "PodSpecChangeBlocked"
+	ReasonUpgrading            = "Upgrading"
+	ReasonUpgradeBlocked       = "UpgradeBlocked"
+	// ReasonReplacementRefused is Progressing's reason while a damaged member cannot be replaced
+	// because the remaining voters would not keep a healthy quorum.
+	ReasonReplacementRefused = "ReplacementRefused"
+	ReasonQuorumRecovery     = "QuorumRecovery"
+	ReasonRecoveryRefused    = "RecoveryRefused"
+	// ReasonRetainedDataConflict: kept PVCs of this name come from more than one etcd cluster.
+	ReasonRetainedDataConflict = "RetainedDataConflict"
+	// ReasonRetainedDataBlocksRestore: a new cluster with spec.bootstrap.restore found PVCs kept
+	// from an earlier cluster of its name; it neither adopts them nor restores over them.
+	ReasonRetainedDataBlocksRestore = "RetainedDataBlocksRestore"
+	// ReasonRetainedDataNewer: kept PVCs hold data an etcd newer than spec.version wrote.
+	ReasonRetainedDataNewer = "RetainedDataNewer"
+)
+
+// Reasons of EtcdCluster Degraded.
+const (
+	ReasonAllMembersHealthy = "AllMembersHealthy"
+	ReasonMembersUnhealthy  = "MembersUnhealthy"
+	// ReasonNodeLost is Degraded's reason, and a Warning event's, while a member's data is pinned
+	// to a Node that no longer exists; the message names the member, the node and when the member
+	// will be replaced (or why it will not be).
+	ReasonNodeLost = "NodeLost"
+	// ReasonNameConflict: an object with the name the operator needs exists and is not
+	// controlled by this cluster (or member). The operator never takes it over or overwrites
+	// it: it may be another cluster's (clusters "db" and "db-client" would both need the
+	// Service "db-client") or something a person made.
+	ReasonNameConflict = "NameConflict"
+	// ReasonObjectRefused: the API server refused to create or update a child object (an
+	// admission webhook, a quota, a policy): its message is quoted.
+	ReasonObjectRefused = "ObjectRefused"
+)
+
+// Reasons of EtcdCluster TLSReady (and Progressing while the cluster waits for them).
+const (
+	ReasonCertificatesReady   = "CertificatesReady"
+	ReasonCertManagerMissing  = "CertManagerMissing"
+	ReasonIssuerNotFound      = "IssuerNotFound"
+	ReasonIssuerNotReady      = "IssuerNotReady"
+	ReasonCertificateNotReady = "CertificateNotReady"
+	ReasonCertificateConflict = "CertificateConflict"
+	ReasonSecretMissing       = "SecretMissing"
+	ReasonSecretKeyMissing    = "SecretKeyMissing"
+	ReasonSecretInvalid       = "SecretInvalid"
+)
+
+// Reasons of EtcdCluster AuthReady.
+const (
+	ReasonAuthEnabled       = "AuthEnabled"
+	ReasonWaitingForCluster = "WaitingForCluster"
+	ReasonInvalidUsername   = "InvalidUsername"
+	ReasonAuthFailed        = "AuthFailed"
+)
+
+// Reasons of EtcdCluster Alarm.
+const (
+	ReasonNoAlarm = "NoAlarm"
+	ReasonNoSpace = "NoSpace"
+	ReasonCorrupt = "Corrupt"
+)
+
+// Reasons of EtcdCluster VolumesResized.
+const (
+	ReasonVolumesAsRequested      = "AsRequested"
+	ReasonVolumesExpanding        = "Expanding"
+	ReasonFileSystemResizePending = "FileSystemResizePending"
+	ReasonExpansionNotAllowed     = "ExpansionNotAllowed"
+	ReasonStorageClassNotFound    = "StorageClassNotFound"
+)
+
+// Reasons of EtcdCluster DiscardedDataKept.
+const (
+	// ReasonKeptUntilDeleted: no keepDiscardedDataSeconds; a person deletes the PVCs.
+	ReasonKeptUntilDeleted = "KeptUntilDeleted"
+	// ReasonKeptUntilServed: keepDiscardedDataSeconds is set; the message says when each goes.
+	ReasonKeptUntilServed = "KeptUntilServed"
+)
+
+// Reasons of EtcdCluster ReconcileSuspended.
+const (
+	// ReasonReconcileSuspended: the cluster carries the suspend annotation; nothing is done to it.
+	ReasonReconcileSuspended = "ReconcileSuspended"
+)
+
+// Reasons of EtcdMember Ready and Joined (Ready also passes the kubelet's own reasons through, such as CrashLoopBackOff).
+const (
+	ReasonServing             = "Serving"
+	ReasonPodReady            = "PodReady"
+	ReasonPodPending          = "PodPending"
+	ReasonPodNotReady         = "PodNotReady"
+	ReasonPodStarting         = "PodStarting"
+	ReasonUnschedulable       = "Unschedulable"
+	ReasonWaitingForMemberAdd = "WaitingForMemberAdd"
+	// ReasonDataLost is a member's Ready reason when it has joined etcd and its data is gone: it
+	// is not started again under its ID.
+	ReasonDataLost = "DataLost"
+	// ReasonImagePullFailed is a member's Ready reason while its etcd image cannot be pulled.
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonPodTerminal is a member's Ready reason while its Pod is in a terminal phase.
+	ReasonPodTerminal = "PodTerminal"
+)
+
+// Reasons of EtcdSnapshot Ready: the snapshot controller's own.
+const (
+	ReasonClusterNotFound           = "ClusterNotFound"
+	ReasonPVCNotFound               = "PVCNotFound"
+	ReasonCredentialsSecretNotFound = "CredentialsSecretNotFound"
+	ReasonDeadlineExceeded          = "DeadlineExceeded"
+	ReasonAgentFailed               = "AgentFailed"
+	ReasonInProgress                = "InProgress"
+	ReasonSucceeded                 = "Succeeded"
+	ReasonDeleteFailed              = "DeleteFailed"
+	// ReasonStoredFileKept: the snapshot went with deletionPolicy Delete, but the file at
+	// its name was not its own (another snapshot's, or stored by something else) and stays.
+	ReasonStoredFileKept = "StoredFileKept"
+	// ReasonRestoreInProgress: the snapshot is being deleted, but a cluster may still
+	// restore it (specs.SnapshotNeededBy); its file stays until none may.
+	ReasonRestoreInProgress = "RestoreInProgress"
+)
+
+// Reasons of EtcdSnapshot Ready: written by the agent (a failed snapshot, restore or verify; each names what to fix).
+const (
+	ReasonBucketNotFound        = "BucketNotFound"
+	ReasonCredentialsRejected   = "CredentialsRejected"
+	ReasonEndpointUnreachable   = "EndpointUnreachable"
+	ReasonCertificateNotTrusted = "CertificateNotTrusted"
+	ReasonPVCFull               = "PVCFull"
+	ReasonSnapshotNotFound      = "SnapshotNotFound"
+	ReasonSnapshotCorrupt       = "SnapshotCorrupt"
+	ReasonSnapshotFileExists    = "SnapshotFileExists"
+	ReasonStorageError          = "StorageError"
+	ReasonClusterNotAvailable   = "ClusterNotAvailable"
+	ReasonInvalidArguments      = "InvalidArguments"
+)
+
+// Reasons of EtcdSnapshotSchedule Ready.
+const (
+	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonSuspended       = "Suspended"
+	ReasonWaiting         = "Waiting"
+	ReasonScheduled       = "Scheduled"
+)
+
+// Reasons of EtcdDefrag Waiting and Complete.
+const (
+	ReasonAnotherPassRunning = "AnotherPassRunning"
+	ReasonNoRunningMember    = "NoRunningMember"
+	ReasonEtcdUnreachable    = "EtcdUnreachable"
+	ReasonMemberFailed       = "MemberFailed"
+	ReasonComplete           = "Complete"
+)
+
+// Reasons of EtcdDefrag: a member's outcome.
+const (
+	ReasonRuleMatched      = "RuleMatched"
+	ReasonBelowThreshold   = "BelowThreshold"
+	ReasonMemberUnhealthy  = "MemberUnhealthy"
+	ReasonWouldLoseQuorum  = "WouldLoseQuorum"
+	ReasonDefragmentFailed = "DefragmentFailed"
+)
+
+// Event reasons (Normal and Warning events about the objects the operator manages) that no
+// condition uses.
+const (
+	ReasonAdoptedRetainedPVCs   = "AdoptedRetainedPVCs"
+	ReasonAlarmCleared          = "AlarmCleared"
+	ReasonAlarmRaised           = "AlarmRaised"
+	ReasonAutomaticRecovery     = "AutomaticRecovery"
+	ReasonCertificateCreated    = "CertificateCreated"
+	ReasonCompleted             = "Completed"
+	ReasonDataDeleted           = "DataDeleted"
+	ReasonDeadMemberRemoved     = "DeadMemberRemoved"
+	ReasonDefragScheduled       = "DefragScheduled"
+	ReasonDefragStarted         = "DefragStarted"
+	ReasonDiscardedDataKept     = "DiscardedDataKept"
+	ReasonDiscardedDataReleased = "DiscardedDataReleased"
+	ReasonExpired               = "Expired"
+	ReasonForcingNewCluster     = "ForcingNewCluster"
+	ReasonGrowingVolume         = "GrowingVolume"
+	ReasonInvalidDefragSchedule = "InvalidDefragSchedule"
+	ReasonLeaderMoved           = "LeaderMoved"
+	ReasonMemberAdded           = "MemberAdded"
+	ReasonMemberDeletedByHand   = "MemberDeletedByHand"
+	ReasonMemberPromoted        = "MemberPromoted"
+	ReasonMemberRebuilt         = "MemberRebuilt"
+	ReasonMemberRecreated       = "MemberRecreated"
+	ReasonMemberRemoved         = "MemberRemoved"
+	ReasonMemberReplacing       = "MemberReplacing"
+	ReasonNoSpaceDisarmed       = "NoSpaceDisarmed"
+	ReasonNoSpaceRemediation    = "NoSpaceRemediation"
+	ReasonOrphanLearnerRemoved  = "OrphanLearnerRemoved"
+	ReasonPVCCreated            = "PVCCreated"
+	ReasonPVCExpanding          = "PVCExpanding"
+	ReasonPVCsRetained          = "PVCsRetained"
+	ReasonPodAdopted            = "PodAdopted"
+	ReasonPodCreated            = "PodCreated"
+	ReasonPodReplaced           = "PodReplaced"
+	ReasonQuorumRecovered       = "QuorumRecovered"
+	ReasonReconcileResumed      = "ReconcileResumed"
+	ReasonRecoveryKeepsData     = "RecoveryKeepsData"
+	ReasonRecoveryNotNeeded     = "RecoveryNotNeeded"
+	ReasonRecoveryRemovesMember = "RecoveryRemovesMember"
+	ReasonRecoveryStopsMember   = "RecoveryStopsMember"
+	ReasonRemoveFailed          = "RemoveFailed"
+	ReasonRemoveRefused         = "RemoveRefused"
+	// ReasonRemovedMemberAlarmDisarmed is the event of disarmStaleAlarms.
+	ReasonRemovedMemberAlarmDisarmed = "RemovedMemberAlarmDisarmed"
+	ReasonRestartingWithoutForce     = "RestartingWithoutForce"
+	ReasonRestoringSnapshot          = "RestoringSnapshot"
+	ReasonResuming                   = "Resuming"
+	ReasonRollingMember              = "RollingMember"
+	ReasonRootPasswordChanged        = "RootPasswordChanged"
+	ReasonScalingIn                  = "ScalingIn"
+	ReasonScalingOut                 = "ScalingOut"
+	ReasonStarted                    = "Started"
+	// ReasonTerminalPodReplaced is the event of a member whose terminal Pod was deleted so that
+	// the member starts again.
+	ReasonTerminalPodReplaced = "TerminalPodReplaced"
+	// ReasonUnmanagedUsersOrRoles is the Warning event naming users and roles the operator did not make.
+	ReasonUnmanagedUsersOrRoles = "UnmanagedUsersOrRoles"
+	ReasonUpgradingMember       = "UpgradingMember"
+	ReasonVerifyingSnapshot     = "VerifyingSnapshot"
+)
