@@ -35,6 +35,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
@@ -171,7 +172,7 @@ func metricsOptions(o options) metricsserver.Options {
 func cacheOptions(o options) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{etcdv1.LabelManagedBy: specs.ManagerName})}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{}, DefaultTransform: stripForCache}
-	for _, kind := range controller.LabelScoped() {
+	for _, kind := range kit.LabelScoped() {
 		opts.ByObject[kind] = owned
 	}
 	for _, ns := range strings.Split(o.watchNamespaces, ",") {
@@ -215,7 +216,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	cli, recorder := mgr.GetClient(), mgr.GetEventRecorder("etcd-operator")
 	// One factory for all: the member, defrag and alarm controllers talk to etcd too, with
 	// the same certificates and credentials.
-	newClient := controller.NewSecretClientFactory(cli)
+	newClient := kit.NewSecretClientFactory(cli)
 	podOptions := specs.PodOptions{ImageRepository: o.imageRepository, AgentImage: o.agentImage}
 	for _, c := range []struct {
 		name       string
@@ -229,10 +230,10 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 			// own. It reads the Secrets' resourceVersions from the manager's cache (the
 			// metadata informer of the cluster controller's Secret watch): the client
 			// reads Secrets live, which would cost API requests on every reconcile.
-			Clients:                 controller.NewClientCache(mgr.GetCache(), newClient),
+			Clients:                 kit.NewClientCache(mgr.GetCache(), newClient),
 			MaxConcurrentReconciles: o.maxConcurrent,
-			OperatorNamespace:       controller.OperatorNamespace(),
-			RollSlots:               controller.NewRollSlots(o.maxConcurrentRolls),
+			OperatorNamespace:       kit.OperatorNamespace(),
+			RollSlots:               kit.NewRollSlots(o.maxConcurrentRolls),
 		}},
 		{"EtcdMember", &controller.MemberReconciler{
 			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,

@@ -4,23 +4,15 @@ import (
 	"context"
 	"reflect"
 
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
-// LabelScoped are the kinds the manager caches only with the operator's managed-by label
-// (cmd/etcd-operator's cacheOptions): the ones the operator makes for its clusters. Other
-// objects of these kinds (other workloads', or one a person made under a name the operator
-// needs) are not in the cache.
-func LabelScoped() []client.Object {
-	return []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
-}
-
 func labelScoped(obj client.Object) bool {
-	for _, kind := range LabelScoped() {
+	for _, kind := range kit.LabelScoped() {
 		if reflect.TypeOf(kind) == reflect.TypeOf(obj) {
 			return true
 		}

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -119,10 +117,4 @@ func (r *ClusterReconciler) disarmStaleAlarms(ctx context.Context, c *etcdv1.Etc
 	}
 	v.corrupt = corruptMembers(v.alarms)
 	return len(stale) > 0, nil
-}
-
-// Emit records an event about regarding (and related, when not nil) and logs it, so that the
-// operator's other controllers (defragmentation, NOSPACE remediation) speak as this one does.
-func Emit(rec events.EventRecorder, regarding, related client.Object, eventType, reason, action, format string, args ...any) {
-	emit(rec, regarding, related, eventType, reason, action, format, args...)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -28,41 +29,17 @@ import (
 // and the record with the old; the client factory then falls back to the user's password, and
 // the next reconcile finds that etcd accepts it and only records it.
 
-// rootPasswordKey and rootUsernameKey are the keys of the root credentials Secret.
-const (
-	rootPasswordKey = "password"
-	rootUsernameKey = "username"
-)
+// rootPasswordKey is the key of root's password in the root credentials Secrets.
+const rootPasswordKey = kit.RootPasswordKey
 
 // wantedPassword is root's password from spec.auth.rootCredentialsSecretRef, or the problem
 // with that Secret.
 func wantedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) (string, *problem, error) {
-	name := c.Spec.Auth.RootCredentialsSecretRef.Name
-	s := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
-	if apierrors.IsNotFound(err) {
-		return "", problemf(etcdv1.ReasonSecretMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, does not exist: create it with root's password under the key %q", name, rootPasswordKey), nil
+	password, p, err := kit.WantedPassword(ctx, r, c)
+	if p != nil {
+		return "", &problem{reason: p.Reason, message: p.Message}, err
 	}
-	if err != nil {
-		return "", nil, err
-	}
-	if user, ok := s.Data[rootUsernameKey]; ok && string(user) != etcd.RootUser {
-		return "", problemf(etcdv1.ReasonInvalidUsername, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has username %q: the operator manages only user root; set it to root or remove the key", name, string(user)), nil
-	}
-	if len(s.Data[rootPasswordKey]) == 0 {
-		return "", problemf(etcdv1.ReasonSecretKeyMissing, "Secret %s, named by spec.auth.rootCredentialsSecretRef, has no key %q or it is empty: put root's password there", name, rootPasswordKey), nil
-	}
-	return string(s.Data[rootPasswordKey]), nil, nil
-}
-
-// appliedPassword is the password the operator last set in etcd; "" before it set one.
-func appliedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) (string, error) {
-	s := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.RootAppliedSecretName(c.Name)}, s)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	return string(s.Data[rootPasswordKey]), err
+	return password, nil, err
 }
 
 // authGate keeps a cluster that is to have auth from creating members while root's password
@@ -72,7 +49,7 @@ func appliedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster
 // a quorum answers. Once auth is on, a broken Secret only stops password changes (ensureAuth
 // reports it).
 func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	if !authWanted(c) || c.Status.AuthEnabled {
+	if !kit.AuthWanted(c) || c.Status.AuthEnabled {
 		return nil
 	}
 	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
@@ -91,7 +68,7 @@ func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster)
 // ensureAuth enables authentication once the cluster is at rest, and afterwards applies a
 // password changed in the Secret.
 func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if !authWanted(c) {
+	if !kit.AuthWanted(c) {
 		return nil
 	}
 	wanted, p, err := wantedPassword(ctx, r, c)
@@ -150,7 +127,7 @@ func unmanagedAuth(ctx context.Context, cli etcd.Client) (string, error) {
 // reportRefusedLogin says so when etcd refused every password the operator knows: the
 // cluster then looks unreachable, and this is why.
 func (r *ClusterReconciler) reportRefusedLogin(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if !authWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
+	if !kit.AuthWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
 		return nil
 	}
 	return r.setAuthCondition(ctx, c, problemf(etcdv1.ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
@@ -218,7 +195,7 @@ func notAtRest(c *etcdv1.EtcdCluster, v *clusterView) string {
 // applyPassword makes etcd's root password the wanted one. If etcd already accepts it (a
 // crash after the change, before the record; or a change made by hand), it is only recorded.
 func (r *ClusterReconciler) applyPassword(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, wanted string) error {
-	applied, err := appliedPassword(ctx, r, c)
+	applied, err := kit.AppliedPassword(ctx, r, c)
 	if err != nil || applied == wanted {
 		return err
 	}

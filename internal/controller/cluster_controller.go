@@ -6,9 +6,7 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,7 +14,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -28,19 +25,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
-	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
-
-// ClientFactory opens an etcd client for a cluster; tests replace it with a fake.
-type ClientFactory func(ctx context.Context, c *etcdv1.EtcdCluster, endpoints []string) (etcd.Client, error)
 
 // ClusterReconciler reconciles EtcdCluster objects.
 type ClusterReconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
-	NewClient ClientFactory
+	NewClient kit.ClientFactory
 	// PodOptions must equal the member controller's: Pods are compared with what it builds.
 	PodOptions specs.PodOptions
 	// APIReader reads around the cache where a stale answer could restart two members at
@@ -53,7 +47,7 @@ type ClusterReconciler struct {
 	ClusterDomain string
 	// Clients keeps one etcd client per cluster between reconciles; without it every
 	// reconcile opens a client through NewClient and closes it.
-	Clients *ClientCache
+	Clients *kit.ClientCache
 	// MaxConcurrentReconciles is how many clusters are reconciled at once; 1 when 0.
 	MaxConcurrentReconciles int
 	// OperatorNamespace is where the operator runs, which spec.networkPolicy admits to the
@@ -61,28 +55,9 @@ type ClusterReconciler struct {
 	OperatorNamespace string
 	// RollSlots caps how many clusters restart members for a changed Pod spec at once; no
 	// cap when nil.
-	RollSlots *RollSlots
+	RollSlots *kit.RollSlots
 
-	stepBackoff, healthLagBackoff backoff
-}
-
-// backoff is a per-cluster exponential backoff from retryBase to retryMax (or from..to when
-// set), made on first use so that a zero ClusterReconciler works.
-type backoff struct {
-	from, to time.Duration
-	once     sync.Once
-	limiter  workqueue.TypedRateLimiter[types.NamespacedName]
-}
-
-func (b *backoff) get() workqueue.TypedRateLimiter[types.NamespacedName] {
-	b.once.Do(func() {
-		from, to := retryBase, retryMax
-		if b.from > 0 {
-			from, to = b.from, b.to
-		}
-		b.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](from, to)
-	})
-	return b.limiter
+	stepBackoff, healthLagBackoff kit.Backoff
 }
 
 // openClient is the cluster's etcd client: the cached one when there is a cache.
@@ -248,7 +223,7 @@ func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c 
 // unless the status changed.
 func (r *ClusterReconciler) lookAgainAfter(c *etcdv1.EtcdCluster, v *clusterView) time.Duration {
 	after := resyncPeriod
-	key, lags := client.ObjectKeyFromObject(c), r.healthLagBackoff.get()
+	key, lags := client.ObjectKeyFromObject(c), r.healthLagBackoff.Get(retryBase, retryMax)
 	if healthLagging(c, v) {
 		after = lags.When(key)
 	} else {
@@ -362,12 +337,12 @@ func (r *ClusterReconciler) forgetFailures(key types.NamespacedName) { r.failure
 func (r *ClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.forgetClient(key)
 	r.forgetFailures(key)
-	r.healthLagBackoff.get().Forget(key)
-	r.RollSlots.release(key)
+	r.healthLagBackoff.Get(retryBase, retryMax).Forget(key)
+	r.RollSlots.Release(key)
 }
 
 func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.NamespacedName] {
-	return r.stepBackoff.get()
+	return r.stepBackoff.Get(retryBase, retryMax)
 }
 
 func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
@@ -380,22 +355,7 @@ func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, acti
 // they are about (one per Certificate) must name it as related, or all but the first
 // message are lost ("created Certificate db-server-tls (x2)" for three Certificates).
 func (r *ClusterReconciler) eventAbout(c *etcdv1.EtcdCluster, related client.Object, eventType, reason, action, format string, args ...any) {
-	emit(r.Recorder, c, related, eventType, reason, action, format, args...)
-}
-
-// emit records an event and logs it; rec may be nil in tests.
-func emit(rec events.EventRecorder, regarding, related client.Object, eventType, reason, action, format string, args ...any) {
-	var rel runtime.Object
-	kv := []any{"object", regarding.GetNamespace() + "/" + regarding.GetName(), "kind", fmt.Sprintf("%T", regarding), "reason", reason}
-	if related != nil {
-		rel = related
-		kv = append(kv, "related", related.GetName())
-	}
-	if rec != nil {
-		rec.Eventf(regarding, rel, eventType, reason, action, format, args...)
-	}
-	metrics.Event(eventType, reason)
-	log.Log.WithName("events").Info(fmt.Sprintf(format, args...), kv...)
+	kit.Emit(r.Recorder, c, related, eventType, reason, action, format, args...)
 }
 
 // isDegradedWait is true for a child object the cluster cannot have (see childProblem).

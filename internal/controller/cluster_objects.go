@@ -3,9 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
-	"os"
 	"reflect"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -154,14 +152,4 @@ func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.E
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec = want.Spec
 	return refusedByAPI(r.Patch(ctx, have, patch), "NetworkPolicy", have.Name)
-}
-
-// OperatorNamespace is the namespace of the operator's Pod, read from its service account
-// mount; "" outside a Pod.
-func OperatorNamespace() string {
-	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

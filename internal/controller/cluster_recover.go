@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -66,16 +67,10 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.key = fmt.Sprintf("%s%d", RecoveryKeyPrefix(requested), src.status.Revision)
+	plan.key = fmt.Sprintf("%s%d", kit.RecoveryKeyPrefix(requested), src.status.Revision)
 	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded (their PVCs kept, no member's, until deleted) and new members are added as learners under new names",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
-}
-
-// RecoveryKeyPrefix begins the loss statement of a recovery from member source, which
-// Progressing carries once the operator took the request up (kubectl etcd recover waits for it).
-func RecoveryKeyPrefix(source string) string {
-	return "recovering from member " + source + " at revision "
 }
 
 // statedLoss is the loss statement of a recovery from source that Progressing carries, ""
@@ -85,7 +80,7 @@ func statedLoss(c *etcdv1.EtcdCluster, source string) string {
 	if prev == nil {
 		return ""
 	}
-	if i := strings.Index(prev.Message, RecoveryKeyPrefix(source)); i >= 0 {
+	if i := strings.Index(prev.Message, kit.RecoveryKeyPrefix(source)); i >= 0 {
 		return prev.Message[i:]
 	}
 	return ""

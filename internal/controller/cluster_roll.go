@@ -36,7 +36,7 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	// anything outdated?"; only a restart about to happen pays for a live read.
 	key := client.ObjectKeyFromObject(c)
 	if outdated, _ := r.classifyPods(c, v, v.pods); len(outdated) == 0 {
-		r.RollSlots.release(key)
+		r.RollSlots.Release(key)
 		return false, nil
 	}
 	reader := r.APIReader
@@ -49,14 +49,14 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	}
 	outdated, down := r.classifyPods(c, v, pods)
 	if len(outdated) == 0 {
-		r.RollSlots.release(key)
+		r.RollSlots.Release(key)
 		return false, nil
 	}
 	if len(down) > 0 {
 		if stuck := podsThatCannotStart(pods, down); len(stuck) > 0 {
 			// Its slot would be held for as long as a person takes to fix the spec, and
 			// every other cluster's roll would wait with it.
-			r.RollSlots.release(key)
+			r.RollSlots.Release(key)
 			return false, waitFor(etcdv1.ReasonRollStuck, "%d members to restart for the new Pod spec; waiting for %s, whose Pod cannot start: see the member's Ready condition (the roll slot is given back meanwhile)", len(outdated), strings.Join(stuck, ", "))
 		}
 		return false, waitFor(etcdv1.ReasonRollingUpdate, "%d members to restart for the new Pod spec; waiting for %s to be up first", len(outdated), strings.Join(down, ", "))
@@ -67,7 +67,7 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory && len(v.members) == 1 {
 		return false, waitFor(etcdv1.ReasonPodSpecChangeBlocked, "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
 	}
-	if ok, rolling := r.RollSlots.take(key); !ok {
+	if ok, rolling := r.RollSlots.Take(key); !ok {
 		return false, errWaiting{reason: etcdv1.ReasonRollQueued, retryIn: rollSlotRetry, message: fmt.Sprintf(
 			"%d members to restart for the new Pod spec; waiting for a slot: %d clusters are restarting members (--max-concurrent-rolls)", len(outdated), rolling)}
 	}

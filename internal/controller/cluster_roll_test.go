@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -181,9 +182,9 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 	h := runningHarness(t)
 	h.startPods()
-	h.r.RollSlots = NewRollSlots(1)
+	h.r.RollSlots = kit.NewRollSlots(1)
 	other := types.NamespacedName{Namespace: "elsewhere", Name: "rolling"}
-	if ok, _ := h.r.RollSlots.take(other); !ok {
+	if ok, _ := h.r.RollSlots.Take(other); !ok {
 		t.Fatal("the first slot was refused")
 	}
 	h.setMemoryRequest("768Mi")
@@ -194,12 +195,12 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 	if cond := h.condition(etcdv1.ConditionProgressing); cond.Reason != etcdv1.ReasonRollQueued {
 		t.Fatalf("Progressing %+v, want %s", cond, etcdv1.ReasonRollQueued)
 	}
-	h.r.RollSlots.release(other)
+	h.r.RollSlots.Release(other)
 	h.reconcile()
 	if got := h.podNames(); len(got) != 2 {
 		t.Fatalf("the roll did not begin once a slot was free: Pods %v", got)
 	}
-	if ok, _ := h.r.RollSlots.take(other); ok {
+	if ok, _ := h.r.RollSlots.Take(other); ok {
 		t.Fatal("the rolling cluster did not hold the slot")
 	}
 	for range 4 {
@@ -208,7 +209,7 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 	}
 	h.startPods()
 	h.reconcile()
-	if ok, _ := h.r.RollSlots.take(other); !ok {
+	if ok, _ := h.r.RollSlots.Take(other); !ok {
 		t.Fatalf("the slot was kept after the roll ended: Pods %v", h.podNames())
 	}
 }
@@ -219,7 +220,7 @@ func TestChangedPodSpecWaitsForARollSlot(t *testing.T) {
 func TestARollStuckOnAPodThatCannotStartGivesItsSlotBack(t *testing.T) {
 	h := runningHarness(t)
 	h.startPods()
-	h.r.RollSlots = NewRollSlots(1)
+	h.r.RollSlots = kit.NewRollSlots(1)
 	other := types.NamespacedName{Namespace: "elsewhere", Name: "rolling"}
 	h.setMemoryRequest("768Mi")
 	h.reconcile()
@@ -262,14 +263,14 @@ func TestARollStuckOnAPodThatCannotStartGivesItsSlotBack(t *testing.T) {
 	}
 	setPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}})
 	h.reconcile()
-	if ok, _ := h.r.RollSlots.take(other); ok {
+	if ok, _ := h.r.RollSlots.Take(other); ok {
 		t.Fatal("the slot was given back while the restarted member's Pod was only starting")
 	}
 	assertProgressingReason(t, h, "RollingUpdate")
 	setPod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}})
 	h.reconcile()
 	assertProgressingReason(t, h, etcdv1.ReasonRollStuck)
-	if ok, _ := h.r.RollSlots.take(other); !ok {
+	if ok, _ := h.r.RollSlots.Take(other); !ok {
 		t.Fatal("the slot is held by a roll stuck on a Pod that cannot start")
 	}
 }

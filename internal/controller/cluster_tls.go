@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -55,7 +56,7 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 	}
 	// Auth goes on as soon as a quorum answers, before any other step: until then members
 	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
-	if authWanted(c) && !c.Status.AuthEnabled && v.reachable {
+	if kit.AuthWanted(c) && !c.Status.AuthEnabled && v.reachable {
 		if err := r.ensureAuth(ctx, c, v); err != nil {
 			return false, err
 		}
@@ -376,7 +377,7 @@ func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Ob
 }
 
 func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
-	names := clientSecretNames(c)
+	names := kit.ClientSecretNames(c)
 	if specs.PeerSecretTLS(c) {
 		names = append(names, specs.PeerSecretName(c))
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -36,7 +37,7 @@ type MemberReconciler struct {
 	// whose client is not a cache.
 	APIReader  client.Reader
 	Recorder   events.EventRecorder
-	NewClient  ClientFactory
+	NewClient  kit.ClientFactory
 	PodOptions specs.PodOptions
 	// MaxConcurrentReconciles is how many members are reconciled at once; 1 when 0.
 	MaxConcurrentReconciles int
@@ -148,11 +149,11 @@ func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*
 // clusterEvent records an event on the cluster about member m (see eventAbout for why the
 // member is named as related).
 func (r *MemberReconciler) clusterEvent(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
-	emit(r.Recorder, c, m, eventType, reason, action, format, args...)
+	kit.Emit(r.Recorder, c, m, eventType, reason, action, format, args...)
 }
 
 func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, format string, args ...any) {
-	emit(r.Recorder, obj, nil, eventType, reason, action, format, args...)
+	kit.Emit(r.Recorder, obj, nil, eventType, reason, action, format, args...)
 }
 
 // finalize lets a member go. Deliberate removal: out of etcd first (leadership handed over if

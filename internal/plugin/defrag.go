@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
+	"github.com/quorumkeeper/etcd-operator/internal/defragplan"
 )
 
 func newDefragCommand(o *Options) *cobra.Command {
@@ -66,7 +66,7 @@ func (s *Session) defragTargets(ctx context.Context, named []string) ([]string, 
 // the quorum, leadership handed away first when the member leads.
 func (s *Session) defragOne(ctx context.Context, o *Options, name string) error {
 	reachable := slices.Sorted(maps.Keys(s.Endpoints))
-	moved, err := defrag.Member(ctx, s.Etcd, reachable, func(n string) string { return s.Endpoints[n] }, name)
+	moved, err := defragplan.Member(ctx, s.Etcd, reachable, func(n string) string { return s.Endpoints[n] }, name)
 	if moved {
 		say(o.Err, "moved leadership away from %s before defragmenting it\n", name)
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
 func newRecoverCommand(o *Options) *cobra.Command {
@@ -72,11 +72,11 @@ type recoveryRequest struct {
 }
 
 func memberRequest(member string) recoveryRequest {
-	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFrom, value: member, stated: controller.RecoveryKeyPrefix(member)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFrom, value: member, stated: kit.RecoveryKeyPrefix(member)}
 }
 
 func snapshotRequest(snapshot string) recoveryRequest {
-	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFromSnapshot, value: snapshot, stated: controller.SnapshotRecoveryKeyPrefix(snapshot)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFromSnapshot, value: snapshot, stated: kit.SnapshotRecoveryKeyPrefix(snapshot)}
 }
 
 // checkRecover refuses a recovery unless the operator reports the quorum lost: on a cluster

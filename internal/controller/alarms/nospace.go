@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -31,7 +31,7 @@ import (
 type Reconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
-	NewClient controller.ClientFactory
+	NewClient kit.ClientFactory
 	// MaxConcurrentReconciles is how many clusters are remediated at once; 1 when 0. A
 	// compaction may take up to 20 s (withClient), and another cluster's NOSPACE must not wait
 	// for it.
@@ -207,7 +207,7 @@ func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn f
 }
 
 func (r *Reconciler) event(c *etcdv1.EtcdCluster, eventType, reason, format string, args ...any) {
-	controller.Emit(r.Recorder, c, nil, eventType, reason, "Remediate", format, args...)
+	kit.Emit(r.Recorder, c, nil, eventType, reason, "Remediate", format, args...)
 }
 
 // SetupWithManager watches clusters (their Alarm condition) and the passes they own.

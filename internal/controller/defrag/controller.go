@@ -1,3 +1,6 @@
+// Package defrag runs EtcdDefrag passes (one member at a time, the leader last, never below
+// quorum; the decisions are package defragplan's) and creates them on the schedule of an
+// EtcdCluster's spec.defrag.
 package defrag
 
 import (
@@ -18,21 +21,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/defragplan"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
-
-// defragmentTimeout bounds one member's defragmentation, which blocks that member.
-const defragmentTimeout = 5 * time.Minute
 
 // Reconciler runs EtcdDefrag passes. Each reconcile gives one member its outcome and
 // records it, so a pass interrupted by a crash goes on with the next member.
 type Reconciler struct {
 	client.Client
 	Recorder  events.EventRecorder
-	NewClient controller.ClientFactory
+	NewClient kit.ClientFactory
 	// Now is the clock of startedAt, finishedAt and the TTL; time.Now when nil.
 	Now func() time.Time
 	// APIReader lists a cluster's passes around the cache before one starts: a pass another
@@ -135,7 +136,7 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
 	}
 	defer func() { _ = cli.Close() }()
-	view, err := look(ctx, cli, names, endpointOf)
+	view, err := defragplan.Look(ctx, cli, names, endpointOf)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
 	}
@@ -143,12 +144,12 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 		r.event(d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
 	}
-	name, ok := nextMember(d.Status.Members, view)
+	name, ok := defragplan.NextMember(d.Status.Members, view)
 	if !ok {
 		return ctrl.Result{}, r.complete(ctx, d)
 	}
-	v := decide(d.Spec.Rule, view, name)
-	if v.moveLeader {
+	v := defragplan.Decide(d.Spec.Rule, view, name)
+	if v.MoveLeader {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.moveLeader(ctx, cli, d, view, name)
 	}
 	row := r.process(ctx, cli, view, name, v)
@@ -175,26 +176,26 @@ func (r *Reconciler) start(d *etcdv1.EtcdDefrag, names []string) bool {
 }
 
 // process defragments the member or records why not.
-func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView, name string, v verdict) etcdv1.MemberDefragStatus {
-	m := view.members[name]
+func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view defragplan.PassView, name string, v defragplan.Verdict) etcdv1.MemberDefragStatus {
+	m := view.Members[name]
 	now := r.now()
 	role := etcdv1.DefragRoleFollower
-	if m.id == view.leader && m.id != 0 {
+	if m.ID == view.Leader && m.ID != 0 {
 		role = etcdv1.DefragRoleLeader
 	}
-	row := etcdv1.MemberDefragStatus{Name: name, Role: role, Outcome: v.outcome, Reason: v.reason, Message: v.message,
-		DBSizeBefore: m.sizes.dbSize, FinishedAt: &now}
-	if !v.defragment {
+	row := etcdv1.MemberDefragStatus{Name: name, Role: role, Outcome: v.Outcome, Reason: v.Reason, Message: v.Message,
+		DBSizeBefore: m.Sizes.DBSize, FinishedAt: &now}
+	if !v.Defragment {
 		return row
 	}
-	defragCtx, cancel := context.WithTimeout(ctx, defragmentTimeout)
+	defragCtx, cancel := context.WithTimeout(ctx, defragplan.DefragmentTimeout)
 	defer cancel()
-	if err := cli.Defragment(defragCtx, m.endpoint); err != nil {
+	if err := cli.Defragment(defragCtx, m.Endpoint); err != nil {
 		row.Outcome, row.Reason, row.Message = etcdv1.DefragOutcomeFailed, etcdv1.ReasonDefragmentFailed, err.Error()
 		return row
 	}
 	row.Outcome = etcdv1.DefragOutcomeDefragmented
-	if st, err := cli.Status(ctx, m.endpoint); err == nil {
+	if st, err := cli.Status(ctx, m.Endpoint); err == nil {
 		row.DBSizeAfter = st.DBSize
 		row.ReclaimedBytes = max(0, row.DBSizeBefore-st.DBSize)
 	}
@@ -205,8 +206,8 @@ func (r *Reconciler) process(ctx context.Context, cli etcd.Client, view passView
 
 // moveLeader hands leadership to another healthy voter before the leader is defragmented,
 // and remembers in the member's row that it led.
-func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.EtcdDefrag, view passView, name string) error {
-	if err := leadAway(ctx, cli, view, name); err != nil {
+func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.EtcdDefrag, view defragplan.PassView, name string) error {
+	if err := defragplan.LeadAway(ctx, cli, view, name); err != nil {
 		return err
 	}
 	r.event(d, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership away from %s before defragmenting it", name)
@@ -342,7 +343,7 @@ func (r *Reconciler) memberNames(ctx context.Context, c *etcdv1.EtcdCluster) ([]
 }
 
 func (r *Reconciler) event(d *etcdv1.EtcdDefrag, eventType, reason, action, format string, args ...any) {
-	controller.Emit(r.Recorder, d, nil, eventType, reason, action, format, args...)
+	kit.Emit(r.Recorder, d, nil, eventType, reason, action, format, args...)
 }
 
 // SetupWithManager watches EtcdDefrags.

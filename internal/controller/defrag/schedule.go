@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
@@ -106,7 +106,7 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err != nil {
 		return err
 	}
-	controller.Emit(r.Recorder, c, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
+	kit.Emit(r.Recorder, c, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
 	return nil
 }
 
@@ -134,7 +134,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 }
 
 func (r *ScheduleReconciler) warn(c *etcdv1.EtcdCluster, format string, args ...any) {
-	controller.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, etcdv1.ReasonInvalidDefragSchedule, "Defragment", format, args...)
+	kit.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, etcdv1.ReasonInvalidDefragSchedule, "Defragment", format, args...)
 }
 
 // SetupWithManager watches clusters and the passes they own.

@@ -1,4 +1,4 @@
-package controller
+package kit
 
 import (
 	"sync"
@@ -25,9 +25,9 @@ func NewRollSlots(maxRolling int) *RollSlots {
 	return &RollSlots{max: maxRolling, rolling: map[types.NamespacedName]struct{}{}}
 }
 
-// take gives the cluster a slot, or keeps the one it has; false when every slot is taken by
+// Take gives the cluster a slot, or keeps the one it has; false when every slot is taken by
 // other clusters, with how many roll. A nil RollSlots has no cap.
-func (s *RollSlots) take(cluster types.NamespacedName) (bool, int) {
+func (s *RollSlots) Take(cluster types.NamespacedName) (bool, int) {
 	if s == nil || s.max <= 0 {
 		return true, 0
 	}
@@ -43,8 +43,8 @@ func (s *RollSlots) take(cluster types.NamespacedName) (bool, int) {
 	return true, len(s.rolling)
 }
 
-// release frees the cluster's slot: its roll is done, or the cluster is gone.
-func (s *RollSlots) release(cluster types.NamespacedName) {
+// Release frees the cluster's slot: its roll is done, or the cluster is gone.
+func (s *RollSlots) Release(cluster types.NamespacedName) {
 	if s == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package defrag
+package defragplan
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
+// DefragmentTimeout bounds one member's defragmentation, which blocks that member.
+const DefragmentTimeout = 5 * time.Minute
+
 // Member defragments one member now, as a pass with rule.all would (`kubectl etcd defrag`
 // calls it member by member): it looks at etcd, refuses when the member does not answer its
 // health check or pausing it would leave fewer healthy voters than a quorum, and hands
@@ -17,23 +20,23 @@ import (
 // It returns whether leadership was moved away from the member.
 func Member(ctx context.Context, cli etcd.Client, names []string, endpointOf func(string) string, name string) (movedLeader bool, err error) {
 	all := &etcdv1.DefragRule{All: true}
-	view, err := look(ctx, cli, names, endpointOf)
+	view, err := Look(ctx, cli, names, endpointOf)
 	if err != nil {
 		return false, err
 	}
-	v := decide(all, view, name)
-	if v.moveLeader {
-		if err := leadAway(ctx, cli, view, name); err != nil {
+	v := Decide(all, view, name)
+	if v.MoveLeader {
+		if err := LeadAway(ctx, cli, view, name); err != nil {
 			return false, err
 		}
 		movedLeader = true
 		// Look again, as a pass does after moving leadership: the quorum is judged anew, once
 		// the members say who leads now (one may answer before it heard of the election).
 		for tries := 1; ; tries++ {
-			if view, err = look(ctx, cli, names, endpointOf); err != nil {
+			if view, err = Look(ctx, cli, names, endpointOf); err != nil {
 				return movedLeader, err
 			}
-			if v = decide(all, view, name); !v.moveLeader {
+			if v = Decide(all, view, name); !v.MoveLeader {
 				break
 			}
 			if tries == 10 {
@@ -46,18 +49,18 @@ func Member(ctx context.Context, cli etcd.Client, names []string, endpointOf fun
 			}
 		}
 	}
-	if !v.defragment {
-		return movedLeader, fmt.Errorf("not defragmenting %s (%s): %s", name, v.reason, v.message)
+	if !v.Defragment {
+		return movedLeader, fmt.Errorf("not defragmenting %s (%s): %s", name, v.Reason, v.Message)
 	}
-	defragCtx, cancel := context.WithTimeout(ctx, defragmentTimeout)
+	defragCtx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
 	defer cancel()
-	return movedLeader, cli.Defragment(defragCtx, view.members[name].endpoint)
+	return movedLeader, cli.Defragment(defragCtx, view.Members[name].Endpoint)
 }
 
-// leadAway hands leadership from the member name to another healthy voter.
-func leadAway(ctx context.Context, cli etcd.Client, view passView, name string) error {
-	from := view.members[name].id
-	for _, to := range view.healthyVoterIDs {
+// LeadAway hands leadership from the member name to another healthy voter.
+func LeadAway(ctx context.Context, cli etcd.Client, view PassView, name string) error {
+	from := view.Members[name].ID
+	for _, to := range view.HealthyVoterIDs {
 		if to == from {
 			continue
 		}

@@ -1,4 +1,4 @@
-package defrag
+package defragplan
 
 import (
 	"context"

@@ -1,6 +1,9 @@
-// Package defrag runs EtcdDefrag passes (one member at a time, the leader last, never below
-// quorum) and creates them on the schedule of an EtcdCluster's spec.defrag.
-package defrag
+// Package defragplan decides a defragmentation pass over one etcd cluster (which member next,
+// the leader last, none when pausing it would cost the quorum, leadership moved away first)
+// and defragments a single member so. The EtcdDefrag controller (internal/controller/defrag)
+// runs whole passes with it; `kubectl etcd defrag` defragments one member with Member. It
+// holds no Kubernetes client.
+package defragplan
 
 import (
 	"fmt"
@@ -22,13 +25,13 @@ var (
 // their quota (3.5).
 const etcdDefaultQuota = 2 << 30
 
-// sizes are a member's database figures from its status.
-type sizes struct {
-	dbSize, inUse, quota int64
+// Sizes are a member's database figures from its status.
+type Sizes struct {
+	DBSize, InUse, Quota int64
 }
 
 // selected says whether rule picks a member with these sizes, and why in words.
-func selected(rule *etcdv1.DefragRule, s sizes) (bool, string) {
+func selected(rule *etcdv1.DefragRule, s Sizes) (bool, string) {
 	if rule != nil && rule.All {
 		return true, "rule.all"
 	}
@@ -36,22 +39,22 @@ func selected(rule *etcdv1.DefragRule, s sizes) (bool, string) {
 	if rule != nil {
 		r = *rule
 	}
-	reclaimable := s.dbSize - s.inUse
+	reclaimable := s.DBSize - s.InUse
 	free := quantityOr(r.FreeSpaceAbove, defaultFreeSpaceAbove)
 	if reclaimable > free {
 		return true, fmt.Sprintf("%d bytes reclaimable, above freeSpaceAbove %d", reclaimable, free)
 	}
 	if pct, ok := percent(r.QuotaUsageAbove); ok {
-		quota := s.quota
+		quota := s.Quota
 		if quota <= 0 {
 			quota = etcdDefaultQuota
 		}
 		minReclaim := quantityOr(r.MinReclaim, defaultMinReclaim)
-		if s.dbSize*100 > int64(pct)*quota && reclaimable >= minReclaim {
-			return true, fmt.Sprintf("database %d bytes is above %d%% of the quota %d, %d bytes reclaimable (minReclaim %d)", s.dbSize, pct, quota, reclaimable, minReclaim)
+		if s.DBSize*100 > int64(pct)*quota && reclaimable >= minReclaim {
+			return true, fmt.Sprintf("database %d bytes is above %d%% of the quota %d, %d bytes reclaimable (minReclaim %d)", s.DBSize, pct, quota, reclaimable, minReclaim)
 		}
 	}
-	return false, fmt.Sprintf("%d bytes reclaimable of a %d-byte database: below the rule", reclaimable, s.dbSize)
+	return false, fmt.Sprintf("%d bytes reclaimable of a %d-byte database: below the rule", reclaimable, s.DBSize)
 }
 
 func quantityOr(q *resource.Quantity, fallback resource.Quantity) int64 {

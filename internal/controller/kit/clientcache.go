@@ -1,4 +1,4 @@
-package controller
+package kit
 
 import (
 	"context"
@@ -47,7 +47,7 @@ type ClientCache struct {
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*cachedClient
 	// backoff spaces the dials of a cluster whose last dial failed.
-	backoff backoff
+	backoff Backoff
 	// waiting counts the looks waiting for their cluster's turn (tests wait for them).
 	waiting atomic.Int32
 }
@@ -90,7 +90,7 @@ func (e *cachedClient) unlock() { <-e.turn }
 // reads every Secret live (cmd/etcd-operator's clientOptions), metadata included, which
 // would cost an API request per Secret on every reconcile of every cluster.
 func NewClientCache(reader client.Reader, open ClientFactory) *ClientCache {
-	return &ClientCache{Reader: reader, Open: open, backoff: backoff{from: clientRetryBase, to: clientRetryMax}}
+	return &ClientCache{Reader: reader, Open: open}
 }
 
 // Client returns the cluster's client for these endpoints, built anew only when something it
@@ -198,7 +198,7 @@ func (cc *ClientCache) Len() int {
 }
 
 func (cc *ClientCache) limiter() workqueue.TypedRateLimiter[types.NamespacedName] {
-	return cc.backoff.get()
+	return cc.backoff.Get(clientRetryBase, clientRetryMax)
 }
 
 func (cc *ClientCache) now() time.Time {
@@ -217,7 +217,7 @@ func (cc *ClientCache) fingerprint(ctx context.Context, c *etcdv1.EtcdCluster, e
 	sorted := slices.Clone(endpoints)
 	slices.Sort(sorted)
 	parts := []string{string(c.UID), strings.Join(sorted, ",")}
-	for _, name := range clientSecretNames(c) {
+	for _, name := range ClientSecretNames(c) {
 		s := &metav1.PartialObjectMetadata{}
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		err := cc.Reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
@@ -233,8 +233,8 @@ func (cc *ClientCache) fingerprint(ctx context.Context, c *etcdv1.EtcdCluster, e
 	return strings.Join(parts, " "), nil
 }
 
-// clientSecretNames are the Secrets the client factory reads for cluster c.
-func clientSecretNames(c *etcdv1.EtcdCluster) []string {
+// ClientSecretNames are the Secrets the client factory reads for cluster c.
+func ClientSecretNames(c *etcdv1.EtcdCluster) []string {
 	var names []string
 	if specs.ClientTLS(c) {
 		names = append(names, specs.ServerSecretName(c))
@@ -242,7 +242,7 @@ func clientSecretNames(c *etcdv1.EtcdCluster) []string {
 			names = append(names, n)
 		}
 	}
-	if authWanted(c) {
+	if AuthWanted(c) {
 		names = append(names, c.Spec.Auth.RootCredentialsSecretRef.Name, specs.RootAppliedSecretName(c.Name))
 	}
 	return names

@@ -1,4 +1,4 @@
-package controller
+package kit
 
 import (
 	"context"
@@ -99,18 +99,18 @@ func clientTLSConfig(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster
 // rootPasswords are the passwords to log in as root with, the last applied first; none when
 // spec.auth is off or no password is known yet.
 func rootPasswords(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) ([]string, error) {
-	if !authWanted(c) {
+	if !AuthWanted(c) {
 		return nil, nil
 	}
 	var out []string
-	applied, err := appliedPassword(ctx, r, c)
+	applied, err := AppliedPassword(ctx, r, c)
 	if err != nil {
 		return nil, err
 	}
 	if applied != "" {
 		out = append(out, applied)
 	}
-	wanted, problem, err := wantedPassword(ctx, r, c)
+	wanted, problem, err := WantedPassword(ctx, r, c)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,8 @@ func rootPasswords(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) 
 	return out, nil
 }
 
-func authWanted(c *etcdv1.EtcdCluster) bool {
+// AuthWanted: the cluster is to have authentication, with root's password from a Secret.
+func AuthWanted(c *etcdv1.EtcdCluster) bool {
 	return c.Spec.Auth != nil && c.Spec.Auth.Enabled && c.Spec.Auth.RootCredentialsSecretRef != nil
 }
 
