@@ -1,5 +1,7 @@
 # Every tool and test binary is built from the Go module proxy into a versioned cache outside
 # the repository (hack/tool.sh, hack/testbed.sh); nothing is downloaded prebuilt.
+# Two Go modules: the product (go.mod: api, cmd, internal) and its test tooling (test/go.mod:
+# the local cluster, e2e, robustness, bench, the image builder), built with `go -C test`.
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
@@ -22,6 +24,8 @@ IMAGE ?= ghcr.io/quorumkeeper/etcd-operator:$(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 # The one set of binary flags for make build and make image: static, version stamped.
 GO_BUILD = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION)"
+# Go commands of the test module; -o paths given to it are absolute, as it runs in test/.
+GO_TEST_MODULE = go -C test
 
 .PHONY: all
 all: build
@@ -53,13 +57,20 @@ verify-generated: generate manifests chart-sync ## Fail when generated files (an
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+.PHONY: tidy
+tidy: ## go mod tidy in both modules.
+	go mod tidy
+	$(GO_TEST_MODULE) mod tidy
+
 .PHONY: vet
 vet:
 	go vet ./...
+	$(GO_TEST_MODULE) vet ./...
 
 .PHONY: lint
-lint: vet ## go vet and golangci-lint.
+lint: vet ## go vet and golangci-lint, in both modules.
 	$(GOLANGCI_LINT) run --allow-serial-runners ./...
+	cd test && $(GOLANGCI_LINT) run --allow-serial-runners --config ../.golangci.yml ./...
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
@@ -70,7 +81,8 @@ image: ## The operator's OCI image (IMAGE_PLATFORMS, no container daemon) under 
 	@for p in $(IMAGE_PLATFORMS); do \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o bin/$${p/\//-}/etcd-operator ./cmd/etcd-operator >&2; \
 	done
-	@go run ./hack/image build -out $(DIST) -ref $(IMAGE) -version $(VERSION) -revision "$(REVISION)" \
+	@$(GO_TEST_MODULE) build -o $(CURDIR)/bin/image-builder ./cmd/image
+	@bin/image-builder build -out $(DIST) -ref $(IMAGE) -version $(VERSION) -revision "$(REVISION)" \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=bin/$(subst /,-,$(p))/etcd-operator)
 
 .PHONY: release
@@ -103,7 +115,7 @@ local-up: ## Start the local cluster in the background; print the kubeconfig pat
 
 .PHONY: local-down
 local-down: ## Stop the local cluster and remove every trace of it.
-	@CGO_ENABLED=0 go build -o bin/localcluster ./cmd/localcluster && bin/localcluster down
+	@CGO_ENABLED=0 $(GO_TEST_MODULE) build -o $(CURDIR)/bin/localcluster ./cmd/localcluster && bin/localcluster down
 
 ##@ Tests
 
@@ -114,28 +126,29 @@ test: ## Everything CI runs, tier by tier; each tier's time at the end.
 	@hack/test-all.sh $(TEST_TIERS)
 
 .PHONY: test-unit
-test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes.
+test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder and commands.
 	hack/testbed.sh etcd >/dev/null
 	hack/testbed.sh minio >/dev/null
-	go test $(GO_TEST_FLAGS) ./api/... ./internal/... ./test/robustness/...
+	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
+	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./cmd/... ./bench/...
 
 .PHONY: test-chart
 test-chart: ## helm lint and helm template of charts/etcd-operator, checked.
-	HELM="$$(hack/tool.sh helm)" go test $(GO_TEST_FLAGS) ./test/chart/
+	HELM="$$(hack/tool.sh helm)" $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./chart/
 
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.
 	hack/testbed.sh kube >/dev/null
 	hack/testbed.sh cert-manager >/dev/null
 	hack/testbed.sh minio >/dev/null
-	go test $(GO_TEST_FLAGS) ./test/localcluster/ ./test/localcluster/netsetup/ ./test/localcluster/runtime/ \
-		./test/localcluster/node/ ./test/localcluster/provisioner/ ./test/localcluster/netpolicy/
+	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./localcluster/ ./localcluster/netsetup/ ./localcluster/runtime/ \
+		./localcluster/node/ ./localcluster/provisioner/ ./localcluster/netpolicy/
 	@# One local cluster per machine: wait for whoever has it (hack/operator-up.sh takes the same lock).
-	flock $(LOCALCLUSTER_LOCK) go test $(GO_TEST_FLAGS) -timeout 30m -v ./test/localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+	flock $(LOCALCLUSTER_LOCK) $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) -timeout 30m -v ./localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: test-api
 test-api: ## CRD validation and defaults against a real kube-apiserver.
-	KUBEBUILDER_ASSETS="$$(hack/testbed.sh envtest | tail -n1)" go test $(GO_TEST_FLAGS) -v ./test/api/... 2>&1 | \
+	KUBEBUILDER_ASSETS="$$(hack/testbed.sh envtest | tail -n1)" $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) -v ./api/... 2>&1 | \
 		grep -vE '^=== (RUN|PAUSE|CONT)' 
 
 .PHONY: test-e2e

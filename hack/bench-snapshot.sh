@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 etcd_dir=$(hack/testbed.sh etcd | tail -n1)
 minio_dir=$(hack/testbed.sh minio | tail -n1)
 make --no-print-directory build >&2
-CGO_ENABLED=0 go build -o bin/bench-snapshot ./test/bench/snapshot
+CGO_ENABLED=0 go -C test build -o "$PWD/bin/bench-snapshot" ./bench/snapshot
 # shellcheck disable=SC2086 # SNAPSHOT_BENCH_FLAGS is a list of flags
 bin/bench-snapshot -agent bin/etcd-operator -etcd-dir "$etcd_dir" -minio-dir "$minio_dir" ${SNAPSHOT_BENCH_FLAGS:-}

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 hack/bench-snapshot.sh
 
 # Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
-CGO_ENABLED=0 go build -o bin/bench ./test/bench
+CGO_ENABLED=0 go -C test build -o "$PWD/bin/bench" ./bench
 
 # shellcheck source=hack/operator-up.sh
 source hack/operator-up.sh

@@ -17,4 +17,5 @@ export E2E_KUBECTL
 E2E_HELM=${E2E_HELM:-$(hack/tool.sh helm)}
 export E2E_HELM
 # Tests that leave the operator alone run E2E_PARALLEL at a time (see test/e2e/suite_test.go).
-go test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+# The suite is in the test module (test/go.mod).
+go -C test test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

@@ -8,7 +8,7 @@ kube_bin=$(hack/testbed.sh kube | tail -n1)
 etcd_bin=$(hack/testbed.sh etcd | tail -n1)
 mkdir -p bin
 images=$(hack/images.sh "$PWD/bin/images.yaml" | tail -n1)
-CGO_ENABLED=0 go build -o bin/localcluster ./cmd/localcluster
+CGO_ENABLED=0 go -C test build -o "$PWD/bin/localcluster" ./cmd/localcluster
 
 # LOCALCLUSTER_ADDONS="cert-manager minio" also starts those (built on first use).
 addons=()

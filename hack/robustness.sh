@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
-CGO_ENABLED=0 go build -o bin/robustness ./test/robustness/scenarios
+CGO_ENABLED=0 go -C test build -o "$PWD/bin/robustness" ./robustness/scenarios
 
 flags=(-trials "${ROBUSTNESS_TRIALS:-1}")
 if [ -n "${ROBUSTNESS_SEED:-}" ]; then

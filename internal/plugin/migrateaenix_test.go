@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/aenixfixture"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/migrate"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
-	"github.com/quorumkeeper/etcd-operator/test/aenixfixture"
 )
 
 // adoptAenix against the objects of a settled legacy cluster: this operator's objects are

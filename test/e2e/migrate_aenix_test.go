@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/aenixfixture"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
-	"github.com/quorumkeeper/etcd-operator/test/aenixfixture"
 )
 
 var aenixMembers = []string{"lg-0", "lg-1", "lg-2"}

@@ -24,7 +24,10 @@ import (
 func buildPlugin(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kubectl-etcd")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/quorumkeeper/etcd-operator/cmd/kubectl-etcd").CombinedOutput()
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/kubectl-etcd")
+	// Built in the product's module, so with the versions its go.mod ships, not the test module's.
+	build.Dir = "../.."
+	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build kubectl-etcd: %v\n%s", err, out)
 	}

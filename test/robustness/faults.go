@@ -68,7 +68,7 @@ func EmptyVolume(ctx context.Context, k8s client.Reader, pvc *corev1.PersistentV
 	return nil
 }
 
-// The local cluster's supervisor acts on a node agent when sent SIGUSR2 (cmd/localcluster:
+// The local cluster's supervisor acts on a node agent when sent SIGUSR2 (test/cmd/localcluster:
 // SignalRestartNode), for the request written in node-restart-request of its state
 // directory; it says it takes the signal in node-restart-signal, and which requests it knows
 // beyond the crash in node-faults (a supervisor of an older build would log an error and do

@@ -2,7 +2,7 @@
 // runs Pods on it through the API and kubectl, then stops it with `make local-down` and checks
 // that the machine is left clean.
 //
-//	go test ./test/localcluster/e2e/ -count=1 -v -timeout 20m
+//	go -C test test ./localcluster/e2e/ -count=1 -v -timeout 20m
 //
 // It needs root (network namespaces, mounts), as the local cluster does.
 package e2e

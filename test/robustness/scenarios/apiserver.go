@@ -17,7 +17,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
-// The local cluster's supervisor restarts kube-apiserver on SIGUSR1 (cmd/localcluster:
+// The local cluster's supervisor restarts kube-apiserver on SIGUSR1 (test/cmd/localcluster:
 // SignalRestartAPIServer), and says so in supervisorSignalFile.
 const (
 	supervisorSignalFile = "/var/lib/etcd-operator-localcluster/apiserver-restart-signal"

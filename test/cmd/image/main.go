@@ -1,8 +1,10 @@
 // Command image assembles the operator's OCI image from static binaries (make image), and
-// unpacks it for the local cluster's node agents (hack/images.sh).
+// unpacks it for the local cluster's node agents (hack/images.sh). It lives in the test module
+// (the product's go.mod lists no image library); both callers build it from there:
 //
-//	go run ./hack/image build -out dist -ref etcd-operator:v1 -version v1 linux/amd64=bin/linux-amd64/etcd-operator ...
-//	go run ./hack/image unpack -layout dist/oci -platform linux/amd64 -dir bin/image-root -key etcd-operator:dev
+//	go -C test build -o "$PWD/bin/image" ./cmd/image
+//	bin/image build -out dist -ref etcd-operator:v1 -version v1 linux/amd64=bin/linux-amd64/etcd-operator ...
+//	bin/image unpack -layout dist/oci -platform linux/amd64 -dir bin/image-root -key etcd-operator:dev
 package main
 
 import (
@@ -15,7 +17,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/quorumkeeper/etcd-operator/internal/image"
+	"github.com/quorumkeeper/etcd-operator/test/image"
 )
 
 func main() {
