@@ -44,8 +44,10 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'spec.version cannot jump from ' + oldSelf + ' to ' + self + ': etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set ' + self"
 	Version string `json:"version"`
 
-	// Storage is each member's data directory.
+	// Storage is each member's data directory. The floor of its size is the cluster's, not the
+	// EtcdMember's: members of a cluster created before it keep being made at the size they have.
 	// +kubebuilder:default={size: "1Gi", medium: ""}
+	// +kubebuilder:validation:XValidation:rule="!has(self.size) || !quantity(string(self.size)).isGreaterThan(quantity('0')) || quantity(string(self.size)).compareTo(quantity('256Mi')) >= 0",message="spec.storage.size must be at least 256Mi: etcd writes its log in 61 MiB segments and prepares the next one ahead, beside the database, so a smaller PVC or tmpfs fills and etcd stops with 'no space left on device'; for example 1Gi"
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 

@@ -138,6 +138,11 @@ func (s *S3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 // with If-None-Match: *, so the store itself refuses it when the key exists (S3 and MinIO
 // answer 412 PreconditionFailed); a store that ignores the header leaves only the agent's
 // look before the snapshot started between two writers.
+//
+// The client retries a completion whose answer it did not get (a timeout, a 5xx): when the
+// first try landed, the retry meets the object it made and is refused. An object recorded
+// with this owner and this checksum is that one, so the commit succeeded; calling it a
+// collision would fail the snapshot and leave its file behind as if it were another's.
 func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum, owner string) error {
 	info, err := s.cli.StatObject(ctx, s.bucket, tmp, minio.StatObjectOptions{})
 	if err != nil {
@@ -145,14 +150,28 @@ func (s *S3Store) Commit(ctx context.Context, tmp, name, checksum, owner string)
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: map[string]string{checksumMeta: checksum, ownerMeta: owner}}
 	err = s.copyObject(ctx, tmp, name, info.Size, opts, true)
-	if minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+	if minio.ToErrorResponse(err).Code == "PreconditionFailed" && !s.committedBy(ctx, name, checksum, owner) {
 		_ = s.Remove(ctx, tmp)
 		return fmt.Errorf("%w: s3://%s/%s", ErrAlreadyExists, s.bucket, name)
 	}
-	if err != nil {
+	if err != nil && minio.ToErrorResponse(err).Code != "PreconditionFailed" {
 		return err
 	}
 	return s.Remove(ctx, tmp)
+}
+
+// committedBy: name's object was written by owner with checksum (an earlier try of this very
+// commit). An empty owner or checksum proves nothing.
+func (s *S3Store) committedBy(ctx context.Context, name, checksum, owner string) bool {
+	if owner == "" || checksum == "" {
+		return false
+	}
+	gotOwner, err := s.RecordedOwner(ctx, name)
+	if err != nil || gotOwner != owner {
+		return false
+	}
+	gotSum, err := s.RecordedChecksum(ctx, name)
+	return err == nil && gotSum == checksum
 }
 
 // Remove implements Store.

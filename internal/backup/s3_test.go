@@ -43,6 +43,50 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 	t.Run("failures name what to fix", func(t *testing.T) { t.Parallel(); testFailures(t, srv) })
 	t.Run("a broken stream leaves no object", func(t *testing.T) { t.Parallel(); testBrokenStream(t, srv) })
 	t.Run("a growing file is uploaded as it grows", func(t *testing.T) { t.Parallel(); testGrowingFile(t, srv) })
+	t.Run("a commit retried after it landed succeeds", func(t *testing.T) { t.Parallel(); testCommitRetried(t, srv) })
+}
+
+// testCommitRetried: the client retries a completion whose answer it lost; the retry meets
+// the object the first try made (PreconditionFailed). The same owner and checksum make it
+// that commit, a success, with the partial object gone; the same owner with other content,
+// or another owner with the same content, is a collision (ErrAlreadyExists), and the
+// stored object stays as the first commit left it.
+func testCommitRetried(t *testing.T, srv *testminio.Server) {
+	ctx := context.Background()
+	st := newS3Store(t, s3Config(srv, "snapshots"))
+	name := ObjectKey("retried/", FileOf{Namespace: "ns", Cluster: "c", Name: "one"})
+	const owner = "ns/one/uid-1"
+	commit := func(data []byte, owner string) (string, error) {
+		tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, _, err := VerifyStored(ctx, st, tmp, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, st.Commit(ctx, tmp, name, sum, owner)
+	}
+	data := fakeSnapshot(8192)
+	sum, err := commit(data, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commit(data, owner); err != nil {
+		t.Fatalf("the same commit again: %v, want success", err)
+	}
+	if keys, err := st.List(ctx, "retried/"); err != nil || !slices.Equal(keys, []string{name}) {
+		t.Fatalf("objects after the retried commit %v (%v), want only %s", keys, err, name)
+	}
+	if _, err := commit(fakeSnapshot(4096), owner); !errors.Is(err, ErrAlreadyExists) {
+		t.Errorf("the same owner with other content: %v, want ErrAlreadyExists", err)
+	}
+	if _, err := commit(data, "ns/one/uid-2"); !errors.Is(err, ErrAlreadyExists) {
+		t.Errorf("another owner with the same content: %v, want ErrAlreadyExists", err)
+	}
+	if _, _, err := VerifyStored(ctx, st, name, sum); err != nil {
+		t.Errorf("the first commit's object was changed: %v", err)
+	}
 }
 
 // testCommit: a file larger than one upload part is invisible under its name until Commit,

@@ -15,6 +15,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // A member whose data lives on a local volume (a PersistentVolume whose node affinity pins
@@ -33,11 +34,17 @@ import (
 const defaultNodeLossGrace = 600 * time.Second
 
 // lostNode is where a member's data was: the Node its PersistentVolume is pinned to, which
-// no longer exists.
+// no longer exists, or a PersistentVolume that is gone itself (volumeGone; node is then the
+// node the scheduler chose for the volume, when the PVC says so).
 type lostNode struct {
-	node   string
-	volume string
+	node       string
+	volume     string
+	volumeGone bool
 }
+
+// annotationSelectedNode is where the scheduler records the node it chose for a PVC bound on
+// first use (WaitForFirstConsumer): the node a local volume was made on.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
 
 // observeNodeLoss finds, among the members etcd lists that do not answer, those whose PVC is
 // bound to a PersistentVolume pinned to a Node that no longer exists. Read live (few: only
@@ -54,7 +61,7 @@ func (r *ClusterReconciler) observeNodeLoss(ctx context.Context, c *etcdv1.EtcdC
 		if !known || v.healthy[em.ID] || m.Spec.Dormant || pvc == nil || pvc.Spec.VolumeName == "" {
 			continue
 		}
-		lost, err := r.volumeOnGoneNode(ctx, pvc.Spec.VolumeName)
+		lost, err := r.volumeOnGoneNode(ctx, pvc)
 		if apierrors.IsForbidden(err) {
 			log.FromContext(ctx).Info("cannot tell whether a member's node is gone", "member", m.Name, "reason", err.Error())
 			return nil
@@ -69,71 +76,107 @@ func (r *ClusterReconciler) observeNodeLoss(ctx context.Context, c *etcdv1.EtcdC
 	return nil
 }
 
-// volumeOnGoneNode reads the PersistentVolume and, when it is pinned to one Node, that Node:
-// nil unless the Node is gone.
-func (r *ClusterReconciler) volumeOnGoneNode(ctx context.Context, volume string) (*lostNode, error) {
+// volumeOnGoneNode reads the PVC's PersistentVolume and, when it is pinned to one Node, that
+// Node: nil unless the Node is gone. A PersistentVolume that is gone itself, with its PVC
+// Lost (the PV controller's word that it is not coming back), is lost too, whatever became
+// of the node: no Pod can mount the member's data again (a node's cleanup that deletes the
+// local volumes of a deleted Node does exactly that).
+func (r *ClusterReconciler) volumeOnGoneNode(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*lostNode, error) {
+	volume := pvc.Spec.VolumeName
 	pv := &corev1.PersistentVolume{}
-	if err := r.reader().Get(ctx, client.ObjectKey{Name: volume}, pv); err != nil {
-		return nil, client.IgnoreNotFound(err)
+	if err := r.reader().Get(ctx, client.ObjectKey{Name: volume}, pv); apierrors.IsNotFound(err) {
+		if pvc.Status.Phase != corev1.ClaimLost {
+			return nil, nil
+		}
+		return &lostNode{node: pvc.Annotations[annotationSelectedNode], volume: volume, volumeGone: true}, nil
+	} else if err != nil {
+		return nil, err
 	}
-	node := pinnedNode(pv)
-	if node == "" {
+	pin := pinnedNode(pv)
+	if pin.value == "" {
 		return nil, nil
 	}
-	exists, err := r.nodeExists(ctx, node)
+	exists, err := r.nodeExists(ctx, pin)
 	if err != nil || exists {
 		return nil, err
 	}
-	return &lostNode{node: node, volume: volume}, nil
+	return &lostNode{node: pin.value, volume: volume}, nil
 }
 
-// nodeExists: a Node of that name, or one whose hostname label says it (the label a local
-// volume's affinity names, which need not be the Node's name). Metadata only.
-func (r *ClusterReconciler) nodeExists(ctx context.Context, node string) (bool, error) {
+// nodePin is the one node a volume's affinity admits: value names it under key (a Node
+// label), or under metadata.name when key is "".
+type nodePin struct {
+	key   string
+	value string
+}
+
+// nodeExists: a Node of the pin's name, or one whose label under the pin's key (the
+// hostname label by default) says it: the label a local volume's affinity names need not be
+// the Node's name. Either counts, so that a Node is never taken for gone by the wrong
+// reading. Metadata only.
+func (r *ClusterReconciler) nodeExists(ctx context.Context, pin nodePin) (bool, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-	err := r.reader().Get(ctx, client.ObjectKey{Name: node}, obj)
+	err := r.reader().Get(ctx, client.ObjectKey{Name: pin.value}, obj)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err == nil, err
 	}
+	key := pin.key
+	if key == "" {
+		key = corev1.LabelHostname
+	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := r.reader().List(ctx, list, client.MatchingLabels{corev1.LabelHostname: node}, client.Limit(1)); err != nil {
+	if err := r.reader().List(ctx, list, client.MatchingLabels{key: pin.value}, client.Limit(1)); err != nil {
 		return false, err
 	}
 	return len(list.Items) > 0, nil
 }
 
-// pinnedNode is the one Node a PersistentVolume's node affinity admits, "" when it admits
-// none in particular (a network volume, or one pinned to a zone): every term must name the
-// same single node, by its hostname label or by its name.
-func pinnedNode(pv *corev1.PersistentVolume) string {
+// pinnedNode is the one Node a PersistentVolume's node affinity admits, no value when it
+// admits none in particular (a network volume, or one pinned to a zone or a rack): every term
+// must name the same single node, by its name or by a node label (nodeLabel).
+func pinnedNode(pv *corev1.PersistentVolume) nodePin {
 	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
+		return nodePin{}
 	}
-	node := ""
+	var pin nodePin
 	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
 		named := nodeOfTerm(term)
-		if named == "" || (node != "" && named != node) {
-			return ""
+		if named.value == "" || (pin.value != "" && named != pin) {
+			return nodePin{}
 		}
-		node = named
+		pin = named
 	}
-	return node
+	return pin
 }
 
-func nodeOfTerm(term corev1.NodeSelectorTerm) string {
+func nodeOfTerm(term corev1.NodeSelectorTerm) nodePin {
 	for _, req := range term.MatchExpressions {
-		if req.Key == corev1.LabelHostname && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
-			return req.Values[0]
+		if nodeLabel(req.Key) && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
+			return nodePin{key: req.Key, value: req.Values[0]}
 		}
 	}
 	for _, req := range term.MatchFields {
 		if req.Key == "metadata.name" && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
-			return req.Values[0]
+			return nodePin{value: req.Values[0]}
 		}
 	}
-	return ""
+	return nodePin{}
+}
+
+// nodeLabel: the label key names one node, not a place many share (a zone, a rack, a pool):
+// the hostname label, which local volumes and most local provisioners use, or a CSI
+// driver's node topology key, by the name drivers give it (TopoLVM's
+// topology.topolvm.io/node, OpenEBS's openebs.io/nodename, the hostpath driver's
+// topology.hostpath.csi/node). Any other key is taken as a place: a volume pinned to a place
+// is never counted lost, since a new Node may join it.
+func nodeLabel(key string) bool {
+	if key == corev1.LabelHostname {
+		return true
+	}
+	_, name, found := strings.Cut(key, "/")
+	return found && (name == "node" || name == "nodename" || name == "hostname")
 }
 
 // nodeLossAct is what decideNodeLoss says to do about one member whose node is gone.
@@ -238,7 +281,13 @@ func (r *ClusterReconciler) replaceOnLostNode(ctx context.Context, c *etcdv1.Etc
 }
 
 func (l lostNode) what() string {
-	return fmt.Sprintf("its node %s is gone, and with it its local volume %s", l.node, l.volume)
+	switch {
+	case !l.volumeGone:
+		return fmt.Sprintf("its node %s is gone, and with it its local volume %s", l.node, l.volume)
+	case l.node != "":
+		return fmt.Sprintf("its PersistentVolume %s (on node %s) is gone and its PVC is Lost", l.volume, l.node)
+	}
+	return fmt.Sprintf("its PersistentVolume %s is gone and its PVC is Lost", l.volume)
 }
 
 // clearNodeLossClocks removes the clock of a member that is not lost (any more).
@@ -272,7 +321,11 @@ func (r *ClusterReconciler) startNodeLossClock(ctx context.Context, c *etcdv1.Et
 
 // replaceLost confirms, live, that the member's node is still gone, then replaces it.
 func (r *ClusterReconciler) replaceLost(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, lost lostNode) (bool, error) {
-	still, err := r.volumeOnGoneNode(ctx, lost.volume)
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil || pvc.Spec.VolumeName != lost.volume {
+		return false, client.IgnoreNotFound(err)
+	}
+	still, err := r.volumeOnGoneNode(ctx, pvc)
 	if still == nil || err != nil {
 		return false, err
 	}

@@ -78,12 +78,21 @@ func TestPinnedNode(t *testing.T) {
 		{"two terms, two nodes", pv(term(host("node-1")), term(host("node-2"))), ""},
 		{"two terms, one node", pv(term(host("node-2")), term(zone, host("node-2"))), "node-2"},
 		{"any node but one", pv(term(corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-2"}})), ""},
+		{"TopoLVM's node key", pv(term(label("topology.topolvm.io/node", "node-2"))), "node-2"},
+		{"OpenEBS's node name key", pv(term(label("openebs.io/nodename", "node-2"))), "node-2"},
+		{"a rack: a place, not a node", pv(term(label("example.com/rack", "r7"))), ""},
+		{"a key named node without a prefix", pv(term(label("node", "node-2"))), ""},
+		{"two keys naming two nodes", pv(term(label("topology.topolvm.io/node", "node-2")), term(host("node-3"))), ""},
 	}
 	for _, tc := range cases {
-		if got := pinnedNode(tc.pv); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		if got := pinnedNode(tc.pv); got.value != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got.value, tc.want)
 		}
 	}
+}
+
+func label(key, value string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
 }
 
 // nodeLossHarness is a running cluster of 3 with spec.nodeLoss policy, whose members' PVCs
@@ -258,5 +267,76 @@ func TestNodeLossNeedsAPinnedVolumeAndPolicyReplaceMember(t *testing.T) {
 	h.reconcile()
 	if len(h.members()) != 3 || h.victimsClock() != "" {
 		t.Fatalf("network volume: members %v, clock %q", names(h.members()), h.victimsClock())
+	}
+}
+
+// A member whose PersistentVolume is gone itself (a cleanup that deletes the local volumes of
+// a deleted Node): once the PV controller has marked its PVC Lost the member is lost, named
+// by its volume and the node the scheduler had chosen; a PV missing while the PVC still says
+// Bound (the PV controller has not looked yet) is not enough.
+func TestMemberWhoseVolumeIsGoneIsReplacedOnceItsClaimIsLost(t *testing.T) {
+	h, now, _ := nodeLossHarness(t, grace20s())
+	h.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2", Labels: map[string]string{corev1.LabelHostname: "node-2"}}})
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-db-2"}}
+	if err := h.api.Delete(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if h.victimsClock() != "" {
+		t.Fatal("a PV missing behind a Bound PVC started the clock")
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-2"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, annotationSelectedNode, "node-2")
+	if err := h.api.Update(context.Background(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = corev1.ClaimLost
+	if err := h.api.Status().Update(context.Background(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if h.victimsClock() == "" {
+		t.Fatal("no clock for db-2, whose PV is gone and PVC Lost")
+	}
+	*now = now.Add(5 * time.Second)
+	h.reconcile()
+	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, "PersistentVolume pv-db-2 (on node node-2) is gone and its PVC is Lost") {
+		t.Fatalf("Degraded %+v, want NodeLost naming the volume, the node and the Lost PVC", dg)
+	}
+	*now = now.Add(time.Minute)
+	h.reconcile()
+	if slices.Contains(names(h.members()), "db-2") {
+		t.Fatalf("db-2 not replaced after the grace period: %v", names(h.members()))
+	}
+}
+
+// A volume pinned by a CSI driver's node key (TopoLVM's) to a Node whose name differs from
+// the key's value: while a Node carries that label the member is not lost; once none does, it
+// is.
+func TestVolumePinnedByADriversNodeKey(t *testing.T) {
+	h, _, _ := nodeLossHarness(t, grace20s())
+	pv := &corev1.PersistentVolume{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Name: "pv-db-2"}, pv); err != nil {
+		t.Fatal(err)
+	}
+	pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions = []corev1.NodeSelectorRequirement{label("topology.topolvm.io/node", "lvm-host-2")}
+	if err := h.api.Update(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2", Labels: map[string]string{"topology.topolvm.io/node": "lvm-host-2"}}}
+	h.create(node)
+	h.reconcile()
+	if h.victimsClock() != "" {
+		t.Fatal("the clock started while a Node carries the volume's node label")
+	}
+	if err := h.api.Delete(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if h.victimsClock() == "" {
+		t.Fatal("no clock once no Node carries the volume's node label")
 	}
 }

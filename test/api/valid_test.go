@@ -82,6 +82,7 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		newCluster("ok-paused", withReplicas(0)),
 		newCluster("ok-seven", withReplicas(7), withVersion("3.5.35")),
 		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
+		newCluster("ok-smallest-tmpfs", withStorage("256Mi", memory)),
 		newCluster("ok-byo-mtls",
 			withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), OperatorClientSecretRef: ref("op")}),
 			withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}),

@@ -42,6 +42,8 @@ func invalidCreates() []invalidCreate {
 		{"memory paused", newCluster("s02", withStorage("1Gi", memory), withReplicas(0)), "spec.replicas: 0 pauses the cluster, which would discard the data of spec.storage.medium Memory"},
 		{"memory without size", newCluster("s03", withStorage("0", memory)), "spec.storage.size must be greater than 0: it is each member's PVC size, or its tmpfs size limit"},
 		{"zero size on PVC", newCluster("s04", withStorage("0", "")), "spec.storage.size must be greater than 0"},
+		{"tmpfs below two log segments", newCluster("s05", withStorage("64Mi", memory)), "spec.storage.size must be at least 256Mi: etcd writes its log in 61 MiB segments"},
+		{"PVC below two log segments", newCluster("s06", withStorage("255Mi", "")), "spec.storage.size must be at least 256Mi"},
 		// spec.tls
 		{"client TLS with two sources", newCluster("t01", withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv"), CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer("ca")}})), "spec.tls.client needs exactly one source"},
 		{"client TLS with no source", newCluster("t02", withClientTLS(etcdv1.ClientTLS{})), "spec.tls.client needs exactly one source"},

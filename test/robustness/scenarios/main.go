@@ -51,6 +51,7 @@ func run(ctx context.Context, o options) ([]row, error) {
 		return nil, err
 	}
 	var rows []row
+	defer e.waitDeleted(context.WithoutCancel(ctx))
 	for i, s := range selected(o.scenarios) {
 		seed := o.seed + uint64(i)
 		logf("scenario %s: %d trials, seed %d", s.name, s.trials(o.trials), seed)
