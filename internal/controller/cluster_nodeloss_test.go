@@ -303,7 +303,7 @@ func TestMemberWhoseVolumeIsGoneIsReplacedOnceItsClaimIsLost(t *testing.T) {
 	}
 	*now = now.Add(5 * time.Second)
 	h.reconcile()
-	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != ReasonNodeLost || !strings.Contains(dg.Message, "PersistentVolume pv-db-2 (on node node-2) is gone and its PVC is Lost") {
+	if dg := h.condition(etcdv1.ConditionDegraded); dg.Reason != etcdv1.ReasonNodeLost || !strings.Contains(dg.Message, "PersistentVolume pv-db-2 (on node node-2) is gone and its PVC is Lost") {
 		t.Fatalf("Degraded %+v, want NodeLost naming the volume, the node and the Lost PVC", dg)
 	}
 	*now = now.Add(time.Minute)
