@@ -227,7 +227,10 @@ func check(r *row, h *robustness.History, final map[string]string) {
 	for _, l := range lost {
 		r.details = append(r.details, "lost: "+l)
 	}
-	logf("%d operations, %d watch events checked", len(ops), wv.Events)
+	// The verdict goes to the log as soon as it is known: a long run stopped later (a
+	// scenario that cannot settle, an interrupt) keeps the figures of the scenarios done.
+	logf("%d operations, %d watch events checked: %d linearizability violations (checker timed out: %v), %d watch violations, %d lost acknowledged writes",
+		len(ops), wv.Events, r.linearizable, r.unchecked, r.watch, r.lost)
 }
 
 // rollingTrial changes the Pod spec (the memory request, alternating between two values) so
