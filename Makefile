@@ -144,7 +144,7 @@ test-localcluster: ## The local cluster: its parts (as root), then the whole of 
 	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./localcluster/ ./localcluster/netsetup/ ./localcluster/runtime/ \
 		./localcluster/node/ ./localcluster/provisioner/ ./localcluster/netpolicy/
 	@# One local cluster per machine: wait for whoever has it (hack/operator-up.sh takes the same lock).
-	flock $(LOCALCLUSTER_LOCK) $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) -timeout 30m -v ./localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+	flock $(LOCALCLUSTER_LOCK) env LOCALCLUSTER_LOCK_HELD=1 $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) -timeout 30m -v ./localcluster/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: test-api
 test-api: ## CRD validation and defaults against a real kube-apiserver.

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,7 +57,12 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "e2e: the local cluster needs root")
 		return 1
 	}
-	var err error
+	release, err := takeMachineLock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer release()
 	repoRoot, err = filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -73,6 +79,31 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	return m.Run()
+}
+
+// takeMachineLock takes the machine's one local cluster lock, which make test-localcluster
+// holds for this package already (it says so in LOCALCLUSTER_LOCK_HELD). A plain go test of
+// this package, even one that runs no test (-run '^$' to see that it compiles), starts and
+// stops the local cluster in TestMain: without the lock it would stop a cluster that
+// make test-e2e, make robustness or make soak is using. It does not wait: a person who ran
+// it by hand learns at once who has the cluster.
+func takeMachineLock() (release func(), err error) {
+	if os.Getenv("LOCALCLUSTER_LOCK_HELD") != "" {
+		return func() {}, nil
+	}
+	path := os.Getenv("LOCALCLUSTER_LOCK")
+	if path == "" {
+		path = "/tmp/etcd-operator-localcluster.lock"
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("the local cluster is in use (%s is locked by another make test-e2e, robustness, soak or bench): wait for it, or run make test-localcluster, which waits: %w", path, err)
+	}
+	return func() { _ = f.Close() }, nil
 }
 
 func setUp() error {
