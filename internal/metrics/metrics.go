@@ -103,14 +103,17 @@ func finished(c *prometheus.CounterVec, failed bool, stored error) error {
 }
 
 // membershipKinds maps the event reasons that report a membership change in etcd to its kind
-// and result: the events are recorded exactly once per change, right after it.
+// and result: the events are recorded exactly once per change, right after it. A replacement
+// counts when the member is marked to go (MemberReplacing); its removal and the new member's
+// add count as remove and add besides. (It named a reason nothing emits, MemberReplaced, so
+// that replace stayed 0.)
 var membershipKinds = map[string][2]string{
 	etcdv1.ReasonMemberAdded:          {"add", ResultSuccess},
 	etcdv1.ReasonMemberPromoted:       {"promote", ResultSuccess},
 	etcdv1.ReasonMemberRemoved:        {"remove", ResultSuccess},
 	etcdv1.ReasonRemoveFailed:         {"remove", ResultFailure},
 	etcdv1.ReasonOrphanLearnerRemoved: {"remove_orphan", ResultSuccess},
-	"MemberReplaced":                  {"replace", ResultSuccess},
+	etcdv1.ReasonMemberReplacing:      {"replace", ResultSuccess},
 	etcdv1.ReasonMemberRecreated:      {"recreate", ResultSuccess},
 }
 

@@ -87,6 +87,11 @@ func TestErrorReason(t *testing.T) {
 func TestEventCountsMembershipChanges(t *testing.T) {
 	before := testutil.ToFloat64(membershipChanges.WithLabelValues("add", ResultSuccess))
 	removeFailed := testutil.ToFloat64(membershipChanges.WithLabelValues("remove", ResultFailure))
+	replaced := testutil.ToFloat64(membershipChanges.WithLabelValues("replace", ResultSuccess))
+	Event("Warning", etcdv1.ReasonMemberReplacing) // the reason the replacement paths emit
+	if got := testutil.ToFloat64(membershipChanges.WithLabelValues("replace", ResultSuccess)) - replaced; got != 1 {
+		t.Errorf("replace/success grew by %v, want 1", got)
+	}
 	Event("Normal", "MemberAdded")
 	Event("Normal", "MemberAdded")
 	Event("Warning", "RemoveFailed")
