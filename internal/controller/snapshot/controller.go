@@ -1,3 +1,7 @@
+// Package snapshot is the EtcdSnapshot controller: it runs one Job per snapshot (the
+// operator's own image, `etcd-operator snapshot-agent`; package specs builds it), reads the
+// Job's result from its Pod's termination message into the EtcdSnapshot's status, and removes
+// the stored file with the EtcdSnapshot when its deletionPolicy is Delete.
 package snapshot
 
 import (
@@ -101,7 +105,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // snapshotOfJob maps an agent Job to the EtcdSnapshot named in its label.
 func snapshotOfJob(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[LabelSnapshot]
+	name := obj.GetLabels()[specs.LabelSnapshot]
 	if name == "" {
 		return nil
 	}
@@ -193,7 +197,7 @@ func restoredSnapshots(_ context.Context, obj client.Object) []reconcile.Request
 // Job the cache does not hold is looked up live before it is failed: the Job just created may
 // not have reached the cache yet.
 func (r *Reconciler) snapshotJob(ctx context.Context, s *etcdv1.EtcdSnapshot) (*batchv1.Job, error) {
-	key := types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}
 	job := &batchv1.Job{}
 	err := r.Get(ctx, key, job)
 	if apierrors.IsNotFound(err) && s.Status.Phase == etcdv1.SnapshotStarted {
@@ -232,7 +236,7 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionAvailable) {
 		return r.waitForCluster(ctx, s, c)
 	}
-	job := AgentJob(s, c, r.AgentImage, ActionSnapshot)
+	job := specs.SnapshotJob(s, c, r.AgentImage, specs.ActionSnapshot)
 	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -271,7 +275,7 @@ func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot,
 	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond != nil {
 		msg = fmt.Sprintf("EtcdCluster %s is not Available (%s: %s); the snapshot starts when it is", c.Name, cond.Reason, cond.Message)
 	}
-	deadline := s.CreationTimestamp.Add(time.Duration(DeadlineSeconds(s)) * time.Second)
+	deadline := s.CreationTimestamp.Add(time.Duration(specs.SnapshotDeadlineSeconds(s)) * time.Second)
 	if r.Now().After(deadline) {
 		return ctrl.Result{}, r.fail(ctx, s, agent.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
 	}
@@ -310,7 +314,7 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	case found && res.Reason != "":
 		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
 	case jobReason == batchv1.JobReasonDeadlineExceeded:
-		return ctrl.Result{}, r.fail(ctx, s, ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", DeadlineSeconds(s)))
+		return ctrl.Result{}, r.fail(ctx, s, ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", specs.SnapshotDeadlineSeconds(s)))
 	default:
 		return ctrl.Result{}, r.fail(ctx, s, ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
 	}
@@ -440,7 +444,7 @@ func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 // first, so it cannot complete a file after the delete.
 func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
 	running := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, running)
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}, running)
 	if err == nil {
 		if done, _, _ := jobFinished(running); !done {
 			fg := metav1.DeletePropagationForeground
@@ -450,16 +454,16 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 		return false, err
 	}
 	job := &batchv1.Job{}
-	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionDelete)}, job)
+	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionDelete)}, job)
 	if apierrors.IsNotFound(err) {
-		job = AgentJob(s, nil, r.AgentImage, ActionDelete)
+		job = specs.SnapshotJob(s, nil, r.AgentImage, specs.ActionDelete)
 		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
 		return false, client.IgnoreAlreadyExists(r.Create(ctx, job))
 	}
 	if err != nil {
 		return false, err
 	}
-	if job.Labels[LabelSnapshotUID] != string(s.UID) {
+	if job.Labels[specs.LabelSnapshotUID] != string(s.UID) {
 		// Left by an earlier EtcdSnapshot of the same name: it says nothing about this one.
 		bg := metav1.DeletePropagationBackground
 		return false, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
@@ -491,7 +495,7 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 	if s.Status.Artifact != nil {
 		return s.Status.Artifact.URI
 	}
-	return backup.URI(StoredFile(s))
+	return backup.URI(specs.StoredSnapshotFile(s))
 }
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {
