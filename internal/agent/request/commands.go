@@ -51,9 +51,8 @@ func (r Snapshot) Args() []string {
 // ParseSnapshot reads the flags of `snapshot-agent` (its arguments after the command).
 func ParseSnapshot(args []string) (Snapshot, error) {
 	var r Snapshot
-	err := parseFlags(CommandSnapshot, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&r.Name, "name", "", "S3 key or path in --dir of the snapshot file")
-		fs.StringVar(&r.URI, "uri", "", "uri reported for the snapshot")
+	err := parseFlags(CommandSnapshot, args, &r.Store, &r.Run, func(fs *flag.FlagSet) {
+		bindFile(fs, &r.Name, &r.URI)
 		fs.StringVar(&r.Owner, "owner", "", "namespace/name/uid of the EtcdSnapshot: recorded with the file, and the only owner whose file --delete deletes")
 		fs.BoolVar(&r.Delete, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
 		fs.StringVar(&r.Checksum, "checksum", "", "with --delete: the checksum the EtcdSnapshot recorded, which proves a file stored without an owner its own")
@@ -65,8 +64,6 @@ func ParseSnapshot(args []string) (Snapshot, error) {
 		fs.StringVar(&r.CertFile, "cert-file", "", "client certificate (mutual TLS)")
 		fs.StringVar(&r.KeyFile, "key-file", "", "client key (mutual TLS)")
 		fs.StringVar(&r.ScratchDir, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
-		r.Store.bind(fs)
-		r.Run.bind(fs)
 	})
 	return r, err
 }
@@ -114,9 +111,8 @@ func (r Restore) Args() []string {
 // ParseRestore reads the flags of `restore-agent` (its arguments after the command).
 func ParseRestore(args []string) (Restore, error) {
 	var r Restore
-	err := parseFlags(CommandRestore, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&r.Name, "name", "", "S3 key or path in --dir of the snapshot file")
-		fs.StringVar(&r.URI, "uri", "", "uri of the snapshot, for messages")
+	err := parseFlags(CommandRestore, args, &r.Store, &r.Run, func(fs *flag.FlagSet) {
+		bindFile(fs, &r.Name, &r.URI)
 		fs.StringVar(&r.Checksum, "checksum", "", "expected sha256:<hex> of the file")
 		fs.StringVar(&r.DataDir, "data-dir", "", "etcd's data directory")
 		fs.StringVar(&r.StagingDir, "staging-dir", "", "scratch directory on the same volume")
@@ -125,8 +121,6 @@ func ParseRestore(args []string) (Restore, error) {
 		fs.StringVar(&r.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
 		fs.StringVar(&r.InitialClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
 		fs.StringVar(&r.InitialAdvertisePeerURLs, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
-		r.Store.bind(fs)
-		r.Run.bind(fs)
 	})
 	return r, err
 }
@@ -154,12 +148,9 @@ func (r Verify) Args() []string {
 // ParseVerify reads the flags of `verify-agent` (its arguments after the command).
 func ParseVerify(args []string) (Verify, error) {
 	var r Verify
-	err := parseFlags(CommandVerify, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&r.Name, "name", "", "S3 key or path in --dir of the snapshot file")
-		fs.StringVar(&r.URI, "uri", "", "uri of the snapshot, for messages")
+	err := parseFlags(CommandVerify, args, &r.Store, &r.Run, func(fs *flag.FlagSet) {
+		bindFile(fs, &r.Name, &r.URI)
 		fs.StringVar(&r.Checksum, "checksum", "", "expected sha256:<hex> of the file (the EtcdSnapshot's)")
-		r.Store.bind(fs)
-		r.Run.bind(fs)
 	})
 	return r, err
 }

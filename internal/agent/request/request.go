@@ -139,14 +139,16 @@ func optional(name, value string) []string {
 	return []string{"--" + name + "=" + value}
 }
 
-// parseFlags parses a command's flags (args without the command itself) into what bind
-// binds. Every argument must be a flag: a stray word would otherwise end the parsing
-// silently and drop the flags after it.
-func parseFlags(command string, args []string, bind func(*flag.FlagSet)) error {
+// parseFlags parses a command's flags (args without the command itself) into its store and
+// run flags and what bind binds. Every argument must be a flag: a stray word would otherwise
+// end the parsing silently and drop the flags after it.
+func parseFlags(command string, args []string, store *Store, run *Run, bind func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	var usage bytes.Buffer
 	fs.SetOutput(&usage)
 	bind(fs)
+	store.bind(fs)
+	run.bind(fs)
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -157,6 +159,12 @@ func parseFlags(command string, args []string, bind func(*flag.FlagSet)) error {
 		return fmt.Errorf("%s: unexpected argument %q: it takes flags only", command, fs.Arg(0))
 	}
 	return nil
+}
+
+// bindFile binds the flags that name the snapshot file an agent works on.
+func bindFile(fs *flag.FlagSet, name, uri *string) {
+	fs.StringVar(name, "name", "", "S3 key or path in --dir of the snapshot file")
+	fs.StringVar(uri, "uri", "", "uri of the snapshot file, for the result and messages")
 }
 
 // splitList is a comma-separated flag's value; none for "".
