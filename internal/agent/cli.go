@@ -71,13 +71,10 @@ func tuneGC() {
 	}
 }
 
-// parsed reports a request's parse error, the agent's exit code 2 for bad arguments.
-func parsed(err error) (int, bool) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2, false
-	}
-	return 0, true
+// badArguments reports why the arguments do not parse and is the agent's exit code for that.
+func badArguments(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 2
 }
 
 // start tunes the agent's process and starts its deadline.
@@ -103,8 +100,8 @@ func runOnStore(store request.Store, run request.Run, act func(context.Context, 
 // is stored and verified, 1 otherwise; the outcome is in --result-file either way.
 func RunSnapshotAgent(args []string) int {
 	req, err := request.ParseSnapshot(args)
-	if code, ok := parsed(err); !ok {
-		return code
+	if err != nil {
+		return badArguments(err)
 	}
 	ctx, cancel := start(req.Run)
 	defer cancel()

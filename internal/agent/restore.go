@@ -115,8 +115,8 @@ func tail(out []byte) string {
 // RunRestoreAgent is `etcd-operator restore-agent`.
 func RunRestoreAgent(args []string) int {
 	req, err := request.ParseRestore(args)
-	if code, ok := parsed(err); !ok {
-		return code
+	if err != nil {
+		return badArguments(err)
 	}
 	return runOnStore(req.Store, req.Run, func(ctx context.Context, st backup.Store) Result {
 		return Restore(ctx, RestoreJob{
@@ -133,8 +133,8 @@ func RunRestoreAgent(args []string) int {
 // agent.
 func RunCopySelf(args []string) int {
 	req, err := request.ParseCopySelf(args)
-	if code, ok := parsed(err); !ok {
-		return code
+	if err != nil {
+		return badArguments(err)
 	}
 	if err := copySelf(req.Dest); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -40,8 +40,8 @@ func Verify(ctx context.Context, job VerifyJob) Result {
 // whole and has the expected checksum, 1 otherwise; the outcome is in --result-file either way.
 func RunVerifyAgent(args []string) int {
 	req, err := request.ParseVerify(args)
-	if code, ok := parsed(err); !ok {
-		return code
+	if err != nil {
+		return badArguments(err)
 	}
 	return runOnStore(req.Store, req.Run, func(ctx context.Context, st backup.Store) Result {
 		res := Verify(ctx, VerifyJob{Store: st, Name: req.Name, URI: req.URI, Checksum: req.Checksum})

@@ -143,7 +143,7 @@ func TestABadArgvIsRefusedNamingWhatIsWrong(t *testing.T) {
 		err  error
 		want []string
 	}{
-		{"an unknown flag", errOf(ParseSnapshot([]string{"--nmae=x"})), []string{"snapshot-agent", "-nmae"}},
+		{"an unknown flag", errOf(ParseSnapshot([]string{"--shape=x"})), []string{"snapshot-agent", "-shape"}},
 		{"a bad duration", errOf(ParseVerify([]string{"--timeout=soon"})), []string{"verify-agent", "-timeout", `"soon"`}},
 		{"a bad boolean", errOf(ParseSnapshot([]string{"--delete=maybe"})), []string{"snapshot-agent", "-delete"}},
 		{"a stray word", errOf(ParseRestore([]string{"--uri=x", "now", "--name=y"})), []string{"restore-agent", `"now"`}},
