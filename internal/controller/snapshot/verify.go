@@ -9,17 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
-)
-
-// The verify Job's names and builder, as the cluster controller knows them from this
-// package; they live in package specs with every other Job builder.
-const ActionVerify = specs.ActionVerify
-
-// VerifyJob and VerifyJobName: see package specs.
-var (
-	VerifyJob     = specs.VerifyJob
-	VerifyJobName = specs.VerifyJobName
 )
 
 // JobFinished says whether an agent Job is done, failed, the reason of its final condition
