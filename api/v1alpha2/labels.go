@@ -23,7 +23,7 @@ const LabelSnapshot = "etcd-operator.cozystack.io/snapshot"
 // LabelSnapshotUID marks an agent Job with the EtcdSnapshot's UID.
 const LabelSnapshotUID = "etcd-operator.cozystack.io/snapshot-uid"
 
-// LabelAction on a snapshot agent Job is "snapshot" or "delete".
+// LabelAction on an agent Job is its action: "snapshot", "delete" or "verify".
 const LabelAction = "etcd-operator.cozystack.io/action"
 
 // LabelVerifyCluster, LabelVerifySnapshotUID and AnnotationVerifiedSum mark a verify Job:

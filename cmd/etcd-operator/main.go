@@ -32,6 +32,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
@@ -61,10 +62,10 @@ type options struct {
 
 // agents are the subcommands that run inside Pods; without one, the binary is the manager.
 var agents = map[string]func([]string) int{
-	"snapshot-agent": agent.RunSnapshotAgent,
-	"restore-agent":  agent.RunRestoreAgent,
-	"verify-agent":   agent.RunVerifyAgent,
-	"copy-self":      agent.RunCopySelf,
+	request.CommandSnapshot: agent.RunSnapshotAgent,
+	request.CommandRestore:  agent.RunRestoreAgent,
+	request.CommandVerify:   agent.RunVerifyAgent,
+	request.CommandCopySelf: agent.RunCopySelf,
 }
 
 func main() {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
@@ -167,7 +168,7 @@ func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	store := backup.DirStore{Root: root}
-	flags := storeFlags{dir: root}
+	flags := request.Store{Dir: root}
 	const name, uri, first, second = "shared/nightly.db", "pvc://b/shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
 	data := []byte("a snapshot")
 	tmp, err := store.WriteTemp(ctx, name, bytes.NewReader(data))
@@ -184,25 +185,25 @@ func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 		}
 		return ok
 	}
-	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, &flags); r.Reason != "" || r.Message == MessageDeleted || !exists() {
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second}, flags); r.Reason != "" || r.Message == MessageDeleted || !exists() {
 		t.Fatalf("another snapshot's delete: %+v; the file exists: %v", r, exists())
 	}
-	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second, checksum: "sha256:first"}, &flags); r.Message == MessageDeleted || !exists() {
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: second, checksum: "sha256:first"}, flags); r.Message == MessageDeleted || !exists() {
 		t.Fatalf("another snapshot's delete with the same checksum: %+v", r)
 	}
-	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first}, &flags); r.Reason != "" || r.Message != MessageDeleted || exists() {
+	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first}, flags); r.Reason != "" || r.Message != MessageDeleted || exists() {
 		t.Fatalf("the owner's delete: %+v; the file exists: %v", r, exists())
 	}
 	if owner, err := store.RecordedOwner(ctx, name); !errors.Is(err, backup.ErrNotFound) {
 		t.Fatalf("the owner record outlived the file: %q, %v", owner, err)
 	}
-	checkDeleteOfAFileWithoutOwner(ctx, t, root, &flags, exists)
+	checkDeleteOfAFileWithoutOwner(ctx, t, root, flags, exists)
 }
 
 // checkDeleteOfAFileWithoutOwner stores, as an operator that recorded no owner would, the file
 // shared/nightly.db with only its checksum, and checks that only the snapshot that recorded
 // that checksum deletes it.
-func checkDeleteOfAFileWithoutOwner(ctx context.Context, t *testing.T, root string, flags *storeFlags, exists func() bool) {
+func checkDeleteOfAFileWithoutOwner(ctx context.Context, t *testing.T, root string, flags request.Store, exists func() bool) {
 	t.Helper()
 	const name, uri, first, second = "shared/nightly.db", "pvc://b/shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
 	data := []byte("a snapshot")
@@ -279,8 +280,8 @@ func TestSnapshotThroughS3(t *testing.T) {
 	bucket := srv.Bucket(t, "snapshots")
 	t.Setenv(EnvAccessKeyID, testminio.AccessKey)
 	t.Setenv(EnvSecretKey, testminio.SecretKey)
-	flags := storeFlags{endpoint: srv.Endpoint, bucket: bucket, pathStyle: true}
-	untrusted, err := flags.open()
+	flags := request.Store{S3Endpoint: srv.Endpoint, S3Bucket: bucket, S3PathStyle: true}
+	untrusted, err := openStore(flags)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestSnapshotThroughS3(t *testing.T) {
 		t.Fatalf("without the CA: %v; want %s", err, etcdv1.ReasonCertificateNotTrusted)
 	}
 	t.Setenv(EnvS3CA, string(srv.CAPEM))
-	opened, err := flags.open()
+	opened, err := openStore(flags)
 	if err != nil {
 		t.Fatal(err)
 	}

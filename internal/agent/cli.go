@@ -5,11 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -17,50 +15,37 @@ import (
 	"go.uber.org/zap"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// Environment variables the agents read secrets from (never flags: flags show in the Pod spec).
+// Environment variables the agents read secrets from (never flags: flags show in the Pod spec);
+// their names are the contract's (package request), here under the names the agent's callers
+// know.
 const (
-	EnvPassword        = "ETCD_ROOT_PASSWORD"
-	EnvAppliedPassword = "ETCD_ROOT_PASSWORD_APPLIED"
-	// The S3 credentials and CA bundle, as the Pod specs of package specs set them.
-	EnvAccessKeyID = specs.EnvAWSAccessKeyID
-	EnvSecretKey   = specs.EnvAWSSecretAccessKey
-	EnvS3CA        = specs.EnvS3CA
+	EnvPassword        = request.EnvRootPassword
+	EnvAppliedPassword = request.EnvRootPasswordApplied
+	EnvAccessKeyID     = request.EnvAWSAccessKeyID
+	EnvSecretKey       = request.EnvAWSSecretAccessKey
+	EnvS3CA            = request.EnvS3CA
 )
 
-// storeFlags say where snapshots are stored: S3 or a directory (a mounted PVC).
-type storeFlags struct {
-	endpoint, bucket, region, caFile string
-	pathStyle                        bool
-	dir                              string
-}
-
-func (s *storeFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&s.endpoint, "s3-endpoint", "", "S3 endpoint URL")
-	fs.StringVar(&s.bucket, "s3-bucket", "", "S3 bucket")
-	fs.StringVar(&s.region, "s3-region", "", "S3 region")
-	fs.BoolVar(&s.pathStyle, "s3-path-style", false, "address the bucket in the path")
-	fs.StringVar(&s.caFile, "s3-ca-file", "", "CA bundle to trust for an https endpoint")
-	fs.StringVar(&s.dir, "dir", "", "root of the mounted volume, instead of S3")
-}
-
-func (s *storeFlags) open() (backup.Store, error) {
-	if s.dir != "" {
-		return backup.DirStore{Root: s.dir}, nil
+// openStore opens the store a request names: a directory (a mounted PVC) or S3, with the
+// credentials and CA bundle from the environment.
+func openStore(s request.Store) (backup.Store, error) {
+	if s.Dir != "" {
+		return backup.DirStore{Root: s.Dir}, nil
 	}
-	if s.endpoint == "" || s.bucket == "" {
+	if s.S3Endpoint == "" || s.S3Bucket == "" {
 		return nil, errors.New("either --dir or --s3-endpoint and --s3-bucket are needed")
 	}
 	cfg := backup.S3Config{
-		Endpoint: s.endpoint, Bucket: s.bucket, Region: s.region, ForcePathStyle: s.pathStyle,
+		Endpoint: s.S3Endpoint, Bucket: s.S3Bucket, Region: s.S3Region, ForcePathStyle: s.S3PathStyle,
 		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
 	}
 	switch {
-	case s.caFile != "":
-		pem, err := os.ReadFile(s.caFile)
+	case s.S3CAFile != "":
+		pem, err := os.ReadFile(s.S3CAFile)
 		if err != nil {
 			return nil, err
 		}
@@ -87,77 +72,52 @@ func tuneGC() {
 	}
 }
 
-// agentFlags are the flags every agent has: its store, its result file and its deadline.
-type agentFlags struct {
-	store      storeFlags
-	resultFile string
-	timeout    time.Duration
+// badArguments reports why the arguments do not parse and is the agent's exit code for that.
+func badArguments(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 2
 }
 
-// parse binds the common flags, parses args and starts the deadline; ok is false on bad flags.
-func (a *agentFlags) parse(fs *flag.FlagSet, args []string) (context.Context, context.CancelFunc, bool) {
-	fs.StringVar(&a.resultFile, "result-file", "/dev/termination-log", "where the JSON result goes")
-	fs.DurationVar(&a.timeout, "timeout", 30*time.Minute, "give up after this long")
-	a.store.bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, false
-	}
+// start tunes the agent's process and starts its deadline.
+func start(run request.Run) (context.Context, context.CancelFunc) {
 	tuneGC()
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-	return ctx, cancel, true
+	return context.WithTimeout(context.Background(), run.TimeoutOrDefault())
 }
 
-// runOnStore parses args, opens the store the flags name and runs act on it within the
-// deadline; it writes act's result, or why the arguments or the store are wrong, to the
-// result file and returns the agent's exit code (2 for bad flags).
-func (a *agentFlags) runOnStore(fs *flag.FlagSet, args []string, act func(context.Context, backup.Store) Result) int {
-	ctx, cancel, ok := a.parse(fs, args)
-	if !ok {
-		return 2
-	}
+// runOnStore opens the store the request names and runs act on it within the deadline; it
+// writes act's result, or why the store is wrong, to the result file and returns the agent's
+// exit code.
+func runOnStore(store request.Store, run request.Run, act func(context.Context, backup.Store) Result) int {
+	ctx, cancel := start(run)
 	defer cancel()
-	st, err := a.store.open()
+	st, err := openStore(store)
 	if err != nil {
-		return finish(a.resultFile, Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()})
+		return finish(run.ResultFileOrDefault(), Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()})
 	}
-	return finish(a.resultFile, act(ctx, st))
+	return finish(run.ResultFileOrDefault(), act(ctx, st))
 }
 
 // RunSnapshotAgent is `etcd-operator snapshot-agent`: it takes one snapshot and exits 0 when it
 // is stored and verified, 1 otherwise; the outcome is in --result-file either way.
 func RunSnapshotAgent(args []string) int {
-	fs := flag.NewFlagSet("snapshot-agent", flag.ContinueOnError)
-	var (
-		endpoints, caFile, certFile, keyFile, name, uri, scratch string
-		owner, checksum                                          string
-		remove                                                   bool
-		common                                                   agentFlags
-	)
-	fs.StringVar(&owner, "owner", "", "namespace/name/uid of the EtcdSnapshot: recorded with the file, and the only owner whose file --delete deletes")
-	fs.StringVar(&checksum, "checksum", "", "with --delete: the checksum the EtcdSnapshot recorded, which proves a file stored without an owner its own")
-	fs.StringVar(&scratch, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
-	fs.BoolVar(&remove, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
-	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the cluster's members")
-	fs.StringVar(&caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
-	fs.StringVar(&certFile, "cert-file", "", "client certificate (mutual TLS)")
-	fs.StringVar(&keyFile, "key-file", "", "client key (mutual TLS)")
-	fs.StringVar(&name, "name", "", "S3 key or path in --dir of the snapshot file")
-	fs.StringVar(&uri, "uri", "", "uri reported for the snapshot")
-	ctx, cancel, ok := common.parse(fs, args)
-	if !ok {
-		return 2
+	req, err := request.ParseSnapshot(args)
+	if err != nil {
+		return badArguments(err)
 	}
+	ctx, cancel := start(req.Run)
 	defer cancel()
+	f := fileOwner{name: req.Name, uri: req.URI, owner: req.Owner}
 	var res Result
-	if remove {
-		res = removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: owner, checksum: checksum}, &common.store)
+	if req.Delete {
+		f.checksum = req.Checksum
+		res = removeSnapshot(ctx, f, req.Store)
 	} else {
-		res = runSnapshot(ctx, endpoints, caFile, certFile, keyFile, fileOwner{name: name, uri: uri, owner: owner}, scratch, &common.store)
+		res = runSnapshot(ctx, req, f)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-		res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within %s: %s", common.timeout, res.Message)
+		res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within %s: %s", req.Run.TimeoutOrDefault(), res.Message)
 	}
-	return finish(common.resultFile, res)
+	return finish(req.Run.ResultFileOrDefault(), res)
 }
 
 // fileOwner is a snapshot file and the EtcdSnapshot it is, or is to be, recorded for.
@@ -167,15 +127,15 @@ type fileOwner struct {
 	checksum string
 }
 
-func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile string, f fileOwner, scratch string, store *storeFlags) Result {
-	if endpoints == "" || f.name == "" || f.owner == "" {
+func runSnapshot(ctx context.Context, req request.Snapshot, f fileOwner) Result {
+	if len(req.Endpoints) == 0 || f.name == "" || f.owner == "" {
 		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: "--endpoints, --name and --owner are needed"}
 	}
-	st, err := store.open()
+	st, err := openStore(req.Store)
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}
-	cfg, err := etcdConfig(strings.Split(endpoints, ","), caFile, certFile, keyFile)
+	cfg, err := etcdConfig(req.Endpoints, req.CAFile, req.CertFile, req.KeyFile)
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}
@@ -183,18 +143,18 @@ func runSnapshot(ctx context.Context, endpoints, caFile, certFile, keyFile strin
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: scratch})
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: req.ScratchDir})
 }
 
 // removeSnapshot deletes a snapshot file, with what is recorded beside it and its partial
 // upload, when it is f.owner's (backup.MayDelete); a file that is gone already is no error,
 // and a file that is another's is kept: the result says so, and the deletion succeeds, as
 // there is nothing of this snapshot's to delete.
-func removeSnapshot(ctx context.Context, f fileOwner, store *storeFlags) Result {
+func removeSnapshot(ctx context.Context, f fileOwner, store request.Store) Result {
 	if f.name == "" || f.owner == "" {
 		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: "--name and --owner are needed"}
 	}
-	st, err := store.open()
+	st, err := openStore(store)
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonInvalidArguments, Message: err.Error()}
 	}

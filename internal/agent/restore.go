@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
@@ -115,24 +115,17 @@ func tail(out []byte) string {
 
 // RunRestoreAgent is `etcd-operator restore-agent`.
 func RunRestoreAgent(args []string) int {
-	fs := flag.NewFlagSet("restore-agent", flag.ContinueOnError)
-	var (
-		job    RestoreJob
-		common agentFlags
-	)
-	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
-	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
-	fs.StringVar(&job.Checksum, "checksum", "", "expected sha256:<hex> of the file")
-	fs.StringVar(&job.DataDir, "data-dir", "", "etcd's data directory")
-	fs.StringVar(&job.Staging, "staging-dir", "", "scratch directory on the same volume")
-	fs.StringVar(&job.Etcdutl, "etcdutl", "/usr/local/bin/etcdutl", "etcdutl of the cluster's version")
-	fs.StringVar(&job.MemberName, "member-name", "", "etcd --name")
-	fs.StringVar(&job.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
-	fs.StringVar(&job.ClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
-	fs.StringVar(&job.PeerURL, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
-	return common.runOnStore(fs, args, func(ctx context.Context, st backup.Store) Result {
-		job.Store = st
-		return Restore(ctx, job)
+	req, err := request.ParseRestore(args)
+	if err != nil {
+		return badArguments(err)
+	}
+	return runOnStore(req.Store, req.Run, func(ctx context.Context, st backup.Store) Result {
+		return Restore(ctx, RestoreJob{
+			Store: st, Name: req.Name, URI: req.URI, Checksum: req.Checksum,
+			DataDir: req.DataDir, Staging: req.StagingDir, Etcdutl: req.EtcdutlOrDefault(),
+			MemberName: req.MemberName, InitialCluster: req.InitialCluster,
+			ClusterToken: req.InitialClusterToken, PeerURL: req.InitialAdvertisePeerURLs,
+		})
 	})
 }
 
@@ -140,11 +133,11 @@ func RunRestoreAgent(args []string) int {
 // a container of another image (etcd's, which has etcdutl but no shell) can run the restore
 // agent.
 func RunCopySelf(args []string) int {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: copy-self DEST")
-		return 2
+	req, err := request.ParseCopySelf(args)
+	if err != nil {
+		return badArguments(err)
 	}
-	if err := copySelf(args[0]); err != nil {
+	if err := copySelf(req.Dest); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
 )
 
@@ -40,19 +40,14 @@ func Verify(ctx context.Context, job VerifyJob) Result {
 // RunVerifyAgent is `etcd-operator verify-agent`: it exits 0 when the stored file was read
 // whole and has the expected checksum, 1 otherwise; the outcome is in --result-file either way.
 func RunVerifyAgent(args []string) int {
-	fs := flag.NewFlagSet("verify-agent", flag.ContinueOnError)
-	var (
-		job    VerifyJob
-		common agentFlags
-	)
-	fs.StringVar(&job.Name, "name", "", "S3 key or path in --dir of the snapshot file")
-	fs.StringVar(&job.URI, "uri", "", "uri of the snapshot, for messages")
-	fs.StringVar(&job.Checksum, "checksum", "", "expected sha256:<hex> of the file (the EtcdSnapshot's)")
-	return common.runOnStore(fs, args, func(ctx context.Context, st backup.Store) Result {
-		job.Store = st
-		res := Verify(ctx, job)
+	req, err := request.ParseVerify(args)
+	if err != nil {
+		return badArguments(err)
+	}
+	return runOnStore(req.Store, req.Run, func(ctx context.Context, st backup.Store) Result {
+		res := Verify(ctx, VerifyJob{Store: st, Name: req.Name, URI: req.URI, Checksum: req.Checksum})
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Reason != "" {
-			res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the verification did not finish within %s: %s", common.timeout, res.Message)
+			res.Reason, res.Message = etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the verification did not finish within %s: %s", req.Run.TimeoutOrDefault(), res.Message)
 		}
 		return res
 	})

@@ -122,7 +122,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	}
 	switch verdict.act {
 	case verifyStart:
-		job = snapshot.VerifyJob(c, snap, restore, r.PodOptions.AgentImage)
+		job = specs.VerifyJob(c, snap, restore, r.PodOptions.AgentImage)
 		if err := controllerutil.SetControllerReference(c, job, r.Scheme()); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 // verifyJob is the cluster's verify Job for the snapshot, nil when there is none.
 func (r *ClusterReconciler) verifyJob(ctx context.Context, c *etcdv1.EtcdCluster, snap string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: snapshot.VerifyJobName(c.Name, snap)}, job)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.VerifyJobName(c.Name, snap)}, job)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -97,7 +97,7 @@ func (h *harness) finishVerifyJobs() {
 	}
 	ctx := context.Background()
 	jobs := &batchv1.JobList{}
-	if err := h.api.List(ctx, jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: snapshot.ActionVerify}); err != nil {
+	if err := h.api.List(ctx, jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: specs.ActionVerify}); err != nil {
 		h.t.Fatal(err)
 	}
 	for i := range jobs.Items {
@@ -152,7 +152,7 @@ func argOf(job *batchv1.Job, prefix string) string {
 func (h *harness) verifyJobs() []batchv1.Job {
 	h.t.Helper()
 	jobs := &batchv1.JobList{}
-	if err := h.api.List(context.Background(), jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: snapshot.ActionVerify}); err != nil {
+	if err := h.api.List(context.Background(), jobs, client.InNamespace("ns"), client.MatchingLabels{etcdv1.LabelAction: specs.ActionVerify}); err != nil {
 		h.t.Fatal(err)
 	}
 	return jobs.Items
@@ -303,7 +303,7 @@ func TestVerifyJobReadsWhatTheRestoreReads(t *testing.T) {
 		if restore == nil {
 			t.Fatalf("%s: no file", name)
 		}
-		job := snapshot.VerifyJob(c, snap, *restore, "operator:dev")
+		job := specs.VerifyJob(c, snap, *restore, "operator:dev")
 		ct := job.Spec.Template.Spec.Containers[0]
 		m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}, Spec: etcdv1.EtcdMemberSpec{Bootstrap: etcdv1.MemberBootstrap{
 			InitialClusterState: etcdv1.InitialClusterStateNew, Restore: restore}}}

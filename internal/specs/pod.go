@@ -356,16 +356,20 @@ func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 	if name := clientCASecret(m); name != "" {
 		// Only the CA: the Secret is the operator's client certificate, whose key no member
 		// needs.
-		v := secretVolume("client-ca", name)
-		v.Secret.Items = []corev1.KeyToPath{{Key: SecretKeyCA, Path: SecretKeyCA}}
-		vols = append(vols, v)
+		vols = append(vols, secretVolume("client-ca", name, SecretKeyCA))
 	}
 	return vols
 }
 
-func secretVolume(name, secret string) corev1.Volume {
+// secretVolume mounts a Secret readable by the Pod's group only: the keys named, each under
+// its own name, or all of them when none is named.
+func secretVolume(name, secret string, keys ...string) corev1.Volume {
+	var items []corev1.KeyToPath
+	for _, k := range keys {
+		items = append(items, corev1.KeyToPath{Key: k, Path: k})
+	}
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: secret, DefaultMode: ptr(int32(0o440)),
+		SecretName: secret, Items: items, DefaultMode: ptr(int32(0o440)),
 	}}}
 }
 

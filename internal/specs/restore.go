@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 )
 
 // Paths of the restore init containers.
@@ -118,21 +119,14 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 	}
 	src := restore.Source
 	b := m.Spec.Bootstrap
-	args := []string{"restore-agent",
-		"--uri=" + SourceURI(src),
-		"--data-dir=" + DataDir + "/data",
-		"--staging-dir=" + restoreStagingDir,
-		"--etcdutl=/usr/local/bin/etcdutl",
-		"--member-name=" + m.Name,
-		"--initial-cluster=" + b.InitialCluster,
-		"--initial-cluster-token=" + b.ClusterToken,
-		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
+	store, env, mounts, _ := snapshotStore(src, restoreSourceDir, true)
+	req := request.Restore{
+		Name: SourceName(src), URI: SourceURI(src), Checksum: restore.Checksum,
+		DataDir: DataDir + "/data", StagingDir: restoreStagingDir, Etcdutl: request.DefaultEtcdutl,
+		MemberName: m.Name, InitialCluster: b.InitialCluster, InitialClusterToken: b.ClusterToken,
+		InitialAdvertisePeerURLs: PeerURL(c, m.Name),
+		Store:                    store,
 	}
-	if restore.Checksum != "" {
-		args = append(args, "--checksum="+restore.Checksum)
-	}
-	storeArgs, env, mounts, _ := SnapshotStoreArgs(src, restoreSourceDir, true)
-	args = append(append(args, storeArgs...), "--name="+SourceName(src))
 	security := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr(false),
 		ReadOnlyRootFilesystem:   ptr(true),
@@ -141,11 +135,11 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 	agentMount := corev1.VolumeMount{Name: "agent", MountPath: agentDir}
 	return []corev1.Container{
 		{
-			Name: "install-restore-agent", Image: agentImage, Args: []string{"copy-self", agentBinary},
+			Name: "install-restore-agent", Image: agentImage, Args: request.CopySelf{Dest: agentBinary}.Args(),
 			VolumeMounts: []corev1.VolumeMount{agentMount}, SecurityContext: security,
 		},
 		{
-			Name: RestoreContainerName, Image: etcdImage, Command: []string{agentBinary}, Args: args, Env: env,
+			Name: RestoreContainerName, Image: etcdImage, Command: []string{agentBinary}, Args: req.Args(), Env: env,
 			VolumeMounts: append([]corev1.VolumeMount{{Name: "data", MountPath: DataDir},
 				{Name: "agent", MountPath: agentDir, ReadOnly: true}}, mounts...),
 			SecurityContext:          security,
@@ -159,7 +153,7 @@ func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume
 	if restore == nil {
 		return nil
 	}
-	_, _, _, vols := SnapshotStoreArgs(restore.Source, restoreSourceDir, true)
+	_, _, _, vols := snapshotStore(restore.Source, restoreSourceDir, true)
 	return append([]corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, vols...)
 }
 
@@ -179,44 +173,32 @@ func SourceURI(loc etcdv1.SnapshotLocation) string {
 	return "pvc://" + loc.PVC.ClaimName + "/" + loc.PVC.SubPath
 }
 
-// Environment variables of S3 credentials, as every S3 tool reads them.
-const (
-	EnvAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	// EnvS3CA carries the credentials Secret's optional key SecretKeyS3CA: the CA bundle to
-	// trust for an https endpoint with a private CA.
-	EnvS3CA       = "S3_CA_PEM"
-	SecretKeyS3CA = "ca.crt"
-)
+// SecretKeyS3CA is the S3 credentials Secret's optional key with the CA bundle to trust for
+// an https endpoint with a private CA (the agent's request.EnvS3CA).
+const SecretKeyS3CA = "ca.crt"
 
-// SnapshotStoreArgs are an agent's flags, environment and volumes for a snapshot location:
-// S3 settings with credentials from the named Secret, or the PVC mounted at mountPath.
-func SnapshotStoreArgs(loc etcdv1.SnapshotLocation, mountPath string, readOnly bool) ([]string, []corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
+// snapshotStore is an agent's store, environment and volumes for a snapshot location: S3
+// settings with credentials from the named Secret, or the PVC mounted at mountPath.
+func snapshotStore(loc etcdv1.SnapshotLocation, mountPath string, readOnly bool) (request.Store, []corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
 	if loc.S3 != nil {
 		s3 := loc.S3
-		args := []string{"--s3-endpoint=" + s3.Endpoint, "--s3-bucket=" + s3.Bucket}
-		if s3.Region != "" {
-			args = append(args, "--s3-region="+s3.Region)
-		}
-		if s3.ForcePathStyle {
-			args = append(args, "--s3-path-style")
-		}
+		store := request.Store{S3Endpoint: s3.Endpoint, S3Bucket: s3.Bucket, S3Region: s3.Region, S3PathStyle: s3.ForcePathStyle}
 		// Optional for a restore (readOnly): the seed's Pod keeps its restore init containers,
 		// and must still start once the restore is done and the Secret is gone; the agent then
 		// does nothing, and while it must restore a missing key is reported as rejected
 		// credentials.
 		env := []corev1.EnvVar{
-			SecretEnv(EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, EnvAWSAccessKeyID, readOnly),
-			SecretEnv(EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, EnvAWSSecretAccessKey, readOnly),
-			SecretEnv(EnvS3CA, s3.CredentialsSecretRef.Name, SecretKeyS3CA, true),
+			SecretEnv(request.EnvAWSAccessKeyID, s3.CredentialsSecretRef.Name, request.EnvAWSAccessKeyID, readOnly),
+			SecretEnv(request.EnvAWSSecretAccessKey, s3.CredentialsSecretRef.Name, request.EnvAWSSecretAccessKey, readOnly),
+			SecretEnv(request.EnvS3CA, s3.CredentialsSecretRef.Name, SecretKeyS3CA, true),
 		}
-		return args, env, nil, nil
+		return store, env, nil, nil
 	}
 	mounts := []corev1.VolumeMount{{Name: "snapshots", MountPath: mountPath, ReadOnly: readOnly}}
 	vols := []corev1.Volume{{Name: "snapshots", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.PVC.ClaimName, ReadOnly: readOnly},
 	}}}
-	return []string{"--dir=" + mountPath}, nil, mounts, vols
+	return request.Store{Dir: mountPath}, nil, mounts, vols
 }
 
 // SecretEnv is an environment variable from a Secret's key.

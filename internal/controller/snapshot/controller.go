@@ -1,3 +1,7 @@
+// Package snapshot is the EtcdSnapshot controller: it runs one Job per snapshot (the
+// operator's own image, `etcd-operator snapshot-agent`; package specs builds it), reads the
+// Job's result from its Pod's termination message into the EtcdSnapshot's status, and removes
+// the stored file with the EtcdSnapshot when its deletionPolicy is Delete.
 package snapshot
 
 import (
@@ -167,7 +171,7 @@ func restoredSnapshots(_ context.Context, obj client.Object) []reconcile.Request
 // Job the cache does not hold is looked up live before it is failed: the Job just created may
 // not have reached the cache yet.
 func (r *Reconciler) snapshotJob(ctx context.Context, s *etcdv1.EtcdSnapshot) (*batchv1.Job, error) {
-	key := types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}
 	job := &batchv1.Job{}
 	err := r.Get(ctx, key, job)
 	if apierrors.IsNotFound(err) && s.Status.Phase == etcdv1.SnapshotStarted {
@@ -206,7 +210,7 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionAvailable) {
 		return r.waitForCluster(ctx, s, c)
 	}
-	job := AgentJob(s, c, r.AgentImage, ActionSnapshot)
+	job := specs.SnapshotJob(s, c, r.AgentImage, specs.ActionSnapshot)
 	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -245,7 +249,7 @@ func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot,
 	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond != nil {
 		msg = fmt.Sprintf("EtcdCluster %s is not Available (%s: %s); the snapshot starts when it is", c.Name, cond.Reason, cond.Message)
 	}
-	deadline := s.CreationTimestamp.Add(time.Duration(DeadlineSeconds(s)) * time.Second)
+	deadline := s.CreationTimestamp.Add(time.Duration(specs.SnapshotDeadlineSeconds(s)) * time.Second)
 	if r.Now().After(deadline) {
 		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
 	}
@@ -284,7 +288,7 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	case found && res.Reason != "":
 		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
 	case jobReason == batchv1.JobReasonDeadlineExceeded:
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", DeadlineSeconds(s)))
+		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", specs.SnapshotDeadlineSeconds(s)))
 	default:
 		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
 	}
@@ -414,7 +418,7 @@ func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 // first, so it cannot complete a file after the delete.
 func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
 	running := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionSnapshot)}, running)
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}, running)
 	if err == nil {
 		if done, _, _ := jobFinished(running); !done {
 			fg := metav1.DeletePropagationForeground
@@ -424,9 +428,9 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 		return false, err
 	}
 	job := &batchv1.Job{}
-	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name, ActionDelete)}, job)
+	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionDelete)}, job)
 	if apierrors.IsNotFound(err) {
-		job = AgentJob(s, nil, r.AgentImage, ActionDelete)
+		job = specs.SnapshotJob(s, nil, r.AgentImage, specs.ActionDelete)
 		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
 		return false, client.IgnoreAlreadyExists(r.Create(ctx, job))
 	}
@@ -465,7 +469,7 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 	if s.Status.Artifact != nil {
 		return s.Status.Artifact.URI
 	}
-	return backup.URI(StoredFile(s))
+	return backup.URI(specs.StoredSnapshotFile(s))
 }
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {

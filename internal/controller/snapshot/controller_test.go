@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func harness(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
@@ -76,7 +77,7 @@ func readyReason(s *etcdv1.EtcdSnapshot) string {
 func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message string) {
 	ctx := context.Background()
 	job := &batchv1.Job{}
-	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionSnapshot)}, job); err != nil {
+	if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionSnapshot)}, job); err != nil {
 		t.Fatal(err)
 	}
 	cond := batchv1.JobComplete
@@ -178,7 +179,7 @@ func TestAStartedSnapshotIsNotFailedWhileTheCacheLacksItsJob(t *testing.T) {
 		t.Fatalf("the Job exists but the cache missed it: phase %s (%s), want Started", s.Status.Phase, readyReason(s))
 	}
 	// Gone from the API server too: that attempt failed.
-	if err := api.Delete(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobName("s1", ActionSnapshot)}}); err != nil {
+	if err := api.Delete(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionSnapshot)}}); err != nil {
 		t.Fatal(err)
 	}
 	reconcileTimes(t, r, 1)
@@ -216,7 +217,7 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 	r, api := harness(t, s, availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
 	old := pvcSnapshot()
 	old.UID = "old"
-	job := AgentJob(old, availableCluster(), "op:1", ActionSnapshot)
+	job := specs.SnapshotJob(old, availableCluster(), "op:1", specs.ActionSnapshot)
 	if err := controllerutil.SetControllerReference(old, job, api.Scheme()); err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +259,8 @@ func TestAJobOfAnEarlierSnapshotOfTheSameNameIsNotRead(t *testing.T) {
 func TestAgentJobsMapToTheirSnapshotByLabel(t *testing.T) {
 	s := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "u1"},
 		Spec: etcdv1.EtcdSnapshotSpec{Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups"}}}}
-	for _, action := range []string{ActionSnapshot, ActionDelete} {
-		job := AgentJob(s, nil, "agent:dev", action)
+	for _, action := range []string{specs.ActionSnapshot, specs.ActionDelete} {
+		job := specs.SnapshotJob(s, nil, "agent:dev", action)
 		reqs := snapshotOfJob(context.Background(), job)
 		if len(reqs) != 1 || reqs[0].Namespace != "ns" || reqs[0].Name != "nightly" {
 			t.Errorf("%s Job maps to %v, want ns/nightly", action, reqs)
@@ -285,7 +286,7 @@ func TestADeletionWaitsForTheRestoreThatHoldsTheFile(t *testing.T) {
 	if err := api.Delete(ctx, get(t, api)); err != nil {
 		t.Fatal(err)
 	}
-	deleteJob := types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionDelete)}
+	deleteJob := types.NamespacedName{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionDelete)}
 	reconcileTimes(t, r, 3)
 	got := get(t, api)
 	if !controllerutil.ContainsFinalizer(got, etcdv1.FinalizerRestoreSource) || readyReason(got) != etcdv1.ReasonRestoreInProgress {
@@ -366,7 +367,7 @@ func TestDeletesStoredFile(t *testing.T) {
 // agent deletes by.
 func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
 	ctx := context.Background()
-	deleteJob := types.NamespacedName{Namespace: "ns", Name: JobName("s1", ActionDelete)}
+	deleteJob := types.NamespacedName{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionDelete)}
 	refused := pvcSnapshot()
 	refused.UID = "uid-2"
 	refused.Spec.DeletionPolicy = etcdv1.SnapshotDelete

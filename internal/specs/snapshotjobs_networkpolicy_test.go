@@ -1,4 +1,4 @@
-package snapshot
+package specs
 
 import (
 	"testing"
@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // admitsOnClientPort: a Pod of these labels, in the policy's namespace, may reach the client
@@ -17,7 +16,7 @@ import (
 func admitsOnClientPort(t *testing.T, np *networkingv1.NetworkPolicy, podLabels map[string]string) bool {
 	t.Helper()
 	for _, rule := range np.Spec.Ingress {
-		if len(rule.Ports) != 1 || rule.Ports[0].Port.IntVal != specs.ClientPort {
+		if len(rule.Ports) != 1 || rule.Ports[0].Port.IntVal != ClientPort {
 			continue
 		}
 		for _, from := range rule.From {
@@ -47,14 +46,14 @@ func TestTheNetworkPolicyAdmitsTheClustersSnapshotAgentOnly(t *testing.T) {
 		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"},
 			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups"}}}}
 	main := cluster("main")
-	np := specs.NetworkPolicy(main, specs.OperatorPeer("etcd-operator-system"))
-	if agent := AgentJob(snap, main, "op:1", ActionSnapshot).Spec.Template.Labels; !admitsOnClientPort(t, np, agent) {
-		t.Errorf("the snapshot agent's Pod %v is not admitted to port %d", agent, specs.ClientPort)
+	np := NetworkPolicy(main, OperatorPeer("etcd-operator-system"))
+	if agent := SnapshotJob(snap, main, "op:1", ActionSnapshot).Spec.Template.Labels; !admitsOnClientPort(t, np, agent) {
+		t.Errorf("the snapshot agent's Pod %v is not admitted to port %d", agent, ClientPort)
 	}
-	if other := AgentJob(snap, cluster("other"), "op:1", ActionSnapshot).Spec.Template.Labels; admitsOnClientPort(t, np, other) {
+	if other := SnapshotJob(snap, cluster("other"), "op:1", ActionSnapshot).Spec.Template.Labels; admitsOnClientPort(t, np, other) {
 		t.Errorf("another cluster's snapshot agent %v is admitted", other)
 	}
-	if del := AgentJob(snap, nil, "op:1", ActionDelete).Spec.Template.Labels; admitsOnClientPort(t, np, del) {
+	if del := SnapshotJob(snap, nil, "op:1", ActionDelete).Spec.Template.Labels; admitsOnClientPort(t, np, del) {
 		t.Errorf("the delete agent %v, which never reads etcd, is admitted", del)
 	}
 }
