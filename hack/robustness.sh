@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make robustness: the local cluster, the operator deployed from config/, the robustness
-# scenarios (test/robustness/scenarios: a recorded workload while faults are injected, then
+# scenarios (test/cmd/robustness: a recorded workload while faults are injected, then
 # linearizability, watch and lost-write checks), and the local cluster stopped again whatever
 # the outcome (KEEP_CLUSTER=1 keeps it). ROBUSTNESS_TRIALS (1, the short form
 # make test runs; make soak runs 30) sets the faults per scenario,
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Compiled before taking the cluster's lock: nobody waiting for the cluster waits for this.
-CGO_ENABLED=0 go -C test build -o "$PWD/bin/robustness" ./robustness/scenarios
+CGO_ENABLED=0 go -C test build -o "$PWD/bin/robustness" ./cmd/robustness
 
 flags=(-trials "${ROBUSTNESS_TRIALS:-1}")
 if [ -n "${ROBUSTNESS_SEED:-}" ]; then

@@ -8,7 +8,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
-	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 )
 
 // memberFake is a three-member cluster whose client URLs are the members' names.

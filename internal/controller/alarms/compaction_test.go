@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 )
 
 func TestConfiguredHistory(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
-	"github.com/quorumkeeper/etcd-operator/internal/etcd/etcdfake"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
