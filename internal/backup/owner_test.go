@@ -50,15 +50,7 @@ func testOwnedCommit(t *testing.T, st Store, plant func(name string, data []byte
 	ctx := context.Background()
 	const name, first, second = "shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
 	commit := func(size int, owner string) (string, error) {
-		tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(fakeSnapshot(size)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, _, err := VerifyStored(ctx, st, tmp, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum, st.Commit(ctx, tmp, name, sum, owner)
+		return writeAndCommit(t, st, name, fakeSnapshot(size), owner)
 	}
 	if _, err := st.RecordedOwner(ctx, name); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("owner of a missing file: %v, want ErrNotFound", err)
@@ -136,4 +128,20 @@ func TestS3StoreRecordsTheOwnerAndNeverOverwrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// writeAndCommit stores data under name as the agent does (a partial object, verified, then
+// committed for owner): the checksum, and Commit's error.
+func writeAndCommit(t *testing.T, st Store, name string, data []byte, owner string) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _, err := VerifyStored(ctx, st, tmp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, st.Commit(ctx, tmp, name, sum, owner)
 }

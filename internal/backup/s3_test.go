@@ -57,15 +57,7 @@ func testCommitRetried(t *testing.T, srv *testminio.Server) {
 	name := ObjectKey("retried/", FileOf{Namespace: "ns", Cluster: "c", Name: "one"})
 	const owner = "ns/one/uid-1"
 	commit := func(data []byte, owner string) (string, error) {
-		tmp, err := st.WriteTemp(ctx, name, bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, _, err := VerifyStored(ctx, st, tmp, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum, st.Commit(ctx, tmp, name, sum, owner)
+		return writeAndCommit(t, st, name, data, owner)
 	}
 	data := fakeSnapshot(8192)
 	sum, err := commit(data, owner)
