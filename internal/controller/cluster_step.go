@@ -142,7 +142,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		}
 		failpoint.Crash(c, failpoint.AfterBootstrapMember)
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
 	return true, nil
 }
 
@@ -277,9 +277,9 @@ func (r *ClusterReconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdClu
 		return false, nil
 	}
 	if dormant {
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
 	} else {
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
 	}
 	return true, nil
 }
@@ -321,7 +321,7 @@ func (r *ClusterReconciler) removeOrphanLearners(ctx context.Context, c *etcdv1.
 		if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 			return true, err
 		}
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
 		return true, nil
 	}
 	return false, nil
@@ -360,7 +360,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterAddLearner)
-		r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
 		return true, r.Status().Patch(ctx, m, patch)
@@ -388,7 +388,7 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterPromote)
-		r.eventAbout(c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		r.eventAbout(ctx, c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil
