@@ -55,6 +55,7 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, m.Namespace, m.Spec.ClusterName)
 	cluster, err := r.cluster(ctx, m)
 	if err != nil {
 		return ctrl.Result{}, err

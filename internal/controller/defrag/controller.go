@@ -92,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 	if finished(d) {
 		return r.expire(ctx, d)
 	}

@@ -58,6 +58,13 @@ func LogEvent(ctx context.Context, regarding, related client.Object, eventType, 
 	log.FromContext(ctx).WithName("events").Info(fmt.Sprintf(format, args...), kv...)
 }
 
+// WithCluster names, in ctx's logger, the EtcdCluster a reconciled object (member, snapshot,
+// defragmentation) serves, under the key controller-runtime gives a reconciled EtcdCluster:
+// one grep on the cluster's name then finds the lines of all the controllers that acted for it.
+func WithCluster(ctx context.Context, namespace, cluster string) context.Context {
+	return log.IntoContext(ctx, log.FromContext(ctx).WithValues("EtcdCluster", klog.KRef(namespace, cluster)))
+}
+
 // kinds knows the API kinds of the objects the operator records events about: those of
 // Kubernetes and the operator's own.
 var kinds = func() *runtime.Scheme {

@@ -51,6 +51,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, sc.Namespace, sc.Spec.ClusterRef.Name)
 	if !sc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.orphanSnapshots(ctx, sc)
 	}

@@ -89,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, s.Namespace, s.Spec.ClusterRef.Name)
 	if controllerutil.ContainsFinalizer(s, etcdv1.FinalizerRestoreSource) {
 		if wait, err := r.releaseHold(ctx, s); wait || err != nil {
 			return ctrl.Result{}, err
