@@ -101,11 +101,7 @@ func TestTheStepTakenIsLoggedAtV1OncePerReconcile(t *testing.T) {
 }
 
 func TestAStepThatWaitsIsLoggedWithItsReason(t *testing.T) {
-	h := runningHarness(t)
-	list := h.etcd.Members()
-	h.etcd.SetUnhealthy(list[0].ID, true)
-	h.etcd.SetUnhealthy(list[1].ID, true)
-	h.setReplicas(2)
+	h, _ := scaleInWithoutQuorum(t)
 	lines := h.reconcileLogged().with("msg", "step waits")
 	if len(lines) != 1 {
 		t.Fatalf("want one step line, got %v", lines)
