@@ -62,7 +62,7 @@ func (r *MemberReconciler) stampAdoptedPod(ctx context.Context, c *etcdv1.EtcdCl
 	if err := r.Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("recording the template hash on adopted Pod %s: %w", pod.Name, err)
 	}
-	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodAdopted, "AdoptPod", "took over Pod %s as it runs; a later change of the cluster's spec restarts it with this operator's Pod", pod.Name)
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodAdopted, "AdoptPod", "took over Pod %s as it runs; a later change of the cluster's spec restarts it with this operator's Pod", pod.Name)
 	return nil
 }
 

@@ -62,7 +62,7 @@ func alarmAdvice(byType map[string][]string) string {
 // setAlarmCondition records etcd's alarms, as observe listed them, in the Alarm condition
 // and tells, with an event, when one is raised or cleared. When they could not be read (no
 // quorum, a failed call) the condition stays as it was.
-func (r *ClusterReconciler) setAlarmCondition(c *etcdv1.EtcdCluster, v *clusterView) {
+func (r *ClusterReconciler) setAlarmCondition(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) {
 	if !v.alarmsKnown {
 		return
 	}
@@ -71,9 +71,9 @@ func (r *ClusterReconciler) setAlarmCondition(c *etcdv1.EtcdCluster, v *clusterV
 	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAlarm)
 	switch {
 	case cond.Status == metav1.ConditionTrue && (prev == nil || prev.Message != cond.Message):
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonAlarmRaised, "Alarm", "%s", cond.Message)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonAlarmRaised, "Alarm", "%s", cond.Message)
 	case cond.Status == metav1.ConditionFalse && prev != nil && prev.Status == metav1.ConditionTrue:
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAlarmCleared, "Alarm", "etcd has no alarm raised any more")
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonAlarmCleared, "Alarm", "etcd has no alarm raised any more")
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
 }
@@ -111,7 +111,7 @@ func (r *ClusterReconciler) disarmStaleAlarms(ctx context.Context, c *etcdv1.Etc
 		if err := v.etcd.DisarmAlarm(ctx, a); err != nil {
 			return false, err
 		}
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRemovedMemberAlarmDisarmed, "Alarm",
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonRemovedMemberAlarmDisarmed, "Alarm",
 			"disarmed %s of member %s: etcd no longer lists that member (it was removed or replaced)", a.Type, etcd.FormatID(a.MemberID))
 		v.alarms = slices.DeleteFunc(v.alarms, func(x etcd.Alarm) bool { return x == a })
 	}

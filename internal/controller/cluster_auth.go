@@ -173,7 +173,7 @@ func (r *ClusterReconciler) enableAuth(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := v.etcd.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAuthEnabled, "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonAuthEnabled, "EnableAuth", "created user root with the root role and enabled authentication; the password is in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
 	return r.markAuthEnabled(ctx, c, note)
 }
 
@@ -213,7 +213,7 @@ func (r *ClusterReconciler) applyPassword(ctx context.Context, c *etcdv1.EtcdClu
 	if err := r.recordApplied(ctx, c, wanted); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRootPasswordChanged, "ChangePassword", "changed root's password in etcd to the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonRootPasswordChanged, "ChangePassword", "changed root's password in etcd to the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name)
 	return nil
 }
 
@@ -258,7 +258,7 @@ func (r *ClusterReconciler) markAuthEnabled(ctx context.Context, c *etcdv1.EtcdC
 	}
 	msg := fmt.Sprintf("authentication is on; root's password is the one in Secret %s", c.Spec.Auth.RootCredentialsSecretRef.Name) + note
 	if old := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAuthReady); note != "" && (old == nil || old.Message != msg) {
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonUnmanagedUsersOrRoles, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonUnmanagedUsersOrRoles, "CheckAuth", "%s", strings.TrimPrefix(note, "; "))
 	}
 	return r.setCondition(ctx, c, metav1.Condition{Type: etcdv1.ConditionAuthReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonAuthEnabled, Message: msg})
 }

@@ -345,8 +345,8 @@ func (r *ClusterReconciler) failures() workqueue.TypedRateLimiter[types.Namespac
 	return r.stepBackoff.Get(retryBase, retryMax)
 }
 
-func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
-	r.eventAbout(c, nil, eventType, reason, action, format, args...)
+func (r *ClusterReconciler) event(ctx context.Context, c *etcdv1.EtcdCluster, eventType, reason, action, format string, args ...any) {
+	r.eventAbout(ctx, c, nil, eventType, reason, action, format, args...)
 }
 
 // eventAbout records an event of the cluster that concerns another object too. The events
@@ -354,8 +354,8 @@ func (r *ClusterReconciler) event(c *etcdv1.EtcdCluster, eventType, reason, acti
 // into a series that keeps the first message only: events that differ only by the object
 // they are about (one per Certificate) must name it as related, or all but the first
 // message are lost ("created Certificate db-server-tls (x2)" for three Certificates).
-func (r *ClusterReconciler) eventAbout(c *etcdv1.EtcdCluster, related client.Object, eventType, reason, action, format string, args ...any) {
-	kit.Emit(r.Recorder, c, related, eventType, reason, action, format, args...)
+func (r *ClusterReconciler) eventAbout(ctx context.Context, c *etcdv1.EtcdCluster, related client.Object, eventType, reason, action, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, c, related, eventType, reason, action, format, args...)
 }
 
 // isDegradedWait is true for a child object the cluster cannot have (see childProblem).

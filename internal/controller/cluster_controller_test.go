@@ -293,12 +293,19 @@ func TestScaleInRemovesANewestFollowerNotTheLeader(t *testing.T) {
 // etcd answers), but quorum reads fail through db-1 and db-2. Removing db-2 (the unhealthy
 // one a scale-in takes first) would leave db-1 unhealthy and db-3: 1 healthy of 2, below the
 // quorum of 2. Only the projection refuses this; nothing else blocks a scale-in.
-func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
+// scaleInWithoutQuorum asks a running cluster whose first two members are unhealthy for
+// two replicas: removing one would leave no healthy quorum. It returns etcd's member list.
+func scaleInWithoutQuorum(t *testing.T) (*harness, []etcd.Member) {
 	h := runningHarness(t)
 	list := h.etcd.Members()
 	h.etcd.SetUnhealthy(list[0].ID, true)
 	h.etcd.SetUnhealthy(list[1].ID, true)
 	h.setReplicas(2)
+	return h, list
+}
+
+func TestScaleInRefusedWhenQuorumWouldNotHold(t *testing.T) {
+	h, list := scaleInWithoutQuorum(t)
 	h.reconcile()
 	if n := len(h.members()); n != 3 {
 		t.Fatalf("a member was removed although the quorum would not hold: %v", names(h.members()))

@@ -159,7 +159,7 @@ func (r *ClusterReconciler) releaseDiscardedData(ctx context.Context, c *etcdv1.
 		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataReleased, "ReleaseData",
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataReleased, "ReleaseData",
 			"deleted PVC %s, kept since %s with the data of a member a quorum-loss recovery discarded: the cluster has served for spec.quorumLoss.keepDiscardedDataSeconds (%ds) since",
 			pvc.Name, pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery], *keepDiscardedFor(c))
 	}

@@ -272,7 +272,7 @@ func (r *ClusterReconciler) replaceOnLostNode(ctx context.Context, c *etcdv1.Etc
 		case nodeLossStartClock:
 			return true, r.startNodeLossClock(ctx, c, m, lost, d, now)
 		case nodeLossRefuse:
-			return false, r.refuseReplacement(c, m, fmt.Sprintf("member %s must be replaced (%s), but not now: %s", m.Name, lost.what(), d.why))
+			return false, r.refuseReplacement(ctx, c, m, fmt.Sprintf("member %s must be replaced (%s), but not now: %s", m.Name, lost.what(), d.why))
 		case nodeLossReplace:
 			return r.replaceLost(ctx, c, m, lost)
 		}
@@ -315,7 +315,7 @@ func (r *ClusterReconciler) startNodeLossClock(ctx context.Context, c *etcdv1.Et
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return ignoreConflict(err)
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonNodeLost, "ReplaceMember", "%s", nodeLossMessage(m, lost, d))
+	r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonNodeLost, "ReplaceMember", "%s", nodeLossMessage(m, lost, d))
 	return nil
 }
 
@@ -329,7 +329,7 @@ func (r *ClusterReconciler) replaceLost(ctx context.Context, c *etcdv1.EtcdClust
 	if still == nil || err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
+	r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
 		"replacing member %s (%s): %s; a new member with a new ID takes its place", m.Name, m.Status.MemberID, lost.what())
 	return true, r.markAndDelete(ctx, c, m, failpoint.AfterReplaceMark)
 }

@@ -146,14 +146,14 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 	plan := planRecoveryOf(c, v, requested)
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
-			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
+			r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)
 		}
 		return false, waitFor(etcdv1.ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", etcdv1.AnnotationRecoverFrom, requested, plan.refusal)
 	}
 	// The statement of what is lost must be in status before any act. Progressing may carry
 	// it under ProgressDeadlineExceeded (a quorum lost long ago), so its message is what counts.
 	if !saidInStatus(c, plan.key) {
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
 		return false, waitFor(etcdv1.ReasonQuorumRecovery, "%s", plan.loss)
 	}
 	did, err := r.recoveryAct(ctx, c, v, plan)
@@ -174,7 +174,7 @@ func (r *ClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdClu
 func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, plan recoveryPlan) (string, error) {
 	for _, m := range v.members {
 		if m.Name != plan.source && m.DeletionTimestamp.IsZero() {
-			r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s; its PVC is kept, no member's, until deleted (%s)", m.Name, plan.source, etcdv1.AnnotationDiscardedByRecovery)
+			r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "removing member %s: the cluster is rebuilt from %s; its PVC is kept, no member's, until deleted (%s)", m.Name, plan.source, etcdv1.AnnotationDiscardedByRecovery)
 			// Removed as any member is, and its data kept rather than deleted (the second
 			// mark): it has what the recovery gives up.
 			return "removed member " + m.Name, r.markWithAndDelete(ctx, c, m, failpoint.AfterRemovalMark, etcdv1.AnnotationRemove, etcdv1.AnnotationDiscardedByRecovery)
@@ -186,7 +186,7 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[etcdv1.LabelMember], pod.Name, plan.source)
+			r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s) before %s forces a new cluster", pod.Labels[etcdv1.LabelMember], pod.Name, plan.source)
 		}
 		return "stopping member " + pod.Labels[etcdv1.LabelMember], err
 	}
@@ -205,7 +205,7 @@ func (r *ClusterReconciler) recoveryAct(ctx context.Context, c *etcdv1.EtcdClust
 	if pod := v.pods[src.Name]; pod != nil && pod.DeletionTimestamp.IsZero() && !specs.ForcesNewCluster(pod) {
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.eventAbout(c, src, corev1.EventTypeWarning, etcdv1.ReasonForcingNewCluster, "RecoverQuorum", "restarting member %s with --force-new-cluster: it becomes a one-member cluster with its data", src.Name)
+			r.eventAbout(ctx, c, src, corev1.EventTypeWarning, etcdv1.ReasonForcingNewCluster, "RecoverQuorum", "restarting member %s with --force-new-cluster: it becomes a one-member cluster with its data", src.Name)
 		}
 		return "restarting member " + src.Name + " with --force-new-cluster", err
 	}
@@ -279,9 +279,9 @@ func (r *ClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1.EtcdCl
 			return true, err
 		}
 		if forced != nil {
-			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as a one-member cluster from %s; new members are added as learners up to %d", forced.Name, ptrOr(c.Spec.Replicas, 3))
+			r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as a one-member cluster from %s; new members are added as learners up to %d", forced.Name, ptrOr(c.Spec.Replicas, 3))
 		} else {
-			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonRecoveryNotNeeded, "RecoverQuorum", "etcd has a quorum: nothing was recovered, %s=%s removed", etcdv1.AnnotationRecoverFrom, from)
+			r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonRecoveryNotNeeded, "RecoverQuorum", "etcd has a quorum: nothing was recovered, %s=%s removed", etcdv1.AnnotationRecoverFrom, from)
 		}
 		return true, nil
 	}
@@ -295,7 +295,7 @@ func (r *ClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1.EtcdCl
 			if deleted, err := r.deletePod(ctx, pod); !deleted || err != nil {
 				return err != nil, err
 			}
-			r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonRestartingWithoutForce, "RecoverQuorum", "restarting member %s without --force-new-cluster before members join", m.Name)
+			r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonRestartingWithoutForce, "RecoverQuorum", "restarting member %s without --force-new-cluster before members join", m.Name)
 			return true, nil
 		}
 	}

@@ -247,7 +247,7 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return true, err
 	}
-	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonAutomaticRecovery, "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
+	r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonAutomaticRecovery, "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
 		since.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, etcdv1.AnnotationRecoverFrom, d.source)
 	return true, nil
 }

@@ -122,7 +122,7 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		return true, r.dropSnapshotRecoveryRequest(ctx, c, requested)
 	}
 	if other := c.Annotations[etcdv1.AnnotationRecoverFrom]; other != "" {
-		return true, r.refuseRecovery(c, requested, fmt.Sprintf("%s=%s asks for a recovery from a member as well: remove one of the two requests", etcdv1.AnnotationRecoverFrom, other))
+		return true, r.refuseRecovery(ctx, c, requested, fmt.Sprintf("%s=%s asks for a recovery from a member as well: remove one of the two requests", etcdv1.AnnotationRecoverFrom, other))
 	}
 	snap := &etcdv1.EtcdSnapshot{}
 	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: requested}, snap); apierrors.IsNotFound(err) {
@@ -137,7 +137,7 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		survivors:  v.survivors, names: knownMemberNames(c, v),
 	})
 	if plan.refusal != "" {
-		return true, r.refuseRecovery(c, requested, plan.refusal)
+		return true, r.refuseRecovery(ctx, c, requested, plan.refusal)
 	}
 	// The status fields say the file was good when it was taken; only reading it says it
 	// still is (a bucket lifecycle rule, an overwrite, rotated credentials): no loss is
@@ -146,14 +146,14 @@ func (r *ClusterReconciler) recoverFromSnapshot(ctx context.Context, c *etcdv1.E
 		return true, err
 	}
 	if !saidInStatus(c, plan.key) {
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonQuorumRecovery, "RecoverQuorum", "%s", plan.loss)
 		return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s", plan.loss)
 	}
 	if why, err := r.holdSnapshot(ctx, c, snap.Name); err != nil || why != "" {
 		if err != nil {
 			return true, err
 		}
-		return true, r.refuseRecovery(c, requested, why+": name another snapshot")
+		return true, r.refuseRecovery(ctx, c, requested, why+": name another snapshot")
 	}
 	// The snapshot now holds its file until the rebuilt cluster answers (holdSnapshot). The
 	// record is the point of no return: from here on nothing is checked again (the members
@@ -182,14 +182,14 @@ func (r *ClusterReconciler) dropSnapshotRecoveryRequest(ctx context.Context, c *
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, etcdv1.AnnotationRecoverFromSnapshot)
+	r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering from EtcdSnapshot %s: etcd has a quorum (or has never formed), nothing was changed; %s removed", requested, etcdv1.AnnotationRecoverFromSnapshot)
 	return nil
 }
 
 // refuseRecovery reports a refused recovery from a snapshot; nothing is changed.
-func (r *ClusterReconciler) refuseRecovery(c *etcdv1.EtcdCluster, requested, why string) error {
+func (r *ClusterReconciler) refuseRecovery(ctx context.Context, c *etcdv1.EtcdCluster, requested, why string) error {
 	if !saidInStatus(c, why) {
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", why)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", why)
 	}
 	return waitFor(etcdv1.ReasonRecoveryRefused, "the quorum is lost and %s=%s asks for a recovery, but: %s", etcdv1.AnnotationRecoverFromSnapshot, requested, why)
 }
@@ -232,7 +232,7 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 		}
 		deleted, err := r.deletePod(ctx, pod)
 		if deleted {
-			r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[etcdv1.LabelMember], pod.Name, rec.Snapshot)
+			r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryStopsMember, "RecoverQuorum", "stopping member %s (Pod %s): the cluster is rebuilt from EtcdSnapshot %s", pod.Labels[etcdv1.LabelMember], pod.Name, rec.Snapshot)
 		}
 		return "stopping member " + pod.Labels[etcdv1.LabelMember], err
 	}
@@ -248,7 +248,7 @@ func (r *ClusterReconciler) discardAct(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return "", err
 	}
-	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRestoringSnapshot, "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
+	r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRestoringSnapshot, "RecoverQuorum", "the old members are gone: founding a new cluster from EtcdSnapshot %s (revision %d)", rec.Snapshot, rec.Revision)
 	return "founding the new cluster from the snapshot", nil
 }
 
@@ -264,7 +264,7 @@ func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdClu
 		if err := r.markWithAndDelete(ctx, c, m, failpoint.AfterDiscardMark, etcdv1.AnnotationDiscard); err != nil {
 			return "", err
 		}
-		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
+		r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRemovesMember, "RecoverQuorum", "discarding member %s and its data: the cluster is rebuilt from EtcdSnapshot %s", m.Name, rec.Snapshot)
 		return "discarding member " + m.Name, nil
 	}
 	return "", nil
@@ -295,7 +295,7 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
 			return "", err
 		}
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryKeepsData, "RecoverQuorum", "kept PVC %s as discarded data (%s), no member's: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, etcdv1.AnnotationDiscardedByRecovery, rec.Snapshot)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryKeepsData, "RecoverQuorum", "kept PVC %s as discarded data (%s), no member's: the cluster is rebuilt from EtcdSnapshot %s", pvc.Name, etcdv1.AnnotationDiscardedByRecovery, rec.Snapshot)
 		return "kept PVC " + pvc.Name + " as discarded data", nil
 	}
 	pods := &corev1.PodList{}
@@ -347,7 +347,7 @@ func (r *ClusterReconciler) finishSnapshotRecovery(ctx context.Context, c *etcdv
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as etcd cluster %s, restored from EtcdSnapshot %s (revision %d); members are added as learners up to %d",
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonQuorumRecovered, "RecoverQuorum", "the cluster answers again as etcd cluster %s, restored from EtcdSnapshot %s (revision %d); members are added as learners up to %d",
 		clusterID, rec.Snapshot, rec.Revision, ptrOr(c.Spec.Replicas, 3))
 	return nil
 }

@@ -131,7 +131,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 		} else if err != nil {
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonVerifyingSnapshot, "RecoverQuorum", "Job %s reads %s of EtcdSnapshot %s whole and checks its checksum %s before any member's data is discarded", job.Name, want.uri, snap.Name, want.checksum)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonVerifyingSnapshot, "RecoverQuorum", "Job %s reads %s of EtcdSnapshot %s whole and checks its checksum %s before any member's data is discarded", job.Name, want.uri, snap.Name, want.checksum)
 		return verifying("verifying (Job " + job.Name + ")")
 	case verifyReplace:
 		bg := metav1.DeletePropagationBackground
@@ -142,7 +142,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	case verifyWait:
 		return verifying("verifying (Job " + job.Name + ")")
 	case verifyFailed:
-		err := r.refuseRecovery(c, c.Annotations[etcdv1.AnnotationRecoverFromSnapshot], fmt.Sprintf(
+		err := r.refuseRecovery(ctx, c, c.Annotations[etcdv1.AnnotationRecoverFromSnapshot], fmt.Sprintf(
 			"the stored file %s of EtcdSnapshot %s cannot be restored: %s; nothing was changed, every member keeps its data. Fix the store (the file, the bucket, the credentials Secret) and it is verified again within %s, or name another snapshot",
 			want.uri, snap.Name, verdict.why, verdictTrusted))
 		var w errWaiting

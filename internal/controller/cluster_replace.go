@@ -52,7 +52,7 @@ func (r *ClusterReconciler) rebuildFromPVCs(ctx context.Context, c *etcdv1.EtcdC
 			return true, err
 		}
 		failpoint.Crash(c, failpoint.AfterRebuildMember)
-		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRebuilt, "RecreateMember",
+		r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRebuilt, "RecreateMember",
 			"etcd does not answer and EtcdMember %s was gone: rebuilt it from its PVC as member %s, with its data", name, m.Status.MemberID)
 		rebuilt = append(rebuilt, name)
 	}
@@ -121,14 +121,14 @@ func (r *ClusterReconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCl
 		return false, nil
 	}
 	if plan.refusal != "" {
-		return false, r.refuseReplacement(c, memberNamed(v.members, plan.member),
+		return false, r.refuseReplacement(ctx, c, memberNamed(v.members, plan.member),
 			fmt.Sprintf("member %s must be replaced (%s), but not now: %s", plan.member, plan.why, plan.refusal))
 	}
 	m := memberNamed(v.members, plan.member)
 	if still, err := r.stillDamaged(ctx, c, v, m); !still || err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
+	r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberReplacing, "ReplaceMember",
 		"replacing member %s (%s): %s; a new member with a new ID takes its place", m.Name, m.Status.MemberID, plan.why)
 	return true, r.markAndDelete(ctx, c, m, failpoint.AfterReplaceMark)
 }
@@ -211,27 +211,27 @@ func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster,
 // healthy quorum; scaling then adds a new member in its place.
 func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, em etcd.Member) (bool, error) {
 	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
-		return false, r.refuseReplacement(c, nil,
+		return false, r.refuseReplacement(ctx, c, nil,
 			fmt.Sprintf("voter %s (%s) has no EtcdMember and no data left, but it cannot be removed now: %s", em.Name, em.IDHex(), why))
 	}
 	if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 		return true, fmt.Errorf("removing voter %s whose data is gone: %w", em.Name, err)
 	}
 	failpoint.Crash(c, failpoint.AfterDeadVoterRemove)
-	r.event(c, corev1.EventTypeWarning, etcdv1.ReasonDeadMemberRemoved, "RemoveMember",
+	r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonDeadMemberRemoved, "RemoveMember",
 		"removed voter %s (%s) from etcd: its EtcdMember and its data are gone; a new member will take its place", em.Name, em.IDHex())
 	return true, nil
 }
 
 // refuseReplacement reports a replacement the quorum cannot afford now: Progressing says
 // ReplacementRefused, and a Warning event is recorded when the refusal begins.
-func (r *ClusterReconciler) refuseReplacement(c *etcdv1.EtcdCluster, related *etcdv1.EtcdMember, msg string) error {
+func (r *ClusterReconciler) refuseReplacement(ctx context.Context, c *etcdv1.EtcdCluster, related *etcdv1.EtcdMember, msg string) error {
 	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); prev == nil || prev.Reason != etcdv1.ReasonReplacementRefused {
 		var rel client.Object
 		if related != nil {
 			rel = related
 		}
-		r.eventAbout(c, rel, corev1.EventTypeWarning, etcdv1.ReasonReplacementRefused, "ReplaceMember", "%s", msg)
+		r.eventAbout(ctx, c, rel, corev1.EventTypeWarning, etcdv1.ReasonReplacementRefused, "ReplaceMember", "%s", msg)
 	}
 	return waitFor(etcdv1.ReasonReplacementRefused, "%s", msg)
 }

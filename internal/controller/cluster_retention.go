@@ -101,7 +101,7 @@ func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *etcdv1.EtcdC
 			}
 		}
 		if kept > 0 {
-			r.event(c, corev1.EventTypeNormal, etcdv1.ReasonPVCsRetained, "DeleteCluster", "kept %d PVCs (whenDeleted Retain): an EtcdCluster named %s created in this namespace adopts them with their data; delete them to free the space", kept, c.Name)
+			r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonPVCsRetained, "DeleteCluster", "kept %d PVCs (whenDeleted Retain): an EtcdCluster named %s created in this namespace adopts them with their data; delete them to free the space", kept, c.Name)
 		}
 	}
 	patch := client.MergeFrom(c.DeepCopy())
@@ -274,7 +274,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 	if adopted == 0 {
 		return false, nil
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonAdoptedRetainedPVCs, "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonAdoptedRetainedPVCs, "Bootstrap", "found PVCs kept from an earlier cluster %s (etcd cluster %s): recreated members %s on them with their data",
 		c.Name, clusterID, strings.Join(names, ", "))
 	return true, nil
 }

@@ -79,7 +79,7 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.eventAbout(c, victim, corev1.EventTypeNormal, etcdv1.ReasonRollingMember, "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
+	r.eventAbout(ctx, c, victim, corev1.EventTypeNormal, etcdv1.ReasonRollingMember, "RestartMember", "restarting member %s to apply the changed Pod spec (etcd %s; %d of %d outdated)", victim.Name, victim.Spec.Version, len(outdated), len(v.members))
 	return true, nil
 }
 
@@ -180,7 +180,7 @@ func (r *ClusterReconciler) moveLeaderAwayFrom(ctx context.Context, c *etcdv1.Et
 		if err := v.etcd.MoveLeader(ctx, other.ID); err != nil {
 			return false, fmt.Errorf("moving leadership away from %s before restarting it: %w", m.Name, err)
 		}
-		r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before restarting it", m.Name, other.Name)
 		return true, nil
 	}
 	return false, nil // the only voter: it restarts as leader

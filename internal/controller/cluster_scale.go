@@ -50,7 +50,7 @@ func (r *ClusterReconciler) adoptOrphanVoters(ctx context.Context, c *etcdv1.Etc
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, err
 		}
-		r.eventAbout(c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRecreated, "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
+		r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonMemberRecreated, "RecreateMember", "recreated EtcdMember %s for voter %s, keeping its data", em.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil
@@ -106,7 +106,7 @@ func (r *ClusterReconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	failpoint.Crash(c, failpoint.AfterCreateMember)
-	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingOut, "CreateMember", "scaling out: created member %s", name)
+	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingOut, "CreateMember", "scaling out: created member %s", name)
 	return nil
 }
 
@@ -172,7 +172,7 @@ func (r *ClusterReconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err := r.markAndDelete(ctx, c, victim, failpoint.AfterRemovalMark); err != nil {
 		return true, err
 	}
-	r.eventAbout(c, victim, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", victim.Name)
+	r.eventAbout(ctx, c, victim, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", victim.Name)
 	return true, nil
 }
 
@@ -204,7 +204,7 @@ func (r *ClusterReconciler) settleRemovalMark(ctx context.Context, c *etcdv1.Etc
 			if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
-			r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", m.Name)
+			r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingIn, "RemoveMember", "scaling in: removing member %s", m.Name)
 			return true, nil
 		}
 		// The mark goes with the one that keeps the data as discarded (a recovery's, which the

@@ -45,7 +45,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	}
 	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
 	setConditions(c, v, step, r.now())
-	r.setAlarmCondition(c, v)
+	r.setAlarmCondition(ctx, c, v)
 	setDiscardedCondition(c, v.discardedCondition)
 	if v.volumes != nil {
 		v.volumes.ObservedGeneration = c.Generation
@@ -57,11 +57,11 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	}
 	if restoreFailed(c) && !restoreFailed(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonRestoreFailed, "Restore", "%s", cond.Message)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRestoreFailed, "Restore", "%s", cond.Message)
 	}
 	if deadlineExceeded(c) && !deadlineExceeded(before) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonProgressDeadlineExceeded, "Reconcile", "%s", cond.Message)
 	}
 	// With the resourceVersion read: a copy from a cache that has not caught up with the last
 	// write (ours or a person's) must not overwrite what is newer, which would turn condition

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -38,49 +39,124 @@ func waitFor(reason, format string, args ...any) error {
 // members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, disarming the
 // alarms of members etcd no longer lists, replacing a damaged member, then one whose node is
 // gone for good (spec.nodeLoss), finishing an interrupted add, promotion, adoption, scaling. It reports whether it changed something.
+// At V(1) it logs which step it took and on what view, once per reconcile.
 func (r *ClusterReconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	name, done, err := r.chooseStep(ctx, c, v)
+	logStep(ctx, c, v, name, done, err)
+	return done, err
+}
+
+// stepFunc is one step of the ordered list: whether it changed something, or why it cannot.
+type stepFunc func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error)
+
+// namedStep is a step with the name the V(1) log gives it.
+type namedStep struct {
+	name string
+	act  stepFunc
+}
+
+// chooseStep runs the ordered step list up to the first step that acts or cannot, and names
+// it ("" when none applies).
+func (r *ClusterReconciler) chooseStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, bool, error) {
 	if err := waitForAdoption(c, v); err != nil {
-		return false, err
+		return "waitForAdoption", false, err
 	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
-	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error){
-		// A recovery from a snapshot owns the cluster from its request to the new cluster's
-		// first answer: no other step may act on members it is discarding.
-		r.recoverFromSnapshotStep, r.bootstrap, r.rebuildFromPVCs, r.pauseOrResume,
-	} {
-		if done, err := act(ctx, c, v, replicas); done || err != nil {
-			return done && err == nil, err
-		}
+	if name, done, err := firstStep(ctx, c, v, r.formingSteps(replicas)); name != "" {
+		return name, done && err == nil, err
 	}
 	if replicas == 0 {
-		return false, nil
+		return "", false, nil
 	}
 	if !v.reachable {
 		return r.withoutQuorum(ctx, c, v)
 	}
-	for _, act := range []func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error){
-		r.finishRecovery, r.recordIdentities, r.removeOrphanLearners, r.disarmStaleAlarms, r.replaceDamaged, r.replaceOnLostNode, r.addPending, r.promoteLearners, r.adoptOrphanVoters,
-	} {
-		if done, err := act(ctx, c, v); done || err != nil {
-			return done && err == nil, err
-		}
+	if name, done, err := firstStep(ctx, c, v, r.quorumSteps()); name != "" {
+		return name, done && err == nil, err
 	}
 	if done, err := r.scale(ctx, c, v, replicas); done || err != nil {
-		return done, err
+		return "scale", done, err
 	}
-	return r.rollOutdatedPods(ctx, c, v)
+	if done, err := r.rollOutdatedPods(ctx, c, v); done || err != nil {
+		return "rollOutdatedPods", done, err
+	}
+	return "", false, nil
+}
+
+// formingSteps come before anything that needs a quorum.
+func (r *ClusterReconciler) formingSteps(replicas int) []namedStep {
+	with := func(act func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error)) stepFunc {
+		return func(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+			return act(ctx, c, v, replicas)
+		}
+	}
+	return []namedStep{
+		// A recovery from a snapshot owns the cluster from its request to the new cluster's
+		// first answer: no other step may act on members it is discarding.
+		{"recoverFromSnapshot", with(r.recoverFromSnapshotStep)}, {"bootstrap", with(r.bootstrap)},
+		{"rebuildFromPVCs", with(r.rebuildFromPVCs)}, {"pauseOrResume", with(r.pauseOrResume)},
+	}
+}
+
+// quorumSteps need etcd to answer; scaling and rolling Pods come after them.
+func (r *ClusterReconciler) quorumSteps() []namedStep {
+	return []namedStep{
+		{"finishRecovery", r.finishRecovery}, {"recordIdentities", r.recordIdentities},
+		{"removeOrphanLearners", r.removeOrphanLearners}, {"disarmStaleAlarms", r.disarmStaleAlarms},
+		{"replaceDamaged", r.replaceDamaged}, {"replaceOnLostNode", r.replaceOnLostNode},
+		{"addPending", r.addPending}, {"promoteLearners", r.promoteLearners}, {"adoptOrphanVoters", r.adoptOrphanVoters},
+	}
+}
+
+// firstStep runs steps in order up to the first that acts or cannot: its name, whether it
+// changed something, and its error; "" when none did.
+func firstStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, steps []namedStep) (string, bool, error) {
+	for _, s := range steps {
+		if done, err := s.act(ctx, c, v); done || err != nil {
+			return s.name, done, err
+		}
+	}
+	return "", false, nil
 }
 
 // withoutQuorum: while etcd does not answer, only a recovery acts: one a person asked for, or
 // the one spec.quorumLoss asks for after its grace period.
-func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if done, err := r.recoverAutomatically(ctx, c, v); done || err != nil {
-		return done && err == nil, err
+func (r *ClusterReconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, bool, error) {
+	name, done, err := firstStep(ctx, c, v, []namedStep{
+		{"recoverAutomatically", r.recoverAutomatically}, {"recoverQuorum", r.recoverQuorum},
+	})
+	if name != "" {
+		return name, done && err == nil, err
 	}
-	if done, err := r.recoverQuorum(ctx, c, v); done || err != nil {
-		return done && err == nil, err
+	return "waitForQuorum", false, unreachable(c, v)
+}
+
+// logStep says at V(1) which step a reconcile took and on what: the spec's replicas and what
+// the look saw of the members, and for a step that waits, its reason. Nothing of a Secret.
+func logStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, name string, done bool, err error) {
+	lg := log.FromContext(ctx).V(1)
+	if !lg.Enabled() {
+		return
 	}
-	return false, unreachable(c, v)
+	learners := 0
+	for _, m := range v.etcdMembers {
+		if m.IsLearner {
+			learners++
+		}
+	}
+	kv := []any{"step", name, "changed", done, "replicas", ptrOr(c.Spec.Replicas, 3), "members", len(v.members),
+		"etcdMembers", len(v.etcdMembers), "learners", learners, "reachable", v.reachable, "leader", etcd.FormatID(v.leader)}
+	var w errWaiting
+	switch {
+	case name == "":
+		lg.Info("no step applies: the members are as the spec asks", kv...)
+	case errors.As(err, &w):
+		lg.Info("step waits", append(kv, "waitReason", w.reason, "why", w.message)...)
+	case err != nil:
+		lg.Info("step failed", append(kv, "error", err.Error())...)
+	default:
+		lg.Info("step taken", kv...)
+	}
 }
 
 // unreachable says why no step can be taken while etcd does not answer: a formed cluster
@@ -142,7 +218,7 @@ func (r *ClusterReconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster
 		}
 		failpoint.Crash(c, failpoint.AfterBootstrapMember)
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
 	return true, nil
 }
 
@@ -277,9 +353,9 @@ func (r *ClusterReconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdClu
 		return false, nil
 	}
 	if dormant {
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
 	} else {
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
 	}
 	return true, nil
 }
@@ -321,7 +397,7 @@ func (r *ClusterReconciler) removeOrphanLearners(ctx context.Context, c *etcdv1.
 		if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 			return true, err
 		}
-		r.event(c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
 		return true, nil
 	}
 	return false, nil
@@ -360,7 +436,7 @@ func (r *ClusterReconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluste
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterAddLearner)
-		r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
 		return true, r.Status().Patch(ctx, m, patch)
@@ -388,7 +464,7 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
 		}
 		failpoint.Crash(c, failpoint.AfterPromote)
-		r.eventAbout(c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		r.eventAbout(ctx, c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
 		return true, nil
 	}
 	return false, nil

@@ -31,6 +31,6 @@ func (r *ClusterReconciler) dropSuspendedCondition(ctx context.Context, c *etcdv
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return ignoreConflict(err)
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonReconcileResumed, etcdv1.ConditionReconcileSuspended, "the annotation %s is gone: the operator looks after the cluster again", etcdv1.AnnotationSuspendReconcile)
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonReconcileResumed, etcdv1.ConditionReconcileSuspended, "the annotation %s is gone: the operator looks after the cluster again", etcdv1.AnnotationSuspendReconcile)
 	return nil
 }

@@ -252,7 +252,7 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 			}
 			return nil, nil, client.IgnoreAlreadyExists(err)
 		}
-		r.eventAbout(c, want, corev1.EventTypeNormal, etcdv1.ReasonCertificateCreated, "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
+		r.eventAbout(ctx, c, want, corev1.EventTypeNormal, etcdv1.ReasonCertificateCreated, "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
 		return want, nil, nil
 	case err != nil:
 		return nil, nil, err
@@ -355,7 +355,7 @@ func (r *ClusterReconciler) setCondition(ctx context.Context, c *etcdv1.EtcdClus
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.event(c, eventType, cond.Reason, cond.Type, "%s", cond.Message)
+		r.event(ctx, c, eventType, cond.Reason, cond.Type, "%s", cond.Message)
 	}
 	return nil
 }

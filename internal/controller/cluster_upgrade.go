@@ -166,7 +166,7 @@ func (r *ClusterReconciler) upgradeNextMember(ctx context.Context, c *etcdv1.Etc
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return false, err
 	}
-	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
+	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
 	return true, nil
 }
 

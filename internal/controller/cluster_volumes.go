@@ -242,6 +242,6 @@ func (r *ClusterReconciler) setMemberSize(ctx context.Context, c *etcdv1.EtcdClu
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return ignoreConflict(err)
 	}
-	r.eventAbout(c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
+	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
 	return nil
 }

@@ -55,6 +55,7 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, m.Namespace, m.Spec.ClusterName)
 	cluster, err := r.cluster(ctx, m)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -148,12 +149,12 @@ func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*
 
 // clusterEvent records an event on the cluster about member m (see eventAbout for why the
 // member is named as related).
-func (r *MemberReconciler) clusterEvent(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
-	kit.Emit(r.Recorder, c, m, eventType, reason, action, format, args...)
+func (r *MemberReconciler) clusterEvent(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, c, m, eventType, reason, action, format, args...)
 }
 
-func (r *MemberReconciler) event(obj client.Object, eventType, reason, action, format string, args ...any) {
-	kit.Emit(r.Recorder, obj, nil, eventType, reason, action, format, args...)
+func (r *MemberReconciler) event(ctx context.Context, obj client.Object, eventType, reason, action, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, obj, nil, eventType, reason, action, format, args...)
 }
 
 // finalize lets a member go. Deliberate removal: out of etcd first (leadership handed over if
@@ -186,7 +187,7 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		if err := r.rescuePVC(ctx, cluster, m); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.event(m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
+		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
 	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
 	return ctrl.Result{}, ignoreConflict(r.Update(ctx, m))
@@ -230,7 +231,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 	}
 	if err == nil {
 		failpoint.Crash(c, failpoint.AfterMemberRemove)
-		r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+		r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	}
 	return err
 }
@@ -251,7 +252,7 @@ func (r *MemberReconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.Etc
 		if errors.Is(err, errRemovalRefused) {
 			reason = etcdv1.ReasonRemoveRefused
 		}
-		r.event(m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
+		r.event(ctx, m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
 		return true, nil
 	}
 	if discarded {
@@ -362,7 +363,7 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 		if err := cli.MoveLeader(ctx, em.ID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", m.Name, err)
 		}
-		r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
+		r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
 		return nil
 	}
 	return nil
@@ -380,7 +381,7 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	}
 	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 	if err == nil {
-		r.event(m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
+		r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	}
 	return client.IgnoreNotFound(err)
 }
@@ -401,7 +402,7 @@ func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdC
 	if err := r.Patch(ctx, pvc, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.clusterEvent(c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
+	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
 		pvc.Name, m.Name, m.Status.MemberID, pvc.Namespace, pvc.Name)
 	return nil
@@ -433,7 +434,7 @@ func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m 
 		return nil, client.IgnoreNotFound(err)
 	}
 	if !pvcOfMember(pvc, c, m) {
-		r.event(m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
+		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
 		return nil, nil
 	}
 	return pvc, nil
@@ -467,7 +468,7 @@ func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, 
 		return nil
 	}
 	if prev := meta.FindStatusCondition(before.Status.Conditions, etcdv1.MemberConditionReady); needsAttention[ready.Reason] && (prev == nil || prev.Reason != ready.Reason) {
-		r.event(m, corev1.EventTypeWarning, ready.Reason, "StartMember", "member %s cannot start: %s", m.Name, ready.Message)
+		r.event(ctx, m, corev1.EventTypeWarning, ready.Reason, "StartMember", "member %s cannot start: %s", m.Name, ready.Message)
 	}
 	return ignoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
 }

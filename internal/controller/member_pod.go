@@ -54,7 +54,7 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return refusedByAPI(err, "PersistentVolumeClaim", want.Name)
 		}
-		r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
+		r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
 		return nil
 	}
 	if err != nil {
@@ -102,7 +102,7 @@ func (r *MemberReconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pv
 	if err := r.Patch(ctx, pvc, patch); err != nil {
 		return fmt.Errorf("expanding PVC %s to %s: %w", pvc.Name, want.String(), err)
 	}
-	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPVCExpanding, "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCExpanding, "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
 	return nil
 }
 
@@ -220,7 +220,7 @@ func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCl
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
 	return true, nil
 }
 
@@ -381,7 +381,7 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		}
 		return ctrl.Result{}, refusedByAPI(err, "Pod", pod.Name)
 	}
-	r.event(m, corev1.EventTypeNormal, etcdv1.ReasonPodCreated, "CreatePod", "created Pod %s", pod.Name)
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodCreated, "CreatePod", "created Pod %s", pod.Name)
 	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodStarting, "the Pod was created"))
 }
 

@@ -91,6 +91,6 @@ func (r *MemberReconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.Etc
 	if err != nil {
 		return true, err
 	}
-	r.event(m, corev1.EventTypeWarning, etcdv1.ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
+	r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
 	return true, nil
 }

@@ -135,7 +135,7 @@ func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name stri
 	if err := r.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceRemediation, "%s; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", note, name)
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceRemediation, "%s; defragmenting every member (EtcdDefrag %s), then disarming NOSPACE", note, name)
 	return nil
 }
 
@@ -163,7 +163,7 @@ func (r *Reconciler) disarm(ctx context.Context, c *etcdv1.EtcdCluster, pass *et
 		return err
 	}
 	if n > 0 {
-		r.event(c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceDisarmed, "disarmed NOSPACE on %d members after EtcdDefrag %s (%s, %d defragmented)", n, pass.Name, pass.Status.Phase, pass.Status.Defragmented)
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonNoSpaceDisarmed, "disarmed NOSPACE on %d members after EtcdDefrag %s (%s, %d defragmented)", n, pass.Name, pass.Status.Phase, pass.Status.Defragmented)
 	}
 	return nil
 }
@@ -206,8 +206,8 @@ func (r *Reconciler) withClient(ctx context.Context, c *etcdv1.EtcdCluster, fn f
 	return fn(callCtx, cli, endpoints)
 }
 
-func (r *Reconciler) event(c *etcdv1.EtcdCluster, eventType, reason, format string, args ...any) {
-	kit.Emit(r.Recorder, c, nil, eventType, reason, "Remediate", format, args...)
+func (r *Reconciler) event(ctx context.Context, c *etcdv1.EtcdCluster, eventType, reason, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, c, nil, eventType, reason, "Remediate", format, args...)
 }
 
 // SetupWithManager watches clusters (their Alarm condition) and the passes they own.

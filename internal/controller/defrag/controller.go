@@ -92,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 	if finished(d) {
 		return r.expire(ctx, d)
 	}
@@ -141,7 +142,7 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
 	}
 	if r.start(d, names) {
-		r.event(d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
+		r.event(ctx, d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
 	}
 	name, ok := defragplan.NextMember(d.Status.Members, view)
@@ -210,7 +211,7 @@ func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.
 	if err := defragplan.LeadAway(ctx, cli, view, name); err != nil {
 		return err
 	}
-	r.event(d, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership away from %s before defragmenting it", name)
+	r.event(ctx, d, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership away from %s before defragmenting it", name)
 	row := rowOf(d, name)
 	row.Role = etcdv1.DefragRoleLeader
 	setRow(d, row)
@@ -268,7 +269,7 @@ func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etc
 	}
 	meta.RemoveStatusCondition(&d.Status.Conditions, etcdv1.DefragConditionWaiting)
 	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: d.Generation})
-	r.event(d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
+	r.event(ctx, d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
 	return metrics.DefragFinished(phase == etcdv1.EtcdDefragPhaseFailed, r.Status().Update(ctx, d))
 }
 
@@ -342,8 +343,8 @@ func (r *Reconciler) memberNames(ctx context.Context, c *etcdv1.EtcdCluster) ([]
 	return names, nil
 }
 
-func (r *Reconciler) event(d *etcdv1.EtcdDefrag, eventType, reason, action, format string, args ...any) {
-	kit.Emit(r.Recorder, d, nil, eventType, reason, action, format, args...)
+func (r *Reconciler) event(ctx context.Context, d *etcdv1.EtcdDefrag, eventType, reason, action, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, d, nil, eventType, reason, action, format, args...)
 }
 
 // SetupWithManager watches EtcdDefrags.

@@ -48,7 +48,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	sched, err := cron.ParseStandard(c.Spec.Defrag.Schedule)
 	if err != nil {
-		r.warn(c, "spec.defrag.schedule %q is no cron schedule (%v); for example \"0 3 * * *\" or @daily", c.Spec.Defrag.Schedule, err)
+		r.warn(ctx, c, "spec.defrag.schedule %q is no cron schedule (%v); for example \"0 3 * * *\" or @daily", c.Spec.Defrag.Schedule, err)
 		return ctrl.Result{}, nil
 	}
 	passes, err := r.scheduledPasses(ctx, c)
@@ -106,7 +106,7 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err != nil {
 		return err
 	}
-	kit.Emit(r.Recorder, c, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
+	kit.Emit(ctx, r.Recorder, c, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, c.Spec.Defrag.Schedule)
 	return nil
 }
 
@@ -133,8 +133,8 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 	return nil
 }
 
-func (r *ScheduleReconciler) warn(c *etcdv1.EtcdCluster, format string, args ...any) {
-	kit.Emit(r.Recorder, c, nil, corev1.EventTypeWarning, etcdv1.ReasonInvalidDefragSchedule, "Defragment", format, args...)
+func (r *ScheduleReconciler) warn(ctx context.Context, c *etcdv1.EtcdCluster, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, c, nil, corev1.EventTypeWarning, etcdv1.ReasonInvalidDefragSchedule, "Defragment", format, args...)
 }
 
 // SetupWithManager watches clusters and the passes they own.

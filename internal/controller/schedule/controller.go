@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
 )
 
@@ -50,6 +51,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, sc.Namespace, sc.Spec.ClusterRef.Name)
 	if !sc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.orphanSnapshots(ctx, sc)
 	}
@@ -184,7 +186,7 @@ func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule
 		if err := r.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		r.event(sc, corev1.EventTypeNormal, etcdv1.ReasonExpired, "deleted EtcdSnapshot %s and its stored file (retention)", name)
+		r.event(ctx, sc, corev1.EventTypeNormal, etcdv1.ReasonExpired, "deleted EtcdSnapshot %s and its stored file (retention)", name)
 	}
 	return nil
 }
@@ -211,7 +213,7 @@ func (r *Reconciler) start(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule,
 	if err := r.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	r.event(sc, corev1.EventTypeNormal, etcdv1.ReasonStarted, "created EtcdSnapshot %s", s.Name)
+	r.event(ctx, sc, corev1.EventTypeNormal, etcdv1.ReasonStarted, "created EtcdSnapshot %s", s.Name)
 	return s.Name, nil
 }
 
@@ -252,8 +254,9 @@ func setReady(sc *etcdv1.EtcdSnapshotSchedule, status metav1.ConditionStatus, re
 	})
 }
 
-func (r *Reconciler) event(sc *etcdv1.EtcdSnapshotSchedule, kind, reason, format string, args ...any) {
+func (r *Reconciler) event(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, kind, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(sc, nil, kind, reason, "Schedule", format, args...)
 	}
+	kit.LogEvent(ctx, sc, nil, kind, reason, format, args...)
 }

@@ -28,6 +28,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -92,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = kit.WithCluster(ctx, s.Namespace, s.Spec.ClusterRef.Name)
 	if controllerutil.ContainsFinalizer(s, etcdv1.FinalizerRestoreSource) {
 		if wait, err := r.releaseHold(ctx, s); wait || err != nil {
 			return ctrl.Result{}, err
@@ -148,7 +150,7 @@ func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (b
 		return true, nil
 	}
 	setReady(s, metav1.ConditionFalse, etcdv1.ReasonRestoreInProgress, msg)
-	r.event(s, corev1.EventTypeWarning, etcdv1.ReasonRestoreInProgress, "%s", msg)
+	r.event(ctx, s, corev1.EventTypeWarning, etcdv1.ReasonRestoreInProgress, "%s", msg)
 	return true, r.Status().Update(ctx, s)
 }
 
@@ -220,7 +222,7 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Re
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
 	setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
-	r.event(s, corev1.EventTypeNormal, etcdv1.ReasonStarted, "snapshot Job %s started", job.Name)
+	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStarted, "snapshot Job %s started", job.Name)
 	return ctrl.Result{}, r.Status().Update(ctx, s)
 }
 
@@ -373,7 +375,7 @@ func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res a
 	s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum}
 	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
 	setReady(s, metav1.ConditionTrue, etcdv1.ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
-	r.event(s, corev1.EventTypeNormal, etcdv1.ReasonCompleted, "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
+	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonCompleted, "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
 	return metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
 }
 
@@ -381,7 +383,7 @@ func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, m
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.CompletionTime, s.Status.Artifact = etcdv1.SnapshotFailed, &now, nil
 	setReady(s, metav1.ConditionFalse, reason, msg)
-	r.event(s, corev1.EventTypeWarning, reason, "%s", msg)
+	r.event(ctx, s, corev1.EventTypeWarning, reason, "%s", msg)
 	log.FromContext(ctx).Info("snapshot failed", "reason", reason, "message", msg)
 	return metrics.SnapshotFinished(true, r.Status().Update(ctx, s))
 }
@@ -454,13 +456,13 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 		msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
 		if !hasReady(s, etcdv1.ReasonDeleteFailed, msg) {
 			setReady(s, metav1.ConditionFalse, etcdv1.ReasonDeleteFailed, msg)
-			r.event(s, corev1.EventTypeWarning, etcdv1.ReasonDeleteFailed, "%s", msg)
+			r.event(ctx, s, corev1.EventTypeWarning, etcdv1.ReasonDeleteFailed, "%s", msg)
 			return false, r.Status().Update(ctx, s)
 		}
 		return false, nil
 	}
 	if res, found, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
-		r.event(s, corev1.EventTypeNormal, etcdv1.ReasonStoredFileKept, "%s", res.Message)
+		r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStoredFileKept, "%s", res.Message)
 	}
 	return true, nil
 }
@@ -483,8 +485,9 @@ func hasReady(s *etcdv1.EtcdSnapshot, reason, msg string) bool {
 	return c != nil && c.Reason == reason && c.Message == msg
 }
 
-func (r *Reconciler) event(s *etcdv1.EtcdSnapshot, kind, reason, format string, args ...any) {
+func (r *Reconciler) event(ctx context.Context, s *etcdv1.EtcdSnapshot, kind, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(s, nil, kind, reason, "Snapshot", format, args...)
 	}
+	kit.LogEvent(ctx, s, nil, kind, reason, format, args...)
 }
