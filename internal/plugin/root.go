@@ -1,30 +1,32 @@
-// Package plugin is `kubectl etcd`: one file per command, a Session that reaches a cluster's
-// members through the API server's port-forward, and pure decisions with table tests.
+// Package plugin is `kubectl etcd`: it assembles the commands, one package each beside the
+// shared package cli (kubectl's flags, the Session that reaches a cluster's members through
+// the API server's port-forward, output and completion).
 package plugin
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
-)
 
-// Options are the flags every command shares: kubectl's connection flags and -o.
-type Options struct {
-	loading   *clientcmd.ClientConfigLoadingRules
-	overrides *clientcmd.ConfigOverrides
-	Output    string
-	Out, Err  io.Writer
-}
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/alarm"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/cli"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/compact"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/convertcmd"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/defrag"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/discarded"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/members"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/migratecmd"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/moveleader"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/recovercmd"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/replace"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/replicas"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/snapshot"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/status"
+)
 
 // NewRootCommand is `kubectl etcd` with every subcommand.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
-	o := &Options{
-		loading:   clientcmd.NewDefaultClientConfigLoadingRules(),
-		overrides: &clientcmd.ConfigOverrides{},
-		Out:       out, Err: errOut,
-	}
+	o := cli.NewOptions(out, errOut)
 	root := &cobra.Command{
 		Use:           "kubectl-etcd",
 		Short:         "Inspect and operate the etcd clusters of etcd-operator",
@@ -34,42 +36,21 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	flags := root.PersistentFlags()
-	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path of the kubeconfig file")
-	flags.StringVar(&o.overrides.CurrentContext, "context", "", "kubeconfig context to use")
-	flags.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "namespace of the cluster")
-	flags.StringVarP(&o.Output, "output", "o", "", "output format: table (default), json or yaml")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		switch o.Output {
-		case "", "table", "json", "yaml":
-			return nil
-		}
-		return fmt.Errorf("--output %q: use json, yaml or leave it out for a table", o.Output)
-	}
+	o.AddFlags(root)
 	root.AddCommand(
-		newStatusCommand(o), newMembersCommand(o), newDefragCommand(o), newCompactCommand(o),
-		newAlarmCommand(o), newMoveLeaderCommand(o), newSnapshotCommand(o),
-		newPauseCommand(o), newResumeCommand(o), newAddMemberCommand(o), newRemoveMemberCommand(o),
-		newReplaceMemberCommand(o), newRecoverCommand(o), newDiscardedCommand(o), newConvertCommand(o), newMigrateCommand(o),
+		status.NewCmd(o), members.NewCmd(o), defrag.NewCmd(o), compact.NewCmd(o),
+		alarm.NewCmd(o), moveleader.NewCmd(o), snapshot.NewCmd(o),
+		replicas.NewPauseCmd(o), replicas.NewResumeCmd(o), replicas.NewAddMemberCmd(o), replicas.NewRemoveMemberCmd(o),
+		replace.NewCmd(o), recovercmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
 	)
 	return root
 }
 
-// command is a subcommand whose first argument is a cluster (completed from the namespace)
-// and whose next memberArgs arguments are members of it.
-func (o *Options) command(use, short string, args cobra.PositionalArgs, memberArgs int, run func(*cobra.Command, []string) error) *cobra.Command {
-	return &cobra.Command{Use: use, Short: short, Args: args, ValidArgsFunction: o.completeClusterThenMember(memberArgs), RunE: run}
-}
-
-// withSession connects to the cluster named by the first argument for the length of run.
-func (o *Options) withSession(run func(cmd *cobra.Command, s *Session, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		s, err := o.connect(cmd.Context(), args[0])
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		return run(cmd, s, args)
-	}
-}
+// The rows `-o json` prints, under the names they had in this package, for callers that
+// decode them (the e2e tests do).
+type (
+	ClusterStatus = status.ClusterStatus
+	StatusRow     = status.StatusRow
+	MemberRow     = members.MemberRow
+	AlarmRow      = alarm.AlarmRow
+)
