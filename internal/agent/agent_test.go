@@ -19,7 +19,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
@@ -116,7 +116,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 			_, _ = src.Put(ctx, fmt.Sprintf("/w/%05d", i), "x")
 		}
 	}()
-	store := backup.DirStore{Root: t.TempDir()}
+	store := snapshotstore.DirStore{Root: t.TempDir()}
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/one.db", URI: "pvc://x/snaps/one.db", Owner: "ns/one/uid-1"})
 	close(stop)
@@ -142,7 +142,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	}
 	// A file that is not the one whose checksum was recorded is refused, leaving no member.
 	wrong := job
-	wrong.Checksum = backup.ChecksumPrefix + strings.Repeat("0", 64)
+	wrong.Checksum = snapshotstore.ChecksumPrefix + strings.Repeat("0", 64)
 	if r := Restore(ctx, wrong); r.Reason != etcdv1.ReasonSnapshotCorrupt {
 		t.Fatalf("restore with another checksum: %+v, want %s", r, etcdv1.ReasonSnapshotCorrupt)
 	}
@@ -167,7 +167,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	store := backup.DirStore{Root: root}
+	store := snapshotstore.DirStore{Root: root}
 	flags := request.Store{Dir: root}
 	const name, uri, first, second = "shared/nightly.db", "pvc://b/shared/nightly.db", "ns1/nightly/uid-1", "ns2/nightly/uid-2"
 	data := []byte("a snapshot")
@@ -194,7 +194,7 @@ func TestDeleteRemovesOnlyTheSnapshotsOwnFile(t *testing.T) {
 	if r := removeSnapshot(ctx, fileOwner{name: name, uri: uri, owner: first}, flags); r.Reason != "" || r.Message != MessageDeleted || exists() {
 		t.Fatalf("the owner's delete: %+v; the file exists: %v", r, exists())
 	}
-	if owner, err := store.RecordedOwner(ctx, name); !errors.Is(err, backup.ErrNotFound) {
+	if owner, err := store.RecordedOwner(ctx, name); !errors.Is(err, snapshotstore.ErrNotFound) {
 		t.Fatalf("the owner record outlived the file: %q, %v", owner, err)
 	}
 	checkDeleteOfAFileWithoutOwner(ctx, t, root, flags, exists)
@@ -251,7 +251,7 @@ func assertRestored(t *testing.T, src, dst *clientv3.Client, revision int64, min
 
 func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	ctx := context.Background()
-	store := backup.DirStore{Root: t.TempDir()}
+	store := snapshotstore.DirStore{Root: t.TempDir()}
 	if err := os.WriteFile(filepath.Join(store.Root, "bad.db"), bytes.Repeat([]byte("x"), 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestSnapshotThroughS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := untrusted.(*backup.S3Store).CheckBucket(ctx); backup.Reason(err) != etcdv1.ReasonCertificateNotTrusted {
+	if err := untrusted.(*snapshotstore.S3Store).CheckBucket(ctx); snapshotstore.Reason(err) != etcdv1.ReasonCertificateNotTrusted {
 		t.Fatalf("without the CA: %v; want %s", err, etcdv1.ReasonCertificateNotTrusted)
 	}
 	t.Setenv(EnvS3CA, string(srv.CAPEM))
@@ -293,11 +293,11 @@ func TestSnapshotThroughS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := opened.(*backup.S3Store)
+	store := opened.(*snapshotstore.S3Store)
 	src := startEtcd(t, t.TempDir(), "src", freePort(t))
 	putKeys(t, src, 500, 100)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	key := backup.ObjectKey("nightly/", backup.FileOf{Namespace: "ns", Cluster: "src", Name: "one"})
+	key := snapshotstore.ObjectKey("nightly/", snapshotstore.FileOf{Namespace: "ns", Cluster: "src", Name: "one"})
 	res := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: key, URI: "s3://snapshots/" + key, Owner: "ns/one/uid-1"})
 	if res.Reason != "" {
 		t.Fatalf("snapshot failed: %s: %s", res.Reason, res.Message)

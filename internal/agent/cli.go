@@ -16,7 +16,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // Environment variables the agents read secrets from (never flags: flags show in the Pod spec);
@@ -32,14 +32,14 @@ const (
 
 // openStore opens the store a request names: a directory (a mounted PVC) or S3, with the
 // credentials and CA bundle from the environment.
-func openStore(s request.Store) (backup.Store, error) {
+func openStore(s request.Store) (snapshotstore.Store, error) {
 	if s.Dir != "" {
-		return backup.DirStore{Root: s.Dir}, nil
+		return snapshotstore.DirStore{Root: s.Dir}, nil
 	}
 	if s.S3Endpoint == "" || s.S3Bucket == "" {
 		return nil, errors.New("either --dir or --s3-endpoint and --s3-bucket are needed")
 	}
-	cfg := backup.S3Config{
+	cfg := snapshotstore.S3Config{
 		Endpoint: s.S3Endpoint, Bucket: s.S3Bucket, Region: s.S3Region, ForcePathStyle: s.S3PathStyle,
 		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
 	}
@@ -53,7 +53,7 @@ func openStore(s request.Store) (backup.Store, error) {
 	case os.Getenv(EnvS3CA) != "":
 		cfg.CAPEM = []byte(os.Getenv(EnvS3CA))
 	}
-	return backup.NewS3Store(cfg)
+	return snapshotstore.NewS3Store(cfg)
 }
 
 // agentGCPercent is the agents' GOGC, unless the environment sets one. Their live heap is a
@@ -87,7 +87,7 @@ func start(run request.Run) (context.Context, context.CancelFunc) {
 // runOnStore opens the store the request names and runs act on it within the deadline; it
 // writes act's result, or why the store is wrong, to the result file and returns the agent's
 // exit code.
-func runOnStore(store request.Store, run request.Run, act func(context.Context, backup.Store) Result) int {
+func runOnStore(store request.Store, run request.Run, act func(context.Context, snapshotstore.Store) Result) int {
 	ctx, cancel := start(run)
 	defer cancel()
 	st, err := openStore(store)
@@ -147,7 +147,7 @@ func runSnapshot(ctx context.Context, req request.Snapshot, f fileOwner) Result 
 }
 
 // removeSnapshot deletes a snapshot file, with what is recorded beside it and its partial
-// upload, when it is f.owner's (backup.MayDelete); a file that is gone already is no error,
+// upload, when it is f.owner's (snapshotstore.MayDelete); a file that is gone already is no error,
 // and a file that is another's is kept: the result says so, and the deletion succeeds, as
 // there is nothing of this snapshot's to delete.
 func removeSnapshot(ctx context.Context, f fileOwner, store request.Store) Result {
@@ -160,7 +160,7 @@ func removeSnapshot(ctx context.Context, f fileOwner, store request.Store) Resul
 	}
 	recorded, err := st.RecordedOwner(ctx, f.name)
 	switch {
-	case errors.Is(err, backup.ErrNotFound):
+	case errors.Is(err, snapshotstore.ErrNotFound):
 		// The file is gone already: there is no owner to compare, and nothing of another's
 		// to keep; what is left (its partial upload, if any) goes below.
 	case err != nil:
@@ -170,11 +170,11 @@ func removeSnapshot(ctx context.Context, f fileOwner, store request.Store) Resul
 		if err != nil {
 			return storeFailure("reading the checksum of "+f.uri, err)
 		}
-		if !backup.MayDelete(recorded, sum, f.owner, f.checksum) {
+		if !snapshotstore.MayDelete(recorded, sum, f.owner, f.checksum) {
 			return Result{URI: f.uri, Message: keptMessage(f, recorded)}
 		}
 	}
-	for _, n := range []string{f.name, backup.PartialName(f.name)} {
+	for _, n := range []string{f.name, snapshotstore.PartialName(f.name)} {
 		if err := st.Remove(ctx, n); err != nil {
 			return storeFailure("deleting "+f.uri, err)
 		}

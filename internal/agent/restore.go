@@ -12,12 +12,12 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // RestoreJob puts one snapshot into a new member's data directory.
 type RestoreJob struct {
-	Store backup.Store
+	Store snapshotstore.Store
 	Name  string // S3 key or path in the volume
 	URI   string
 	// Checksum expected; when empty, the one the snapshot agent recorded beside the file, if
@@ -49,7 +49,7 @@ func Restore(ctx context.Context, job RestoreJob) Result {
 	file := filepath.Join(job.Staging, "snapshot.db")
 	checksum, size, err := download(ctx, job, file)
 	if err != nil {
-		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("restoring %s: %v", job.URI, err)}
+		return Result{Reason: snapshotstore.Reason(err), Message: fmt.Sprintf("restoring %s: %v", job.URI, err)}
 	}
 	staged := filepath.Join(job.Staging, "data")
 	cmd := exec.CommandContext(ctx, job.Etcdutl, "snapshot", "restore", file,
@@ -91,8 +91,8 @@ func download(ctx context.Context, job RestoreJob, file string) (string, int64, 
 	// Not synced: etcdutl reads it from the page cache and syncs what it writes, and a restore
 	// a crash interrupted starts over from the download (the staging directory is removed
 	// first).
-	sr := backup.NewSnapshotReader(rc)
-	_, err = backup.Copy(f, sr)
+	sr := snapshotstore.NewSnapshotReader(rc)
+	_, err = snapshotstore.Copy(f, sr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -100,7 +100,7 @@ func download(ctx context.Context, job RestoreJob, file string) (string, int64, 
 		return "", 0, err
 	}
 	if want != "" && sr.Checksum() != want {
-		return "", 0, fmt.Errorf("%w: the file's checksum is %s, %s was recorded when it was taken", backup.ErrCorrupt, sr.Checksum(), want)
+		return "", 0, fmt.Errorf("%w: the file's checksum is %s, %s was recorded when it was taken", snapshotstore.ErrCorrupt, sr.Checksum(), want)
 	}
 	return sr.Checksum(), sr.Size(), nil
 }
@@ -119,7 +119,7 @@ func RunRestoreAgent(args []string) int {
 	if err != nil {
 		return badArguments(err)
 	}
-	return runOnStore(req.Store, req.Run, func(ctx context.Context, st backup.Store) Result {
+	return runOnStore(req.Store, req.Run, func(ctx context.Context, st snapshotstore.Store) Result {
 		return Restore(ctx, RestoreJob{
 			Store: st, Name: req.Name, URI: req.URI, Checksum: req.Checksum,
 			DataDir: req.DataDir, Staging: req.StagingDir, Etcdutl: req.EtcdutlOrDefault(),

@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // scratchFile is the snapshot file between etcd and the store. The store reads it from its
@@ -18,7 +18,7 @@ import (
 type scratchFile struct {
 	path string
 	f    *os.File
-	sr   *backup.SnapshotReader
+	sr   *snapshotstore.SnapshotReader
 
 	mu      sync.Mutex
 	grown   *sync.Cond
@@ -40,15 +40,15 @@ func createScratch(dir string) (*scratchFile, error) {
 // save writes r into the file, checking etcd's hash at its end. Readers see the end of the
 // file only after it passed.
 func (s *scratchFile) save(r io.Reader) error {
-	s.sr = backup.NewSnapshotReader(r)
+	s.sr = snapshotstore.NewSnapshotReader(r)
 	// Not synced: nothing trusts the file's durability. The stored copy is read back and
 	// checked against the stream's own checksum, and after a crash the Job starts over.
-	_, err := backup.Copy(s, s.sr)
+	_, err := snapshotstore.Copy(s, s.sr)
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil && !s.sr.Verified() {
-		err = fmt.Errorf("%w: the stream ended before etcd's hash", backup.ErrCorrupt)
+		err = fmt.Errorf("%w: the stream ended before etcd's hash", snapshotstore.ErrCorrupt)
 	}
 	s.mu.Lock()
 	s.done, s.err = true, err
@@ -115,7 +115,7 @@ func (r *scratchReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadAt and Await make the reader a backup.GrowingFile: the S3 store uploads parts of it
+// ReadAt and Await make the reader a snapshotstore.GrowingFile: the S3 store uploads parts of it
 // from where they lie in the file.
 func (r *scratchReader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // fakeStream is content followed by its sha256, as etcd streams a snapshot.
@@ -58,7 +58,7 @@ func TestScratchReaderFollowsTheStreamToItsVerifiedEnd(t *testing.T) {
 	bad[500] ^= 1
 	for name, data := range map[string][]byte{"flipped bit": bad, "truncated": good[:len(good)-10]} {
 		_, readErr, saveErr := readWhileSaved(t, data)
-		if !errors.Is(saveErr, backup.ErrCorrupt) || !errors.Is(readErr, backup.ErrCorrupt) {
+		if !errors.Is(saveErr, snapshotstore.ErrCorrupt) || !errors.Is(readErr, snapshotstore.ErrCorrupt) {
 			t.Errorf("%s: read error %v, save error %v; want both ErrCorrupt", name, readErr, saveErr)
 		}
 		if errors.Is(readErr, io.EOF) || readErr == io.ErrUnexpectedEOF { //nolint:errorlint // minio-go compares with ==

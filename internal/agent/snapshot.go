@@ -12,17 +12,17 @@ import (
 	"google.golang.org/grpc"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // SnapshotJob is one snapshot to take.
 type SnapshotJob struct {
 	Etcd clientv3.Config
 	// Store and Name: where the file goes; URI is how status names it.
-	Store backup.Store
+	Store snapshotstore.Store
 	Name  string
 	URI   string
-	// Owner is recorded with the file (backup.OwnerOf): only this EtcdSnapshot may delete it.
+	// Owner is recorded with the file (snapshotstore.OwnerOf): only this EtcdSnapshot may delete it.
 	Owner string
 	// ScratchDir holds the snapshot file between etcd and the store; the system's temporary
 	// directory when empty.
@@ -114,7 +114,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 	defer cli.Close() //nolint:errcheck // best effort
 	scratch, err := createScratch(job.ScratchDir)
 	if err != nil {
-		return Result{Reason: backup.Reason(err), Message: fmt.Sprintf("creating the scratch file: %v", err)}
+		return Result{Reason: snapshotstore.Reason(err), Message: fmt.Sprintf("creating the scratch file: %v", err)}
 	}
 	defer scratch.remove()
 	tmp, version, failure := streamAndStore(ctx, cli, member, job, scratch)
@@ -122,12 +122,12 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		return failure
 	}
 	sr := scratch.sr
-	revision, err := backup.FileRevision(scratch.path)
+	revision, err := snapshotstore.FileRevision(scratch.path)
 	if err != nil {
 		_ = job.Store.Remove(ctx, tmp)
 		return Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: err.Error()}
 	}
-	if _, _, err := backup.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
+	if _, _, err := snapshotstore.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("verifying the stored copy", err)
 	}
@@ -150,7 +150,7 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 // checkDestination fails before any work when the store cannot take the file: the bucket is
 // missing or refuses the credentials, or a file of that name exists (never overwritten).
 func checkDestination(ctx context.Context, job SnapshotJob) (Result, bool) {
-	if s3, ok := job.Store.(*backup.S3Store); ok {
+	if s3, ok := job.Store.(*snapshotstore.S3Store); ok {
 		if err := s3.CheckBucket(ctx); err != nil {
 			return storeFailure("checking the bucket", err), false
 		}
@@ -160,7 +160,7 @@ func checkDestination(ctx context.Context, job SnapshotJob) (Result, bool) {
 		return storeFailure("looking for an earlier file", err), false
 	}
 	if exists {
-		return storeFailure("", fmt.Errorf("%w: %s; the operator never overwrites a snapshot: delete it or pick another name", backup.ErrAlreadyExists, job.URI)), false
+		return storeFailure("", fmt.Errorf("%w: %s; the operator never overwrites a snapshot: delete it or pick another name", snapshotstore.ErrAlreadyExists, job.URI)), false
 	}
 	return Result{}, true
 }
@@ -191,10 +191,10 @@ func streamAndStore(ctx context.Context, cli *clientv3.Client, member MemberStat
 	switch {
 	case storeFirst:
 		return "", "", storeFailure("writing the snapshot", storeErr)
-	case errors.Is(saveErr, backup.ErrCorrupt):
+	case errors.Is(saveErr, snapshotstore.ErrCorrupt):
 		return "", "", Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: fmt.Sprintf("the snapshot stream from %s broke off or was damaged: %v", member.Name, saveErr)}
 	case saveErr != nil:
-		return "", "", Result{Reason: backup.Reason(saveErr), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", saveErr)}
+		return "", "", Result{Reason: snapshotstore.Reason(saveErr), Message: fmt.Sprintf("saving the snapshot to scratch space: %v", saveErr)}
 	}
 	return tmp, resp.Version, Result{}
 }
@@ -247,5 +247,5 @@ func storeFailure(doing string, err error) Result {
 	if doing != "" {
 		msg = doing + ": " + msg
 	}
-	return Result{Reason: backup.Reason(err), Message: msg}
+	return Result{Reason: snapshotstore.Reason(err), Message: msg}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -28,7 +28,7 @@ func snapshotLike(content string) ([]byte, string) {
 	sum := sha256.Sum256(body)
 	file := append(slices.Clip(body), sum[:]...)
 	whole := sha256.Sum256(file)
-	return file, backup.ChecksumPrefix + hex.EncodeToString(whole[:])
+	return file, snapshotstore.ChecksumPrefix + hex.EncodeToString(whole[:])
 }
 
 // The verification of a file in a volume (a PVC's directory): the file as recorded passes
@@ -37,7 +37,7 @@ func snapshotLike(content string) ([]byte, string) {
 // without the recorded checksum is refused rather than passed.
 func TestVerifyAFileInAVolume(t *testing.T) {
 	ctx := context.Background()
-	store := backup.DirStore{Root: t.TempDir()}
+	store := snapshotstore.DirStore{Root: t.TempDir()}
 	path := filepath.Join(store.Root, "snaps", "one.db")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -130,7 +130,7 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 	restore := snapshotFile(snap)
 	if restore == nil {
 		return nil, fmt.Sprintf("spec.bootstrap.restore.source.snapshotRef: EtcdSnapshot %s is Complete but its status.artifact %s does not name its file %s with a sha256 checksum, so the file cannot be verified: restore from its s3 or pvc location instead, %s",
-			name, describeArtifact(snap.Status.Artifact), backup.DestinationURI(snap.Spec.Destination, backup.Of(snap)), recreate)
+			name, describeArtifact(snap.Status.Artifact), snapshotstore.DestinationURI(snap.Spec.Destination, snapshotstore.Of(snap)), recreate)
 	}
 	return restore, ""
 }
@@ -141,12 +141,12 @@ func resolveRestore(c *etcdv1.EtcdCluster, snap *etcdv1.EtcdSnapshot) (*etcdv1.M
 // verified.
 func snapshotFile(snap *etcdv1.EtcdSnapshot) *etcdv1.MemberRestore {
 	a := snap.Status.Artifact
-	if a == nil || !strings.HasPrefix(a.Checksum, backup.ChecksumPrefix) {
+	if a == nil || !strings.HasPrefix(a.Checksum, snapshotstore.ChecksumPrefix) {
 		return nil
 	}
 	// The artifact's own URI, not the key this operator would choose now: a snapshot stored
 	// under an earlier key layout keeps its file where it is.
-	file, ok := backup.LocationOf(snap.Spec.Destination, backup.Of(snap), a.URI)
+	file, ok := snapshotstore.LocationOf(snap.Spec.Destination, snapshotstore.Of(snap), a.URI)
 	if !ok {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 func TestARestoredClusterBootstrapsFromOneSeed(t *testing.T) {
@@ -63,7 +63,7 @@ func TestResolveRestore(t *testing.T) {
 		s := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: "ns"},
 			Spec: etcdv1.EtcdSnapshotSpec{Destination: dest},
 			Status: etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete,
-				Artifact: &etcdv1.SnapshotArtifact{URI: backup.DestinationURI(dest, backup.FileOf{Namespace: "ns", Name: "snap"}), SizeBytes: 100, Checksum: sum}}}
+				Artifact: &etcdv1.SnapshotArtifact{URI: snapshotstore.DestinationURI(dest, snapshotstore.FileOf{Namespace: "ns", Name: "snap"}), SizeBytes: 100, Checksum: sum}}}
 		if edit != nil {
 			edit(s)
 		}

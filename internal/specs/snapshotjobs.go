@@ -12,7 +12,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
 // DefaultSnapshotDeadlineSeconds bounds a snapshot whose spec sets no deadline.
@@ -78,11 +78,11 @@ func agentTimeout(deadlineSeconds int64) time.Duration {
 // keeps its key), else where this operator puts it.
 func StoredSnapshotFile(s *etcdv1.EtcdSnapshot) etcdv1.SnapshotLocation {
 	if a := s.Status.Artifact; a != nil {
-		if loc, ok := backup.LocationOf(s.Spec.Destination, backup.Of(s), a.URI); ok {
+		if loc, ok := snapshotstore.LocationOf(s.Spec.Destination, snapshotstore.Of(s), a.URI); ok {
 			return loc
 		}
 	}
-	return backup.FileLocation(s.Spec.Destination, backup.Of(s))
+	return snapshotstore.FileLocation(s.Spec.Destination, snapshotstore.Of(s))
 }
 
 // StoredSnapshotName is the S3 key or the path in the volume of a snapshot's file
@@ -98,9 +98,9 @@ func StoredSnapshotName(s *etcdv1.EtcdSnapshot) string {
 func SnapshotJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action string) *batchv1.Job {
 	deadline := SnapshotDeadlineSeconds(s)
 	req := request.Snapshot{
-		Name: StoredSnapshotName(s), URI: backup.URI(StoredSnapshotFile(s)),
+		Name: StoredSnapshotName(s), URI: snapshotstore.URI(StoredSnapshotFile(s)),
 		// The owner is recorded with the file, and a delete removes only a file of this owner.
-		Owner: backup.OwnerOf(s.Namespace, s.Name, string(s.UID)),
+		Owner: snapshotstore.OwnerOf(s.Namespace, s.Name, string(s.UID)),
 		Run:   request.Run{Timeout: agentTimeout(deadline)},
 	}
 	if action == ActionDelete {

@@ -27,7 +27,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
-	"github.com/quorumkeeper/etcd-operator/internal/backup"
+	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -301,10 +301,10 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 // agent read them back, and the revision read from the file. "" when nothing is.
 func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
 	// A Job made before an upgrade used the earlier key layout: LocationOf knows both.
-	_, ours := backup.LocationOf(s.Spec.Destination, backup.Of(s), res.URI)
+	_, ours := snapshotstore.LocationOf(s.Spec.Destination, snapshotstore.Of(s), res.URI)
 	switch {
 	case !ours:
-		return fmt.Sprintf("it names %q instead of %s", res.URI, backup.DestinationURI(s.Spec.Destination, backup.Of(s)))
+		return fmt.Sprintf("it names %q instead of %s", res.URI, snapshotstore.DestinationURI(s.Spec.Destination, snapshotstore.Of(s)))
 	case res.SizeBytes <= 0:
 		return "it gives no size"
 	case !validChecksum(res.Checksum):
@@ -316,7 +316,7 @@ func unverified(s *etcdv1.EtcdSnapshot, res agent.Result) string {
 }
 
 func validChecksum(sum string) bool {
-	digest, ok := strings.CutPrefix(sum, backup.ChecksumPrefix)
+	digest, ok := strings.CutPrefix(sum, snapshotstore.ChecksumPrefix)
 	if !ok || len(digest) != 64 {
 		return false
 	}
@@ -407,7 +407,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl
 // deletionPolicy Delete, once it may have written a file (not Pending), and not when its
 // agent refused because the file was there already (SnapshotFileExists): that file is
 // another snapshot's. The delete agent checks the owner recorded with the file as well
-// (backup.MayDelete); this spares it the Job.
+// (snapshotstore.MayDelete); this spares it the Job.
 func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 	if s.Spec.DeletionPolicy != etcdv1.SnapshotDelete || s.Status.Phase == etcdv1.SnapshotPending || s.Status.Phase == "" {
 		return false
@@ -471,7 +471,7 @@ func artifactURI(s *etcdv1.EtcdSnapshot) string {
 	if s.Status.Artifact != nil {
 		return s.Status.Artifact.URI
 	}
-	return backup.URI(specs.StoredSnapshotFile(s))
+	return snapshotstore.URI(specs.StoredSnapshotFile(s))
 }
 
 func setReady(s *etcdv1.EtcdSnapshot, status metav1.ConditionStatus, reason, msg string) {

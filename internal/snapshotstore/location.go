@@ -2,7 +2,7 @@
 // mounted PersistentVolumeClaim, and reads them back. It knows where a snapshot of a given
 // name lives (reproducible from the spec and the name), how to write one so that a partial
 // file never looks complete, and how to tell the failures a person can fix apart.
-package backup
+package snapshotstore
 
 import (
 	"path"
