@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -24,9 +25,9 @@ func TestWaitForAdoptionNamesPendingMembers(t *testing.T) {
 		t.Errorf("adopted members only: %v", err)
 	}
 	err := waitForAdoption(c, &clusterView{members: []*etcdv1.EtcdMember{ours, theirs}})
-	var w errWaiting
-	if !errors.As(err, &w) || w.reason != etcdv1.ReasonAdoptionPending || !strings.Contains(w.message, "members cz-x7k2p were created by another operator") ||
-		!strings.Contains(w.message, "kubectl etcd migrate cozystack cz -n ns") {
+	var w kit.Waiting
+	if !errors.As(err, &w) || w.Reason != etcdv1.ReasonAdoptionPending || !strings.Contains(w.Message, "members cz-x7k2p were created by another operator") ||
+		!strings.Contains(w.Message, "kubectl etcd migrate cozystack cz -n ns") {
 		t.Errorf("got %v", err)
 	}
 }

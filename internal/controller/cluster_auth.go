@@ -230,12 +230,12 @@ func (r *ClusterReconciler) recordApplied(ctx context.Context, c *etcdv1.EtcdClu
 		if err := controllerutil.SetControllerReference(c, s, r.Scheme()); err != nil {
 			return err
 		}
-		return refusedByAPI(r.Create(ctx, s), "Secret", s.Name)
+		return kit.RefusedByAPI(r.Create(ctx, s), "Secret", s.Name)
 	}
 	if err != nil {
 		return err
 	}
-	if err := notOurs(s, c, "Secret", "EtcdCluster"); err != nil {
+	if err := kit.NotOurs(s, c, "Secret", "EtcdCluster"); err != nil {
 		return err
 	}
 	if string(s.Data[rootPasswordKey]) == password {

@@ -319,11 +319,11 @@ const (
 var inMotionWaits = map[string]bool{etcdv1.ReasonScaling: true, etcdv1.ReasonBootstrapping: true, etcdv1.ReasonRollingUpdate: true, etcdv1.ReasonUpgrading: true, etcdv1.ReasonQuorumRecovery: true}
 
 func (r *ClusterReconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
-	var waiting errWaiting
-	if errors.As(stepErr, &waiting) && waiting.retryIn > 0 {
-		return min(max(waiting.retryIn, retryBase), retryMax)
+	var waiting kit.Waiting
+	if errors.As(stepErr, &waiting) && waiting.RetryIn > 0 {
+		return min(max(waiting.RetryIn, retryBase), retryMax)
 	}
-	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.reason] {
+	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.Reason] {
 		r.forgetFailures(key)
 		return retryBase
 	}
@@ -360,8 +360,8 @@ func (r *ClusterReconciler) eventAbout(ctx context.Context, c *etcdv1.EtcdCluste
 
 // isDegradedWait is true for a child object the cluster cannot have (see childProblem).
 func isDegradedWait(err error) bool {
-	var w errWaiting
-	return errors.As(err, &w) && w.degraded
+	var w kit.Waiting
+	return errors.As(err, &w) && w.Degraded
 }
 
 func firstErr(first, next error) error {

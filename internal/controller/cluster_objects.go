@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -43,12 +44,12 @@ func (r *ClusterReconciler) ensureServices(ctx context.Context, c *etcdv1.EtcdCl
 // builder says, writing only when something differs.
 func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdCluster, want *corev1.Service) error {
 	have := &corev1.Service{}
-	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
+	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: want.Namespace, Name: want.Name}, have)
 	if apierrors.IsNotFound(err) {
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "Service", want.Name)
+		return kit.RefusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "Service", want.Name)
 	}
 	if err != nil {
 		return err
@@ -56,7 +57,7 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 	// Clusters "db" and "db-client" would share the Service "db-client" (the first's client
 	// Service, the second's headless one): whichever comes second is refused here, before it
 	// creates members whose DNS names would resolve to the other's Pods.
-	if err := notOurs(have, c, "Service", "EtcdCluster"); err != nil {
+	if err := kit.NotOurs(have, c, "Service", "EtcdCluster"); err != nil {
 		return err
 	}
 	if reflect.DeepEqual(have.Labels, want.Labels) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
@@ -66,26 +67,26 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, c *etcdv1.EtcdClu
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Labels, have.Spec.Selector, have.Spec.Ports = want.Labels, want.Spec.Selector, want.Spec.Ports
 	have.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
-	return refusedByAPI(r.Patch(ctx, have, patch), "Service", have.Name)
+	return kit.RefusedByAPI(r.Patch(ctx, have, patch), "Service", have.Name)
 }
 
 // getOwned reads the cluster's child object of that name into obj: false when there is none,
 // a NameConflict problem when one exists that the cluster does not control.
 func (r *ClusterReconciler) getOwned(ctx context.Context, c *etcdv1.EtcdCluster, name string, obj client.Object, kind string) (bool, error) {
-	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
+	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return true, notOurs(obj, c, kind, "EtcdCluster")
+	return true, kit.NotOurs(obj, c, kind, "EtcdCluster")
 }
 
 // ignoreNameConflict drops a NameConflict problem, keeping any other error.
 func ignoreNameConflict(err error) error {
-	var w errWaiting
-	if errors.As(err, &w) && w.reason == etcdv1.ReasonNameConflict {
+	var w kit.Waiting
+	if errors.As(err, &w) && w.Reason == etcdv1.ReasonNameConflict {
 		return nil
 	}
 	return err
@@ -110,14 +111,14 @@ func (r *ClusterReconciler) ensurePDB(ctx context.Context, c *etcdv1.EtcdCluster
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "PodDisruptionBudget", want.Name)
+		return kit.RefusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "PodDisruptionBudget", want.Name)
 	}
 	if reflect.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && reflect.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
 		return nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
-	return refusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
+	return kit.RefusedByAPI(r.Patch(ctx, have, patch), "PodDisruptionBudget", have.Name)
 }
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
@@ -144,12 +145,12 @@ func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1.E
 		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 			return err
 		}
-		return refusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "NetworkPolicy", want.Name)
+		return kit.RefusedByAPI(client.IgnoreAlreadyExists(r.Create(ctx, want)), "NetworkPolicy", want.Name)
 	}
 	if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
 		return nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec = want.Spec
-	return refusedByAPI(r.Patch(ctx, have, patch), "NetworkPolicy", have.Name)
+	return kit.RefusedByAPI(r.Patch(ctx, have, patch), "NetworkPolicy", have.Name)
 }

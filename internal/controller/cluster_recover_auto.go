@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -237,7 +238,7 @@ func (r *ClusterReconciler) recoverAutomatically(ctx context.Context, c *etcdv1.
 		if d.why == "" {
 			return false, nil
 		}
-		return true, errWaiting{reason: etcdv1.ReasonQuorumLost, message: quorumLostMessage(v.survivors) + "; " + d.why, retryIn: d.wait}
+		return true, kit.Waiting{Reason: etcdv1.ReasonQuorumLost, Message: quorumLostMessage(v.survivors) + "; " + d.why, RetryIn: d.wait}
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	if c.Annotations == nil {

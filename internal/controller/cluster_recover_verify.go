@@ -16,6 +16,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -117,7 +118,7 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 	// Job); the retry is only a safety net, not the every-second look of a recovery's other
 	// waits: reading a large file takes minutes.
 	verifying := func(what string) error {
-		return errWaiting{reason: etcdv1.ReasonQuorumRecovery, retryIn: verifyPoll, message: fmt.Sprintf(
+		return kit.Waiting{Reason: etcdv1.ReasonQuorumRecovery, RetryIn: verifyPoll, Message: fmt.Sprintf(
 			"%s %s of EtcdSnapshot %s, read whole and checked against its recorded checksum before anything is decided or discarded", what, want.uri, snap.Name)}
 	}
 	switch verdict.act {
@@ -145,9 +146,9 @@ func (r *ClusterReconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.Et
 		err := r.refuseRecovery(ctx, c, c.Annotations[etcdv1.AnnotationRecoverFromSnapshot], fmt.Sprintf(
 			"the stored file %s of EtcdSnapshot %s cannot be restored: %s; nothing was changed, every member keeps its data. Fix the store (the file, the bucket, the credentials Secret) and it is verified again within %s, or name another snapshot",
 			want.uri, snap.Name, verdict.why, verdictTrusted))
-		var w errWaiting
+		var w kit.Waiting
 		if errors.As(err, &w) {
-			w.retryIn = verdict.retryIn
+			w.RetryIn = verdict.retryIn
 			return w
 		}
 		return err

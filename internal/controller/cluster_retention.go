@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -251,7 +252,7 @@ func (r *ClusterReconciler) adoptRetainedPVCs(ctx context.Context, c *etcdv1.Etc
 		return false, err
 	}
 	if reason, message := retainedDataRefusal(c, kept); reason != "" {
-		return true, childProblem(reason, "%s", message)
+		return true, kit.ChildProblem(reason, "%s", message)
 	}
 	clusterID, names := "", make([]string, 0, len(kept))
 	for _, pvc := range kept {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -68,7 +69,7 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 		return false, waitFor(etcdv1.ReasonPodSpecChangeBlocked, "the new Pod spec is not applied: restarting the only member of a tmpfs cluster would lose its data; scale to 3 first, or recreate the cluster")
 	}
 	if ok, rolling := r.RollSlots.Take(key); !ok {
-		return false, errWaiting{reason: etcdv1.ReasonRollQueued, retryIn: rollSlotRetry, message: fmt.Sprintf(
+		return false, kit.Waiting{Reason: etcdv1.ReasonRollQueued, RetryIn: rollSlotRetry, Message: fmt.Sprintf(
 			"%d members to restart for the new Pod spec; waiting for a slot: %d clusters are restarting members (--max-concurrent-rolls)", len(outdated), rolling)}
 	}
 	victim := r.pickRollVictim(c, v, outdated)

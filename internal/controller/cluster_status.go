@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -132,7 +133,7 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now time.Time) {
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
 	stepErr := step.err
-	var waiting errWaiting
+	var waiting kit.Waiting
 	isWaiting := errors.As(stepErr, &waiting)
 
 	available := availableCondition(c, v, replicas)
@@ -142,7 +143,7 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, etcdv1.ReasonScaling
 		progressing.Message = fmt.Sprintf("%d members, %d wanted", len(v.active()), replicas)
 		if isWaiting {
-			progressing.Reason, progressing.Message = waiting.reason, waiting.message
+			progressing.Reason, progressing.Message = waiting.Reason, waiting.Message
 		}
 	}
 	if step.progressed && progressing.Status != metav1.ConditionTrue {
@@ -166,8 +167,8 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 	if msg, lost := nodeLossCondition(c, v, now); replicas > 0 && lost {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, etcdv1.ReasonNodeLost, msg
 	}
-	if isWaiting && waiting.degraded {
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, waiting.reason, waiting.message
+	if isWaiting && waiting.Degraded {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, waiting.Reason, waiting.Message
 	}
 	for _, cond := range []metav1.Condition{available, progressing, degraded} {
 		cond.ObservedGeneration = c.Generation

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,25 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// errWaiting says the cluster is not ready for the next change; the reconcile comes back soon.
-// degraded marks a wait on something broken (a child object the cluster cannot have), which
-// Degraded reports too.
-type errWaiting struct {
-	reason, message string
-	degraded        bool
-	// retryIn, when set, is when to look again: a wait that ends at a known time.
-	retryIn time.Duration
-}
-
-func (e errWaiting) Error() string { return e.message }
-
 func waitFor(reason, format string, args ...any) error {
-	return errWaiting{reason: reason, message: fmt.Sprintf(format, args...)}
+	return kit.Waiting{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
@@ -146,12 +134,12 @@ func logStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, name st
 	}
 	kv := []any{"step", name, "changed", done, "replicas", ptrOr(c.Spec.Replicas, 3), "members", len(v.members),
 		"etcdMembers", len(v.etcdMembers), "learners", learners, "reachable", v.reachable, "leader", etcd.FormatID(v.leader)}
-	var w errWaiting
+	var w kit.Waiting
 	switch {
 	case name == "":
 		lg.Info("no step applies: the members are as the spec asks", kv...)
 	case errors.As(err, &w):
-		lg.Info("step waits", append(kv, "waitReason", w.reason, "why", w.message)...)
+		lg.Info("step waits", append(kv, "waitReason", w.Reason, "why", w.Message)...)
 	case err != nil:
 		lg.Info("step failed", append(kv, "error", err.Error())...)
 	default:
@@ -327,9 +315,9 @@ func (r *ClusterReconciler) createMember(ctx context.Context, c *etcdv1.EtcdClus
 		if err := r.Get(ctx, client.ObjectKeyFromObject(m), have); err != nil {
 			return err
 		}
-		return notOurs(have, c, "EtcdMember", "EtcdCluster")
+		return kit.NotOurs(have, c, "EtcdMember", "EtcdCluster")
 	}
-	return refusedByAPI(err, "EtcdMember", m.Name)
+	return kit.RefusedByAPI(err, "EtcdMember", m.Name)
 }
 
 // pauseOrResume flips every member's dormant flag; no membership changes, so a paused

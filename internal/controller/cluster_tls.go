@@ -73,7 +73,7 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 
 // ensureTLS creates the cert-manager Certificates spec.tls asks for and checks that every
 // certificate Secret exists with valid keys. It records TLSReady. Only a Secret that is
-// missing or unusable holds the cluster back (an errWaiting, which keeps members from being
+// missing or unusable holds the cluster back (a kit.Waiting, which keeps members from being
 // created and requeues): the certificates are per cluster (wildcards over the members), so
 // healing, scaling and rolling need no new certificate and go on while an issuer is broken.
 // Such a problem only stops renewal, and TLSReady says so.
@@ -247,7 +247,7 @@ func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.Etcd
 			return nil, nil, err
 		}
 		if err := r.Create(ctx, want); err != nil {
-			if isRefusal(err) {
+			if kit.IsRefusal(err) {
 				return nil, problemf(etcdv1.ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
 			}
 			return nil, nil, client.IgnoreAlreadyExists(err)

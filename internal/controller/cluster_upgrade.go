@@ -71,7 +71,7 @@ type upgradeMember struct {
 }
 
 // planUpgrade picks the member to move to target next: "" and nil when none is left to move,
-// an errWaiting when the cluster is not ready for the next step. Followers go before the
+// a kit.Waiting when the cluster is not ready for the next step. Followers go before the
 // leader.
 func planUpgrade(target string, members []upgradeMember) (string, error) {
 	var pending []upgradeMember

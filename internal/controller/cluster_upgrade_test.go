@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
@@ -50,8 +51,8 @@ func TestPlanUpgrade(t *testing.T) {
 				}
 				return
 			}
-			var w errWaiting
-			if got != "" || !errors.As(err, &w) || w.reason != tt.reason || !strings.Contains(w.message, tt.message) {
+			var w kit.Waiting
+			if got != "" || !errors.As(err, &w) || w.Reason != tt.reason || !strings.Contains(w.Message, tt.message) {
 				t.Fatalf("planUpgrade = %q, %v; want to wait with %s: ...%s...", got, err, tt.reason, tt.message)
 			}
 		})

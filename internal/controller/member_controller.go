@@ -99,11 +99,11 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // condition repeats, and looks again later: nothing the operator watches tells when a
 // quota or a webhook changes its mind. Other errors go back to the controller.
 func (r *MemberReconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
-	var w errWaiting
-	if !errors.As(err, &w) || !w.degraded {
+	var w kit.Waiting
+	if !errors.As(err, &w) || !w.Degraded {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, m.Status.PodName, readyCondition(metav1.ConditionFalse, w.reason, w.message))
+	return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, m.Status.PodName, readyCondition(metav1.ConditionFalse, w.Reason, w.Message))
 }
 
 // SetupWithManager watches members and the Pods and PVCs they own.
@@ -429,12 +429,12 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // stays.
 func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
+	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	if !pvcOfMember(pvc, c, m) {
-		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, controllerOf(pvc))
+		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, kit.ControllerOf(pvc))
 		return nil, nil
 	}
 	return pvc, nil

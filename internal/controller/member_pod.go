@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -42,7 +43,7 @@ var errDataLost = errors.New("data lost")
 // at the end of a deliberate removal from etcd.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
-	err := getChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
+	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
 	if apierrors.IsNotFound(err) {
 		if joined, err := r.joined(ctx, c, m); err != nil || joined {
 			return errors.Join(errDataLost, err)
@@ -52,7 +53,7 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 			return err
 		}
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return refusedByAPI(err, "PersistentVolumeClaim", want.Name)
+			return kit.RefusedByAPI(err, "PersistentVolumeClaim", want.Name)
 		}
 		r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
 		return nil
@@ -148,11 +149,11 @@ func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *et
 // split, the recovered cluster. Nil when it is the member's.
 func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	if discardedData(pvc) {
-		return childProblem(etcdv1.ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
+		return kit.ChildProblem(etcdv1.ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
 			pvc.Name, etcdv1.AnnotationDiscardedByRecovery, m.Name)
 	}
 	if !pvcOfMember(pvc, c, m) {
-		return notOurs(pvc, m, "PersistentVolumeClaim", "EtcdMember")
+		return kit.NotOurs(pvc, m, "PersistentVolumeClaim", "EtcdMember")
 	}
 	return nil
 }
@@ -181,7 +182,7 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 	case !pod.DeletionTimestamp.IsZero():
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case !podOfMember(pod, m):
-		return ctrl.Result{}, notOurs(pod, m, "Pod", "EtcdMember")
+		return ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
 	}
 	return r.tendPod(ctx, c, m, pod)
 }
@@ -379,7 +380,7 @@ func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster,
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return ctrl.Result{}, nil // the namespace is going, and the member with it
 		}
-		return ctrl.Result{}, refusedByAPI(err, "Pod", pod.Name)
+		return ctrl.Result{}, kit.RefusedByAPI(err, "Pod", pod.Name)
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodCreated, "CreatePod", "created Pod %s", pod.Name)
 	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodStarting, "the Pod was created"))

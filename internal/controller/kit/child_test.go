@@ -1,4 +1,4 @@
-package controller
+package kit
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 )
 
 // A PVC or Service someone made under a name the operator needs has no managed-by label, so
-// the label-scoped cache lacks it: getChild must find it on the API server instead of
+// the label-scoped cache lacks it: GetChild must find it on the API server instead of
 // reporting it absent (the operator would then "create" it and use someone else's object).
 func TestGetChildSeesWhatTheLabelScopedCacheCannot(t *testing.T) {
 	t.Parallel()
@@ -34,16 +34,16 @@ func TestGetChildSeesWhatTheLabelScopedCacheCannot(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "db-1"}
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.PersistentVolumeClaim{}, &corev1.Service{}} {
-		if err := getChild(ctx, cached, live, key, obj); err != nil {
+		if err := GetChild(ctx, cached, live, key, obj); err != nil {
 			t.Errorf("%T made by someone else: %v, want it found on the API server", obj, err)
 		}
 	}
 	// EtcdMembers are cached whole: the cache's answer stands, no API read.
-	if err := getChild(ctx, cached, live, key, &etcdv1.EtcdMember{}); !apierrors.IsNotFound(err) {
+	if err := GetChild(ctx, cached, live, key, &etcdv1.EtcdMember{}); !apierrors.IsNotFound(err) {
 		t.Errorf("an EtcdMember absent from the whole-kind cache: %v, want NotFound from the cache", err)
 	}
 	// Without an API reader (unit tests on a plain client) the cache's answer stands.
-	if err := getChild(ctx, cached, nil, key, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+	if err := GetChild(ctx, cached, nil, key, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("no API reader: %v, want NotFound", err)
 	}
 }
