@@ -52,7 +52,7 @@ func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster)
 	if !kit.AuthWanted(c) || c.Status.AuthEnabled {
 		return nil
 	}
-	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+	if err := r.children().NetworkPolicy.Sync(ctx, c, kit.Facts{}); err != nil {
 		return err
 	}
 	_, p, err := wantedPassword(ctx, r, c)

@@ -87,22 +87,19 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// Services and Certificates are deleted by their owner reference, not by the operator; delete
-// stays granted because the admission plugin OwnerReferencesPermissionEnforcement lets only
-// who may delete an object set its owner references.
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// Certificates are deleted by their owner reference, not by the operator (as Services are:
+// see children/services); delete stays granted because the admission plugin
+// OwnerReferencesPermissionEnforcement lets only who may delete an object set its owner
+// references. The child objects' own rules are in their packages under children.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
 // operator may not have (someone else's, refused by the API server) comes back as degraded,
 // for the status, and the rest still runs; any other error stops the reconcile.
 func (r *ClusterReconciler) ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (degraded, err error) {
-	for _, ensure := range []func() error{
-		func() error { return r.ensurePDB(ctx, c, v) },
-		func() error { return r.ensureNetworkPolicy(ctx, c) },
-	} {
-		if err := ensure(); err != nil {
+	voters, _ := v.voters()
+	for _, comp := range r.children().Policies {
+		if err := comp.Sync(ctx, c, kit.Facts{Voters: voters}); err != nil {
 			if !isDegradedWait(err) {
 				return nil, err
 			}
@@ -126,7 +123,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
 	// back (members need their DNS names) and is reported in the status, not only logged.
-	blocked := r.ensureServices(ctx, cluster)
+	blocked := r.children().Services.Sync(ctx, cluster, kit.Facts{})
 	if blocked != nil && !isDegradedWait(blocked) {
 		return ctrl.Result{}, blocked
 	}

@@ -94,10 +94,23 @@ type Facts struct {
 	Voters int
 }
 
+// Objects reads and writes a cluster's child objects: through the cache-backed Client and,
+// for what the label-scoped cache cannot see, Live (nil when there is none, in tests on a
+// plain client).
+type Objects struct {
+	Client client.Client
+	Live   client.Reader
+}
+
+// Get reads a child object by name, as GetChild does.
+func (o Objects) Get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	return GetChild(ctx, o.Client, o.Live, key, obj)
+}
+
 // GetOwned reads the cluster's child object of that name into obj: false when there is none,
 // a NameConflict problem when one exists that the cluster does not control.
-func GetOwned(ctx context.Context, cached, live client.Reader, c *etcdv1.EtcdCluster, name string, obj client.Object, kind string) (bool, error) {
-	err := GetChild(ctx, cached, live, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
+func (o Objects) GetOwned(ctx context.Context, c *etcdv1.EtcdCluster, name string, obj client.Object, kind string) (bool, error) {
+	err := o.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -109,9 +122,9 @@ func GetOwned(ctx context.Context, cached, live client.Reader, c *etcdv1.EtcdClu
 
 // CreateOwned creates want controlled by c; one that appeared meanwhile is left for the next
 // reconcile to compare, and a refusal is an ObjectRefused problem naming it.
-func CreateOwned(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, want client.Object, kind string) error {
-	if err := controllerutil.SetControllerReference(c, want, cl.Scheme()); err != nil {
+func (o Objects) CreateOwned(ctx context.Context, c *etcdv1.EtcdCluster, want client.Object, kind string) error {
+	if err := controllerutil.SetControllerReference(c, want, o.Client.Scheme()); err != nil {
 		return err
 	}
-	return RefusedByAPI(client.IgnoreAlreadyExists(cl.Create(ctx, want)), kind, want.GetName())
+	return RefusedByAPI(client.IgnoreAlreadyExists(o.Client.Create(ctx, want)), kind, want.GetName())
 }
