@@ -324,3 +324,16 @@ const (
 	ReasonUpgradingMember       = "UpgradingMember"
 	ReasonVerifyingSnapshot     = "VerifyingSnapshot"
 )
+
+// RecoveryKeyPrefix begins the loss statement of a recovery from member source, which
+// Progressing's message carries once the operator took the request up (kubectl etcd recover waits for it).
+func RecoveryKeyPrefix(source string) string {
+	return "recovering from member " + source + " at revision "
+}
+
+// SnapshotRecoveryKeyPrefix begins the loss statement of a recovery from EtcdSnapshot name,
+// which Progressing's message carries once the operator took the request up (kubectl etcd recover
+// waits for it).
+func SnapshotRecoveryKeyPrefix(name string) string {
+	return "restoring EtcdSnapshot " + name + " at revision "
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/version"
@@ -217,7 +218,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 	cli, recorder := mgr.GetClient(), mgr.GetEventRecorder("etcd-operator")
 	// One factory for all: the member, defrag and alarm controllers talk to etcd too, with
 	// the same certificates and credentials.
-	newClient := kit.NewSecretClientFactory(cli)
+	newClient := etcdaccess.NewSecretClientFactory(cli)
 	podOptions := specs.PodOptions{ImageRepository: o.imageRepository, AgentImage: o.agentImage}
 	for _, c := range []struct {
 		name       string

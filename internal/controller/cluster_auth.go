@@ -17,6 +17,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -30,12 +31,12 @@ import (
 // the next reconcile finds that etcd accepts it and only records it.
 
 // rootPasswordKey is the key of root's password in the root credentials Secrets.
-const rootPasswordKey = kit.RootPasswordKey
+const rootPasswordKey = etcdaccess.RootPasswordKey
 
 // wantedPassword is root's password from spec.auth.rootCredentialsSecretRef, or the problem
 // with that Secret.
 func wantedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) (string, *problem, error) {
-	password, p, err := kit.WantedPassword(ctx, r, c)
+	password, p, err := etcdaccess.WantedPassword(ctx, r, c)
 	if p != nil {
 		return "", &problem{reason: p.Reason, message: p.Message}, err
 	}
@@ -49,7 +50,7 @@ func wantedPassword(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster)
 // a quorum answers. Once auth is on, a broken Secret only stops password changes (ensureAuth
 // reports it).
 func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	if !kit.AuthWanted(c) || c.Status.AuthEnabled {
+	if !etcdaccess.AuthWanted(c) || c.Status.AuthEnabled {
 		return nil
 	}
 	if err := r.children().NetworkPolicy.Sync(ctx, c, kit.Facts{}); err != nil {
@@ -68,7 +69,7 @@ func (r *ClusterReconciler) authGate(ctx context.Context, c *etcdv1.EtcdCluster)
 // ensureAuth enables authentication once the cluster is at rest, and afterwards applies a
 // password changed in the Secret.
 func (r *ClusterReconciler) ensureAuth(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if !kit.AuthWanted(c) {
+	if !etcdaccess.AuthWanted(c) {
 		return nil
 	}
 	wanted, p, err := wantedPassword(ctx, r, c)
@@ -127,7 +128,7 @@ func unmanagedAuth(ctx context.Context, cli etcd.Client) (string, error) {
 // reportRefusedLogin says so when etcd refused every password the operator knows: the
 // cluster then looks unreachable, and this is why.
 func (r *ClusterReconciler) reportRefusedLogin(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if !kit.AuthWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
+	if !etcdaccess.AuthWanted(c) || !errors.Is(v.clientErr, etcd.ErrAuthFailed) {
 		return nil
 	}
 	return r.setAuthCondition(ctx, c, problemf(etcdv1.ReasonAuthFailed, "etcd refuses both root's password from Secret %s and the one the operator last applied: set the Secret's password to root's current password in etcd",
@@ -195,7 +196,7 @@ func notAtRest(c *etcdv1.EtcdCluster, v *clusterView) string {
 // applyPassword makes etcd's root password the wanted one. If etcd already accepts it (a
 // crash after the change, before the record; or a change made by hand), it is only recorded.
 func (r *ClusterReconciler) applyPassword(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, wanted string) error {
-	applied, err := kit.AppliedPassword(ctx, r, c)
+	applied, err := etcdaccess.AppliedPassword(ctx, r, c)
 	if err != nil || applied == wanted {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -67,7 +66,7 @@ func planRecovery(requested string, survivors []survivor, members []string, tmpf
 		}
 	}
 	sort.Strings(plan.discard)
-	plan.key = fmt.Sprintf("%s%d", kit.RecoveryKeyPrefix(requested), src.status.Revision)
+	plan.key = fmt.Sprintf("%s%d", etcdv1.RecoveryKeyPrefix(requested), src.status.Revision)
 	plan.loss = fmt.Sprintf("%s (raft term %d, applied index %d): writes the lost quorum acknowledged after that, if any, are lost; the data of [%s] is discarded (their PVCs kept, no member's, until deleted) and new members are added as learners under new names",
 		plan.key, src.status.RaftTerm, src.status.RaftAppliedIndex, strings.Join(plan.discard, ", "))
 	return plan
@@ -80,7 +79,7 @@ func statedLoss(c *etcdv1.EtcdCluster, source string) string {
 	if prev == nil {
 		return ""
 	}
-	if i := strings.Index(prev.Message, kit.RecoveryKeyPrefix(source)); i >= 0 {
+	if i := strings.Index(prev.Message, etcdv1.RecoveryKeyPrefix(source)); i >= 0 {
 		return prev.Message[i:]
 	}
 	return ""

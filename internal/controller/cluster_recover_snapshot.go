@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 )
@@ -80,7 +79,7 @@ func planSnapshotRecovery(in snapshotRecoveryInput) snapshotRecoveryPlan {
 
 // snapshotRecoveryKey begins the loss statement of a recovery from an EtcdSnapshot.
 func snapshotRecoveryKey(name string, revision int64) string {
-	return fmt.Sprintf("%s%d", kit.SnapshotRecoveryKeyPrefix(name), revision)
+	return fmt.Sprintf("%s%d", etcdv1.SnapshotRecoveryKeyPrefix(name), revision)
 }
 
 // memberRevisions says, as far as the members answer, how much each has beyond the snapshot.

@@ -21,6 +21,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -56,7 +57,7 @@ func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluste
 	}
 	// Auth goes on as soon as a quorum answers, before any other step: until then members
 	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
-	if kit.AuthWanted(c) && !c.Status.AuthEnabled && v.reachable {
+	if etcdaccess.AuthWanted(c) && !c.Status.AuthEnabled && v.reachable {
 		if err := r.ensureAuth(ctx, c, v); err != nil {
 			return false, err
 		}

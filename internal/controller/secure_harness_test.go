@@ -21,15 +21,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
 // secureHarness is a harness whose reconciler opens etcd through the real
-// kit.SecretClientFactory: the fake etcd checks the password the factory logs in with.
+// etcdaccess.SecretClientFactory: the fake etcd checks the password the factory logs in with.
 type secureHarness struct {
 	*harness
 	recorder *events.FakeRecorder
@@ -58,7 +58,7 @@ func newSecureHarness(t *testing.T, certManager bool, edit func(*etcdv1.EtcdClus
 	api := builder.WithObjects(append([]client.Object{c}, objs...)...).
 		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
 	h := &secureHarness{harness: &harness{t: t, api: api, etcd: etcdfake.New(), cluster: c}, recorder: events.NewFakeRecorder(200)}
-	factory := &kit.SecretClientFactory{Reader: api, Open: h.open}
+	factory := &etcdaccess.SecretClientFactory{Reader: api, Open: h.open}
 	h.r = &ClusterReconciler{Client: api, Recorder: h.recorder, NewClient: factory.New}
 	return h
 }

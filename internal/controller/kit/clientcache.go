@@ -17,6 +17,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -242,7 +243,7 @@ func ClientSecretNames(c *etcdv1.EtcdCluster) []string {
 			names = append(names, n)
 		}
 	}
-	if AuthWanted(c) {
+	if etcdaccess.AuthWanted(c) {
 		names = append(names, c.Spec.Auth.RootCredentialsSecretRef.Name, specs.RootAppliedSecretName(c.Name))
 	}
 	return names

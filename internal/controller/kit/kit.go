@@ -102,16 +102,3 @@ func OperatorNamespace() string {
 func LabelScoped() []client.Object {
 	return []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
 }
-
-// RecoveryKeyPrefix begins the loss statement of a recovery from member source, which
-// Progressing carries once the operator took the request up (kubectl etcd recover waits for it).
-func RecoveryKeyPrefix(source string) string {
-	return "recovering from member " + source + " at revision "
-}
-
-// SnapshotRecoveryKeyPrefix begins the loss statement of a recovery from EtcdSnapshot name,
-// which Progressing carries once the operator took the request up (kubectl etcd recover
-// waits for it).
-func SnapshotRecoveryKeyPrefix(name string) string {
-	return "restoring EtcdSnapshot " + name + " at revision "
-}

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -94,7 +94,7 @@ func (s *Session) Dial(ctx context.Context) error {
 	}
 	// The operator's own way of building a client: the CA from the server Secret, its client
 	// certificate where etcd requires one, root's password where auth is on.
-	factory := &kit.SecretClientFactory{Reader: s.Kube.Client, Open: func(cfg etcd.Config) (etcd.Client, error) {
+	factory := &etcdaccess.SecretClientFactory{Reader: s.Kube.Client, Open: func(cfg etcd.Config) (etcd.Client, error) {
 		if cfg.TLS != nil {
 			// Through the forward the address is 127.0.0.1; the certificate names the Service.
 			cfg.TLS.ServerName = specs.ClientServiceHost(s.Cluster)

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/cli"
 )
 
@@ -74,11 +73,11 @@ type recoveryRequest struct {
 }
 
 func memberRequest(member string) recoveryRequest {
-	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFrom, value: member, stated: kit.RecoveryKeyPrefix(member)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFrom, value: member, stated: etcdv1.RecoveryKeyPrefix(member)}
 }
 
 func snapshotRequest(snapshot string) recoveryRequest {
-	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFromSnapshot, value: snapshot, stated: kit.SnapshotRecoveryKeyPrefix(snapshot)}
+	return recoveryRequest{annotation: etcdv1.AnnotationRecoverFromSnapshot, value: snapshot, stated: etcdv1.SnapshotRecoveryKeyPrefix(snapshot)}
 }
 
 // checkRecover refuses a recovery unless the operator reports the quorum lost: on a cluster

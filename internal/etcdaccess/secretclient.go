@@ -1,4 +1,4 @@
-package kit
+package etcdaccess
 
 import (
 	"context"
@@ -28,8 +28,8 @@ type SecretClientFactory struct {
 	Open func(etcd.Config) (etcd.Client, error)
 }
 
-// NewSecretClientFactory is the ClientFactory both reconcilers use.
-func NewSecretClientFactory(r client.Reader) ClientFactory {
+// NewSecretClientFactory is the client factory both reconcilers use (kit.ClientFactory).
+func NewSecretClientFactory(r client.Reader) func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
 	f := &SecretClientFactory{Reader: r, Open: etcd.New}
 	return f.New
 }
