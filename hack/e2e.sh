@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test-e2e: the local cluster, the operator deployed from config/, the end-to-end suite,
 # and the local cluster stopped again whatever the outcome (KEEP_CLUSTER=1 keeps it;
-# E2E_RUN=regexp picks tests).
+# E2E_RUN=regexp picks tests, E2E_COUNT=n runs each n times: a flake hunt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +18,4 @@ E2E_HELM=${E2E_HELM:-$(hack/tool.sh helm)}
 export E2E_HELM
 # Tests that leave the operator alone run E2E_PARALLEL at a time (see test/e2e/suite_test.go).
 # The suite is in the test module (test/go.mod).
-go -C test test -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'
+go -C test test -count="${E2E_COUNT:-1}" -timeout 40m -parallel "${E2E_PARALLEL:-4}" -v -run "${E2E_RUN:-.}" ./e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)|"logger":"etcd-client"'

@@ -31,35 +31,66 @@ type lossVoter struct {
 	name     string
 	answered bool // its etcd answers for itself (no quorum needed)
 	starting bool // its Pod has not brought etcd up yet (memberStarting)
+	// joining: its etcd is up but has not been Ready since it started (memberJoining): it
+	// waits for peers to form a quorum with, as every member does after a resume; etcd
+	// answers clients only once it has published itself through a quorum.
+	joining bool
 	// serving: its Pod is Ready, so its kubelet saw etcd's /readyz pass, which takes a
-	// linearizable read, hence a quorum. It serves with a quorum the operator cannot see:
-	// the operator, not the quorum, is cut off. A kubelet that stops reporting leaves the Pod
-	// Ready until the node lifecycle controller marks it not (about 40 s): a real loss then
-	// counts that much later.
+	// linearizable read, hence a quorum; or it answers and names a leader, which it has heard
+	// from within an election timeout (a leader that hears from no quorum steps down, and its
+	// followers forget it when they campaign). Ready but silent, it serves with a quorum the
+	// operator cannot see: the operator, not the quorum, is cut off. A kubelet that stops
+	// reporting leaves the Pod Ready until the node lifecycle controller marks it not (about
+	// 40 s): a real loss then counts that much later.
 	serving bool
+}
+
+// String is the voter's state as a log line shows it.
+func (m lossVoter) String() string {
+	var states []string
+	for _, s := range []struct {
+		on   bool
+		word string
+	}{{m.answered, "answers"}, {m.starting, "starting"}, {m.joining, "joining"}, {m.serving, "serving"}} {
+		if s.on {
+			states = append(states, s.word)
+		}
+	}
+	if len(states) == 0 {
+		states = []string{"silent"}
+	}
+	return m.name + ": " + strings.Join(states, ",")
 }
 
 // quorumLossClock is what status.quorumLostSince becomes after a look: when the quorum that
 // was expected went missing. missing says the look found a formed cluster whose etcd does not
 // answer (Available's QuorumLost); any other look (the quorum back, paused, bootstrapping,
 // unreachable) ends the count. Members still starting may yet complete the quorum, after a
-// resume or with a Pod replaced, and members whose Pods are Ready serve with a quorum the
-// operator cannot reach (a network partition with the operator on the minority side): while,
-// with them, a quorum could form, nothing expected is lost and there is no count (a recovery
-// from the members the operator sees would discard what that quorum acknowledged, and stop
-// it). Once none is, or even with them no quorum could form, the count starts, and an earlier
-// start is kept. Available's transition time cannot serve: from Paused, or any other False
-// reason, to QuorumLost it stays at the earlier transition.
+// resume or with a Pod replaced, and so may members whose etcd is up and waits for them;
+// members whose Pods are Ready, or that name a leader, serve with a quorum (the operator
+// may be cut off from it, on the minority side of a network partition): while, with them, a
+// quorum could form, nothing expected is lost and there is no count (a recovery from the
+// members the operator sees would discard what that quorum acknowledged, and stop it). Once
+// none is, or even with them no quorum could form, the count starts, and an earlier start is
+// kept. Members up and waiting with no peer still starting count as lost: up together, they
+// form a quorum within an election timeout, and one they do not form is a loss. Available's
+// transition time cannot serve: from Paused, or any other False reason, to QuorumLost it
+// stays at the earlier transition.
 func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now time.Time) *metav1.Time {
 	if !missing {
 		return nil
 	}
+	peerComing := false
+	for _, m := range voters {
+		peerComing = peerComing || m.starting
+	}
 	up, mayServe := 0, 0
 	for _, m := range voters {
-		if m.starting || m.serving {
+		expected := m.starting || m.serving || (m.joining && peerComing)
+		if expected {
 			mayServe++
 		}
-		if m.starting || m.serving || m.answered {
+		if expected || m.answered {
 			up++
 		}
 	}
@@ -87,20 +118,57 @@ func lossVoters(v *clusterView, now time.Time) []lossVoter {
 			continue
 		}
 		pod := v.pods[s.name]
-		out = append(out, lossVoter{name: s.name, answered: s.answered, starting: memberStarting(pod, now), serving: podServes(pod)})
+		out = append(out, lossVoter{name: s.name, answered: s.answered, starting: memberStarting(pod, now), joining: memberJoining(pod, now),
+			serving: podServes(pod) || (s.answered && s.status.Leader != 0)})
 	}
 	return out
 }
 
 // memberStarting: the Pod has not brought its etcd up yet and nothing in it has failed: it
 // waits for a node, its volumes or its images (phase Pending), or its etcd container has not
-// passed its startup probe (/livez, which needs no quorum); no container in it has restarted,
-// and it is younger than the time its startup probe gives etcd to come up. A Pod the
-// scheduler can place nowhere, one being deleted, one whose containers started and died, or
-// one still not up past that time (a volume that never attaches) is not starting: its
-// member is lost until it answers, and a quorum lost for good is still recovered. No Pod at
-// all is not starting either: a member's Pod is made again at once, and is then Pending.
+// passed its startup probe (/livez, which needs no quorum). A Pod freshPod refuses is not
+// starting: its member is lost until it answers, and a quorum lost for good is still
+// recovered.
 func memberStarting(pod *corev1.Pod, now time.Time) bool {
+	if !freshPod(pod, now) {
+		return false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodPending:
+		return true
+	case corev1.PodRunning:
+		cs := etcdContainerStatus(pod)
+		return cs != nil && (cs.Started == nil || !*cs.Started)
+	}
+	return false
+}
+
+// memberJoining: the Pod's etcd is up (its startup probe passed) and has not been Ready since
+// its container started: it waits for peers to form a quorum with. A member that was Ready
+// and no longer is has lost its quorum instead.
+func memberJoining(pod *corev1.Pod, now time.Time) bool {
+	if !freshPod(pod, now) || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	cs := etcdContainerStatus(pod)
+	if cs == nil || cs.Started == nil || !*cs.Started || cs.Ready || cs.State.Running == nil {
+		return false
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status != corev1.ConditionTrue && !cond.LastTransitionTime.After(cs.State.Running.StartedAt.Time)
+		}
+	}
+	return true
+}
+
+// freshPod: a Pod that may still bring its etcd up: not being deleted, placed or placeable,
+// no container in it restarted, and younger than the time its startup probe gives etcd to
+// come up. A Pod the scheduler can place nowhere, one being deleted, one whose containers
+// started and died, or one still not up past that time (a volume that never attaches) is
+// not. No Pod at all is not either: a member's Pod is made again at once, and is then
+// Pending.
+func freshPod(pod *corev1.Pod, now time.Time) bool {
 	if pod == nil || !pod.DeletionTimestamp.IsZero() || podUnschedulable(pod) || now.Sub(pod.CreationTimestamp.Time) > startupBudget(pod) {
 		return false
 	}
@@ -109,17 +177,16 @@ func memberStarting(pod *corev1.Pod, now time.Time) bool {
 			return false
 		}
 	}
-	switch pod.Status.Phase {
-	case corev1.PodPending:
-		return true
-	case corev1.PodRunning:
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == specs.ContainerName {
-				return cs.Started == nil || !*cs.Started
-			}
+	return true
+}
+
+func etcdContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == specs.ContainerName {
+			return &pod.Status.ContainerStatuses[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // defaultStartupBudget bounds the start of a Pod whose etcd container has no startup probe

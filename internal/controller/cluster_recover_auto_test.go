@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,7 @@ func TestQuorumLossClock(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	up, down, starting := lossVoter{answered: true}, lossVoter{}, lossVoter{starting: true}
 	servingUnseen, servingSeen := lossVoter{serving: true}, lossVoter{answered: true, serving: true}
+	joining := lossVoter{joining: true}
 	type look struct {
 		at      time.Duration // after t0
 		missing bool
@@ -164,6 +166,21 @@ func TestQuorumLossClock(t *testing.T) {
 		{"members starting that cannot complete the quorum do not stop it", []look{
 			{0, true, []lossVoter{down, down, down, down, down}, 0},
 			{time.Minute, true, []lossVoter{up, starting, down, down, down}, 0},
+		}},
+		{"resumed: members up wait for a peer still attaching its volume: no count", []look{
+			{0, false, nil, -1}, // Paused
+			{time.Hour, true, []lossVoter{joining, joining, starting}, -1},
+			{time.Hour + time.Minute, true, []lossVoter{joining, down, starting}, -1},
+		}},
+		{"members up together that form no quorum count", []look{
+			{0, true, []lossVoter{joining, joining, starting}, -1},
+			{time.Minute, true, []lossVoter{joining, joining, joining}, time.Minute},
+		}},
+		{"one member up waiting, its peers without Pods: counts", []look{
+			{0, true, []lossVoter{joining, down, down}, 0},
+		}},
+		{"a quorum of members answering that name a leader: no count", []look{
+			{0, true, []lossVoter{servingSeen, servingSeen, down}, -1},
 		}},
 		{"a quorum of members answering that form none still counts", []look{
 			{0, true, []lossVoter{up, up, down}, 0},
@@ -251,6 +268,65 @@ func TestMemberStarting(t *testing.T) {
 	}
 }
 
+func TestMemberJoining(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	made, began := now.Add(-time.Minute), now.Add(-50*time.Second)
+	pod := func(started, ready bool, readySince time.Time, restarts int32) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(made)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: specs.ContainerName, StartupProbe: &corev1.Probe{PeriodSeconds: 2, FailureThreshold: 150}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: specs.ContainerName, Started: &started, Ready: ready, RestartCount: restarts,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(began)}}}}}}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(readySince)}}
+		return p
+	}
+	old := pod(true, false, made, 0)
+	old.CreationTimestamp = metav1.NewTime(now.Add(-301 * time.Second))
+	pending := pod(false, false, made, 0)
+	pending.Status.Phase = corev1.PodPending
+	noCondition := pod(true, false, made, 0)
+	noCondition.Status.Conditions = nil
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no Pod", nil, false},
+		{"up, not Ready since it was made", pod(true, false, made, 0), true},
+		{"up, no Ready condition yet", noCondition, true},
+		{"startup probe not passed: starting, not joining", pod(false, false, made, 0), false},
+		{"Pending", pending, false},
+		{"Ready: it serves", pod(true, true, began.Add(time.Second), 0), false},
+		{"Ready once, not any more: it lost its quorum", pod(true, false, began.Add(10*time.Second), 0), false},
+		{"restarted", pod(true, false, made, 1), false},
+		{"past its startup budget", old, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := memberJoining(tc.pod, now); got != tc.want {
+				t.Fatalf("memberJoining %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A member that answers and names a leader serves with a quorum; one that answers without a
+// leader does not, whatever its Pod shows.
+func TestLossVotersServingByLeader(t *testing.T) {
+	v := &clusterView{pods: map[string]*corev1.Pod{}, survivors: []survivor{
+		{name: "db-0", answered: true, status: etcd.Status{Leader: 7}},
+		{name: "db-1", answered: true},
+		{name: "db-2"},
+		{name: "db-3", answered: true, status: etcd.Status{Leader: 7, IsLearner: true}},
+	}}
+	got := fmt.Sprint(lossVoters(v, time.Now()))
+	if want := "[db-0: answers,serving db-1: answers db-2: silent]"; got != want {
+		t.Fatalf("voters %s, want %s", got, want)
+	}
+}
+
 // setPod gives the member a Pod in that phase whose etcd container has or has not passed its
 // startup probe, as the kubelet reports it, and not Ready: without a quorum, etcd's /readyz
 // fails.
@@ -267,8 +343,12 @@ func (h *harness) setPod(name string, phase corev1.PodPhase, started bool) {
 		h.t.Fatal(err)
 	}
 	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: specs.ContainerName, Started: &started}}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	cs := corev1.ContainerStatus{Name: specs.ContainerName, Started: &started}
+	if phase == corev1.PodRunning {
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: pod.CreationTimestamp}
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: pod.CreationTimestamp}}
 	if err := h.api.Status().Update(context.Background(), pod); err != nil {
 		h.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
@@ -44,7 +45,9 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 			s.Learners++
 		}
 	}
-	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), lossVoters(v, r.now()), r.now())
+	voters := lossVoters(v, r.now())
+	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), voters, r.now())
+	logQuorumLossClock(ctx, before.Status.QuorumLostSince, s.QuorumLostSince, voters)
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(ctx, c, v)
 	setDiscardedCondition(c, v.discardedCondition)
@@ -243,4 +246,21 @@ func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) (out []string, reas
 		out = append(out, fmt.Sprintf("%s (%s)", m.Name, why))
 	}
 	return out, reason
+}
+
+// logQuorumLossClock says when the count towards spec.quorumLoss's grace period starts or
+// ends, with what each voter looked like: the facts an automatic recovery was decided on.
+func logQuorumLossClock(ctx context.Context, was, is *metav1.Time, voters []lossVoter) {
+	if (was == nil) == (is == nil) {
+		return
+	}
+	states := make([]string, len(voters))
+	for i, m := range voters {
+		states[i] = m.String()
+	}
+	if is != nil {
+		log.FromContext(ctx).Info("the quorum is lost: counting towards spec.quorumLoss's grace period", "since", is.UTC().Format(time.RFC3339), "voters", states)
+		return
+	}
+	log.FromContext(ctx).Info("the quorum loss count ends", "voters", states)
 }

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // client implements Client over clientv3.
@@ -58,8 +60,23 @@ func clientConfig(cfg Config) clientv3.Config {
 		// vanished without closing its connections (a deleted Pod, a partition).
 		DialKeepAliveTime:    30 * time.Second,
 		DialKeepAliveTimeout: 10 * time.Second,
+		DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnectParams(dialTimeout))},
 		Logger:               logger,
 	}
+}
+
+// reconnectBackoffMax caps the wait between gRPC's attempts to reach a member. gRPC's own cap
+// is two minutes: a client made while a cluster's Pods were still being created (after a
+// resume, at bootstrap, with a member replaced) kept failing to reach members that had long
+// come up, and the operator took a quorum that was back for a quorum lost. Members are few,
+// so trying each every couple of seconds costs nothing.
+const reconnectBackoffMax = 2 * time.Second
+
+func reconnectParams(dialTimeout time.Duration) grpc.ConnectParams {
+	b := backoff.DefaultConfig
+	b.BaseDelay = 250 * time.Millisecond
+	b.MaxDelay = reconnectBackoffMax
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: dialTimeout}
 }
 
 func (c *client) Close() error { return c.cli.Close() }
