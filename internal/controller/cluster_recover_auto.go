@@ -105,8 +105,9 @@ func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now t
 
 // quorumMissing: the look found a formed cluster, meant to run, whose etcd does not answer
 // although a client was opened; what availableCondition calls QuorumLost without a member list.
+// A cluster being deleted is not meant to run: its Pods going is no loss.
 func quorumMissing(c *etcdv1.EtcdCluster, v *clusterView) bool {
-	return ptrOr(c.Spec.Replicas, 3) > 0 && c.Status.ClusterID != "" && !v.reachable && v.clientErr == nil
+	return ptrOr(c.Spec.Replicas, 3) > 0 && c.DeletionTimestamp.IsZero() && c.Status.ClusterID != "" && !v.reachable && v.clientErr == nil
 }
 
 // lossVoters are the members that may be voters (all but those that answer as learners), each

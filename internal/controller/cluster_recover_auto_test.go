@@ -268,6 +268,35 @@ func TestMemberStarting(t *testing.T) {
 	}
 }
 
+func TestQuorumMissing(t *testing.T) {
+	formed := func(edit func(*etcdv1.EtcdCluster)) *etcdv1.EtcdCluster {
+		c := &etcdv1.EtcdCluster{Status: etcdv1.EtcdClusterStatus{ClusterID: "1a"}}
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    *etcdv1.EtcdCluster
+		v    clusterView
+		want bool
+	}{
+		{"formed, silent", formed(nil), clusterView{}, true},
+		{"formed, answering", formed(nil), clusterView{reachable: true}, false},
+		{"paused", formed(func(c *etcdv1.EtcdCluster) { c.Spec.Replicas = ptrTo[int32](0) }), clusterView{}, false},
+		{"never formed", formed(func(c *etcdv1.EtcdCluster) { c.Status.ClusterID = "" }), clusterView{}, false},
+		{"no client (auth refused)", formed(nil), clusterView{clientErr: etcd.ErrAuthFailed}, false},
+		{"being deleted", formed(func(c *etcdv1.EtcdCluster) { c.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), clusterView{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := quorumMissing(tc.c, &tc.v); got != tc.want {
+				t.Fatalf("quorumMissing %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestMemberJoining(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	made, began := now.Add(-time.Minute), now.Add(-50*time.Second)
