@@ -367,10 +367,3 @@ func firstErr(first, next error) error {
 	}
 	return next
 }
-
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}

@@ -282,7 +282,7 @@ func (r *ClusterReconciler) correctCertificate(ctx context.Context, have, want *
 	if err := unstructured.SetNestedMap(have.Object, spec, "spec"); err != nil {
 		return err
 	}
-	return ignoreConflict(r.Update(ctx, have))
+	return kit.IgnoreConflict(r.Update(ctx, have))
 }
 
 // checkTLSSecret requires the Secret with parseable keys. For an issued Secret, cert (the
@@ -336,29 +336,9 @@ func secretKeysProblem(secret *corev1.Secret, s tlsSecret) *problem {
 	return nil
 }
 
-// setCondition records one of the cluster's TLSReady or AuthReady conditions at once, with an
-// event when it changes, so the user sees why the cluster waits. Nothing is written while the
-// condition stays the same.
+// setCondition records one of the cluster's TLSReady or AuthReady conditions (kit.SetCondition).
 func (r *ClusterReconciler) setCondition(ctx context.Context, c *etcdv1.EtcdCluster, cond metav1.Condition) error {
-	cond.ObservedGeneration = c.Generation
-	old := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
-	news := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
-	if !news && old.ObservedGeneration == cond.ObservedGeneration {
-		return nil
-	}
-	before := c.DeepCopy()
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return ignoreConflict(err)
-	}
-	if news {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		r.event(ctx, c, eventType, cond.Reason, cond.Type, "%s", cond.Message)
-	}
-	return nil
+	return kit.SetCondition(ctx, r.Client, r.Recorder, c, cond)
 }
 
 // clustersForSecret maps a Secret to the clusters that use it, so that a Secret created or
