@@ -87,10 +87,8 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// Certificates are deleted by their owner reference, not by the operator (as Services are:
-// see children/services); delete stays granted because the admission plugin
-// OwnerReferencesPermissionEnforcement lets only who may delete an object set its owner
-// references. The child objects' own rules are in their packages under children.
+// The child objects' own rules (Services, PodDisruptionBudgets, NetworkPolicies, cert-manager
+// Certificates and Issuers, Secrets) are in their packages under children.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
@@ -202,7 +200,7 @@ func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c 
 	}
 	if c.ReconcileSuspended() {
 		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
-		return true, r.setCondition(ctx, c, suspendedCondition())
+		return true, kit.SetCondition(ctx, r.Client, r.Recorder, c, suspendedCondition())
 	}
 	if err := r.dropSuspendedCondition(ctx, c); err != nil {
 		return true, err
