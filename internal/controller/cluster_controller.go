@@ -269,6 +269,23 @@ func clusterOfLabeled(_ context.Context, obj client.Object) []reconcile.Request 
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
+// clustersUsing maps an object to the clusters of its namespace for which uses is true of
+// them and the object's name, so that its change wakes them at once; none when they cannot
+// be listed.
+func (r *ClusterReconciler) clustersUsing(ctx context.Context, obj client.Object, uses func(c *etcdv1.EtcdCluster, name string) bool) []reconcile.Request {
+	list := &etcdv1.EtcdClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if uses(&list.Items[i], obj.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
 // resyncPeriod is how often a cluster at rest is looked at again.
 const resyncPeriod = time.Minute
 

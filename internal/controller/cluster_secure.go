@@ -62,17 +62,7 @@ func secureGates(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, set
 // clustersForSecret maps a Secret to the clusters that use it, so that a Secret created or
 // renewed (by the user or cert-manager) lets a waiting cluster proceed at once.
 func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &etcdv1.EtcdClusterList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if usesSecret(&list.Items[i], obj.GetName()) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+	return r.clustersUsing(ctx, obj, usesSecret)
 }
 
 func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
