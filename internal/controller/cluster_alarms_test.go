@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/childtest"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
@@ -118,7 +119,7 @@ func TestCorruptAlarmIsDisarmedOnlyOnceTheMemberIsGone(t *testing.T) {
 	if err := h.etcd.Remove(context.Background(), corrupt.MemberID); err != nil {
 		t.Fatal(err)
 	}
-	drain(recorder)
+	childtest.Events(recorder)
 	h.reconcile()
 	if alarms, _ := h.etcd.Alarms(context.Background()); len(alarms) != 0 {
 		t.Fatalf("alarms %+v after db-3 left etcd, want none", alarms)
@@ -126,7 +127,7 @@ func TestCorruptAlarmIsDisarmedOnlyOnceTheMemberIsGone(t *testing.T) {
 	if cond := h.condition(etcdv1.ConditionAlarm); cond.Status != metav1.ConditionFalse || cond.Reason != etcdv1.ReasonNoAlarm {
 		t.Fatalf("Alarm condition %+v after the disarm", cond)
 	}
-	got := strings.Join(drain(recorder), "\n")
+	got := strings.Join(childtest.Events(recorder), "\n")
 	for _, want := range []string{etcdv1.ReasonRemovedMemberAlarmDisarmed, "AlarmCleared"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("events %q, want %s", got, want)

@@ -87,10 +87,8 @@ func (r *ClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// Certificates are deleted by their owner reference, not by the operator (as Services are:
-// see children/services); delete stays granted because the admission plugin
-// OwnerReferencesPermissionEnforcement lets only who may delete an object set its owner
-// references. The child objects' own rules are in their packages under children.
+// The child objects' own rules (Services, PodDisruptionBudgets, NetworkPolicies, cert-manager
+// Certificates and Issuers, Secrets) are in their packages under children.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
@@ -202,7 +200,7 @@ func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c 
 	}
 	if c.ReconcileSuspended() {
 		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
-		return true, r.setCondition(ctx, c, suspendedCondition())
+		return true, kit.SetCondition(ctx, r.Client, r.Recorder, c, suspendedCondition())
 	}
 	if err := r.dropSuspendedCondition(ctx, c); err != nil {
 		return true, err
@@ -269,6 +267,23 @@ func clusterOfLabeled(_ context.Context, obj client.Object) []reconcile.Request 
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// clustersUsing maps an object to the clusters of its namespace for which uses is true of
+// them and the object's name, so that its change wakes them at once; none when they cannot
+// be listed.
+func (r *ClusterReconciler) clustersUsing(ctx context.Context, obj client.Object, uses func(c *etcdv1.EtcdCluster, name string) bool) []reconcile.Request {
+	list := &etcdv1.EtcdClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if uses(&list.Items[i], obj.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }
 
 // resyncPeriod is how often a cluster at rest is looked at again.
@@ -366,11 +381,4 @@ func firstErr(first, next error) error {
 		return first
 	}
 	return next
-}
-
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
 }

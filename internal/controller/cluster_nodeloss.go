@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -299,7 +300,7 @@ func (r *ClusterReconciler) clearNodeLossClocks(ctx context.Context, v *clusterV
 		patch := client.MergeFrom(m.DeepCopy())
 		delete(m.Annotations, etcdv1.AnnotationNodeLostSince)
 		if err := r.Patch(ctx, m, patch); err != nil {
-			return true, ignoreConflict(err)
+			return true, kit.IgnoreConflict(err)
 		}
 		return true, nil
 	}
@@ -313,7 +314,7 @@ func (r *ClusterReconciler) startNodeLossClock(ctx context.Context, c *etcdv1.Et
 	}
 	m.Annotations[etcdv1.AnnotationNodeLostSince] = now.UTC().Format(time.RFC3339)
 	if err := r.Patch(ctx, m, patch); err != nil {
-		return ignoreConflict(err)
+		return kit.IgnoreConflict(err)
 	}
 	r.eventAbout(ctx, c, m, corev1.EventTypeWarning, etcdv1.ReasonNodeLost, "ReplaceMember", "%s", nodeLossMessage(m, lost, d))
 	return nil

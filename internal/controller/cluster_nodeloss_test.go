@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/childtest"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
@@ -169,7 +170,7 @@ func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
 	if since != now.Format(time.RFC3339) {
 		t.Fatalf("db-2's clock %q, want %s", since, now.Format(time.RFC3339))
 	}
-	if got := drain(recorder); !slices.ContainsFunc(got, func(e string) bool {
+	if got := childtest.Events(recorder); !slices.ContainsFunc(got, func(e string) bool {
 		return strings.Contains(e, etcdv1.ReasonNodeLost) && strings.Contains(e, "node-2")
 	}) {
 		t.Fatalf("events %v, want a NodeLost event naming node-2", got)
@@ -193,7 +194,7 @@ func TestMemberOfAGoneNodeIsReplacedAfterTheGracePeriod(t *testing.T) {
 	if slices.Contains(names(h.members()), "db-2") {
 		t.Fatalf("db-2 not replaced after the grace period: %v", names(h.members()))
 	}
-	if got := drain(recorder); !slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, "MemberReplacing") && strings.Contains(e, "node-2") }) {
+	if got := childtest.Events(recorder); !slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, "MemberReplacing") && strings.Contains(e, "node-2") }) {
 		t.Fatalf("events %v, want MemberReplacing naming node-2", got)
 	}
 }

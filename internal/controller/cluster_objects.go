@@ -24,7 +24,10 @@ func (r *ClusterReconciler) ensureIdentity(ctx context.Context, c *etcdv1.EtcdCl
 
 // children are the components that keep the cluster's objects besides its members. They are
 // built from the reconciler's fields at each use, so that a field set after construction (the
-// operator's namespace, in tests) counts.
+// operator's namespace or the event recorder, in tests) counts.
 func (r *ClusterReconciler) children() children.Set {
-	return children.New(kit.Objects{Client: r.Client, Live: r.APIReader}, r.OperatorNamespace)
+	return children.New(children.Options{
+		Objects: kit.Objects{Client: r.Client, Live: r.APIReader}, Recorder: r.Recorder,
+		OperatorNamespace: r.OperatorNamespace, ClusterDomain: r.ClusterDomain,
+	})
 }

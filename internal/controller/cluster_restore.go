@@ -189,18 +189,9 @@ func (r *ClusterReconciler) observeRestore(ctx context.Context, c *etcdv1.EtcdCl
 // clustersRestoringFrom maps an EtcdSnapshot to the clusters of its namespace waiting to
 // restore it, so that a snapshot completing (or created) starts their restore at once.
 func (r *ClusterReconciler) clustersRestoringFrom(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &etcdv1.EtcdClusterList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Status.ClusterID == "" && specs.BootstrapSnapshot(c) == obj.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-		}
-	}
-	return out
+	return r.clustersUsing(ctx, obj, func(c *etcdv1.EtcdCluster, snapshot string) bool {
+		return c.Status.ClusterID == "" && specs.BootstrapSnapshot(c) == snapshot
+	})
 }
 
 // restoreSubject names the snapshot a bootstrap restores, for messages.

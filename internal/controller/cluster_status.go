@@ -71,7 +71,7 @@ func (r *ClusterReconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdClus
 	// write (ours or a person's) must not overwrite what is newer, which would turn condition
 	// times back and undo fields written since. The conflict brings the newer object, which
 	// is looked at again.
-	return ignoreConflict(r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	return kit.IgnoreConflict(r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 func memberSummaries(c *etcdv1.EtcdCluster, v *clusterView) []etcdv1.MemberSummary {

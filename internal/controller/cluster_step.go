@@ -369,7 +369,7 @@ func (r *ClusterReconciler) recordIdentities(ctx context.Context, c *etcdv1.Etcd
 			m.Status.Version = ver
 		}
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
-			return true, ignoreConflict(err)
+			return true, kit.IgnoreConflict(err)
 		}
 	}
 	return false, nil

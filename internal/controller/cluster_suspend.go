@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
 // suspendedCondition says the operator leaves the cluster alone, and how to hand it back.
@@ -29,7 +30,7 @@ func (r *ClusterReconciler) dropSuspendedCondition(ctx context.Context, c *etcdv
 	before := c.DeepCopy()
 	meta.RemoveStatusCondition(&c.Status.Conditions, etcdv1.ConditionReconcileSuspended)
 	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return ignoreConflict(err)
+		return kit.IgnoreConflict(err)
 	}
 	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonReconcileResumed, etcdv1.ConditionReconcileSuspended, "the annotation %s is gone: the operator looks after the cluster again", etcdv1.AnnotationSuspendReconcile)
 	return nil

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
 // A larger spec.storage.size reaches the members through their EtcdMembers' spec: the
@@ -240,7 +241,7 @@ func (r *ClusterReconciler) setMemberSize(ctx context.Context, c *etcdv1.EtcdClu
 	patch := client.MergeFrom(m.DeepCopy())
 	m.Spec.Storage.Size = &size
 	if err := r.Patch(ctx, m, patch); err != nil {
-		return ignoreConflict(err)
+		return kit.IgnoreConflict(err)
 	}
 	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
 	return nil

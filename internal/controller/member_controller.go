@@ -74,7 +74,7 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if controllerutil.AddFinalizer(m, etcdv1.FinalizerMember) {
 		if err := r.Update(ctx, m); err != nil {
-			return ctrl.Result{}, ignoreConflict(err)
+			return ctrl.Result{}, kit.IgnoreConflict(err)
 		}
 	}
 	if m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
@@ -190,7 +190,7 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
 	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
-	return ctrl.Result{}, ignoreConflict(r.Update(ctx, m))
+	return ctrl.Result{}, kit.IgnoreConflict(r.Update(ctx, m))
 }
 
 // removeFromEtcd takes the member out of the quorum, once: a member etcd no longer knows is
@@ -470,5 +470,5 @@ func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, 
 	if prev := meta.FindStatusCondition(before.Status.Conditions, etcdv1.MemberConditionReady); needsAttention[ready.Reason] && (prev == nil || prev.Reason != ready.Reason) {
 		r.event(ctx, m, corev1.EventTypeWarning, ready.Reason, "StartMember", "member %s cannot start: %s", m.Name, ready.Message)
 	}
-	return ignoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
+	return kit.IgnoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/childtest"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -286,7 +287,7 @@ func TestReplacementRefusedWhileTheQuorumNeedsTheMember(t *testing.T) {
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
 		t.Fatalf("removed from etcd: %v", calls)
 	}
-	if got := drain(recorder); len(got) != 1 || !strings.Contains(got[0], etcdv1.ReasonReplacementRefused) {
+	if got := childtest.Events(recorder); len(got) != 1 || !strings.Contains(got[0], etcdv1.ReasonReplacementRefused) {
 		t.Fatalf("events %v, want one ReplacementRefused for the refusal", got)
 	}
 	h.etcd.SetDown(h.etcdID("db-3"), false)
@@ -448,18 +449,6 @@ func TestVoterDeletedByHandWithItsPVCIsRecreatedWithItsID(t *testing.T) {
 	}
 	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
 		t.Fatalf("removed from etcd: %v", calls)
-	}
-}
-
-func drain(r *events.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/childtest"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
@@ -124,17 +125,7 @@ func withoutCertManager() interceptor.Funcs {
 }
 
 // events drains the recorded events.
-func (h *secureHarness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *secureHarness) events() []string { return childtest.Events(h.recorder) }
 
 func (h *secureHarness) condition(condType string) metav1.Condition {
 	h.t.Helper()

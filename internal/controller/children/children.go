@@ -1,6 +1,6 @@
 // Package children keeps the objects an EtcdCluster owns besides its members, one package a
-// kind (services, pdb, networkpolicy), each behind Component, as etcd-druid does with its
-// components. The cluster reconciler decides when each runs; a component only brings its
+// kind (services, pdb, networkpolicy, certificates, auth), each behind Component, as etcd-druid
+// does with its components. The cluster reconciler decides when each runs; a component only brings its
 // objects to what internal/specs builds for the cluster, and reads nothing of the cluster's
 // state but the Facts it is given.
 package children
@@ -8,7 +8,11 @@ package children
 import (
 	"context"
 
+	"k8s.io/client-go/tools/events"
+
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/auth"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/certificates"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/networkpolicy"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/pdb"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/services"
@@ -28,19 +32,43 @@ type Component interface {
 type Set struct {
 	// Services go before the members are observed: members need their DNS names.
 	Services Component
-	// Policies (the PodDisruptionBudget, then the NetworkPolicy) follow the observed voters.
-	Policies []Component
+	// Certificates go first among the gates before the step list: no member is created
+	// before its certificate Secrets are usable.
+	Certificates Component
 	// NetworkPolicy also runs alone before members of a cluster waiting for auth are made.
 	NetworkPolicy Component
+	// Auth is the gate after the NetworkPolicy's. It is the concrete component, not a
+	// Component: turning auth on and changing root's password in etcd need the observed
+	// view's etcd client and stay with the reconciler, which reads and records the passwords
+	// and AuthReady through it.
+	Auth *auth.Component
+	// Policies (the PodDisruptionBudget, then the NetworkPolicy) follow the observed voters.
+	Policies []Component
 }
 
-// New builds the components over the cluster's child objects. operatorNamespace is where the
-// operator runs, which the NetworkPolicy admits.
-func New(objects kit.Objects, operatorNamespace string) Set {
-	np := networkpolicy.New(objects, operatorNamespace)
+// Options are what the components are built over.
+type Options struct {
+	// Objects reads and writes the cluster's child objects.
+	Objects kit.Objects
+	// Recorder records the certificates' and auth's events; nil in tests.
+	Recorder events.EventRecorder
+	// OperatorNamespace is where the operator runs, which the NetworkPolicy admits.
+	OperatorNamespace string
+	// ClusterDomain is the Kubernetes cluster's DNS domain, for the names in certificates.
+	ClusterDomain string
+}
+
+// New builds the components.
+func New(o Options) Set {
+	np := networkpolicy.New(o.Objects, o.OperatorNamespace)
 	return Set{
-		Services:      services.New(objects),
-		Policies:      []Component{pdb.New(objects), np},
+		Services:      services.New(o.Objects),
+		Certificates:  certificates.New(o.Objects, o.Recorder, o.ClusterDomain),
 		NetworkPolicy: np,
+		Auth:          auth.New(o.Objects, o.Recorder),
+		Policies:      []Component{pdb.New(o.Objects), np},
 	}
 }
+
+// The auth component is a Component too, although the Set holds it by its type.
+var _ Component = (*auth.Component)(nil)

@@ -15,7 +15,7 @@ import (
 // the policy the authentication gate runs is the one among the policies.
 func TestNewOrdersThePolicies(t *testing.T) {
 	t.Parallel()
-	set := New(childtest.Objects(childtest.Client(interceptor.Funcs{})), "ops")
+	set := New(Options{Objects: childtest.Objects(childtest.Client(interceptor.Funcs{})), OperatorNamespace: "ops"})
 	if _, ok := set.Services.(*services.Component); !ok {
 		t.Fatalf("Services is %T", set.Services)
 	}

@@ -92,6 +92,11 @@ func GetChild(ctx context.Context, cached, live client.Reader, key types.Namespa
 type Facts struct {
 	// Voters is how many members etcd lists as voters (learners not counted).
 	Voters int
+	// LoginRefused is true when etcd refused every password the operator knows for root (the
+	// observed client's error is etcd.ErrAuthFailed): the auth component reports it on
+	// AuthReady, since the cluster then only looks unreachable. It is a fact of the view
+	// because only the look at etcd learns it.
+	LoginRefused bool
 }
 
 // Objects reads and writes a cluster's child objects: through the cache-backed Client and,

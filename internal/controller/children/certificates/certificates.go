@@ -1,11 +1,14 @@
-package controller
+// Package certificates keeps an EtcdCluster's TLS material in place: the cert-manager
+// Certificates spec.tls asks for (checking their issuers first), and every certificate Secret
+// the members and the operator mount, issued or named by the user. It reports on the
+// cluster's TLSReady condition.
+package certificates
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,74 +18,49 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
-	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// The only Secret the operator writes is <cluster>-root-applied (recordApplied), with Create
-// and Update; Kubernetes cannot narrow create to names, docs/install.md says why it is needed.
-// Certificates are created and corrected with Update; their owner reference deletes them
-// (delete is granted for OwnerReferencesPermissionEnforcement, see cluster_controller.go).
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// Certificates are created and corrected with Update; their owner reference deletes them, not
+// the operator (as Services are: see children/services); delete stays granted because the
+// admission plugin OwnerReferencesPermissionEnforcement lets only who may delete an object set
+// its owner references. Secrets are only read here (children/auth writes the one it owns).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
 
-// problem is why something the cluster needs is not in place: a condition reason and a
-// message that names the object, the spec field and the fix.
-type problem struct{ reason, message string }
-
-func problemf(reason, format string, args ...any) *problem {
-	return &problem{reason: reason, message: fmt.Sprintf(format, args...)}
+// Component keeps the Certificates and checks the certificate Secrets.
+type Component struct {
+	objects  kit.Objects
+	recorder events.EventRecorder
+	// clusterDomain is the Kubernetes cluster's DNS domain, for the fully qualified names in
+	// certificates; cluster.local when empty.
+	clusterDomain string
 }
 
-// secureStep is step behind the gates of TLS and auth: no member is created before its
-// certificates and the root password are readable (a Pod without its Secrets cannot start,
-// and a cluster meant to have auth must not serve without it), auth is enabled as soon as a
-// quorum of voters is healthy, and root's password is rotated once the cluster is at rest.
-func (r *ClusterReconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	if err := r.ensureTLS(ctx, c); err != nil {
-		return false, err
-	}
-	if err := r.authGate(ctx, c); err != nil {
-		return false, err
-	}
-	if err := r.reportRefusedLogin(ctx, c, v); err != nil {
-		return false, err
-	}
-	// Auth goes on as soon as a quorum answers, before any other step: until then members
-	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
-	if etcdaccess.AuthWanted(c) && !c.Status.AuthEnabled && v.reachable {
-		if err := r.ensureAuth(ctx, c, v); err != nil {
-			return false, err
-		}
-		if c.Status.AuthEnabled {
-			return true, nil
-		}
-	}
-	progressed, err := r.step(ctx, c, v)
-	if err != nil || progressed {
-		return progressed, err
-	}
-	return false, r.ensureAuth(ctx, c, v)
+// New is the component over the cluster's child objects, recording its events with recorder
+// (nil in tests).
+func New(objects kit.Objects, recorder events.EventRecorder, clusterDomain string) *Component {
+	return &Component{objects: objects, recorder: recorder, clusterDomain: clusterDomain}
 }
 
-// ensureTLS creates the cert-manager Certificates spec.tls asks for and checks that every
+// Sync creates the cert-manager Certificates spec.tls asks for and checks that every
 // certificate Secret exists with valid keys. It records TLSReady. Only a Secret that is
 // missing or unusable holds the cluster back (a kit.Waiting, which keeps members from being
 // created and requeues): the certificates are per cluster (wildcards over the members), so
 // healing, scaling and rolling need no new certificate and go on while an issuer is broken.
-// Such a problem only stops renewal, and TLSReady says so.
-func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// Such a problem only stops renewal, and TLSReady says so. It depends on no fact of the view.
+func (t *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, _ kit.Facts) error {
 	if c.Spec.TLS == nil {
 		return nil
 	}
-	p, blocking, err := r.tlsProblem(ctx, c)
+	p, blocking, err := t.tlsProblem(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -94,11 +72,11 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 			cond.Message += "; " + issuedStillInUse
 		}
 	}
-	if err := r.setCondition(ctx, c, cond); err != nil {
+	if err := kit.SetCondition(ctx, t.objects.Client, t.recorder, c, cond); err != nil {
 		return err
 	}
 	if p != nil && blocking {
-		return waitFor(p.reason, "%s", p.message)
+		return kit.Waiting{Reason: p.reason, Message: p.message}
 	}
 	return nil
 }
@@ -106,17 +84,25 @@ func (r *ClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1.EtcdCluster
 // issuedStillInUse ends TLSReady's message when the issuer fails but every Secret is usable.
 const issuedStillInUse = "the certificates already issued stay in use: members are still healed, scaled and restarted with them; only a new issue or renewal waits for the fix"
 
+// problem is why something the cluster needs is not in place: a condition reason and a
+// message that names the object, the spec field and the fix.
+type problem struct{ reason, message string }
+
+func problemf(reason, format string, args ...any) *problem {
+	return &problem{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
 // tlsProblem is the first thing missing for TLS, and whether it blocks the cluster (a Secret
 // the members or the operator need is missing or unusable) or only the issuing of new
 // certificates. Every Certificate is asked for before any Secret is checked, so that
 // cert-manager issues them all at once. When a Secret is missing because its issuer is
 // broken, the issuer is named: it is what needs the fix.
-func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
-	issued := specs.Certificates(c, r.ClusterDomain)
+func (t *Component) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
+	issued := specs.Certificates(c, t.clusterDomain)
 	certs := make([]*unstructured.Unstructured, len(issued))
 	var issuing *problem
 	for i, ic := range issued {
-		ip, err := r.checkIssuer(ctx, c, ic)
+		ip, err := t.checkIssuer(ctx, c, ic)
 		if err != nil {
 			return nil, false, err
 		}
@@ -124,7 +110,7 @@ func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluste
 			issuing = firstProblem(issuing, ip)
 			continue
 		}
-		have, cp, err := r.applyCertificate(ctx, c, ic)
+		have, cp, err := t.applyCertificate(ctx, c, ic)
 		if err != nil {
 			return nil, false, err
 		}
@@ -146,7 +132,7 @@ func (r *ClusterReconciler) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluste
 		if i < len(certs) {
 			cert = certs[i]
 		}
-		sp, err := r.checkTLSSecret(ctx, c, s, cert)
+		sp, err := t.checkTLSSecret(ctx, c, s, cert)
 		if err != nil {
 			return nil, false, err
 		}
@@ -192,7 +178,7 @@ func certManagerMissing(field string) *problem {
 
 // checkIssuer requires the issuer to exist and be Ready: cert-manager would leave the
 // Certificate pending otherwise, and the user needs to know which object to fix.
-func (r *ClusterReconciler) checkIssuer(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*problem, error) {
+func (t *Component) checkIssuer(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*problem, error) {
 	gvk := specs.IssuerGVKFor(ic.Issuer)
 	key := types.NamespacedName{Name: ic.Issuer.Name}
 	where := "ClusterIssuer " + ic.Issuer.Name
@@ -202,7 +188,7 @@ func (r *ClusterReconciler) checkIssuer(ctx context.Context, c *etcdv1.EtcdClust
 	}
 	issuer := &unstructured.Unstructured{}
 	issuer.SetGroupVersionKind(gvk)
-	err := r.Get(ctx, key, issuer)
+	err := t.objects.Client.Get(ctx, key, issuer)
 	switch {
 	case meta.IsNoMatchError(err):
 		return certManagerMissing(ic.IssuerField), nil
@@ -235,36 +221,45 @@ func certManagerReady(u *unstructured.Unstructured) (bool, string) {
 
 // applyCertificate creates the Certificate, or brings the fields the operator sets back to
 // what the builder says (an operator upgrade may add a name), leaving cert-manager's own.
-func (r *ClusterReconciler) applyCertificate(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*unstructured.Unstructured, *problem, error) {
+func (t *Component) applyCertificate(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*unstructured.Unstructured, *problem, error) {
 	want := ic.Object
 	have := &unstructured.Unstructured{}
 	have.SetGroupVersionKind(specs.CertificateGVK)
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	err := t.objects.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case meta.IsNoMatchError(err):
 		return nil, certManagerMissing(ic.IssuerField), nil
 	case apierrors.IsNotFound(err):
-		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
-			return nil, nil, err
-		}
-		if err := r.Create(ctx, want); err != nil {
-			if kit.IsRefusal(err) {
-				return nil, problemf(etcdv1.ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
-			}
-			return nil, nil, client.IgnoreAlreadyExists(err)
-		}
-		r.eventAbout(ctx, c, want, corev1.EventTypeNormal, etcdv1.ReasonCertificateCreated, "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
-		return want, nil, nil
+		return t.createCertificate(ctx, c, ic)
 	case err != nil:
 		return nil, nil, err
 	}
 	if !metav1.IsControlledBy(have, c) {
 		return nil, problemf(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
 	}
-	return have, nil, r.correctCertificate(ctx, have, want)
+	return have, nil, t.correctCertificate(ctx, have, want)
 }
 
-func (r *ClusterReconciler) correctCertificate(ctx context.Context, have, want *unstructured.Unstructured) error {
+// createCertificate creates the Certificate controlled by the cluster, with an event that
+// names it as the related object: the events API folds events that differ only by the object
+// they are about into one series that keeps the first message ("created Certificate
+// db-server-tls (x2)" for three Certificates).
+func (t *Component) createCertificate(ctx context.Context, c *etcdv1.EtcdCluster, ic specs.IssuedCertificate) (*unstructured.Unstructured, *problem, error) {
+	want := ic.Object
+	if err := controllerutil.SetControllerReference(c, want, t.objects.Client.Scheme()); err != nil {
+		return nil, nil, err
+	}
+	if err := t.objects.Client.Create(ctx, want); err != nil {
+		if kit.IsRefusal(err) {
+			return nil, problemf(etcdv1.ReasonObjectRefused, "the API server refused Certificate %s: %v", want.GetName(), err), nil
+		}
+		return nil, nil, client.IgnoreAlreadyExists(err)
+	}
+	kit.Emit(ctx, t.recorder, c, want, corev1.EventTypeNormal, etcdv1.ReasonCertificateCreated, "CreateCertificate", "created Certificate %s, issued by %s %s", want.GetName(), specs.IssuerGVKFor(ic.Issuer).Kind, ic.Issuer.Name)
+	return want, nil, nil
+}
+
+func (t *Component) correctCertificate(ctx context.Context, have, want *unstructured.Unstructured) error {
 	spec, _, _ := unstructured.NestedMap(have.Object, "spec")
 	wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
 	if spec == nil {
@@ -282,14 +277,14 @@ func (r *ClusterReconciler) correctCertificate(ctx context.Context, have, want *
 	if err := unstructured.SetNestedMap(have.Object, spec, "spec"); err != nil {
 		return err
 	}
-	return ignoreConflict(r.Update(ctx, have))
+	return kit.IgnoreConflict(t.objects.Client.Update(ctx, have))
 }
 
 // checkTLSSecret requires the Secret with parseable keys. For an issued Secret, cert (the
 // Certificate) explains a missing Secret: cert-manager has not issued it yet, or why not.
-func (r *ClusterReconciler) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s tlsSecret, cert *unstructured.Unstructured) (*problem, error) {
+func (t *Component) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s tlsSecret, cert *unstructured.Unstructured) (*problem, error) {
 	secret := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.name}, secret)
+	err := t.objects.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.name}, secret)
 	if apierrors.IsNotFound(err) {
 		if cert != nil {
 			if ok, why := certManagerReady(cert); !ok {
@@ -334,53 +329,4 @@ func secretKeysProblem(secret *corev1.Secret, s tlsSecret) *problem {
 		return problemf(etcdv1.ReasonSecretInvalid, "Secret %s (%s): ca.crt holds no PEM certificate", s.name, s.source)
 	}
 	return nil
-}
-
-// setCondition records one of the cluster's TLSReady or AuthReady conditions at once, with an
-// event when it changes, so the user sees why the cluster waits. Nothing is written while the
-// condition stays the same.
-func (r *ClusterReconciler) setCondition(ctx context.Context, c *etcdv1.EtcdCluster, cond metav1.Condition) error {
-	cond.ObservedGeneration = c.Generation
-	old := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
-	news := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
-	if !news && old.ObservedGeneration == cond.ObservedGeneration {
-		return nil
-	}
-	before := c.DeepCopy()
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return ignoreConflict(err)
-	}
-	if news {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		r.event(ctx, c, eventType, cond.Reason, cond.Type, "%s", cond.Message)
-	}
-	return nil
-}
-
-// clustersForSecret maps a Secret to the clusters that use it, so that a Secret created or
-// renewed (by the user or cert-manager) lets a waiting cluster proceed at once.
-func (r *ClusterReconciler) clustersForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &etcdv1.EtcdClusterList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if usesSecret(&list.Items[i], obj.GetName()) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
-}
-
-func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
-	names := kit.ClientSecretNames(c)
-	if specs.PeerSecretTLS(c) {
-		names = append(names, specs.PeerSecretName(c))
-	}
-	return slices.Contains(names, name)
 }
