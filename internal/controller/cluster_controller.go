@@ -95,9 +95,8 @@ func (r *ClusterReconciler) now() time.Time {
 // operator may not have (someone else's, refused by the API server) comes back as degraded,
 // for the status, and the rest still runs; any other error stops the reconcile.
 func (r *ClusterReconciler) ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (degraded, err error) {
-	voters, _ := v.voters()
 	for _, comp := range r.children().Policies {
-		if err := comp.Sync(ctx, c, kit.Facts{Voters: voters}); err != nil {
+		if err := comp.Sync(ctx, c, v.childFacts()); err != nil {
 			if !isDegradedWait(err) {
 				return nil, err
 			}
@@ -147,7 +146,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// Growing volumes changes no membership: it is no step, and needs no quorum. Its
 		// failure is retried as a step's is.
 		var growErr error
-		view.volumes, growErr = r.growVolumes(ctx, cluster, view)
+		view.volumes, growErr = r.children().Volumes.Sync(ctx, cluster, view.childFacts())
 		stepErr = firstErr(stepErr, growErr)
 	}
 	degraded, err := r.ensurePolicies(ctx, cluster, view)
@@ -175,7 +174,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // tendPVCs sets the members' PVCs' owners per the retention policy and releases the kept
 // data of discarded members whose time has come: neither needs etcd nor is a step.
 func (r *ClusterReconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if err := r.ownPVCsPerPolicy(ctx, c, v.pvcs); err != nil {
+	if err := r.children().Retention.Sync(ctx, c, v.childFacts()); err != nil {
 		return err
 	}
 	return r.releaseDiscardedData(ctx, c, v)
@@ -196,7 +195,7 @@ func (r *ClusterReconciler) beforeLook(ctx context.Context, req ctrl.Request, c 
 		r.forgetCluster(req.NamespacedName)
 		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
 		// retained are released first.
-		return true, r.finalizeCluster(ctx, c)
+		return true, r.children().Retention.Finalize(ctx, c)
 	}
 	if c.ReconcileSuspended() {
 		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
@@ -254,7 +253,7 @@ func (r *ClusterReconciler) closeView(key types.NamespacedName, v *clusterView) 
 
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.
 func (r *ClusterReconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	if err := r.ensureRetention(ctx, c); err != nil {
+	if err := r.children().Retention.Mark(ctx, c); err != nil {
 		return err
 	}
 	return r.ensureIdentity(ctx, c)

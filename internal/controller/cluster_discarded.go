@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 )
 
 // The data a quorum-loss recovery discards is kept, not deleted: a recovery from one member
@@ -37,7 +38,7 @@ func discardedData(pvc *corev1.PersistentVolumeClaim) bool {
 // collection of the cluster, whatever its retention policy, leaves the salvage copy. True
 // when it changed the PVC, which the caller then writes.
 func markDiscarded(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, now time.Time) bool {
-	changed := dropOurOwners(c, pvc)
+	changed := retention.DropClusterOwners(c, pvc)
 	if discardedData(pvc) {
 		return changed
 	}

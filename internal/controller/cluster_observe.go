@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -62,8 +63,15 @@ type clusterView struct {
 	// nodeLoss are the members etcd lists that do not answer and whose data is pinned to a
 	// Node that no longer exists (observeNodeLoss), by name.
 	nodeLoss map[string]lostNode
-	// volumes is the VolumesResized condition growVolumes decided; nil leaves it as it is.
+	// volumes is the VolumesResized condition the volumes component decided; nil leaves it
+	// as it is.
 	volumes *metav1.Condition
+}
+
+// childFacts are what the components under children are given of the view.
+func (v *clusterView) childFacts() kit.Facts {
+	voters, _ := v.voters()
+	return kit.Facts{Voters: voters, Members: v.members, PVCs: v.pvcs}
 }
 
 // answeredNot: a client was opened and no member answered through it.

@@ -17,68 +17,6 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
 
-func vol(name, spec, requested, capacity string) volumeFacts {
-	f := volumeFacts{member: name, specSize: resource.MustParse(spec)}
-	if requested != "" {
-		f.hasPVC, f.requested = true, resource.MustParse(requested)
-	}
-	if capacity != "" {
-		f.capacity = resource.MustParse(capacity)
-	}
-	return f
-}
-
-func TestPlanVolumes(t *testing.T) {
-	expandable := classFacts{name: "local", found: true, expandable: true}
-	fixed := classFacts{name: "fixed", found: true}
-	pending := vol("b", "2Gi", "2Gi", "1Gi")
-	pending.resizePending = true
-	for _, tc := range []struct {
-		name       string
-		want       string
-		class      classFacts
-		vols       []volumeFacts
-		grow       string // members, comma-separated
-		reason     string // "" when no condition
-		status     metav1.ConditionStatus
-		inMessages []string
-	}{
-		{"at size", "1Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, []string{"every member's PVC holds 1Gi"}},
-		{"the same size written differently", "1024Mi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
-		{"grown on an expandable class: every member moves", "2Gi", expandable, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "a,b", etcdv1.ReasonVolumesExpanding, metav1.ConditionFalse, []string{"to 2Gi", "a (1Gi), b (1Gi)"}},
-		{"asked, the volume not grown yet", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "1Gi"), vol("b", "2Gi", "2Gi", "2Gi")}, "", etcdv1.ReasonVolumesExpanding, metav1.ConditionFalse, []string{"a (1Gi)"}},
-		{"grown, waiting for the Pod to grow the filesystem", "2Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), pending}, "", etcdv1.ReasonFileSystemResizePending, metav1.ConditionFalse, []string{"volumes of b", "delete each member's Pod"}},
-		{"a class without expansion: nobody moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("b", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"StorageClass fixed does not allow volume expansion", "keep their 1Gi volumes", "allowVolumeExpansion: true"}},
-		{"a class without expansion: a member without a PVC yet still moves", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi"), vol("c", "1Gi", "", "")}, "c", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, nil},
-		{"no class on the PVCs", "2Gi", classFacts{}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonExpansionNotAllowed, metav1.ConditionFalse, []string{"no StorageClass"}},
-		{"the class is gone", "2Gi", classFacts{name: "gone"}, []volumeFacts{vol("a", "1Gi", "1Gi", "1Gi")}, "", etcdv1.ReasonStorageClassNotFound, metav1.ConditionFalse, []string{"StorageClass gone does not exist"}},
-		{"a new member's PVC is pending at the new size", "2Gi", fixed, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi"), vol("d", "2Gi", "2Gi", "")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
-		{"no PVC yet: no condition", "2Gi", fixed, []volumeFacts{vol("a", "1Gi", "", "")}, "a", "", "", nil},
-		{"a smaller spec never shrinks a member", "1Gi", expandable, []volumeFacts{vol("a", "2Gi", "2Gi", "2Gi")}, "", etcdv1.ReasonVolumesAsRequested, metav1.ConditionTrue, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			plan := planVolumes(resource.MustParse(tc.want), tc.class, tc.vols)
-			if got := strings.Join(plan.grow, ","); got != tc.grow {
-				t.Errorf("grow = %q, want %q", got, tc.grow)
-			}
-			if tc.reason == "" {
-				if plan.cond != nil {
-					t.Fatalf("condition %+v, want none", plan.cond)
-				}
-				return
-			}
-			if plan.cond == nil || plan.cond.Reason != tc.reason || plan.cond.Status != tc.status || plan.cond.Type != etcdv1.ConditionVolumesResized {
-				t.Fatalf("condition %+v, want %s %s", plan.cond, tc.status, tc.reason)
-			}
-			for _, part := range tc.inMessages {
-				if !strings.Contains(plan.cond.Message, part) {
-					t.Errorf("message %q does not say %q", plan.cond.Message, part)
-				}
-			}
-		})
-	}
-}
-
 // The member controller raises a bound PVC's request to the member's size, never lowers it,
 // and leaves an unbound claim alone (the apiserver refuses changes to it).
 func TestGrowPVC(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
@@ -386,6 +387,33 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 	return client.IgnoreNotFound(err)
 }
 
+// keepPVCOfDeletedCluster is the member finalizer's part of whenDeleted Retain: when the
+// member goes because its cluster is being deleted (a foreground deletion removes members
+// first), its PVC is released before garbage collection can take it. A member a quorum-loss
+// recovery was discarding keeps its PVC as discarded data under either policy: the salvage
+// copy is not the cluster's data, and goes only when a person deletes it.
+func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); err != nil {
+		// Gone: its own finalizer released the PVCs first, if it was to keep them.
+		return client.IgnoreNotFound(err)
+	}
+	if m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true" || m.Annotations[etcdv1.AnnotationDiscard] == "true" {
+		return r.keepDiscardedPVC(ctx, c, m)
+	}
+	if !retention.Retains(c) {
+		return nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, err := retention.Release(ctx, r.Client, c, pvc); err != nil {
+		return fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
+	}
+	return nil
+}
+
 // keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards (markDiscarded):
 // annotated as discarded data, with the member's identity annotations as they are, and owned
 // by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
@@ -408,16 +436,17 @@ func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdC
 	return nil
 }
 
-// rescuePVC takes the member off the PVC's owners (ownPVCPerPolicy), so garbage collection
-// of the member does not take the data with it. A PVC that is not the member's is not
-// touched: under whenDeleted Delete, ownPVCPerPolicy would make the cluster its controller.
+// rescuePVC takes the member off the PVC's owners (retention.OwnPerPolicy), so garbage
+// collection of the member does not take the data with it. A PVC that is not the member's is
+// not touched: under whenDeleted Delete, retention.OwnPerPolicy would make the cluster its
+// controller.
 func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
 		return err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
-	if changed, err := ownPVCPerPolicy(c, pvc, r.Scheme()); err != nil || !changed {
+	if changed, err := retention.OwnPerPolicy(c, pvc, r.Scheme()); err != nil || !changed {
 		return err
 	}
 	return r.Patch(ctx, pvc, patch)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -39,8 +40,8 @@ var errDataLost = errors.New("data lost")
 // The PVC is never owned by the EtcdMember: with the member as owner, `kubectl delete
 // etcdmember --cascade=foreground` (or any deletion whose garbage collection wins the race
 // with the member's finalizer) would take the data. Who owns it follows the cluster's
-// retention policy (ownPVCPerPolicy). The member's finalizer deletes the PVC itself, and only
-// at the end of a deliberate removal from etcd.
+// retention policy (retention.OwnPerPolicy). The member's finalizer deletes the PVC itself,
+// and only at the end of a deliberate removal from etcd.
 func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
@@ -49,7 +50,7 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 			return errors.Join(errDataLost, err)
 		}
 		want := specs.PVC(c, m)
-		if _, err := ownPVCPerPolicy(c, want, r.Scheme()); err != nil {
+		if _, err := retention.OwnPerPolicy(c, want, r.Scheme()); err != nil {
 			return err
 		}
 		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -68,14 +69,14 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 		return err
 	}
 	patch := client.MergeFrom(have.DeepCopy())
-	changed, err := ownPVCPerPolicy(c, have, r.Scheme())
+	changed, err := retention.OwnPerPolicy(c, have, r.Scheme())
 	if err != nil {
 		return err
 	}
 	if recordIdentity(have, m) {
 		changed = true
 	}
-	if recordDataVersion(have, m) {
+	if retention.RecordDataVersion(have, m) {
 		changed = true
 	}
 	if changed {

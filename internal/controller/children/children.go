@@ -1,13 +1,14 @@
 // Package children keeps the objects an EtcdCluster owns besides its members, one package a
-// kind (services, pdb, networkpolicy, certificates, auth), each behind Component, as etcd-druid
-// does with its components. The cluster reconciler decides when each runs; a component only brings its
-// objects to what internal/specs builds for the cluster, and reads nothing of the cluster's
-// state but the Facts it is given.
+// kind (services, pdb, networkpolicy, certificates, auth, and the members' PVCs: retention,
+// volumes), each behind Component, as etcd-druid does with its components. The cluster
+// reconciler decides when each runs; a component only brings its objects to what the cluster
+// asks for, and reads nothing of the cluster's state but the Facts it is given.
 package children
 
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -15,7 +16,9 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/certificates"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/networkpolicy"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/pdb"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/services"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/volumes"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
@@ -23,13 +26,36 @@ import (
 // creates, updates and, where the spec turns the kind off, deletes them. An object of the
 // kind that the cluster does not control, or that the API server refuses, comes back as a
 // degraded kit.Waiting (NameConflict, ObjectRefused); Kubernetes deletes the rest with the
-// cluster through their owner references, so there is no Delete.
+// cluster through their owner references, so there is no Delete (the PVCs, which may have to
+// outlive the cluster, are the exception: PVCKeeper).
 type Component interface {
 	Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) error
 }
 
+// PVCKeeper is the component of the members' PVCs' ownership. They are the one child object
+// that must outlive the cluster (whenDeleted Retain), so besides Sync, which sets their
+// owners per the policy, it keeps the cluster's retention finalizer in line with the policy
+// (Mark) and releases the PVCs as the cluster goes (Finalize): the Delete the other kinds
+// leave to garbage collection.
+type PVCKeeper interface {
+	Component
+	Mark(ctx context.Context, c *etcdv1.EtcdCluster) error
+	Finalize(ctx context.Context, c *etcdv1.EtcdCluster) error
+}
+
+// Reporter is Component with one result more, for a component whose progress a condition of
+// the cluster's status tells (the volumes' VolumesResized): the status has one writer, the
+// cluster reconciler, so Sync hands the condition back for it to set instead of writing it;
+// nil leaves the condition as it is.
+type Reporter interface {
+	Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) (*metav1.Condition, error)
+}
+
 // Set is the cluster's components, by the place the reconciler runs them.
 type Set struct {
+	// Retention marks the cluster before any look at it and finalizes it as it goes; its
+	// Sync follows the observed PVCs, before any step.
+	Retention PVCKeeper
 	// Services go before the members are observed: members need their DNS names.
 	Services Component
 	// Certificates go first among the gates before the step list: no member is created
@@ -44,13 +70,17 @@ type Set struct {
 	Auth *auth.Component
 	// Policies (the PodDisruptionBudget, then the NetworkPolicy) follow the observed voters.
 	Policies []Component
+	// Volumes run after the step, whatever it did (growing changes no membership and needs
+	// no quorum), and like it not while a Service is blocked.
+	Volumes Reporter
 }
 
 // Options are what the components are built over.
 type Options struct {
 	// Objects reads and writes the cluster's child objects.
 	Objects kit.Objects
-	// Recorder records the certificates' and auth's events; nil in tests.
+	// Recorder records the certificates', auth's, retention's and the volumes' events; nil in
+	// tests.
 	Recorder events.EventRecorder
 	// OperatorNamespace is where the operator runs, which the NetworkPolicy admits.
 	OperatorNamespace string
@@ -62,11 +92,13 @@ type Options struct {
 func New(o Options) Set {
 	np := networkpolicy.New(o.Objects, o.OperatorNamespace)
 	return Set{
+		Retention:     retention.New(o.Objects, o.Recorder),
 		Services:      services.New(o.Objects),
 		Certificates:  certificates.New(o.Objects, o.Recorder, o.ClusterDomain),
 		NetworkPolicy: np,
 		Auth:          auth.New(o.Objects, o.Recorder),
 		Policies:      []Component{pdb.New(o.Objects), np},
+		Volumes:       volumes.New(o.Objects, o.Recorder),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +98,14 @@ type Facts struct {
 	// AuthReady, since the cluster then only looks unreachable. It is a fact of the view
 	// because only the look at etcd learns it.
 	LoginRefused bool
+	// Members are the cluster's EtcdMembers and PVCs its members' PersistentVolumeClaims by
+	// name, as the reconcile observed them. The PVC components need them: retention sets the
+	// PVCs' owners, volumes compares their sizes with the members' and moves the members' to
+	// the cluster's; a list of their own would cost reads and could see another moment than
+	// the steps did. Members are the view's own: what a component writes to one, the rest of
+	// the reconcile sees.
+	Members []*etcdv1.EtcdMember
+	PVCs    map[string]*corev1.PersistentVolumeClaim
 }
 
 // Objects reads and writes a cluster's child objects: through the cache-backed Client and,

@@ -1,4 +1,13 @@
-package controller
+// Package volumes grows an EtcdCluster's members' volumes when spec.storage.size grows, and
+// says how far they are in the VolumesResized condition.
+//
+// A larger spec.storage.size reaches the members through their EtcdMembers' spec: the
+// member controller raises its PVC's request to it (Kubernetes and the storage driver expand
+// the volume online, etcd keeps running), and a tmpfs member's Pod gets the new size limit
+// through the rolling restart. A PVC can grow only when its StorageClass allows expansion:
+// otherwise no member is touched (nothing half-applied) and the VolumesResized condition says
+// why and what to do; members created later get the new size.
+package volumes
 
 import (
 	"context"
@@ -11,18 +20,28 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
-// A larger spec.storage.size reaches the members through their EtcdMembers' spec: the
-// member controller raises its PVC's request to it (Kubernetes and the storage driver expand
-// the volume online, etcd keeps running), and a tmpfs member's Pod gets the new size limit
-// through the rolling restart. A PVC can grow only when its StorageClass allows expansion:
-// otherwise no member is touched (nothing half-applied) and the VolumesResized condition says
-// why and what to do; members created later get the new size.
+// The StorageClass says whether the volumes may grow; the members' spec.storage.size is what
+// this component writes (the member controller then asks its PVC to grow).
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+
+// Component moves the members' sizes to the cluster's.
+type Component struct {
+	objects  kit.Objects
+	recorder events.EventRecorder
+}
+
+// New is the component over the cluster's child objects, recording its events with recorder
+// (none when nil).
+func New(objects kit.Objects, recorder events.EventRecorder) *Component {
+	return &Component{objects: objects, recorder: recorder}
+}
 
 // volumeFacts is what the growth decision knows of one member.
 type volumeFacts struct {
@@ -136,10 +155,10 @@ func smallestRequest(vols []volumeFacts) resource.Quantity {
 	return least
 }
 
-// volumeFactsOf reads each live member's size and PVC from the view.
-func volumeFactsOf(v *clusterView) []volumeFacts {
-	out := make([]volumeFacts, 0, len(v.members))
-	for _, m := range v.members {
+// volumeFactsOf reads each live member's size and PVC from the facts.
+func volumeFactsOf(facts kit.Facts) []volumeFacts {
+	out := make([]volumeFacts, 0, len(facts.Members))
+	for _, m := range facts.Members {
 		if !m.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -147,7 +166,7 @@ func volumeFactsOf(v *clusterView) []volumeFacts {
 		if m.Spec.Storage.Size != nil {
 			f.specSize = *m.Spec.Storage.Size
 		}
-		if pvc := v.pvcs[m.Name]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
+		if pvc := facts.PVCs[m.Name]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
 			f.hasPVC = true
 			f.requested = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 			f.capacity = pvc.Status.Capacity[corev1.ResourceStorage]
@@ -169,10 +188,10 @@ func pvcCondition(pvc *corev1.PersistentVolumeClaim, t corev1.PersistentVolumeCl
 
 // classOf looks up the StorageClass of the cluster's PVCs (the one the apiserver resolved at
 // creation), or the spec's when no PVC names one.
-func (r *ClusterReconciler) classOf(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (classFacts, error) {
+func (g *Component) classOf(ctx context.Context, c *etcdv1.EtcdCluster, observed kit.Facts) (classFacts, error) {
 	var facts classFacts
-	for _, m := range v.members {
-		if pvc := v.pvcs[m.Name]; pvc != nil && pvc.Spec.StorageClassName != nil {
+	for _, m := range observed.Members {
+		if pvc := observed.PVCs[m.Name]; pvc != nil && pvc.Spec.StorageClassName != nil {
 			facts.name = *pvc.Spec.StorageClassName
 			break
 		}
@@ -184,7 +203,7 @@ func (r *ClusterReconciler) classOf(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return facts, nil
 	}
 	class := &storagev1.StorageClass{}
-	err := r.Get(ctx, types.NamespacedName{Name: facts.name}, class)
+	err := g.objects.Client.Get(ctx, types.NamespacedName{Name: facts.name}, class)
 	if apierrors.IsNotFound(err) {
 		return facts, nil
 	}
@@ -196,24 +215,29 @@ func (r *ClusterReconciler) classOf(ctx context.Context, c *etcdv1.EtcdCluster, 
 	return facts, nil
 }
 
-// growVolumes moves the members' spec.storage.size to the cluster's when it grew, and
-// returns the VolumesResized condition (nil for tmpfs clusters, and before any PVC exists).
-func (r *ClusterReconciler) growVolumes(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (*metav1.Condition, error) {
+// Sync moves the members' spec.storage.size to the cluster's when it grew, and returns the
+// VolumesResized condition (nil for tmpfs clusters, and before any PVC exists) for the
+// cluster's status, which only the cluster reconciler writes.
+func (g *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, observed kit.Facts) (*metav1.Condition, error) {
 	if c.Spec.Storage.Size == nil {
 		return nil, nil
 	}
 	want := *c.Spec.Storage.Size
-	facts := volumeFactsOf(v)
+	facts := volumeFactsOf(observed)
 	class := classFacts{found: true, expandable: true} // tmpfs: a Pod's size limit can always grow
 	if c.Spec.Storage.Medium != etcdv1.StorageMediumMemory && needsExpansion(want, facts) {
 		var err error
-		if class, err = r.classOf(ctx, c, v); err != nil {
+		if class, err = g.classOf(ctx, c, observed); err != nil {
 			return nil, err
 		}
 	}
 	plan := planVolumes(want, class, facts)
+	members := make(map[string]*etcdv1.EtcdMember, len(observed.Members))
+	for _, m := range observed.Members {
+		members[m.Name] = m
+	}
 	for _, name := range plan.grow {
-		if err := r.setMemberSize(ctx, c, memberNamed(v.members, name), want); err != nil {
+		if err := g.setMemberSize(ctx, c, members[name], want); err != nil {
 			return plan.cond, err
 		}
 	}
@@ -233,16 +257,16 @@ func needsExpansion(want resource.Quantity, facts []volumeFacts) bool {
 	return false
 }
 
-func (r *ClusterReconciler) setMemberSize(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, size resource.Quantity) error {
+func (g *Component) setMemberSize(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, size resource.Quantity) error {
 	from := "unset"
 	if m.Spec.Storage.Size != nil {
 		from = m.Spec.Storage.Size.String()
 	}
 	patch := client.MergeFrom(m.DeepCopy())
 	m.Spec.Storage.Size = &size
-	if err := r.Patch(ctx, m, patch); err != nil {
+	if err := g.objects.Client.Patch(ctx, m, patch); err != nil {
 		return kit.IgnoreConflict(err)
 	}
-	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
+	kit.Emit(ctx, g.recorder, c, m, corev1.EventTypeNormal, etcdv1.ReasonGrowingVolume, "GrowVolume", "member %s: storage size %s -> %s", m.Name, from, size.String())
 	return nil
 }
