@@ -86,47 +86,58 @@ func (r *Reconciler) now() metav1.Time {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags/status,verbs=get;update;patch
 
-// Reconcile takes one EtcdDefrag one member further.
+// Reconcile takes one EtcdDefrag one member further, and says at V(1) which step it took and
+// why: the member it defragments, skips or leads away from, or what the pass waits for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &etcdv1.EtcdDefrag{}
 	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, d.Namespace, d.Spec.ClusterRef.Name)
+	step, res, err := r.advance(ctx, d)
+	step.Facts = append(step.Facts, "phase", d.Status.Phase, "requeueAfter", res.RequeueAfter.String())
+	step.Log(ctx, err)
+	return res, err
+}
+
+// advance takes the pass one step: it expires a finished pass, or waits for the cluster, its
+// turn and its members, or takes the next member.
+func (r *Reconciler) advance(ctx context.Context, d *etcdv1.EtcdDefrag) (kit.Step, ctrl.Result, error) {
 	if finished(d) {
 		return r.expire(ctx, d)
 	}
 	c := &etcdv1.EtcdCluster{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}, c)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s does not exist", d.Spec.ClusterRef.Name))
+		return r.finish(ctx, d, etcdv1.EtcdDefragPhaseFailed, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s does not exist", d.Spec.ClusterRef.Name))
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "getCluster"}, ctrl.Result{}, err
 	}
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}
 	if !r.turns.take(key) {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return kit.Step{Name: "waitForTurn", Why: kit.Waiting{Reason: etcdv1.ReasonAnotherPassRunning, Message: "another pass of this cluster has its turn; one pass at a time"}},
+			ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	defer r.turns.give(key)
 	if other, err := r.runningPass(ctx, d); err != nil || other != "" {
 		if err != nil {
-			return ctrl.Result{}, err
+			return kit.Step{Name: "listPasses"}, ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonAnotherPassRunning, fmt.Sprintf("EtcdDefrag %s is defragmenting this cluster; one pass at a time", other))
+		return r.wait(ctx, d, etcdv1.ReasonAnotherPassRunning, fmt.Sprintf("EtcdDefrag %s is defragmenting this cluster; one pass at a time", other), 5*time.Second)
 	}
 	names, err := r.memberNames(ctx, c)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "listMembers"}, ctrl.Result{}, err
 	}
 	if len(names) == 0 {
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.wait(ctx, d, etcdv1.ReasonNoRunningMember, "the cluster has no running member (paused or not bootstrapped)")
+		return r.wait(ctx, d, etcdv1.ReasonNoRunningMember, "the cluster has no running member (paused or not bootstrapped)", 10*time.Second)
 	}
 	return r.step(ctx, d, c, names)
 }
 
 // step looks at etcd and gives the next member its outcome.
-func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.EtcdCluster, names []string) (ctrl.Result, error) {
+func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.EtcdCluster, names []string) (kit.Step, ctrl.Result, error) {
 	endpointOf := func(name string) string { return specs.ClientURL(c, name) }
 	endpoints := make([]string, 0, len(names))
 	for _, n := range names {
@@ -134,31 +145,38 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 	}
 	cli, err := r.NewClient(ctx, c, endpoints)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
+		return r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error(), 5*time.Second)
 	}
 	defer func() { _ = cli.Close() }()
 	view, err := defragplan.Look(ctx, cli, names, endpointOf)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error())
+		return r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error(), 5*time.Second)
 	}
+	seen := []any{"members", len(names), "healthyVoters", view.HealthyVoters, "voters", view.Voters, "leader", etcd.FormatID(view.Leader)}
 	if r.start(d, names) {
 		r.event(ctx, d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)
-		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
+		return kit.Step{Name: "start", Changed: true, Facts: seen}, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
 	}
 	name, ok := defragplan.NextMember(d.Status.Members, view)
 	if !ok {
-		return ctrl.Result{}, r.complete(ctx, d)
+		return r.complete(ctx, d)
 	}
 	v := defragplan.Decide(d.Spec.Rule, view, name)
+	seen = append(seen, "member", name, "verdictReason", v.Reason, "verdict", v.Message)
 	if v.MoveLeader {
-		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.moveLeader(ctx, cli, d, view, name)
+		return kit.Step{Name: "moveLeader", Changed: true, Facts: seen}, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.moveLeader(ctx, cli, d, view, name)
 	}
 	row := r.process(ctx, cli, view, name, v)
 	setRow(d, row)
 	if row.Outcome == etcdv1.DefragOutcomeDefragmented {
 		d.Status.Defragmented++
 	}
-	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
+	taken := kit.Step{Name: "defragment", Changed: true, Facts: append(seen, "outcome", row.Outcome, "role", row.Role,
+		"dbSizeBefore", row.DBSizeBefore, "reclaimedBytes", row.ReclaimedBytes)}
+	if !v.Defragment {
+		taken.Name = "skip"
+	}
+	return taken, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
 }
 
 // start sets the pass Running with a Pending row per member; true when it changed d.
@@ -242,7 +260,7 @@ func setRow(d *etcdv1.EtcdDefrag, row etcdv1.MemberDefragStatus) {
 }
 
 // complete ends a pass whose members all have an outcome: Failed when one failed.
-func (r *Reconciler) complete(ctx context.Context, d *etcdv1.EtcdDefrag) error {
+func (r *Reconciler) complete(ctx context.Context, d *etcdv1.EtcdDefrag) (kit.Step, ctrl.Result, error) {
 	skipped, failed := 0, 0
 	for _, row := range d.Status.Members {
 		switch row.Outcome {
@@ -259,7 +277,8 @@ func (r *Reconciler) complete(ctx context.Context, d *etcdv1.EtcdDefrag) error {
 	return r.finish(ctx, d, etcdv1.EtcdDefragPhaseComplete, etcdv1.ReasonComplete, msg)
 }
 
-func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etcdv1.EtcdDefragPhase, reason, message string) error {
+// finish ends the pass in phase; its step says why.
+func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etcdv1.EtcdDefragPhase, reason, message string) (kit.Step, ctrl.Result, error) {
 	now := r.now()
 	d.Status.Phase, d.Status.CompletedAt = phase, &now
 	status := metav1.ConditionTrue
@@ -270,21 +289,25 @@ func (r *Reconciler) finish(ctx context.Context, d *etcdv1.EtcdDefrag, phase etc
 	meta.RemoveStatusCondition(&d.Status.Conditions, etcdv1.DefragConditionWaiting)
 	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: d.Generation})
 	r.event(ctx, d, eventType, "Defrag"+string(phase), "Defragment", "%s", message)
-	return metrics.DefragFinished(phase == etcdv1.EtcdDefragPhaseFailed, r.Status().Update(ctx, d))
+	done := kit.Step{Name: "finish", Changed: true, Facts: []any{"reason", reason, "message", message}}
+	return done, ctrl.Result{}, metrics.DefragFinished(phase == etcdv1.EtcdDefragPhaseFailed, r.Status().Update(ctx, d))
 }
 
-// wait records why a pass has not started (or cannot go on) and leaves it Pending.
-func (r *Reconciler) wait(ctx context.Context, d *etcdv1.EtcdDefrag, reason, message string) error {
+// wait records why a pass has not started (or cannot go on) and leaves it Pending; the pass
+// looks again after after.
+func (r *Reconciler) wait(ctx context.Context, d *etcdv1.EtcdDefrag, reason, message string, after time.Duration) (kit.Step, ctrl.Result, error) {
 	before := d.DeepCopy()
 	if d.Status.Phase == "" {
 		d.Status.Phase = etcdv1.EtcdDefragPhasePending
 	}
 	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: etcdv1.DefragConditionWaiting, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: d.Generation})
+	waits := kit.Step{Name: "wait", Why: kit.Waiting{Reason: reason, Message: message}}
 	if equalStatus(before, d) {
-		return nil
+		return waits, ctrl.Result{RequeueAfter: after}, nil
 	}
 	log.FromContext(ctx).Info("defragmentation waits", "reason", reason, "message", message)
-	return r.Status().Patch(ctx, d, client.MergeFrom(before))
+	waits.Changed = true
+	return waits, ctrl.Result{RequeueAfter: after}, r.Status().Patch(ctx, d, client.MergeFrom(before))
 }
 
 func equalStatus(a, b *etcdv1.EtcdDefrag) bool {
@@ -297,15 +320,15 @@ func finished(d *etcdv1.EtcdDefrag) bool {
 }
 
 // expire deletes a finished pass once its TTL has run out.
-func (r *Reconciler) expire(ctx context.Context, d *etcdv1.EtcdDefrag) (ctrl.Result, error) {
+func (r *Reconciler) expire(ctx context.Context, d *etcdv1.EtcdDefrag) (kit.Step, ctrl.Result, error) {
 	if d.Spec.TTLSecondsAfterFinished == nil || d.Status.CompletedAt == nil {
-		return ctrl.Result{}, nil
+		return kit.Step{Facts: []any{"ttl", "none"}}, ctrl.Result{}, nil
 	}
 	left := d.Status.CompletedAt.Add(time.Duration(*d.Spec.TTLSecondsAfterFinished) * time.Second).Sub(r.now().Time)
 	if left > 0 {
-		return ctrl.Result{RequeueAfter: left}, nil
+		return kit.Step{Facts: []any{"ttlLeft", left.String()}}, ctrl.Result{RequeueAfter: left}, nil
 	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, d, client.Preconditions{UID: &d.UID}))
+	return kit.Step{Name: "expire", Changed: true}, ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, d, client.Preconditions{UID: &d.UID}))
 }
 
 // runningPass names another pass running on the same cluster. Before d starts, the passes

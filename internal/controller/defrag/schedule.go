@@ -2,6 +2,7 @@ package defrag
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -37,7 +38,8 @@ func (r *ScheduleReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile fires the cluster's schedule when due and prunes old scheduled passes.
+// Reconcile fires the cluster's schedule when due and prunes old scheduled passes; it says at
+// V(1) which pass it created or pruned, and when it runs next.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
@@ -46,25 +48,41 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if c.Spec.Defrag == nil || !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	step, res, err := r.fire(ctx, c)
+	step.Log(ctx, err)
+	return res, err
+}
+
+// fire creates the pass due now, if one is, and prunes the finished ones beyond keepFinished.
+func (r *ScheduleReconciler) fire(ctx context.Context, c *etcdv1.EtcdCluster) (kit.Step, ctrl.Result, error) {
 	sched, err := cron.ParseStandard(c.Spec.Defrag.Schedule)
 	if err != nil {
-		r.warn(ctx, c, "spec.defrag.schedule %q is no cron schedule (%v); for example \"0 3 * * *\" or @daily", c.Spec.Defrag.Schedule, err)
-		return ctrl.Result{}, nil
+		msg := fmt.Sprintf("spec.defrag.schedule %q is no cron schedule (%v); for example \"0 3 * * *\" or @daily", c.Spec.Defrag.Schedule, err)
+		r.warn(ctx, c, "%s", msg)
+		return kit.Step{Name: "parse", Why: kit.Waiting{Reason: etcdv1.ReasonInvalidDefragSchedule, Message: msg}}, ctrl.Result{}, nil
 	}
 	passes, err := r.scheduledPasses(ctx, c)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "listPasses"}, ctrl.Result{}, err
 	}
 	due, isDue, next := cronplan.Due(sched, time.UTC, lastScheduled(c, passes), r.now())
+	step := kit.Step{Facts: []any{"nextRun", next.UTC().Format(time.RFC3339)}}
 	if isDue {
+		step.Name, step.Changed = "createPass", true
+		step.Facts = append(step.Facts, "pass", passName(c, due), "due", due.UTC().Format(time.RFC3339))
 		if err := r.create(ctx, c, due); err != nil {
-			return ctrl.Result{}, err
+			return step, ctrl.Result{}, err
 		}
 	}
-	if err := r.prune(ctx, c, passes); err != nil {
-		return ctrl.Result{}, err
+	pruned, err := r.prune(ctx, c, passes)
+	step.Facts = append(step.Facts, "pruned", pruned)
+	if len(pruned) > 0 && step.Name == "" {
+		step.Name, step.Changed = "prune", true
 	}
-	return ctrl.Result{RequeueAfter: time.Until(next) + time.Second}, nil
+	if err != nil {
+		return step, ctrl.Result{}, err
+	}
+	return step, ctrl.Result{RequeueAfter: time.Until(next) + time.Second}, nil
 }
 
 // lastScheduled is the due time of the newest scheduled pass, or the cluster's creation.
@@ -86,11 +104,16 @@ func (r *ScheduleReconciler) scheduledPasses(ctx context.Context, c *etcdv1.Etcd
 	return list.Items, nil
 }
 
+// passName is the name of the pass due at due: the same for a second attempt at that time.
+func passName(c *etcdv1.EtcdCluster, due time.Time) string {
+	return c.Name + "-defrag-" + strconv.FormatInt(due.Unix(), 10)
+}
+
 // create makes the pass due at due; it is owned by the cluster and goes with it.
 func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, due time.Time) error {
 	d := &etcdv1.EtcdDefrag{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: c.Name + "-defrag-" + strconv.FormatInt(due.Unix(), 10), Namespace: c.Namespace,
+			Name: passName(c, due), Namespace: c.Namespace,
 			Labels:      map[string]string{etcdv1.LabelDefragSchedule: c.Name},
 			Annotations: map[string]string{etcdv1.AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
 		},
@@ -110,8 +133,9 @@ func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, 
 	return nil
 }
 
-// prune deletes finished scheduled passes beyond spec.defrag.keepFinished, oldest first.
-func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) error {
+// prune deletes finished scheduled passes beyond spec.defrag.keepFinished, oldest first, and
+// names those it deleted.
+func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, passes []etcdv1.EtcdDefrag) ([]string, error) {
 	keep := 3
 	if k := c.Spec.Defrag.KeepFinished; k != nil {
 		keep = int(*k)
@@ -125,12 +149,14 @@ func (r *ScheduleReconciler) prune(ctx context.Context, c *etcdv1.EtcdCluster, p
 	sort.Slice(done, func(i, j int) bool {
 		return done[i].Annotations[etcdv1.AnnotationScheduledTime] > done[j].Annotations[etcdv1.AnnotationScheduledTime]
 	})
+	var pruned []string
 	for i := keep; i < len(done); i++ {
 		if err := r.Delete(ctx, &done[i]); client.IgnoreNotFound(err) != nil {
-			return err
+			return pruned, err
 		}
+		pruned = append(pruned, done[i].Name)
 	}
-	return nil
+	return pruned, nil
 }
 
 func (r *ScheduleReconciler) warn(ctx context.Context, c *etcdv1.EtcdCluster, format string, args ...any) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,67 +46,99 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile expires old snapshots, starts a due one unless another snapshot of the cluster is
-// running, and records what happened.
+// running, and records what happened; it says at V(1) which snapshot it started or expired,
+// or why it started none, and when it runs next.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sc := &etcdv1.EtcdSnapshotSchedule{}
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, sc.Namespace, sc.Spec.ClusterRef.Name)
+	step, res, err := r.advance(ctx, sc)
+	step.Log(ctx, err)
+	return res, err
+}
+
+// advance keeps the schedule's finalizer, then runs it.
+func (r *Reconciler) advance(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule) (kit.Step, ctrl.Result, error) {
 	if !sc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.orphanSnapshots(ctx, sc)
+		return r.orphanSnapshots(ctx, sc)
 	}
 	if !controllerutil.ContainsFinalizer(sc, etcdv1.FinalizerKeepSnapshots) {
 		controllerutil.AddFinalizer(sc, etcdv1.FinalizerKeepSnapshots)
-		return ctrl.Result{}, r.Update(ctx, sc)
+		return kit.Step{Name: "addFinalizer", Changed: true}, ctrl.Result{}, r.Update(ctx, sc)
 	}
 	before := sc.Status.DeepCopy()
-	now := r.Now()
-	cron, loc, err := Parse(sc.Spec.Schedule, sc.Spec.TimeZone)
+	sched, loc, err := Parse(sc.Spec.Schedule, sc.Spec.TimeZone)
 	if err != nil {
 		setReady(sc, metav1.ConditionFalse, etcdv1.ReasonInvalidSchedule, err.Error())
-		return ctrl.Result{}, r.updateStatus(ctx, sc, before)
+		waits := kit.Step{Name: "parse", Why: kit.Waiting{Reason: etcdv1.ReasonInvalidSchedule, Message: err.Error()}}
+		return waits, ctrl.Result{}, r.updateStatus(ctx, sc, before)
 	}
+	step, next, err := r.run(ctx, sc, sched, loc)
+	if err != nil {
+		return step, ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, sc, before); err != nil {
+		return step, ctrl.Result{}, err
+	}
+	return step, ctrl.Result{RequeueAfter: max(time.Until(next), time.Second)}, nil
+}
+
+// run expires the schedule's old snapshots and starts a due one, recording both in the
+// status; it returns its step and when to look next.
+func (r *Reconciler) run(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, sched cron.Schedule, loc *time.Location) (kit.Step, time.Time, error) {
+	now := r.Now()
 	all := &etcdv1.EtcdSnapshotList{}
 	if err := r.List(ctx, all, client.InNamespace(sc.Namespace)); err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "listSnapshots"}, time.Time{}, err
 	}
 	owned, running := r.survey(sc, all.Items)
-	if err := r.expire(ctx, sc, owned, now); err != nil {
-		return ctrl.Result{}, err
+	expired, err := r.expire(ctx, sc, owned, now)
+	if err != nil {
+		return kit.Step{Name: "expire", Facts: []any{"expired", expired}}, time.Time{}, err
 	}
 	recordOutcomes(sc, owned)
 	last := sc.CreationTimestamp.Time
 	if sc.Status.LastScheduleTime != nil {
 		last = sc.Status.LastScheduleTime.Time
 	}
-	due, isDue, next := cronplan.Due(cron, loc, last, now)
+	due, isDue, next := cronplan.Due(sched, loc, last, now)
 	sc.Status.NextScheduleTime = &metav1.Time{Time: next}
 	sc.Status.Active = running
+	step := kit.Step{Changed: len(expired) > 0, Facts: []any{"expired", expired, "running", running}}
+	if len(expired) > 0 {
+		step.Name = "expire"
+	}
 	switch {
 	case sc.Spec.Suspend:
 		// No next run while suspended (status.nextScheduleTime says "unless suspended"):
 		// a time there would read as a promise.
 		sc.Status.NextScheduleTime = nil
-		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonSuspended, "spec.suspend is true: no new snapshots")
+		const suspended = "spec.suspend is true: no new snapshots"
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonSuspended, suspended)
+		step.Name, step.Why = "suspended", kit.Waiting{Reason: etcdv1.ReasonSuspended, Message: suspended}
 	case isDue && running != "":
 		// Never two snapshots of a cluster at once: this run waits for the running one.
-		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonWaiting, fmt.Sprintf("a run is due; EtcdSnapshot %s of the cluster is still running", running))
+		msg := fmt.Sprintf("a run is due; EtcdSnapshot %s of the cluster is still running", running)
+		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonWaiting, msg)
 		next = now.Add(10 * time.Second)
+		step.Name, step.Why = "waitForRunningSnapshot", kit.Waiting{Reason: etcdv1.ReasonWaiting, Message: msg}
+		step.Facts = append(step.Facts, "due", due.Format(time.RFC3339))
 	case isDue:
 		name, err := r.start(ctx, sc, due)
 		if err != nil {
-			return ctrl.Result{}, err
+			return kit.Step{Name: "startSnapshot", Facts: []any{"due", due.Format(time.RFC3339)}}, time.Time{}, err
 		}
 		sc.Status.LastScheduleTime, sc.Status.Active = &metav1.Time{Time: due}, name
 		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonScheduled, fmt.Sprintf("started EtcdSnapshot %s", name))
+		step.Name, step.Changed = "startSnapshot", true
+		step.Facts = append(step.Facts, "snapshot", name, "due", due.Format(time.RFC3339))
 	default:
 		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonScheduled, fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
 	}
-	if err := r.updateStatus(ctx, sc, before); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: max(time.Until(next), time.Second)}, nil
+	step.Facts = append(step.Facts, "nextRun", next.Format(time.RFC3339))
+	return step, next, nil
 }
 
 // updateStatus writes the status only when this reconcile changed it: most reconciles (a
@@ -118,28 +151,29 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *etcdv1.EtcdSnapshotSc
 }
 
 // orphanSnapshots releases the schedule's snapshots, then lets the schedule go.
-func (r *Reconciler) orphanSnapshots(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule) error {
+func (r *Reconciler) orphanSnapshots(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule) (kit.Step, ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sc, etcdv1.FinalizerKeepSnapshots) {
-		return nil
+		return kit.Step{Facts: []any{"deleting", true}}, ctrl.Result{}, nil
 	}
 	list := &etcdv1.EtcdSnapshotList{}
 	if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels{etcdv1.LabelSnapshotSchedule: sc.Name}); err != nil {
-		return err
+		return kit.Step{Name: "listSnapshots"}, ctrl.Result{}, err
 	}
+	released := kit.Step{Name: "releaseSnapshots", Changed: true, Facts: []any{"deleting", true, "snapshots", len(list.Items)}}
 	for i := range list.Items {
 		s := &list.Items[i]
 		if !metav1.IsControlledBy(s, sc) {
 			continue
 		}
 		if err := controllerutil.RemoveControllerReference(sc, s, r.Scheme()); err != nil {
-			return err
+			return released, ctrl.Result{}, err
 		}
 		if err := r.Update(ctx, s); client.IgnoreNotFound(err) != nil {
-			return err
+			return released, ctrl.Result{}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(sc, etcdv1.FinalizerKeepSnapshots)
-	return client.IgnoreNotFound(r.Update(ctx, sc))
+	return released, ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, sc))
 }
 
 // survey returns the schedule's snapshots for retention, and the name of any unfinished
@@ -162,7 +196,8 @@ func (r *Reconciler) survey(sc *etcdv1.EtcdSnapshotSchedule, items []etcdv1.Etcd
 	return owned, running
 }
 
-func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, owned []*etcdv1.EtcdSnapshot, now time.Time) error {
+// expire deletes the snapshots retention lets go, and names them.
+func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, owned []*etcdv1.EtcdSnapshot, now time.Time) ([]string, error) {
 	snaps := make([]Snap, 0, len(owned))
 	byName := map[string]*etcdv1.EtcdSnapshot{}
 	for _, s := range owned {
@@ -181,14 +216,16 @@ func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule
 	if sc.Spec.Retention.MaxAge != nil {
 		maxAge = sc.Spec.Retention.MaxAge.Duration
 	}
+	var deleted []string
 	for _, name := range Expired(snaps, keep, maxAge, now) {
 		// The snapshot's finalizer deletes its stored file first (deletionPolicy Delete).
 		if err := r.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
-			return err
+			return deleted, err
 		}
 		r.event(ctx, sc, corev1.EventTypeNormal, etcdv1.ReasonExpired, "deleted EtcdSnapshot %s and its stored file (retention)", name)
+		deleted = append(deleted, name)
 	}
-	return nil
+	return deleted, nil
 }
 
 // start creates the run's EtcdSnapshot. Its name comes from the scheduled time, so a run

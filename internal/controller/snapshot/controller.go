@@ -87,16 +87,26 @@ func snapshotOfJob(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-// Reconcile moves one EtcdSnapshot along Pending -> Started -> Complete | Failed.
+// Reconcile moves one EtcdSnapshot along Pending -> Started -> Complete | Failed, and says at
+// V(1) which step it took: the phase the snapshot moves to from which, and why.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &etcdv1.EtcdSnapshot{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, s.Namespace, s.Spec.ClusterRef.Name)
+	from := s.Status.Phase
+	step, res, err := r.advance(ctx, s)
+	step.Facts = append(step.Facts, "fromPhase", from, "phase", s.Status.Phase, "deleting", !s.DeletionTimestamp.IsZero())
+	step.Log(ctx, err)
+	return res, err
+}
+
+// advance takes the snapshot's next step: its holds and finalizers, then its Job.
+func (r *Reconciler) advance(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Step, ctrl.Result, error) {
 	if controllerutil.ContainsFinalizer(s, etcdv1.FinalizerRestoreSource) {
-		if wait, err := r.releaseHold(ctx, s); wait || err != nil {
-			return ctrl.Result{}, err
+		if step, done, err := r.releaseHold(ctx, s); done || err != nil {
+			return step, ctrl.Result{}, err
 		}
 	}
 	if !s.DeletionTimestamp.IsZero() {
@@ -104,14 +114,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !controllerutil.ContainsFinalizer(s, etcdv1.FinalizerSnapshotFile) {
 		controllerutil.AddFinalizer(s, etcdv1.FinalizerSnapshotFile)
-		return ctrl.Result{}, r.Update(ctx, s)
+		return kit.Step{Name: "addFinalizer", Changed: true}, ctrl.Result{}, r.Update(ctx, s)
 	}
 	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
-		return ctrl.Result{}, nil
+		return kit.Step{}, ctrl.Result{}, nil
 	}
 	job, err := r.snapshotJob(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "getJob"}, ctrl.Result{}, err
 	}
 	if job == nil {
 		return r.start(ctx, s)
@@ -120,38 +130,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Left by an earlier EtcdSnapshot of the same name, not yet garbage-collected: its
 		// result is not this snapshot's. Its deletion requeues this snapshot (the Job watch).
 		bg := metav1.DeletePropagationBackground
-		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
+		removed := kit.Step{Name: "removeStaleJob", Changed: true, Facts: []any{"job", job.Name}}
+		return removed, ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
 	}
 	return r.follow(ctx, s, job)
 }
 
 // releaseHold lets the hold a cluster took on the snapshot's file
 // (etcdv1.FinalizerRestoreSource) go once no cluster may restore the snapshot any more; until
-// then a deletion waits, and says for whom. True when this reconcile ends here: the hold was
-// let go (the update brings the snapshot back) or a deletion waits. The clusters are read
+// then a deletion waits, and says for whom. True, with its step, when this reconcile ends
+// here: the hold was let go (the update brings the snapshot back) or a deletion waits. The clusters are read
 // live, after the snapshot; the release is written with the snapshot's resourceVersion, so a
 // hold taken after that read (every hold writes) fails the release.
-func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
+func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Step, bool, error) {
 	clusters := &etcdv1.EtcdClusterList{}
 	if err := r.live().List(ctx, clusters, client.InNamespace(s.Namespace)); err != nil {
-		return true, err
+		return kit.Step{Name: "listClusters"}, true, err
 	}
 	users := specs.SnapshotNeededBy(s.Name, clusters.Items)
 	switch {
 	case len(users) == 0:
 		controllerutil.RemoveFinalizer(s, etcdv1.FinalizerRestoreSource)
 		delete(s.Annotations, etcdv1.AnnotationRestoreHeldBy)
-		return true, client.IgnoreNotFound(r.Update(ctx, s))
+		return kit.Step{Name: "releaseHold", Changed: true}, true, client.IgnoreNotFound(r.Update(ctx, s))
 	case s.DeletionTimestamp.IsZero():
-		return false, nil
+		return kit.Step{}, false, nil
 	}
 	msg := fmt.Sprintf("the deletion waits until no cluster may restore this snapshot any more: %s", strings.Join(users, "; "))
-	if hasReady(s, etcdv1.ReasonRestoreInProgress, msg) {
-		return true, nil
+	waits, err := r.waitFor(ctx, s, "waitForRestores", etcdv1.ReasonRestoreInProgress, msg)
+	return waits, true, err
+}
+
+// waitFor is the step that waits for reason: the Ready condition and a Warning event say why,
+// once.
+func (r *Reconciler) waitFor(ctx context.Context, s *etcdv1.EtcdSnapshot, step, reason, msg string) (kit.Step, error) {
+	waits := kit.Step{Name: step, Why: kit.Waiting{Reason: reason, Message: msg}}
+	if hasReady(s, reason, msg) {
+		return waits, nil
 	}
-	setReady(s, metav1.ConditionFalse, etcdv1.ReasonRestoreInProgress, msg)
-	r.event(ctx, s, corev1.EventTypeWarning, etcdv1.ReasonRestoreInProgress, "%s", msg)
-	return true, r.Status().Update(ctx, s)
+	setReady(s, metav1.ConditionFalse, reason, msg)
+	r.event(ctx, s, corev1.EventTypeWarning, reason, "%s", msg)
+	waits.Changed = true
+	return waits, r.Status().Update(ctx, s)
 }
 
 // restoredSnapshots maps a cluster to the EtcdSnapshots it names as something to restore, so
@@ -189,41 +209,42 @@ func (r *Reconciler) snapshotJob(ctx context.Context, s *etcdv1.EtcdSnapshot) (*
 }
 
 // start checks what a person must provide (the cluster, the PVC, the Secret) and creates the Job.
-func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
+func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Step, ctrl.Result, error) {
 	if s.Status.Phase == etcdv1.SnapshotStarted {
 		// The Job is gone before its result was read (deleted by hand, or its TTL ran out
 		// while the operator was down): that attempt failed.
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
+		return r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, "the snapshot Job disappeared before it reported a result; create a new EtcdSnapshot")
 	}
 	c := &etcdv1.EtcdCluster{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name}, c)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s, named by spec.clusterRef, does not exist in namespace %s", s.Spec.ClusterRef.Name, s.Namespace))
+		return r.fail(ctx, s, etcdv1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s, named by spec.clusterRef, does not exist in namespace %s", s.Spec.ClusterRef.Name, s.Namespace))
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "getCluster"}, ctrl.Result{}, err
 	}
 	if reason, msg, err := r.missingInput(ctx, s); err != nil || reason != "" {
 		if err != nil {
-			return ctrl.Result{}, err
+			return kit.Step{Name: "checkInputs"}, ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.fail(ctx, s, reason, msg)
+		return r.fail(ctx, s, reason, msg)
 	}
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionAvailable) {
 		return r.waitForCluster(ctx, s, c)
 	}
 	job := specs.SnapshotJob(s, c, r.AgentImage, specs.ActionSnapshot)
+	started := kit.Step{Name: "startJob", Changed: true, Facts: []any{"job", job.Name}}
 	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
-		return ctrl.Result{}, err
+		return started, ctrl.Result{}, err
 	}
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, err
+		return started, ctrl.Result{}, err
 	}
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
 	setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
 	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStarted, "snapshot Job %s started", job.Name)
-	return ctrl.Result{}, r.Status().Update(ctx, s)
+	return started, ctrl.Result{}, r.Status().Update(ctx, s)
 }
 
 // missingInput finds a PVC or credentials Secret that does not exist.
@@ -246,53 +267,59 @@ func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (
 
 // waitForCluster keeps the snapshot Pending while its cluster is not Available, and fails it
 // once the deadline since its creation passed.
-func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) (ctrl.Result, error) {
+func (r *Reconciler) waitForCluster(ctx context.Context, s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) (kit.Step, ctrl.Result, error) {
 	msg := fmt.Sprintf("EtcdCluster %s is not Available; the snapshot starts when it is", c.Name)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable); cond != nil {
 		msg = fmt.Sprintf("EtcdCluster %s is not Available (%s: %s); the snapshot starts when it is", c.Name, cond.Reason, cond.Message)
 	}
 	deadline := s.CreationTimestamp.Add(time.Duration(specs.SnapshotDeadlineSeconds(s)) * time.Second)
 	if r.Now().After(deadline) {
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
+		return r.fail(ctx, s, etcdv1.ReasonClusterNotAvailable, msg+"; gave up after spec.activeDeadlineSeconds")
 	}
+	waits := kit.Step{Name: "waitForCluster", Why: kit.Waiting{Reason: etcdv1.ReasonWaitingForCluster, Message: msg},
+		Facts: []any{"deadline", deadline.UTC().Format(time.RFC3339)}}
 	if s.Status.Phase != etcdv1.SnapshotPending || !hasReady(s, etcdv1.ReasonWaitingForCluster, msg) {
 		s.Status.Phase = etcdv1.SnapshotPending
 		setReady(s, metav1.ConditionFalse, etcdv1.ReasonWaitingForCluster, msg)
+		waits.Changed = true
 		if err := r.Status().Update(ctx, s); err != nil {
-			return ctrl.Result{}, err
+			return waits, ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	return waits, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 }
 
 // follow reads the finished Job's result into the status.
-func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *batchv1.Job) (ctrl.Result, error) {
+func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *batchv1.Job) (kit.Step, ctrl.Result, error) {
 	done, failed, jobReason := jobFinished(job)
 	if !done {
+		running := fmt.Sprintf("Job %s is taking the snapshot", job.Name)
+		waits := kit.Step{Name: "waitForJob", Why: kit.Waiting{Reason: etcdv1.ReasonInProgress, Message: running}, Facts: []any{"job", job.Name}}
 		if s.Status.Phase != etcdv1.SnapshotStarted {
 			now := metav1.NewTime(r.Now())
 			s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
-			setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot", job.Name))
-			return ctrl.Result{}, r.Status().Update(ctx, s)
+			setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, running)
+			waits.Changed = true
+			return waits, ctrl.Result{}, r.Status().Update(ctx, s)
 		}
-		return ctrl.Result{}, nil
+		return waits, ctrl.Result{}, nil
 	}
 	res, found, err := r.agentResult(ctx, job)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "readResult", Facts: []any{"job", job.Name}}, ctrl.Result{}, err
 	}
 	switch {
 	case !failed && found && res.Reason == "":
 		if problem := unverified(s, res); problem != "" {
-			return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
+			return r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s reported success, but %s: not trusting it; create a new EtcdSnapshot", job.Name, problem))
 		}
-		return ctrl.Result{}, r.complete(ctx, s, res)
+		return r.complete(ctx, s, res)
 	case found && res.Reason != "":
-		return ctrl.Result{}, r.fail(ctx, s, res.Reason, res.Message)
+		return r.fail(ctx, s, res.Reason, res.Message)
 	case jobReason == batchv1.JobReasonDeadlineExceeded:
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", specs.SnapshotDeadlineSeconds(s)))
+		return r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", specs.SnapshotDeadlineSeconds(s)))
 	default:
-		return ctrl.Result{}, r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
+		return r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
 	}
 }
 
@@ -369,38 +396,43 @@ func agentResultIn(ctx context.Context, reader client.Reader, job *batchv1.Job) 
 	return agent.Result{}, false, nil
 }
 
-func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res agent.Result) error {
+func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res agent.Result) (kit.Step, ctrl.Result, error) {
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &now
 	s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum}
 	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
 	setReady(s, metav1.ConditionTrue, etcdv1.ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
 	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonCompleted, "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
-	return metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
+	completed := kit.Step{Name: "complete", Changed: true, Facts: []any{"uri", res.URI, "sizeBytes", res.SizeBytes, "revision", res.Revision, "member", res.Member}}
+	return completed, ctrl.Result{}, metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
 }
 
-func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, msg string) error {
+// fail ends the snapshot Failed for reason; its step says why.
+func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, msg string) (kit.Step, ctrl.Result, error) {
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.CompletionTime, s.Status.Artifact = etcdv1.SnapshotFailed, &now, nil
 	setReady(s, metav1.ConditionFalse, reason, msg)
 	r.event(ctx, s, corev1.EventTypeWarning, reason, "%s", msg)
 	log.FromContext(ctx).Info("snapshot failed", "reason", reason, "message", msg)
-	return metrics.SnapshotFinished(true, r.Status().Update(ctx, s))
+	failed := kit.Step{Name: "fail", Changed: true, Facts: []any{"reason", reason, "message", msg}}
+	return failed, ctrl.Result{}, metrics.SnapshotFinished(true, r.Status().Update(ctx, s))
 }
 
 // finalize deletes the stored file through a delete Job when the policy says so, then lets go.
-func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Step, ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s, etcdv1.FinalizerSnapshotFile) {
-		return ctrl.Result{}, nil
+		return kit.Step{}, ctrl.Result{}, nil
 	}
-	if deletesStoredFile(s) {
-		done, err := r.deleteStoredFile(ctx, s)
+	deletes := deletesStoredFile(s)
+	if deletes {
+		step, done, err := r.deleteStoredFile(ctx, s)
 		if err != nil || !done {
-			return ctrl.Result{}, err
+			return step, ctrl.Result{}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(s, etcdv1.FinalizerSnapshotFile)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
+	released := kit.Step{Name: "removeFinalizer", Changed: true, Facts: []any{"deletionPolicy", s.Spec.DeletionPolicy, "storedFileDeleted", deletes}}
+	return released, ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
 }
 
 // deletesStoredFile says whether a snapshot being deleted runs the delete Job: only with
@@ -416,55 +448,60 @@ func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 	return s.Status.Phase != etcdv1.SnapshotFailed || ready == nil || ready.Reason != etcdv1.ReasonSnapshotFileExists
 }
 
-// deleteStoredFile runs the delete Job to its end. A snapshot Job still running is stopped
-// first, so it cannot complete a file after the delete.
-func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
+// deleteStoredFile runs the delete Job to its end; true once it ended well, and until then
+// the step it took. A snapshot Job still running is stopped first, so it cannot complete a
+// file after the delete.
+func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Step, bool, error) {
 	running := &batchv1.Job{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}, running)
 	if err == nil {
 		if done, _, _ := jobFinished(running); !done {
 			fg := metav1.DeletePropagationForeground
-			return false, client.IgnoreNotFound(r.Delete(ctx, running, &client.DeleteOptions{PropagationPolicy: &fg}))
+			stopped := kit.Step{Name: "stopSnapshotJob", Changed: true, Facts: []any{"job", running.Name}}
+			return stopped, false, client.IgnoreNotFound(r.Delete(ctx, running, &client.DeleteOptions{PropagationPolicy: &fg}))
 		}
 	} else if !apierrors.IsNotFound(err) {
-		return false, err
+		return kit.Step{Name: "getSnapshotJob"}, false, err
 	}
 	job := &batchv1.Job{}
 	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionDelete)}, job)
 	if apierrors.IsNotFound(err) {
 		job = specs.SnapshotJob(s, nil, r.AgentImage, specs.ActionDelete)
 		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
-		return false, client.IgnoreAlreadyExists(r.Create(ctx, job))
+		started := kit.Step{Name: "startDeleteJob", Changed: true, Facts: []any{"job", job.Name, "uri", artifactURI(s)}}
+		return started, false, client.IgnoreAlreadyExists(r.Create(ctx, job))
 	}
 	if err != nil {
-		return false, err
+		return kit.Step{Name: "getDeleteJob"}, false, err
 	}
 	if job.Labels[etcdv1.LabelSnapshotUID] != string(s.UID) {
 		// Left by an earlier EtcdSnapshot of the same name: it says nothing about this one.
 		bg := metav1.DeletePropagationBackground
-		return false, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
+		removed := kit.Step{Name: "removeStaleDeleteJob", Changed: true, Facts: []any{"job", job.Name}}
+		return removed, false, client.IgnoreNotFound(r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &bg}))
 	}
 	done, failed, _ := jobFinished(job)
 	if !done {
-		return false, nil
+		return kit.Step{Name: "waitForDeleteJob", Why: kit.Waiting{Reason: etcdv1.ReasonInProgress, Message: fmt.Sprintf("Job %s is deleting the stored file", job.Name)}}, false, nil
 	}
 	if failed {
-		res, _, err := r.agentResult(ctx, job)
-		if err != nil {
-			return false, err
-		}
-		msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
-		if !hasReady(s, etcdv1.ReasonDeleteFailed, msg) {
-			setReady(s, metav1.ConditionFalse, etcdv1.ReasonDeleteFailed, msg)
-			r.event(ctx, s, corev1.EventTypeWarning, etcdv1.ReasonDeleteFailed, "%s", msg)
-			return false, r.Status().Update(ctx, s)
-		}
-		return false, nil
+		return r.deleteFailed(ctx, s, job)
 	}
 	if res, found, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
 		r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStoredFileKept, "%s", res.Message)
 	}
-	return true, nil
+	return kit.Step{}, true, nil
+}
+
+// deleteFailed records why the delete Job failed; the deletion waits for a person to fix it.
+func (r *Reconciler) deleteFailed(ctx context.Context, s *etcdv1.EtcdSnapshot, job *batchv1.Job) (kit.Step, bool, error) {
+	res, _, err := r.agentResult(ctx, job)
+	if err != nil {
+		return kit.Step{Name: "readDeleteResult"}, false, err
+	}
+	msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
+	waits, err := r.waitFor(ctx, s, "waitForDeleteFix", etcdv1.ReasonDeleteFailed, msg)
+	return waits, false, err
 }
 
 func artifactURI(s *etcdv1.EtcdSnapshot) string {
