@@ -38,20 +38,12 @@ func waitForAdoption(c *etcdv1.EtcdCluster, v *clusterView) error {
 		strings.Join(pending, ", "), c.Name, c.Namespace)
 }
 
-// adoptedPodIsCurrent is true for the Pod an adopted member had when it was taken over: it
-// carries no template hash, because another operator built it. It runs as it is until the
-// spec changes (see stampAdoptedPod); restarting it only because this operator would have
-// built it differently would restart every member of a cluster the moment it is adopted.
-func adoptedPodIsCurrent(m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
-	return m.Spec.Adopted != nil && pod.Annotations[etcdv1.AnnotationPodTemplateHash] == ""
-}
-
 // stampAdoptedPod records on an adopted member's original Pod the template hash of the Pod
 // this operator builds for the spec as it is now, so that a later change of the spec restarts
 // it with this operator's Pod, one member at a time like any other change. Only metadata
 // changes: the Pod is not restarted.
 func (r *MemberReconciler) stampAdoptedPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) error {
-	if !adoptedPodIsCurrent(m, pod) {
+	if !specs.AdoptedPodIsCurrent(m, pod) {
 		return nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())

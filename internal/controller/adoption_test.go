@@ -32,22 +32,6 @@ func TestWaitForAdoptionNamesPendingMembers(t *testing.T) {
 	}
 }
 
-func TestAdoptedPodIsCurrentUntilStamped(t *testing.T) {
-	adopted := &etcdv1.EtcdMember{Spec: etcdv1.EtcdMemberSpec{Adopted: &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack}}}
-	native := &etcdv1.EtcdMember{}
-	bare := &corev1.Pod{}
-	stamped := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{etcdv1.AnnotationPodTemplateHash: "x"}}}
-	for _, tc := range []struct {
-		m    *etcdv1.EtcdMember
-		pod  *corev1.Pod
-		want bool
-	}{{adopted, bare, true}, {adopted, stamped, false}, {native, bare, false}, {native, stamped, false}} {
-		if got := adoptedPodIsCurrent(tc.m, tc.pod); got != tc.want {
-			t.Errorf("adopted=%t stamped=%t: got %t", tc.m.Spec.Adopted != nil, tc.pod.Annotations != nil, got)
-		}
-	}
-}
-
 func TestPVCMemberPrefersTheMemberLabel(t *testing.T) {
 	adopted := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-cz-x", Labels: map[string]string{etcdv1.LabelMember: "cz-x"}}}
 	native := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "cz-1"}}

@@ -54,15 +54,10 @@ func newHarness(t *testing.T) *harness {
 		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
 	h := &harness{t: t, api: api, etcd: etcdfake.New(), cluster: c}
 	h.r = &ClusterReconciler{Client: api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
-		return unclosable{h.etcd}, nil
+		return etcdfake.KeepOpen(h.etcd), nil
 	}}
 	return h
 }
-
-// unclosable lets every reconcile "close" its client while the test keeps the fake.
-type unclosable struct{ *etcdfake.Cluster }
-
-func (unclosable) Close() error { return nil }
 
 func (h *harness) reconcile() {
 	h.t.Helper()
@@ -482,7 +477,7 @@ func (h *harness) reconcileAfter() time.Duration {
 func (h *harness) markMembersReady() {
 	h.t.Helper()
 	for _, m := range h.members() {
-		meta.SetStatusCondition(&m.Status.Conditions, readyCondition(metav1.ConditionTrue, "PodReady", "the Pod is ready"))
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.MemberConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, Message: "the Pod is ready"})
 		if err := h.api.Status().Update(context.Background(), m); err != nil {
 			h.t.Fatal(err)
 		}

@@ -22,32 +22,12 @@ import (
 // a person may yet want to read them back (or find the recovery chose wrongly). The member
 // finalizer (keepDiscardedPVC) and the snapshot recovery's leftovers (discardLeftovers) mark
 // such a PVC with etcdv1.AnnotationDiscardedByRecovery and take the cluster's owner
-// references off it. From then on it is no member's: the view leaves it out (observeObjects),
-// no member is built on it (rebuildable, retainedPVCs, keptData, ensurePVC) and no new member
-// takes its name (freeName, foundingNames). It goes when a person deletes it or, with
+// references off it (retention.MarkDiscarded). From then on it is no member's: the view
+// leaves it out (observeObjects), no member is built on it (rebuildable, retainedPVCs,
+// keptData, the member's ensurePVC) and no new member takes its name (freeName,
+// foundingNames). It goes when a person deletes it or, with
 // spec.quorumLoss.keepDiscardedDataSeconds, once the recovered cluster has served that long
 // (decideDiscardedData).
-
-// discardedData: the PVC holds the data of a member a recovery discarded.
-func discardedData(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery] != ""
-}
-
-// markDiscarded annotates the PVC as kept discarded data (at now, unless it already says
-// when) and takes cluster c's and its members' owner references off it, so that garbage
-// collection of the cluster, whatever its retention policy, leaves the salvage copy. True
-// when it changed the PVC, which the caller then writes.
-func markDiscarded(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, now time.Time) bool {
-	changed := retention.DropClusterOwners(c, pvc)
-	if discardedData(pvc) {
-		return changed
-	}
-	if pvc.Annotations == nil {
-		pvc.Annotations = map[string]string{}
-	}
-	pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery] = now.UTC().Format(time.RFC3339)
-	return true
-}
 
 // keptPVC is one PVC of discarded data as the release decision sees it.
 type keptPVC struct {
@@ -154,7 +134,7 @@ func (r *ClusterReconciler) releaseDiscardedData(ctx context.Context, c *etcdv1.
 			}
 			continue
 		}
-		if !discardedData(pvc) || !pvcOfCluster(pvc, c) || !pvc.DeletionTimestamp.IsZero() {
+		if !retention.DiscardedData(pvc) || !pvcOfCluster(pvc, c) || !pvc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
@@ -200,7 +180,7 @@ func (r *ClusterReconciler) discardedNamesLive(ctx context.Context, c *etcdv1.Et
 	}
 	kept := make([]*corev1.PersistentVolumeClaim, 0, len(list.Items))
 	for i := range list.Items {
-		if discardedData(&list.Items[i]) {
+		if retention.DiscardedData(&list.Items[i]) {
 			kept = append(kept, &list.Items[i])
 		}
 	}

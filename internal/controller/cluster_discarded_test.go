@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -88,7 +89,7 @@ func (h *harness) discard(names ...string) {
 	h.t.Helper()
 	for _, name := range names {
 		pvc := h.pvc(name)
-		markDiscarded(h.clusterObj(), pvc, time.Now())
+		retention.MarkDiscarded(h.clusterObj(), pvc, time.Now())
 		if err := h.api.Update(context.Background(), pvc); err != nil {
 			h.t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestDiscardedDataIsNeverRebuiltNorItsNameTaken(t *testing.T) {
 		t.Fatalf("members %v after the recovered cluster answered: want new members under new names", got)
 	}
 	for _, name := range []string{"db-2", "db-3"} {
-		if pvc := h.pvc(name); !discardedData(pvc) || len(pvc.OwnerReferences) != 0 {
+		if pvc := h.pvc(name); !retention.DiscardedData(pvc) || len(pvc.OwnerReferences) != 0 {
 			t.Fatalf("kept PVC %s changed: %+v", name, pvc.ObjectMeta)
 		}
 	}

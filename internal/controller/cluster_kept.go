@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -32,7 +33,7 @@ func (r *ClusterReconciler) retainedPVCs(ctx context.Context, c *etcdv1.EtcdClus
 	var out []corev1.PersistentVolumeClaim
 	for _, pvc := range list.Items {
 		if metav1.GetControllerOf(&pvc) == nil && pvc.Annotations[etcdv1.AnnotationMemberID] != "" &&
-			(pvc.Labels[etcdv1.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() && !discardedData(&pvc) {
+			(pvc.Labels[etcdv1.LabelMember] == pvc.Name || specs.AdoptionOf(&pvc) != nil) && pvc.DeletionTimestamp.IsZero() && !retention.DiscardedData(&pvc) {
 			out = append(out, pvc)
 		}
 	}

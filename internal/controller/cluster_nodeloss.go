@@ -222,7 +222,7 @@ func decideNodeLoss(policy *etcdv1.NodeLossPolicy, id uint64, since time.Time, m
 		d.act, d.due = nodeLossWait, since.Add(d.grace)
 	default:
 		d.act, d.due = nodeLossReplace, since.Add(d.grace)
-		if ok, why := removalVerdict(members, healthy, id); !ok {
+		if ok, why := kit.RemovalVerdict(members, healthy, id); !ok {
 			d.act, d.why = nodeLossRefuse, why
 		}
 	}

@@ -289,8 +289,6 @@ func (v *clusterView) learners() []etcd.Member {
 	return out
 }
 
-func quorum(voters int) int { return voters/2 + 1 }
-
 // active are the members that are not being removed.
 func (v *clusterView) active() []*etcdv1.EtcdMember {
 	var out []*etcdv1.EtcdMember

@@ -94,7 +94,7 @@ func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now t
 			up++
 		}
 	}
-	if mayServe > 0 && up >= quorum(len(voters)) {
+	if mayServe > 0 && up >= kit.Quorum(len(voters)) {
 		return nil
 	}
 	if since != nil {
@@ -170,7 +170,7 @@ func memberJoining(pod *corev1.Pod, now time.Time) bool {
 // not. No Pod at all is not either: a member's Pod is made again at once, and is then
 // Pending.
 func freshPod(pod *corev1.Pod, now time.Time) bool {
-	if pod == nil || !pod.DeletionTimestamp.IsZero() || podUnschedulable(pod) || now.Sub(pod.CreationTimestamp.Time) > startupBudget(pod) {
+	if pod == nil || !pod.DeletionTimestamp.IsZero() || kit.PodUnschedulable(pod) || now.Sub(pod.CreationTimestamp.Time) > startupBudget(pod) {
 		return false
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
@@ -271,7 +271,7 @@ func servingOutOfReach(voters []lossVoter) []string {
 			up++
 		}
 	}
-	if up < quorum(len(voters)) {
+	if up < kit.Quorum(len(voters)) {
 		return nil
 	}
 	return names

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 )
@@ -270,7 +271,7 @@ func (r *ClusterReconciler) discardMember(ctx context.Context, c *etcdv1.EtcdClu
 }
 
 // discardLeftovers keeps a PVC of the cluster that no member took with it as discarded data
-// (markDiscarded), or says what is still going; "" when nothing is left. Read live: a PVC
+// (retention.MarkDiscarded), or says what is still going; "" when nothing is left. Read live: a PVC
 // with the old cluster's data must be marked before the new members are named (foundingNames
 // skips the names of kept PVCs), or a member of its name would start on it.
 func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.EtcdCluster, rec *etcdv1.SnapshotRecoveryStatus) (string, error) {
@@ -282,7 +283,7 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 	var left []string
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
-		if !pvcOfCluster(pvc, c) || discardedData(pvc) {
+		if !pvcOfCluster(pvc, c) || retention.DiscardedData(pvc) {
 			continue // labelled as ours, but not ours to touch (pvcOfCluster); or kept already
 		}
 		left = append(left, "PVC "+pvc.Name)
@@ -290,7 +291,7 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 			continue
 		}
 		patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		markDiscarded(c, pvc, r.now())
+		retention.MarkDiscarded(c, pvc, r.now())
 		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
 			return "", err
 		}
@@ -311,10 +312,11 @@ func (r *ClusterReconciler) discardLeftovers(ctx context.Context, c *etcdv1.Etcd
 }
 
 // pvcOfCluster says whether a PVC carrying cluster c's label holds the data of the member
-// it names, by the test ensurePVC applies before using a PVC (pvcOfMember): a label alone
-// does not make another application's PVC ours to delete.
+// it names, by the test the member's ensurePVC applies before using a PVC
+// (retention.PVCOfMember): a label alone does not make another application's PVC ours to
+// delete.
 func pvcOfCluster(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster) bool {
-	return pvcOfMember(pvc, c, &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: pvcMember(pvc)}})
+	return retention.PVCOfMember(pvc, c, pvcMember(pvc))
 }
 
 // recoveryToken is the new cluster's --initial-cluster-token: new member IDs and a new

@@ -15,6 +15,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -197,7 +198,7 @@ func TestRecoveryFromSnapshotLeavesAPVCThatIsNotOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pvc := range list.Items {
-		if pvc.Name == "db-cache" && (pvc.UID != foreign.UID || discardedData(&pvc)) {
+		if pvc.Name == "db-cache" && (pvc.UID != foreign.UID || retention.DiscardedData(&pvc)) {
 			t.Fatalf("the foreign PVC was touched: %+v", pvc.ObjectMeta)
 		}
 	}
@@ -222,7 +223,7 @@ func (h *harness) checkOldClusterCleared(oldToken string) {
 		t.Fatalf("%d Pods left of the old cluster", n)
 	}
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
-		if pvc := h.pvc(name); pvc == nil || !discardedData(pvc) || len(pvc.OwnerReferences) != 0 {
+		if pvc := h.pvc(name); pvc == nil || !retention.DiscardedData(pvc) || len(pvc.OwnerReferences) != 0 {
 			t.Fatalf("PVC %s of the old cluster not kept as discarded data: %+v", name, pvc)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -94,7 +96,7 @@ func (r *ClusterReconciler) memberFromPVC(ctx context.Context, c *etcdv1.EtcdClu
 // recovery discarded: a recovery from a member keeps the cluster ID, so that member would
 // come back into the recovered cluster under its old ID, with the old membership in its data.
 func rebuildable(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
-	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[etcdv1.AnnotationMemberID] == "" || discardedData(pvc) {
+	if !pvc.DeletionTimestamp.IsZero() || pvc.Annotations[etcdv1.AnnotationMemberID] == "" || retention.DiscardedData(pvc) {
 		return false
 	}
 	cid := pvc.Annotations[etcdv1.AnnotationClusterID]
@@ -201,7 +203,7 @@ func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster,
 		return nil, err
 	}
 	id := pvc.Annotations[etcdv1.AnnotationMemberID]
-	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) || discardedData(pvc) {
+	if !pvc.DeletionTimestamp.IsZero() || (id != "" && id != em.IDHex()) || retention.DiscardedData(pvc) {
 		return nil, nil
 	}
 	return pvc, nil
@@ -210,7 +212,7 @@ func (r *ClusterReconciler) keptData(ctx context.Context, c *etcdv1.EtcdCluster,
 // removeDeadVoter takes a voter whose data is gone out of etcd, when the voters left keep a
 // healthy quorum; scaling then adds a new member in its place.
 func (r *ClusterReconciler) removeDeadVoter(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, em etcd.Member) (bool, error) {
-	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
+	if ok, why := kit.RemovalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
 		return false, r.refuseReplacement(ctx, c, nil,
 			fmt.Sprintf("voter %s (%s) has no EtcdMember and no data left, but it cannot be removed now: %s", em.Name, em.IDHex(), why))
 	}

@@ -86,12 +86,12 @@ func (r *ClusterReconciler) restartOutdatedPod(ctx context.Context, c *etcdv1.Et
 
 // podsThatCannotStart names the members among down whose Pods cannot start without someone
 // acting: no node can take it, or a container waits for a reason other than being created
-// (stuckWaiting). A Pod still starting, or gone, is not stuck: the roll's own restart looks
+// (kit.StuckWaiting). A Pod still starting, or gone, is not stuck: the roll's own restart looks
 // like that for a while.
 func podsThatCannotStart(pods map[string]*corev1.Pod, down []string) []string {
 	var stuck []string
 	for _, name := range down {
-		if pod := pods[name]; pod != nil && pod.DeletionTimestamp.IsZero() && (podUnschedulable(pod) || stuckWaiting(pod) != "") {
+		if pod := pods[name]; pod != nil && pod.DeletionTimestamp.IsZero() && (kit.PodUnschedulable(pod) || kit.StuckWaiting(pod) != "") {
 			stuck = append(stuck, name)
 		}
 	}
@@ -123,7 +123,7 @@ func (r *ClusterReconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, 
 			down = append(down, m.Name)
 			continue
 		}
-		if adoptedPodIsCurrent(m, pod) {
+		if specs.AdoptedPodIsCurrent(m, pod) {
 			continue
 		}
 		if pod.Annotations[etcdv1.AnnotationPodTemplateHash] != specs.Pod(c, m, r.PodOptions).Annotations[etcdv1.AnnotationPodTemplateHash] ||
@@ -146,16 +146,7 @@ func joinedWithPeerFlags(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev
 
 // podServes: the member's Pod, as this look saw it, is Ready and not going.
 func podServes(pod *corev1.Pod) bool {
-	return pod != nil && pod.DeletionTimestamp.IsZero() && podReady(pod)
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return pod != nil && pod.DeletionTimestamp.IsZero() && kit.PodReady(pod)
 }
 
 // pickRollVictim takes followers before the leader.

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -31,7 +33,7 @@ func (r *ClusterReconciler) observeObjects(ctx context.Context, c *etcdv1.EtcdCl
 	v.pvcs = map[string]*corev1.PersistentVolumeClaim{}
 	v.discarded = nil
 	for i := range pvcs.Items {
-		if discardedData(&pvcs.Items[i]) {
+		if retention.DiscardedData(&pvcs.Items[i]) {
 			// Kept data is no member's; only the operator's own (pvcOfCluster) is reported
 			// and, by the policy, released.
 			if pvcOfCluster(&pvcs.Items[i], c) {
@@ -163,38 +165,6 @@ func corruptMembers(alarms []etcd.Alarm) map[uint64]bool {
 	return out
 }
 
-// removalVerdict projects the quorum after removing member id: the voters left must keep a
-// healthy majority. Removing a learner, or a member etcd does not know, never touches the
-// quorum. ok is false with the reason when the removal must not happen.
-func removalVerdict(members []etcd.Member, healthy map[uint64]bool, id uint64) (ok bool, why string) {
-	var victim *etcd.Member
-	total, alive := 0, 0
-	for i, m := range members {
-		if m.ID == id {
-			victim = &members[i]
-			continue
-		}
-		if m.IsLearner {
-			continue
-		}
-		total++
-		if healthy[m.ID] {
-			alive++
-		}
-	}
-	if victim == nil || victim.IsLearner {
-		return true, ""
-	}
-	if total == 0 {
-		return false, fmt.Sprintf("member %s is the only voter", victim.IDHex())
-	}
-	if alive < quorum(total) {
-		return false, fmt.Sprintf("removing member %s would leave %d healthy of %d voters, below the quorum of %d",
-			victim.IDHex(), alive, total, quorum(total))
-	}
-	return true, ""
-}
-
 // memberFacts is what the operator observed about one EtcdMember, as planReplacement needs it.
 type memberFacts struct {
 	name       string
@@ -264,7 +234,7 @@ func planReplacement(facts []memberFacts, members []etcd.Member, healthy map[uin
 		if !f.inEtcd {
 			return plan
 		}
-		if ok, why := removalVerdict(members, healthy, f.id); !ok {
+		if ok, why := kit.RemovalVerdict(members, healthy, f.id); !ok {
 			plan.refusal = why
 			if refused == nil {
 				refused = plan
@@ -274,54 +244,6 @@ func planReplacement(facts []memberFacts, members []etcd.Member, healthy map[uin
 		return plan
 	}
 	return refused
-}
-
-// dataErrorMarks are what etcd says when it exits because of its data: an empty data
-// directory for a member that has joined (it is started with only itself in its initial
-// cluster, see specs.RestartArgs, and so finds no peer to fetch the cluster from), a WAL or
-// snapshot it cannot read, a backend it cannot recover.
-var dataErrorMarks = []string{
-	"cannot fetch cluster info from peer urls",
-	// A founding member's container restarted in place (same Pod, founding flags) on an
-	// empty data directory: etcd finds itself published by its peers and refuses.
-	"has already been bootstrapped",
-	"wal: crc mismatch", "walpb: crc mismatch", "failed to open wal", "failed to read wal",
-	"wal: file not found", "wal: slice bounds out of range", "wal: max entry size limit exceeded",
-	"snap: crc mismatch", "snap: empty snapshot", "failed to recover v3 backend",
-	"failed to find database snapshot file", "failed to open database", "database file",
-	// A panic's message may fall out of the termination message's tail behind the goroutine
-	// dump; the frames that read the data stay in it.
-	"(*wal).readall", "wal.openforread", "(*snapshotter).load", "recoversnapshotbackend",
-}
-
-// dataError reads a member Pod's last container termination: the etcd exit line of a data
-// error, "" for anything else (an OOM kill or a bad flag is reported, not taken for lost
-// data).
-func dataError(pod *corev1.Pod) string {
-	if pod == nil {
-		return ""
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-			if t == nil || t.ExitCode == 0 || t.Reason == "OOMKilled" {
-				continue
-			}
-			if mark := dataErrorMark(t.Message); mark != "" {
-				return mark
-			}
-		}
-	}
-	return ""
-}
-
-func dataErrorMark(message string) string {
-	lower := strings.ToLower(message)
-	for _, mark := range dataErrorMarks {
-		if strings.Contains(lower, mark) {
-			return mark
-		}
-	}
-	return ""
 }
 
 // facts gathers memberFacts for every EtcdMember of the view.
@@ -340,7 +262,7 @@ func (v *clusterView) facts(c *etcdv1.EtcdCluster) []memberFacts {
 		}
 		if pod := v.pods[m.Name]; pod != nil && pod.DeletionTimestamp.IsZero() {
 			f.podPresent = true
-			f.dataError = dataError(pod)
+			f.dataError = kit.DataError(pod)
 		}
 		if em, ok := v.etcdMemberFor(c, m); ok {
 			f.id, f.inEtcd, f.started = em.ID, true, em.IsStarted()

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -74,7 +75,7 @@ func (r *ClusterReconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v 
 	if len(active) < replicas {
 		// The new member is promoted only if the larger voter set keeps a healthy quorum;
 		// an unhealthy voter does not stop that, so a dead one can be replaced.
-		if total, healthy := v.voters(); healthy+1 < quorum(total+1) {
+		if total, healthy := v.voters(); healthy+1 < kit.Quorum(total+1) {
 			return false, waitFor(etcdv1.ReasonMembersUnhealthy, "not scaling out: %d of %d voters healthy", healthy, total)
 		}
 		return true, r.scaleOut(ctx, c, v)
@@ -182,7 +183,7 @@ func (v *clusterView) removable(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) err
 	if !ok {
 		return nil
 	}
-	if ok, why := removalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
+	if ok, why := kit.RemovalVerdict(v.etcdMembers, v.healthy, em.ID); !ok {
 		return waitFor(etcdv1.ReasonMembersUnhealthy, "not removing %s: %s", m.Name, why)
 	}
 	return nil

@@ -441,7 +441,7 @@ func (r *ClusterReconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdC
 			continue
 		}
 		total, healthy := v.voters()
-		if healthy+1 < quorum(total+1) {
+		if healthy+1 < kit.Quorum(total+1) {
 			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
 		}
 		err := v.etcd.Promote(ctx, em.ID)

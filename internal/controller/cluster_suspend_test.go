@@ -52,24 +52,3 @@ func TestASuspendedClusterIsLeftAlone(t *testing.T) {
 		t.Fatalf("condition left after the suspension ended: %+v", cond)
 	}
 }
-
-// A member of a suspended cluster whose Pod is gone gets no new Pod until the suspension ends.
-func TestAMemberOfASuspendedClusterIsNotRestarted(t *testing.T) {
-	h := newMemberHarness(t, etcdv1.StorageMediumDefault)
-	h.cluster.Annotations = map[string]string{etcdv1.AnnotationSuspendReconcile: "true"}
-	if err := h.api.Update(context.Background(), h.cluster); err != nil {
-		t.Fatal(err)
-	}
-	h.reconcile("db-2")
-	if h.pod("db-2") != nil {
-		t.Fatal("a Pod was created for a member of a suspended cluster")
-	}
-	delete(h.cluster.Annotations, etcdv1.AnnotationSuspendReconcile)
-	if err := h.api.Update(context.Background(), h.cluster); err != nil {
-		t.Fatal(err)
-	}
-	h.reconcile("db-2")
-	if h.pod("db-2") == nil {
-		t.Fatal("no Pod for the member once the suspension ended")
-	}
-}

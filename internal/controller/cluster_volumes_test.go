@@ -9,52 +9,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 )
-
-// The member controller raises a bound PVC's request to the member's size, never lowers it,
-// and leaves an unbound claim alone (the apiserver refuses changes to it).
-func TestGrowPVC(t *testing.T) {
-	for _, tc := range []struct {
-		name, member, request string
-		phase                 corev1.PersistentVolumeClaimPhase
-		want                  string
-	}{
-		{"grows a bound claim", "2Gi", "1Gi", corev1.ClaimBound, "2Gi"},
-		{"never shrinks", "1Gi", "2Gi", corev1.ClaimBound, "2Gi"},
-		{"leaves an unbound claim", "2Gi", "1Gi", corev1.ClaimPending, "1Gi"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			size := resource.MustParse(tc.member)
-			m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns"}, Spec: etcdv1.EtcdMemberSpec{Storage: etcdv1.StorageSpec{Size: &size}}}
-			pvc := &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns"},
-				Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(tc.request)}}},
-				Status: corev1.PersistentVolumeClaimStatus{Phase: tc.phase},
-			}
-			scheme := runtime.NewScheme()
-			_ = clientgoscheme.AddToScheme(scheme)
-			_ = etcdv1.AddToScheme(scheme)
-			r := &MemberReconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, pvc).Build()}
-			if err := r.growPVC(context.Background(), m, pvc.DeepCopy()); err != nil {
-				t.Fatal(err)
-			}
-			got := &corev1.PersistentVolumeClaim{}
-			if err := r.Get(context.Background(), client.ObjectKeyFromObject(pvc), got); err != nil {
-				t.Fatal(err)
-			}
-			if q := got.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(resource.MustParse(tc.want)) != 0 {
-				t.Errorf("request %s, want %s", q.String(), tc.want)
-			}
-		})
-	}
-}
 
 // bindPVCs gives every member's PVC a bound 1Gi volume of the class, as Kubernetes would.
 func (h *harness) bindPVCs(class string) {

@@ -220,7 +220,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
 		return nil
 	}
-	if ok, why := removalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
+	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
 		return fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
 	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
@@ -371,9 +371,9 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 }
 
 // deletePVC deletes the member's PVC at the end of a deliberate removal, but only one that
-// pvcOfMember proves is this member's (the same test ensurePVC applies before using it):
-// a PVC of the member's name that another application made, which the member never used,
-// is left alone. The delete is conditional on the UID read, so a PVC replaced in between is
+// retention.PVCOfMember proves is this member's (the same test ensurePVC applies before
+// using it): a PVC of the member's name that another application made, which the member
+// never used, is left alone. The delete is conditional on the UID read, so a PVC replaced in between is
 // not deleted either.
 func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
@@ -414,9 +414,9 @@ func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv
 	return nil
 }
 
-// keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards (markDiscarded):
-// annotated as discarded data, with the member's identity annotations as they are, and owned
-// by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
+// keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards
+// (retention.MarkDiscarded): annotated as discarded data, with the member's identity
+// annotations as they are, and owned by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
 // nothing.
 func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
@@ -424,7 +424,7 @@ func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdC
 		return err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
-	if !markDiscarded(c, pvc, time.Now()) {
+	if !retention.MarkDiscarded(c, pvc, time.Now()) {
 		return nil
 	}
 	if err := r.Patch(ctx, pvc, patch); err != nil {
@@ -453,16 +453,16 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 }
 
 // ourPVC reads the member's PVC (live when the cache, which holds only labelled PVCs, has
-// none of its name); nil when there is none, or when the one of its name is not
-// the member's (pvcOfMember), which gets a NameConflict event so that someone sees why it
-// stays.
+// none of its name); nil when there is none, or when the one of its name is not the
+// member's (retention.PVCOfMember), which gets a NameConflict event so that someone sees why
+// it stays.
 func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if !pvcOfMember(pvc, c, m) {
+	if !retention.PVCOfMember(pvc, c, m.Name) {
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, kit.ControllerOf(pvc))
 		return nil, nil
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdfake"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -76,7 +77,7 @@ func newMemberHarness(t *testing.T, medium etcdv1.StorageMedium) *memberHarness 
 		t.Fatal(err)
 	}
 	h.r = &MemberReconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
-		return unclosable{h.etcd}, nil
+		return etcdfake.KeepOpen(h.etcd), nil
 	}}
 	return h
 }
@@ -363,7 +364,7 @@ func TestFinalizerOfADeletionByHandTakesNoForeignPVC(t *testing.T) {
 func TestMemberNeverStartsOnDiscardedData(t *testing.T) {
 	h := newMemberHarness(t, "")
 	pvc := h.pvc("db-2")
-	markDiscarded(h.cluster, pvc, time.Now())
+	retention.MarkDiscarded(h.cluster, pvc, time.Now())
 	if err := h.api.Update(context.Background(), pvc); err != nil {
 		t.Fatal(err)
 	}
@@ -524,5 +525,26 @@ func TestAnUnschedulablePodIsReplacedWhenTheSpecChanges(t *testing.T) {
 				t.Fatalf("the new Pod lacks the toleration: %+v", p)
 			}
 		})
+	}
+}
+
+// A member of a suspended cluster whose Pod is gone gets no new Pod until the suspension ends.
+func TestAMemberOfASuspendedClusterIsNotRestarted(t *testing.T) {
+	h := newMemberHarness(t, etcdv1.StorageMediumDefault)
+	h.cluster.Annotations = map[string]string{etcdv1.AnnotationSuspendReconcile: "true"}
+	if err := h.api.Update(context.Background(), h.cluster); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-2")
+	if h.pod("db-2") != nil {
+		t.Fatal("a Pod was created for a member of a suspended cluster")
+	}
+	delete(h.cluster.Annotations, etcdv1.AnnotationSuspendReconcile)
+	if err := h.api.Update(context.Background(), h.cluster); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("db-2")
+	if h.pod("db-2") == nil {
+		t.Fatal("no Pod for the member once the suspension ended")
 	}
 }

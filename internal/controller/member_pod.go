@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -125,35 +124,16 @@ func recordIdentity(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) boo
 	return true
 }
 
-// pvcOfMember says whether an existing PVC holds this member's data, and may be taken over:
-// it is controlled by this member or an earlier EtcdMember of the same name (deleted by
-// hand), by the cluster (the member finalizer's rescue), or by nothing while its labels name
-// this cluster and member (kept when an EtcdCluster of this name was deleted with
-// whenDeleted Retain). Anything else is someone else's and is never taken.
-func pvcOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
-	ref := metav1.GetControllerOf(pvc)
-	switch {
-	case ref == nil:
-		return pvc.Labels[etcdv1.LabelCluster] == c.Name && pvc.Labels[etcdv1.LabelMember] == m.Name &&
-			pvc.Labels[etcdv1.LabelManagedBy] == specs.ManagerName
-	case ref.Kind == "EtcdMember":
-		return ref.Name == m.Name
-	case ref.Kind == "EtcdCluster":
-		return ref.UID == c.UID
-	}
-	return false
-}
-
 // usable says why the member must not run on the PVC of its name: another application's
 // (notOurs), or the data of a member a quorum-loss recovery discarded, which is kept for a
 // person and never run again: under its old member ID and membership it would rejoin, or
 // split, the recovered cluster. Nil when it is the member's.
 func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
-	if discardedData(pvc) {
+	if retention.DiscardedData(pvc) {
 		return kit.ChildProblem(etcdv1.ReasonNameConflict, "PVC %s holds the data of a member a quorum-loss recovery discarded (%s): no member starts on it; delete EtcdMember %s, or the PVC once its data is no longer needed",
 			pvc.Name, etcdv1.AnnotationDiscardedByRecovery, m.Name)
 	}
-	if !pvcOfMember(pvc, c, m) {
+	if !retention.PVCOfMember(pvc, c, m.Name) {
 		return kit.NotOurs(pvc, m, "PersistentVolumeClaim", "EtcdMember")
 	}
 	return nil
@@ -233,7 +213,7 @@ func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCl
 //   - etcd never ran in it: its container waits for a reason other than being created (an
 //     image that cannot be pulled, a config error) with no restart and no earlier exit. The
 //     container status proves it, so it is never wrong;
-//   - etcd crash-loops in it, unless the last exit was a data error (dataError: the cluster
+//   - etcd crash-loops in it, unless the last exit was a data error (kit.DataError: the cluster
 //     controller replaces such a member under a new ID; a new Pod would not help).
 //
 // Whether a crash-looping Pod was ever Ready the Pod does not tell: the kubelet keeps the
@@ -244,47 +224,23 @@ func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCl
 // the Pod, which a container restart keeps and a new Pod loses: its Pod is replaced only
 // when etcd never ran in it, when it holds nothing.
 func stuckAndOutdated(pod, want *corev1.Pod, podHoldsData bool) string {
-	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] == want.Annotations[etcdv1.AnnotationPodTemplateHash] || podReady(pod) {
+	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] == want.Annotations[etcdv1.AnnotationPodTemplateHash] || kit.PodReady(pod) {
 		return ""
 	}
-	if podUnschedulable(pod) {
+	if kit.PodUnschedulable(pod) {
 		return "which no node could take"
 	}
 	if pod.Spec.NodeName == "" {
 		return ""
 	}
-	waiting := stuckWaiting(pod)
+	waiting := kit.StuckWaiting(pod)
 	switch {
 	case waiting == "":
 		return ""
 	case etcdNeverRan(pod):
 		return "in which etcd never ran (" + waiting + ")"
-	case waiting == "CrashLoopBackOff" && !podHoldsData && dataError(pod) == "":
+	case waiting == "CrashLoopBackOff" && !podHoldsData && kit.DataError(pod) == "":
 		return "in which etcd crash-loops"
-	}
-	return ""
-}
-
-// podUnschedulable: no node has taken the Pod and the scheduler said none can.
-func podUnschedulable(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" {
-		return false
-	}
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled {
-			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
-}
-
-// stuckWaiting is the reason a container of the Pod waits for, when it is not just being
-// created: "" when none does.
-func stuckWaiting(pod *corev1.Pod) string {
-	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-			return w.Reason
-		}
 	}
 	return ""
 }

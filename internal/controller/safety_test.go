@@ -22,35 +22,6 @@ func voter(id uint64) etcd.Member {
 	return etcd.Member{ID: id, Name: "m" + etcd.FormatID(id), ClientURLs: []string{"http://m" + etcd.FormatID(id)}}
 }
 
-func TestRemovalVerdictProjectsTheQuorumWithoutTheMember(t *testing.T) {
-	three := []etcd.Member{voter(1), voter(2), voter(3)}
-	learner := voter(4)
-	learner.IsLearner = true
-	cases := []struct {
-		name    string
-		members []etcd.Member
-		healthy map[uint64]bool
-		remove  uint64
-		ok      bool
-	}{
-		{"healthy follower of 3 healthy", three, map[uint64]bool{1: true, 2: true, 3: true}, 3, true},
-		{"dead voter, the other two healthy", three, map[uint64]bool{1: true, 2: true}, 3, true},
-		{"healthy voter while another is dead", three, map[uint64]bool{1: true, 2: true}, 1, false},
-		{"dead voter while another is dead too", three, map[uint64]bool{1: true}, 3, false},
-		{"the only voter", []etcd.Member{voter(1)}, map[uint64]bool{1: true}, 1, false},
-		{"a learner, whatever the health", append(slices.Clone(three), learner), map[uint64]bool{}, 4, true},
-		{"a member etcd does not know", three, map[uint64]bool{}, 9, true},
-		{"one of 5 with 2 dead", []etcd.Member{voter(1), voter(2), voter(3), voter(4), voter(5)}, map[uint64]bool{1: true, 2: true, 3: true}, 5, true},
-		{"a healthy one of 5 with 2 dead", []etcd.Member{voter(1), voter(2), voter(3), voter(4), voter(5)}, map[uint64]bool{1: true, 2: true, 3: true}, 1, false},
-	}
-	for _, tc := range cases {
-		ok, why := removalVerdict(tc.members, tc.healthy, tc.remove)
-		if ok != tc.ok || (!ok && why == "") {
-			t.Errorf("%s: ok %v (%q), want %v", tc.name, ok, why, tc.ok)
-		}
-	}
-}
-
 func TestPlanReplacementPicksADamagedMemberTheQuorumCanLose(t *testing.T) {
 	three := []etcd.Member{voter(1), voter(2), voter(3)}
 	all := map[uint64]bool{1: true, 2: true, 3: true}
@@ -92,34 +63,6 @@ func TestPlanReplacementPicksADamagedMemberTheQuorumCanLose(t *testing.T) {
 			t.Errorf("%s: no plan, want %s", tc.name, tc.member)
 		case plan != nil && (plan.member != tc.member || (plan.refusal != "") != tc.refused || plan.why == ""):
 			t.Errorf("%s: planned %+v, want %s refused=%v", tc.name, *plan, tc.member, tc.refused)
-		}
-	}
-}
-
-func TestDataErrorTellsDataFromOtherCrashes(t *testing.T) {
-	pod := func(reason, message string, code int32) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, Message: message, ExitCode: code}},
-		}}}}
-	}
-	cases := []struct {
-		pod  *corev1.Pod
-		want bool
-	}{
-		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs"}`, 1), true},
-		{pod("Error", `{"level":"fatal","msg":"failed to open WAL","error":"wal: crc mismatch"}`, 1), true},
-		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}`, 1), true},
-		{pod("Error", `{"level":"panic","msg":"failed to recover v3 backend from snapshot","error":"failed to find database snapshot file (snap: snapshot file doesn't exist)"}`, 2), true},
-		{pod("Error", "\tgo.etcd.io/etcd/server/v3/storage/wal.(*WAL).ReadAll(0xc000)\n\tgo.etcd.io/etcd/server/v3/etcdserver.bootstrapWALFromSnapshot(...)", 2), true},
-		{pod("OOMKilled", "wal: crc mismatch", 137), false},
-		{pod("Error", `{"level":"fatal","msg":"error verifying flags","error":"unknown flag: --quota-backend"}`, 1), false},
-		{pod("Completed", "cannot fetch cluster info from peer urls", 0), false},
-		{nil, false},
-	}
-	for i, tc := range cases {
-		if got := dataError(tc.pod) != ""; got != tc.want {
-			t.Errorf("case %d: data error %v, want %v", i, got, tc.want)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (h *secureHarness) open(cfg etcd.Config) (etcd.Client, error) {
 	h.opened = append(h.opened, cfg)
 	h.mu.Unlock()
 	if cfg.Username == "" {
-		return unclosable{h.etcd}, nil
+		return etcdfake.KeepOpen(h.etcd), nil
 	}
 	return h.etcd.Login(cfg.Username, cfg.Password)
 }

@@ -248,6 +248,15 @@ func (f *Cluster) Close() error {
 	return lost
 }
 
+// KeepOpen is cli with a Close that closes nothing: what a reconciler under test gets from
+// its client factory, so that it may close "its" client after each reconcile while the test
+// goes on with the shared fake.
+func KeepOpen(cli etcd.Client) etcd.Client { return keepOpen{cli} }
+
+type keepOpen struct{ etcd.Client }
+
+func (keepOpen) Close() error { return nil }
+
 func firstError(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {

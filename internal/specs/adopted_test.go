@@ -92,3 +92,19 @@ func TestPeerAutoTLS(t *testing.T) {
 		t.Error("auto TLS counts as a peer Secret")
 	}
 }
+
+func TestAdoptedPodIsCurrentUntilStamped(t *testing.T) {
+	adopted := &etcdv1.EtcdMember{Spec: etcdv1.EtcdMemberSpec{Adopted: &etcdv1.MemberAdoption{From: etcdv1.AdoptedFromCozystack}}}
+	native := &etcdv1.EtcdMember{}
+	bare := &corev1.Pod{}
+	stamped := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{etcdv1.AnnotationPodTemplateHash: "x"}}}
+	for _, tc := range []struct {
+		m    *etcdv1.EtcdMember
+		pod  *corev1.Pod
+		want bool
+	}{{adopted, bare, true}, {adopted, stamped, false}, {native, bare, false}, {native, stamped, false}} {
+		if got := AdoptedPodIsCurrent(tc.m, tc.pod); got != tc.want {
+			t.Errorf("adopted=%t stamped=%t: got %t", tc.m.Spec.Adopted != nil, tc.pod.Annotations != nil, got)
+		}
+	}
+}

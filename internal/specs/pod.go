@@ -467,3 +467,12 @@ func ForcesNewCluster(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// AdoptedPodIsCurrent is true for the Pod an adopted member had when it was taken over: it
+// carries no template hash, because another operator built it. It runs as it is until the
+// spec changes (the member reconciler then stamps it with the hash of the Pod built now);
+// restarting it only because this operator would have built it differently would restart
+// every member of a cluster the moment it is adopted.
+func AdoptedPodIsCurrent(m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
+	return m.Spec.Adopted != nil && pod.Annotations[etcdv1.AnnotationPodTemplateHash] == ""
+}

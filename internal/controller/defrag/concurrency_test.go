@@ -109,7 +109,7 @@ func TestALongDefragmentationHoldsUpNoOtherCluster(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
 	h.r.NewClient = func(_ context.Context, c *etcdv1.EtcdCluster, _ []string) (etcd.Client, error) {
 		if c.Name == "other" {
-			return keepOpen{otherEtcd}, nil
+			return etcdfake.KeepOpen(otherEtcd), nil
 		}
 		return hangingDefrag{Client: h.etcd, entered: entered, release: release}, nil
 	}

@@ -24,11 +24,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// keepOpen lets every reconcile close "its" client without closing the shared fake.
-type keepOpen struct{ etcd.Client }
-
-func (keepOpen) Close() error { return nil }
-
 type passHarness struct {
 	t    *testing.T
 	api  client.Client
@@ -56,7 +51,7 @@ func newPassHarness(t *testing.T, rule *etcdv1.DefragRule) *passHarness {
 	}
 	h.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdDefrag{}).Build()
 	h.r = &Reconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
-		return keepOpen{h.etcd}, nil
+		return etcdfake.KeepOpen(h.etcd), nil
 	}}
 	return h
 }

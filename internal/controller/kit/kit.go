@@ -1,7 +1,8 @@
 // Package kit holds what the operator's reconcilers share: the etcd client factory and its
-// cache, events, roll slots and the operator's own namespace. It is a leaf: it imports no
-// other package under internal/controller, so that the reconcilers and the kubectl plugin
-// can use it without linking each other.
+// cache, events, roll slots and the operator's own namespace; and, for the cluster and member
+// reconcilers, what a member's Pod says and the quorum a removal must keep. It is a leaf: it
+// imports no other package under internal/controller, so that the reconcilers can use it
+// without linking each other.
 package kit
 
 import (

@@ -1,7 +1,9 @@
 // Package retention keeps what happens to an EtcdCluster's data when the cluster is deleted
 // (spec.persistentVolumeClaimRetentionPolicy): who owns the members' PVCs, the cluster's
 // finalizer that releases them, and the annotations a later cluster of the same name reads
-// to adopt them.
+// to adopt them; and, for the member and cluster reconcilers alike, whose a PVC is
+// (PVCOfMember) and the mark of data a quorum-loss recovery discarded (MarkDiscarded), which
+// no policy lets go with the cluster.
 //
 // With whenDeleted Retain (the default) the members' PVCs have no owner at all, as a
 // StatefulSet's PVCs under the same policy: garbage collection can never take them, also not

@@ -1,0 +1,35 @@
+package kit
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestDataErrorTellsDataFromOtherCrashes(t *testing.T) {
+	pod := func(reason, message string, code int32) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, Message: message, ExitCode: code}},
+		}}}}
+	}
+	cases := []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs"}`, 1), true},
+		{pod("Error", `{"level":"fatal","msg":"failed to open WAL","error":"wal: crc mismatch"}`, 1), true},
+		{pod("Error", `{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}`, 1), true},
+		{pod("Error", `{"level":"panic","msg":"failed to recover v3 backend from snapshot","error":"failed to find database snapshot file (snap: snapshot file doesn't exist)"}`, 2), true},
+		{pod("Error", "\tgo.etcd.io/etcd/server/v3/storage/wal.(*WAL).ReadAll(0xc000)\n\tgo.etcd.io/etcd/server/v3/etcdserver.bootstrapWALFromSnapshot(...)", 2), true},
+		{pod("OOMKilled", "wal: crc mismatch", 137), false},
+		{pod("Error", `{"level":"fatal","msg":"error verifying flags","error":"unknown flag: --quota-backend"}`, 1), false},
+		{pod("Completed", "cannot fetch cluster info from peer urls", 0), false},
+		{nil, false},
+	}
+	for i, tc := range cases {
+		if got := DataError(tc.pod) != ""; got != tc.want {
+			t.Errorf("case %d: data error %v, want %v", i, got, tc.want)
+		}
+	}
+}
