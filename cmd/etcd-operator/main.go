@@ -37,6 +37,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/member"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/schedule"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
@@ -237,7 +238,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 			OperatorNamespace:       kit.OperatorNamespace(),
 			RollSlots:               kit.NewRollSlots(o.maxConcurrentRolls),
 		}},
-		{"EtcdMember", &controller.MemberReconciler{
+		{"EtcdMember", &member.Reconciler{
 			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,
 			MaxConcurrentReconciles: o.maxConcurrent,
 		}},

@@ -59,6 +59,8 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+func ptrTo[T any](v T) *T { return &v }
+
 func (h *harness) reconcile() {
 	h.t.Helper()
 	h.realizeMembers()

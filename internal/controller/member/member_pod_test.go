@@ -1,4 +1,4 @@
-package controller
+package member
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestVolumeProblemNamesAMissingStorageClass(t *testing.T) {
 		pvc("bound-1", "nope", corev1.ClaimBound),
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}},
 	).Build()
-	r := &MemberReconciler{Client: api}
+	r := &Reconciler{Client: api}
 	for name, want := range map[string]string{"missing-1": "StorageClassNotFound", "present-1": "", "bound-1": "", "gone-1": ""} {
 		m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 		why, err := r.volumeProblem(context.Background(), m)
@@ -171,7 +171,7 @@ func TestGrowPVC(t *testing.T) {
 			scheme := runtime.NewScheme()
 			_ = clientgoscheme.AddToScheme(scheme)
 			_ = etcdv1.AddToScheme(scheme)
-			r := &MemberReconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, pvc).Build()}
+			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, pvc).Build()}
 			if err := r.growPVC(context.Background(), m, pvc.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}

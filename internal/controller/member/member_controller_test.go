@@ -1,4 +1,4 @@
-package controller
+package member
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type memberHarness struct {
 	t       *testing.T
 	api     client.Client
 	etcd    *etcdfake.Cluster
-	r       *MemberReconciler
+	r       *Reconciler
 	cluster *etcdv1.EtcdCluster
 	ids     map[string]uint64
 }
@@ -76,7 +76,7 @@ func newMemberHarness(t *testing.T, medium etcdv1.StorageMedium) *memberHarness 
 	if err := h.api.Get(context.Background(), client.ObjectKeyFromObject(c), c); err != nil {
 		t.Fatal(err)
 	}
-	h.r = &MemberReconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+	h.r = &Reconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
 		return etcdfake.KeepOpen(h.etcd), nil
 	}}
 	return h

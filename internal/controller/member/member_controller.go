@@ -1,4 +1,8 @@
-package controller
+// Package member is the EtcdMember reconciler: it realizes one member the cluster reconciler
+// decided on (its PVC, its Pod, its readiness) and, in its finalizer, takes it out of etcd
+// before its data goes. It imports no other reconciler: what it shares with the cluster's
+// lives in internal/controller/kit and children/retention, its builders in internal/specs.
+package member
 
 import (
 	"context"
@@ -31,8 +35,8 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// MemberReconciler realizes EtcdMembers: the PVC, the Pod, and the removal from etcd.
-type MemberReconciler struct {
+// Reconciler realizes EtcdMembers: the PVC, the Pod, and the removal from etcd.
+type Reconciler struct {
 	client.Client
 	// APIReader reads what the label-scoped cache cannot hold (LabelScoped); nil in tests
 	// whose client is not a cache.
@@ -51,7 +55,7 @@ type MemberReconciler struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Reconcile realizes one member.
-func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	m := &etcdv1.EtcdMember{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -99,7 +103,7 @@ func (r *MemberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // name, or one the API server refuses) in its Ready condition, which the cluster's Degraded
 // condition repeats, and looks again later: nothing the operator watches tells when a
 // quota or a webhook changes its mind. Other errors go back to the controller.
-func (r *MemberReconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
+func (r *Reconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
 	var w kit.Waiting
 	if !errors.As(err, &w) || !w.Degraded {
 		return ctrl.Result{}, err
@@ -108,7 +112,7 @@ func (r *MemberReconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, er
 }
 
 // SetupWithManager watches members and the Pods and PVCs they own.
-func (r *MemberReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Pod{}).
@@ -133,7 +137,7 @@ var suspensionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 }}
 
 // cluster is the member's EtcdCluster, nil when it is gone or going.
-func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*etcdv1.EtcdCluster, error) {
+func (r *Reconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*etcdv1.EtcdCluster, error) {
 	c := &etcdv1.EtcdCluster{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c)
 	if apierrors.IsNotFound(err) {
@@ -148,13 +152,15 @@ func (r *MemberReconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*
 	return c, nil
 }
 
-// clusterEvent records an event on the cluster about member m (see eventAbout for why the
-// member is named as related).
-func (r *MemberReconciler) clusterEvent(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
+// clusterEvent records an event on the cluster about member m, named as related: the events
+// API folds a cluster's events of one type, reason and action into a series that keeps the
+// first message only, unless each names the member it is about (the cluster reconciler's
+// eventAbout does the same).
+func (r *Reconciler) clusterEvent(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
 	kit.Emit(ctx, r.Recorder, c, m, eventType, reason, action, format, args...)
 }
 
-func (r *MemberReconciler) event(ctx context.Context, obj client.Object, eventType, reason, action, format string, args ...any) {
+func (r *Reconciler) event(ctx context.Context, obj client.Object, eventType, reason, action, format string, args ...any) {
 	kit.Emit(ctx, r.Recorder, obj, nil, eventType, reason, action, format, args...)
 }
 
@@ -163,7 +169,7 @@ func (r *MemberReconciler) event(ctx context.Context, obj client.Object, eventTy
 // discarded data (keepDiscardedPVC), no member's. Cluster deletion: nothing to ask etcd,
 // everything goes. Deletion by hand: the PVC is handed to the cluster so the data survives,
 // and the cluster recreates the member.
-func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(m, etcdv1.FinalizerMember) {
 		return ctrl.Result{}, nil
 	}
@@ -198,7 +204,7 @@ func (r *MemberReconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdClu
 // already removed. The quorum is projected again right here, with each voter's health asked
 // now: the decision to remove may be old (a mark left by a crash, a replacement decided a
 // while ago), and removing a voter must never leave the others without a healthy majority.
-func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	if m.Status.MemberID == "" {
 		return nil // never added to etcd
 	}
@@ -241,7 +247,7 @@ func (r *MemberReconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdClu
 // or, for a member a quorum-loss recovery discards, kept as discarded data, and that first:
 // it needs no etcd, whose new cluster may take long to answer, and the data is safe from
 // then on whatever happens to the cluster. True when the removal is to be tried again.
-func (r *MemberReconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
 	discarded := m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true"
 	if discarded {
 		if err := r.keepDiscardedPVC(ctx, c, m); err != nil {
@@ -278,7 +284,7 @@ func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[u
 }
 
 // clientViaOthers opens a client through the cluster's other members that should run.
-func (r *MemberReconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
+func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
 	var others []string
 	members := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
@@ -299,7 +305,7 @@ func (r *MemberReconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCl
 // data that etcd counts on, and an empty start under its ID would lose committed writes. A
 // member with no ID yet has not joined; one that etcd no longer lists was removed and must
 // not start under that ID either. An error when etcd cannot be asked.
-func (r *MemberReconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+func (r *Reconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
 	if m.Status.MemberID == "" {
 		return false, nil
 	}
@@ -327,7 +333,7 @@ func (r *MemberReconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m 
 }
 
 // membersOfCluster maps an EtcdCluster to its EtcdMembers, as the cache holds them.
-func (r *MemberReconciler) membersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) membersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{etcdv1.LabelCluster: obj.GetName()}); err != nil {
 		return nil
@@ -348,7 +354,7 @@ func memberOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {
+func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {
 	_, list, err := cli.MemberList(ctx)
 	if err != nil {
 		return err
@@ -375,7 +381,7 @@ func (r *MemberReconciler) handOverLeadership(ctx context.Context, cli etcd.Clie
 // using it): a PVC of the member's name that another application made, which the member
 // never used, is left alone. The delete is conditional on the UID read, so a PVC replaced in between is
 // not deleted either.
-func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
 		return err
@@ -392,7 +398,7 @@ func (r *MemberReconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // first), its PVC is released before garbage collection can take it. A member a quorum-loss
 // recovery was discarding keeps its PVC as discarded data under either policy: the salvage
 // copy is not the cluster's data, and goes only when a person deletes it.
-func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); err != nil {
 		// Gone: its own finalizer released the PVCs first, if it was to keep them.
@@ -418,7 +424,7 @@ func (r *MemberReconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv
 // (retention.MarkDiscarded): annotated as discarded data, with the member's identity
 // annotations as they are, and owned by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
 // nothing.
-func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
 		return err
@@ -440,7 +446,7 @@ func (r *MemberReconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdC
 // collection of the member does not take the data with it. A PVC that is not the member's is
 // not touched: under whenDeleted Delete, retention.OwnPerPolicy would make the cluster its
 // controller.
-func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	pvc, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
 		return err
@@ -456,7 +462,7 @@ func (r *MemberReconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // none of its name); nil when there is none, or when the one of its name is not the
 // member's (retention.PVCOfMember), which gets a NameConflict event so that someone sees why
 // it stays.
-func (r *MemberReconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+func (r *Reconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
@@ -481,7 +487,7 @@ func readyCondition(status metav1.ConditionStatus, reason, message string) metav
 }
 
 // setStatus patches podName and the Ready condition when they changed.
-func (r *MemberReconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podName string, ready metav1.Condition) error {
+func (r *Reconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podName string, ready metav1.Condition) error {
 	before := m.DeepCopy()
 	m.Status.PodName = podName
 	m.Status.ObservedGeneration = m.Generation

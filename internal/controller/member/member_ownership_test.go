@@ -1,4 +1,4 @@
-package controller
+package member
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 )
 
 // memberBed is a member reconciler over a fake API holding cluster db and its member db-1.
-func memberBed(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*MemberReconciler, client.Client) {
+func memberBed(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*Reconciler, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -37,10 +37,10 @@ func memberBed(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*M
 			Bootstrap: etcdv1.MemberBootstrap{InitialCluster: "db-1=http://x:2380", InitialClusterState: etcdv1.InitialClusterStateNew}}}
 	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{c, m}, objs...)...).
 		WithInterceptorFuncs(funcs).WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).Build()
-	return &MemberReconciler{Client: api}, api
+	return &Reconciler{Client: api}, api
 }
 
-func reconcileMember(t *testing.T, r *MemberReconciler, api client.Client) (*etcdv1.EtcdMember, bool) {
+func reconcileMember(t *testing.T, r *Reconciler, api client.Client) (*etcdv1.EtcdMember, bool) {
 	t.Helper()
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db-1"}}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package controller
+package member
 
 import (
 	"context"
@@ -41,7 +41,7 @@ var errDataLost = errors.New("data lost")
 // with the member's finalizer) would take the data. Who owns it follows the cluster's
 // retention policy (retention.OwnPerPolicy). The member's finalizer deletes the PVC itself,
 // and only at the end of a deliberate removal from etcd.
-func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
 	have := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
 	if apierrors.IsNotFound(err) {
@@ -89,7 +89,7 @@ func (r *MemberReconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster,
 // growPVC raises a bound PVC's storage request to the member's size (the cluster controller
 // raises that only when the StorageClass allows expansion); a request never goes down, and
 // an unbound claim cannot change.
-func (r *MemberReconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim) error {
 	want := m.Spec.Storage.Size
 	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	if want == nil || want.Cmp(have) <= 0 || pvc.Status.Phase != corev1.ClaimBound {
@@ -125,7 +125,7 @@ func recordIdentity(pvc *corev1.PersistentVolumeClaim, m *etcdv1.EtcdMember) boo
 }
 
 // usable says why the member must not run on the PVC of its name: another application's
-// (notOurs), or the data of a member a quorum-loss recovery discarded, which is kept for a
+// (kit.NotOurs), or the data of a member a quorum-loss recovery discarded, which is kept for a
 // person and never run again: under its old member ID and membership it would rejoin, or
 // split, the recovered cluster. Nil when it is the member's.
 func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
@@ -141,7 +141,7 @@ func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.
 
 // ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and
 // mirrors the Pod's state into the member's status.
-func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -171,7 +171,7 @@ func (r *MemberReconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster,
 // tendPod looks after the member's existing Pod: replaced when its node left it terminal, or
 // while it cannot start and the spec changed; its role label and adoption stamp kept, its
 // state mirrored into the member.
-func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
 	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -193,7 +193,7 @@ func (r *MemberReconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m
 // effect at once. A roll would not reach it: it waits for every member to be up, and during a
 // bootstrap it does not run at all. The Pod is not serving, so nothing stops that served; the
 // next look creates the Pod anew from the current spec (createPod), on the member's PVC.
-func (r *MemberReconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
 	want := specs.Pod(c, m, r.PodOptions)
 	why := stuckAndOutdated(pod, want, m.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
 	if why == "" {
@@ -267,7 +267,7 @@ func podOfMember(pod *corev1.Pod, m *etcdv1.EtcdMember) bool {
 }
 
 // mirrorPodState puts the Pod's readiness, or why it cannot start, into the member's status.
-func (r *MemberReconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+func (r *Reconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
 	ready := podReadiness(pod)
 	if ready.Status != metav1.ConditionTrue && m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
 		why, err := r.volumeProblem(ctx, m)
@@ -284,7 +284,7 @@ func (r *MemberReconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMem
 
 // volumeProblem explains a member whose PVC cannot be bound because its StorageClass does not
 // exist, which the Pod itself only shows as "unschedulable".
-func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*metav1.Condition, error) {
+func (r *Reconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*metav1.Condition, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
 		return nil, client.IgnoreNotFound(err)
@@ -308,7 +308,7 @@ func (r *MemberReconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMemb
 // createPod starts the member. A member that has joined starts so that it refuses an empty
 // data directory (specs.RequireData). A tmpfs member that has joined lost its data with its
 // Pod: it gets no new Pod; the cluster controller replaces it under a new ID.
-func (r *MemberReconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+func (r *Reconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
 	joined, err := r.joined(ctx, c, m)
 	if err != nil && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // ask etcd again before starting it empty
@@ -349,7 +349,7 @@ func dataLostCondition(why string) metav1.Condition {
 }
 
 // syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
-func (r *MemberReconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) error {
 	if m.Status.Role == "" || pod.Labels[etcdv1.LabelRole] == string(m.Status.Role) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package member
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func decideTerminalPod(pod *corev1.Pod, m *etcdv1.EtcdMember) *terminalVerdict {
 // look creates it again (createPod). The member says so first, so that it never reports
 // the Pod's last readiness meanwhile. The UID precondition spares a Pod created since; a
 // Pod already gone, or replaced, is one the cache has not caught up with: no event again.
-func (r *MemberReconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+func (r *Reconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
 	v := decideTerminalPod(pod, m)
 	if v == nil {
 		return false, nil
