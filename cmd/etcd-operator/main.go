@@ -33,8 +33,8 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
-	"github.com/quorumkeeper/etcd-operator/internal/controller"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/alarms"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/cluster"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/member"
@@ -225,7 +225,7 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 		name       string
 		reconciler interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"EtcdCluster", &controller.ClusterReconciler{
+		{"EtcdCluster", &cluster.Reconciler{
 			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,
 			ClusterDomain: o.clusterDomain,
 			// One etcd client per cluster, kept between reconciles and rebuilt when its

@@ -34,7 +34,7 @@ func PVCOfMember(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, membe
 }
 
 // DiscardedData: the PVC holds the data of a member a recovery discarded (the cluster
-// reconciler's cluster_discarded.go says what becomes of it).
+// reconciler's discarded.go says what becomes of it).
 func DiscardedData(pvc *corev1.PersistentVolumeClaim) bool {
 	return pvc.Annotations[etcdv1.AnnotationDiscardedByRecovery] != ""
 }

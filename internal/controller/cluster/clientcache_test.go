@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+)
+
+// closeCountedClient is a fake client that records whether it was closed.
+type closeCountedClient struct {
+	etcd.Client
+	closed bool
+}
+
+func (c *closeCountedClient) Close() error { c.closed = true; return nil }
+
+// cacheClients gives the harness's reconciler a client cache; what it returns lists the
+// clients the cache opened, in order.
+func cacheClients(h *harness) *[]*closeCountedClient {
+	var opened []*closeCountedClient
+	h.r.Clients = kit.NewClientCache(h.api, func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
+		cli := &closeCountedClient{Client: h.etcd}
+		opened = append(opened, cli)
+		return cli, nil
+	})
+	return &opened
+}
+
+func TestClientCacheClosesTheClientOfADeletedCluster(t *testing.T) {
+	h := newHarness(t)
+	opened := cacheClients(h)
+	h.reconcile()
+	h.running()
+	h.reconcile()
+	if len(*opened) != 1 || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients opened over three reconciles, %d kept; want one", len(*opened), h.r.Clients.Len())
+	}
+	if err := h.api.Delete(context.Background(), h.clusterObj()); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if !(*opened)[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("client closed %v, %d kept after the cluster was deleted", (*opened)[0].closed, h.r.Clients.Len())
+	}
+}
+
+func TestRepeatedFailuresBackOffAndProgressResetsThem(t *testing.T) {
+	r := &Reconciler{}
+	key := types.NamespacedName{Namespace: "ns", Name: "db"}
+	unreachable := waitFor("Unreachable", "etcd does not answer")
+	var got []time.Duration
+	for range 8 {
+		got = append(got, r.retryAfter(key, unreachable))
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 60, 60}
+	for i := range want {
+		if got[i] != want[i]*time.Second {
+			t.Fatalf("retries %v, want %v seconds", got, want)
+		}
+	}
+	if d := r.retryAfter(key, waitFor("Scaling", "learner db-4 is catching up")); d != time.Second {
+		t.Fatalf("a learner catching up is looked at after %v, want 1s", d)
+	}
+	if d := r.retryAfter(key, unreachable); d != time.Second {
+		t.Fatalf("after progress the next failure waits %v, want the backoff to start again at 1s", d)
+	}
+	if d := r.retryAfter(types.NamespacedName{Namespace: "ns", Name: "other"}, unreachable); d != time.Second {
+		t.Fatalf("another cluster waits %v: backoff must be per cluster", d)
+	}
+}
+
+// A cached client whose members did not answer is not lent again: its connections would wait
+// out gRPC's reconnect backoff, and the look that follows etcd's first answer would miss it.
+func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
+	h := newHarness(t)
+	opened := cacheClients(h)
+	h.reconcile() // creates the founding members: nothing to ask yet
+	h.reconcile() // the members' Pods are not running: the member list fails
+	if len(*opened) != 1 || !(*opened)[0].closed || h.r.Clients.Len() != 0 {
+		t.Fatalf("%d clients opened, first closed %v, %d kept; want the one that found nothing closed and dropped", len(*opened), len(*opened) > 0 && (*opened)[0].closed, h.r.Clients.Len())
+	}
+	h.running()
+	h.reconcile()
+	h.reconcile()
+	if len(*opened) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
+		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(*opened), len(*opened) > 1 && (*opened)[1].closed)
+	}
+}

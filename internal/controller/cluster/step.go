@@ -1,0 +1,437 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
+)
+
+func waitFor(reason, format string, args ...any) error {
+	return kit.Waiting{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
+// members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, disarming the
+// alarms of members etcd no longer lists, replacing a damaged member, then one whose node is
+// gone for good (spec.nodeLoss), finishing an interrupted add, promotion, adoption, scaling. It reports whether it changed something.
+// At V(1) it logs which step it took and on what view, once per reconcile.
+func (r *Reconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	name, done, err := r.chooseStep(ctx, c, v)
+	logStep(ctx, c, v, name, done, err)
+	return done, err
+}
+
+// stepFunc is one step of the ordered list: whether it changed something, or why it cannot.
+type stepFunc func(context.Context, *etcdv1.EtcdCluster, *clusterView) (bool, error)
+
+// namedStep is a step with the name the V(1) log gives it.
+type namedStep struct {
+	name string
+	act  stepFunc
+}
+
+// chooseStep runs the ordered step list up to the first step that acts or cannot, and names
+// it ("" when none applies).
+func (r *Reconciler) chooseStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, bool, error) {
+	if err := waitForAdoption(c, v); err != nil {
+		return "waitForAdoption", false, err
+	}
+	replicas := int(ptrOr(c.Spec.Replicas, 3))
+	if name, done, err := firstStep(ctx, c, v, r.formingSteps(replicas)); name != "" {
+		return name, done && err == nil, err
+	}
+	if replicas == 0 {
+		return "", false, nil
+	}
+	if !v.reachable {
+		return r.withoutQuorum(ctx, c, v)
+	}
+	if name, done, err := firstStep(ctx, c, v, r.quorumSteps()); name != "" {
+		return name, done && err == nil, err
+	}
+	if done, err := r.scale(ctx, c, v, replicas); done || err != nil {
+		return "scale", done, err
+	}
+	if done, err := r.rollOutdatedPods(ctx, c, v); done || err != nil {
+		return "rollOutdatedPods", done, err
+	}
+	return "", false, nil
+}
+
+// formingSteps come before anything that needs a quorum.
+func (r *Reconciler) formingSteps(replicas int) []namedStep {
+	with := func(act func(context.Context, *etcdv1.EtcdCluster, *clusterView, int) (bool, error)) stepFunc {
+		return func(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+			return act(ctx, c, v, replicas)
+		}
+	}
+	return []namedStep{
+		// A recovery from a snapshot owns the cluster from its request to the new cluster's
+		// first answer: no other step may act on members it is discarding.
+		{"recoverFromSnapshot", with(r.recoverFromSnapshotStep)}, {"bootstrap", with(r.bootstrap)},
+		{"rebuildFromPVCs", with(r.rebuildFromPVCs)}, {"pauseOrResume", with(r.pauseOrResume)},
+	}
+}
+
+// quorumSteps need etcd to answer; scaling and rolling Pods come after them.
+func (r *Reconciler) quorumSteps() []namedStep {
+	return []namedStep{
+		{"finishRecovery", r.finishRecovery}, {"recordIdentities", r.recordIdentities},
+		{"removeOrphanLearners", r.removeOrphanLearners}, {"disarmStaleAlarms", r.disarmStaleAlarms},
+		{"replaceDamaged", r.replaceDamaged}, {"replaceOnLostNode", r.replaceOnLostNode},
+		{"addPending", r.addPending}, {"promoteLearners", r.promoteLearners}, {"adoptOrphanVoters", r.adoptOrphanVoters},
+	}
+}
+
+// firstStep runs steps in order up to the first that acts or cannot: its name, whether it
+// changed something, and its error; "" when none did.
+func firstStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, steps []namedStep) (string, bool, error) {
+	for _, s := range steps {
+		if done, err := s.act(ctx, c, v); done || err != nil {
+			return s.name, done, err
+		}
+	}
+	return "", false, nil
+}
+
+// withoutQuorum: while etcd does not answer, only a recovery acts: one a person asked for, or
+// the one spec.quorumLoss asks for after its grace period.
+func (r *Reconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, bool, error) {
+	name, done, err := firstStep(ctx, c, v, []namedStep{
+		{"recoverAutomatically", r.recoverAutomatically}, {"recoverQuorum", r.recoverQuorum},
+	})
+	if name != "" {
+		return name, done && err == nil, err
+	}
+	return "waitForQuorum", false, unreachable(c, v)
+}
+
+// logStep says at V(1) which step a reconcile took and on what (kit.Step): the spec's
+// replicas and what the look saw of the members. Nothing of a Secret.
+func logStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, name string, done bool, err error) {
+	if !log.FromContext(ctx).V(1).Enabled() {
+		return
+	}
+	learners := 0
+	for _, m := range v.etcdMembers {
+		if m.IsLearner {
+			learners++
+		}
+	}
+	kit.Step{Name: name, Changed: done, Facts: []any{"replicas", ptrOr(c.Spec.Replicas, 3), "members", len(v.members),
+		"etcdMembers", len(v.etcdMembers), "learners", learners, "reachable", v.reachable, "leader", etcd.FormatID(v.leader)}}.Log(ctx, err)
+}
+
+// unreachable says why no step can be taken while etcd does not answer: a formed cluster
+// that lost its quorum, or one whose members never answered.
+func unreachable(c *etcdv1.EtcdCluster, v *clusterView) error {
+	if c.Status.ClusterID != "" {
+		return waitFor(etcdv1.ReasonQuorumLost, "%s", quorumLostMessage(v.survivors))
+	}
+	return waitFor(etcdv1.ReasonUnreachable, "etcd does not answer through any member")
+}
+
+func ptrOr[T any](p *T, fallback T) T {
+	if p == nil {
+		return fallback
+	}
+	return *p
+}
+
+// bootstrap creates the founding members all at once with a static initial cluster. A crash
+// in the middle is finished from the initial cluster the first members recorded.
+func (r *Reconciler) bootstrap(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	if c.Status.ClusterID != "" || v.reachable {
+		return false, nil
+	}
+	// PVCs kept from a deleted cluster of this name: bring that cluster back, not a new one.
+	// Not in a recovery from a snapshot: it kept the old cluster's PVCs as discarded data.
+	if c.Status.SnapshotRecovery == nil {
+		if done, err := r.adoptRetainedPVCs(ctx, c, v); done || err != nil {
+			return done, err
+		}
+	}
+	taken, err := r.discardedNamesLive(ctx, c, v)
+	if err != nil {
+		return true, err
+	}
+	names := foundingNames(c, v.members, foundingCount(c, replicas), taken)
+	if len(names) == 0 {
+		return false, nil
+	}
+	var missing []string
+	for _, name := range names {
+		if memberNamed(v.members, name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return true, waitFor(etcdv1.ReasonBootstrapping, "waiting for the founding members %s to form the cluster", strings.Join(names, ", "))
+	}
+	restore, err := r.foundingRestore(ctx, c, v)
+	if err != nil {
+		return true, err
+	}
+	initial := specs.InitialCluster(c, names)
+	for _, name := range missing {
+		b := etcdv1.MemberBootstrap{InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateNew, ClusterToken: c.Status.ClusterToken, Restore: restore.DeepCopy()}
+		m := r.newMember(c, name, b)
+		if err := r.createMember(ctx, c, m); err != nil {
+			return true, err
+		}
+		failpoint.Crash(c, failpoint.AfterBootstrapMember)
+	}
+	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonBootstrapping, "Bootstrap", "bootstrapping %d members: %s", len(names), strings.Join(names, ", "))
+	return true, nil
+}
+
+// foundingRestore is what the founding members restore: the snapshot a recovery after a lost
+// quorum names, whatever the cluster was first bootstrapped from, or the cluster's
+// spec.bootstrap.restore; nil for an empty start. An EtcdSnapshot a snapshotRef names is held
+// for the restore (holdSnapshot) before the member that needs its file is created.
+func (r *Reconciler) foundingRestore(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (*etcdv1.MemberRestore, error) {
+	switch rec := c.Status.SnapshotRecovery; {
+	case rec != nil:
+		return &rec.Restore, nil
+	case c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil:
+		return nil, nil
+	case v.restoreSource == nil:
+		// No member is created, so none can serve (or start empty) until the source can be
+		// used; an EtcdSnapshot changing wakes the cluster.
+		return nil, waitFor(etcdv1.ReasonRestoreFailed, "%s", v.restoreFailure)
+	}
+	if name := v.restoreSource.Snapshot; name != "" {
+		why, err := r.holdSnapshot(ctx, c, name)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return nil, waitFor(etcdv1.ReasonRestoreFailed, "spec.bootstrap.restore.source.snapshotRef: %s: delete this EtcdCluster and create it again naming a Complete EtcdSnapshot (spec.bootstrap cannot change)", why)
+		}
+	}
+	return v.restoreSource, nil
+}
+
+// foundingNames are the members of the first bootstrap: from an existing founding member's
+// initial cluster, or chosen now.
+func foundingNames(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, replicas int, taken map[string]bool) []string {
+	for _, m := range members {
+		if m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateNew {
+			var names []string
+			for _, part := range strings.Split(m.Spec.Bootstrap.InitialCluster, ",") {
+				names = append(names, strings.SplitN(part, "=", 2)[0])
+			}
+			return names
+		}
+	}
+	if len(members) > 0 {
+		return nil // members exist that joined an existing cluster: this is no first bootstrap
+	}
+	// A name whose PVC holds discarded data (a recovery from a snapshot keeps the old
+	// members' PVCs) is skipped: a member of that name would start on that PVC.
+	names := make([]string, 0, replicas)
+	for i := 1; len(names) < replicas; i++ {
+		if name := specs.MemberName(c.Name, i); !taken[name] {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func memberNamed(members []*etcdv1.EtcdMember, name string) *etcdv1.EtcdMember {
+	for _, m := range members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) newMember(c *etcdv1.EtcdCluster, name string, b etcdv1.MemberBootstrap) *etcdv1.EtcdMember {
+	m := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.MemberLabels(c.Name, name)},
+		Spec: etcdv1.EtcdMemberSpec{
+			ClusterName: c.Name, Version: c.Spec.Version, Storage: *c.Spec.Storage.DeepCopy(), Bootstrap: b,
+			TLS: memberTLS(c),
+		},
+	}
+	return m
+}
+
+// memberTLS names the Secrets a member mounts.
+func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
+	if c.Spec.TLS == nil {
+		return nil
+	}
+	t := &etcdv1.MemberTLS{ClientCertAuth: specs.ClientCertAuth(c), ClientCASecretName: specs.ClientCASecretName(c)}
+	if cl := c.Spec.TLS.Client; cl != nil {
+		t.ServerSecretName = c.Name + "-server-tls"
+		if cl.ServerSecretRef != nil {
+			t.ServerSecretName = cl.ServerSecretRef.Name
+		}
+	}
+	if specs.PeerSecretTLS(c) {
+		t.PeerSecretName = c.Name + "-peer-tls"
+		if ref := c.Spec.TLS.Peer.SecretRef; ref != nil {
+			t.PeerSecretName = ref.Name
+		}
+	}
+	return t
+}
+
+func (r *Reconciler) createMember(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+	if err := controllerutil.SetControllerReference(c, m, r.Scheme()); err != nil {
+		return err
+	}
+	err := r.Create(ctx, m)
+	if isAlreadyExists(err) {
+		// Ours from an earlier attempt, or someone else's that must not be taken for ours.
+		have := &etcdv1.EtcdMember{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(m), have); err != nil {
+			return err
+		}
+		return kit.NotOurs(have, c, "EtcdMember", "EtcdCluster")
+	}
+	return kit.RefusedByAPI(err, "EtcdMember", m.Name)
+}
+
+// pauseOrResume flips every member's dormant flag; no membership changes, so a paused
+// cluster resumes with the same cluster and member IDs.
+func (r *Reconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, replicas int) (bool, error) {
+	dormant := replicas == 0
+	changed := 0
+	for _, m := range v.active() {
+		if m.Spec.Dormant == dormant {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.Dormant = dormant
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return true, err
+		}
+		failpoint.Crash(c, failpoint.AfterDormantFlip)
+		changed++
+	}
+	if changed == 0 {
+		return false, nil
+	}
+	if dormant {
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonPaused, "Pause", "paused: stopped %d members, data and identities kept", changed)
+	} else {
+		r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonResuming, "Resume", "resuming %d members with their data", changed)
+	}
+	return true, nil
+}
+
+// recordIdentities writes each member's etcd ID and role into its status.
+func (r *Reconciler) recordIdentities(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, m := range v.members {
+		em, ok := v.etcdMemberFor(c, m)
+		if !ok {
+			continue
+		}
+		role := etcdv1.RoleVoter
+		if em.IsLearner {
+			role = etcdv1.RoleLearner
+		}
+		cid := etcd.FormatID(v.clusterID)
+		if m.Status.MemberID == em.IDHex() && m.Status.Role == role && m.Status.ClusterID == cid && m.Status.Version == v.versions[em.ID] {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role, m.Status.ClusterID = em.IDHex(), role, cid
+		if ver := v.versions[em.ID]; ver != "" {
+			m.Status.Version = ver
+		}
+		if err := r.Status().Patch(ctx, m, patch); err != nil {
+			return true, kit.IgnoreConflict(err)
+		}
+	}
+	return false, nil
+}
+
+// removeOrphanLearners removes learners that were added for a member that no longer exists
+// (the operator died between deciding and recording). A learner holds no data others need.
+func (r *Reconciler) removeOrphanLearners(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, em := range v.learners() {
+		if v.ownerOf(c, em) != nil {
+			continue
+		}
+		if err := v.etcd.Remove(ctx, em.ID); err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
+			return true, err
+		}
+		r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonOrphanLearnerRemoved, "RemoveMember", "removed learner %s (%v) that no EtcdMember owns", em.IDHex(), em.PeerURLs)
+		return true, nil
+	}
+	return false, nil
+}
+
+// addPending adds, as a learner, a member created to join the cluster but not yet in etcd.
+// Looking the peer URL up first (etcdMemberFor) makes a retried add a no-op.
+func (r *Reconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	if len(v.learners()) > 0 {
+		// etcd takes one learner at a time: another member waits until this one is
+		// promoted, which promoteLearners does next.
+		return false, nil
+	}
+	for _, m := range v.active() {
+		if m.Spec.Bootstrap.InitialClusterState != etcdv1.InitialClusterStateExisting {
+			continue
+		}
+		if _, ok := v.etcdMemberFor(c, m); ok {
+			continue
+		}
+		if m.Status.MemberID != "" {
+			continue // it was in etcd and is gone: replaceDamaged replaces it
+		}
+		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
+		if err != nil {
+			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
+		}
+		failpoint.Crash(c, failpoint.AfterAddLearner)
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberAdded, "AddMember", "added %s as learner %s", m.Name, added.IDHex())
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Status.MemberID, m.Status.Role = added.IDHex(), etcdv1.RoleLearner
+		return true, r.Status().Patch(ctx, m, patch)
+	}
+	return false, nil
+}
+
+// promoteLearners promotes a started learner once etcd says it has caught up, if the quorum
+// of the larger voter set is healthy.
+func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	for _, em := range v.learners() {
+		owner := v.ownerOf(c, em)
+		if owner == nil || !em.IsStarted() || !owner.DeletionTimestamp.IsZero() {
+			continue
+		}
+		total, healthy := v.voters()
+		if healthy+1 < kit.Quorum(total+1) {
+			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
+		}
+		err := v.etcd.Promote(ctx, em.ID)
+		if errors.Is(err, etcd.ErrLearnerNotReady) {
+			return true, waitFor(etcdv1.ReasonScaling, "learner %s is catching up", owner.Name)
+		}
+		if err != nil {
+			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
+		}
+		failpoint.Crash(c, failpoint.AfterPromote)
+		r.eventAbout(ctx, c, owner, corev1.EventTypeNormal, etcdv1.ReasonMemberPromoted, "PromoteMember", "promoted %s (%s) to voter", owner.Name, em.IDHex())
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+)
+
+// An upgrade moves one member at a time to spec.version: the cluster controller writes the
+// new version into one EtcdMember's spec, which makes that member's Pod outdated, and the
+// rolling restart (rollOutdatedPods) restarts it, leadership moved away first. The next
+// member is moved only once every voter is healthy, every member runs the version its spec
+// names (etcd says so, not the spec) and has applied what the leader had applied. Everything
+// the upgrade knows lives in the EtcdMembers' specs and in etcd, so an operator that dies in
+// the middle resumes where it was.
+
+// minVersionFor36 is the oldest 3.5 patch etcd's upgrade guide allows a 3.6 upgrade from
+// (3.5.24 to 3.5.26 fix upgrade blockers: learners and zombie members).
+var minVersionFor36 = version{3, 5, 26}
+
+// maxApplyLag is how many entries a restarted member may be behind the leader's applied
+// index and still count as caught up: under a steady write load the two never meet exactly.
+const maxApplyLag = 100
+
+// version is an etcd release X.Y.Z.
+type version struct{ major, minor, patch int }
+
+func parseVersion(s string) (version, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return version{}, false
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 {
+			return version{}, false
+		}
+		n[i] = v
+	}
+	return version{n[0], n[1], n[2]}, true
+}
+
+func (a version) less(b version) bool {
+	if a.major != b.major {
+		return a.major < b.major
+	}
+	if a.minor != b.minor {
+		return a.minor < b.minor
+	}
+	return a.patch < b.patch
+}
+
+func (a version) String() string { return fmt.Sprintf("%d.%d.%d", a.major, a.minor, a.patch) }
+
+// upgradeMember is what the upgrade decision needs to know of one member.
+type upgradeMember struct {
+	name     string
+	spec     string // the version its Pod is built from
+	running  string // the version etcd reports; "" when it does not answer
+	healthy  bool
+	leader   bool
+	applyLag uint64 // entries behind the leader's applied index
+}
+
+// planUpgrade picks the member to move to target next: "" and nil when none is left to move,
+// a kit.Waiting when the cluster is not ready for the next step. Followers go before the
+// leader.
+func planUpgrade(target string, members []upgradeMember) (string, error) {
+	var pending []upgradeMember
+	for _, m := range members {
+		if m.spec != target {
+			pending = append(pending, m)
+		}
+	}
+	if len(pending) == 0 {
+		return "", nil
+	}
+	if err := upgradeBlocked(target, members); err != nil {
+		return "", err
+	}
+	if name := movedBeyondTarget(target, pending); name != "" {
+		return name, nil
+	}
+	for _, m := range members {
+		switch {
+		case !m.healthy:
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits: member %s is not healthy", target, m.name)
+		case m.spec == target && m.running != m.spec:
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
+		case m.applyLag > maxApplyLag:
+			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)
+		}
+	}
+	for _, m := range pending {
+		if !m.leader {
+			return m.name, nil
+		}
+	}
+	return pending[0].name, nil
+}
+
+// movedBeyondTarget names a member whose spec names a newer version than target and which
+// does not run it: spec.version was set back before that member came up on the new release
+// (one with no image, or that crash-loops). It goes back first, whatever the health of the
+// others: it serves nothing, and it gets a Pod it can run only once its EtcdMember names the
+// version (the member controller then replaces its Pod, replaceStuckPod). Waiting for its
+// health, as the next step of an upgrade does, would wait forever.
+func movedBeyondTarget(target string, pending []upgradeMember) string {
+	want, _ := parseVersion(target)
+	for _, m := range pending {
+		if spec, ok := parseVersion(m.spec); ok && want.less(spec) && m.running != m.spec {
+			return m.name
+		}
+	}
+	return ""
+}
+
+// upgradeBlocked refuses what etcd does not support, whatever the spec's history: a target
+// older than a running member, more than one minor above the oldest running member, or 3.6
+// from a 3.5 patch older than 3.5.26. The CRD refuses these changes of spec.version; this
+// catches two changes made before the first one finished.
+func upgradeBlocked(target string, members []upgradeMember) error {
+	want, ok := parseVersion(target)
+	if !ok {
+		return waitFor(etcdv1.ReasonUpgradeBlocked, "spec.version %q is no X.Y.Z version", target)
+	}
+	for _, m := range members {
+		running, ok := parseVersion(m.running)
+		if !ok {
+			continue
+		}
+		switch {
+		case want.less(running):
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
+		case want.minor > running.minor+1:
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.minor+1)
+		case want.minor == 6 && running.minor == 5 && running.less(minVersionFor36):
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd requires 3.5.26 or later on every member before 3.6; set spec.version to the newest 3.5 patch and let it finish first", m.name, running)
+		}
+	}
+	return nil
+}
+
+// upgradeNextMember moves the next member to spec.version, when the cluster is ready for it.
+func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
+	active := v.active()
+	if !anyOnOtherVersion(active, c.Spec.Version) {
+		return false, nil
+	}
+	name, err := planUpgrade(c.Spec.Version, upgradeMembers(c, v, active))
+	if name == "" || err != nil {
+		return false, err
+	}
+	m := memberNamed(active, name)
+	from := m.Spec.Version
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.Version = c.Spec.Version
+	if err := r.Patch(ctx, m, patch); err != nil {
+		return false, err
+	}
+	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
+	return true, nil
+}
+
+func anyOnOtherVersion(members []*etcdv1.EtcdMember, target string) bool {
+	for _, m := range members {
+		if m.Spec.Version != target {
+			return true
+		}
+	}
+	return false
+}
+
+// upgradeMembers reads each member's health, version and applied index from the reconcile's
+// look at etcd (observe asked every member for its status, the leader among them): a member
+// has caught up when it applied what the leader had applied, give or take maxApplyLag.
+func upgradeMembers(c *etcdv1.EtcdCluster, v *clusterView, active []*etcdv1.EtcdMember) []upgradeMember {
+	leaderApplied := v.statuses[v.leader].RaftAppliedIndex
+	out := make([]upgradeMember, len(active))
+	for i, m := range active {
+		out[i] = upgradeMember{name: m.Name, spec: m.Spec.Version}
+		em, ok := v.etcdMemberFor(c, m)
+		if !ok || len(em.ClientURLs) == 0 {
+			continue
+		}
+		out[i].healthy, out[i].leader, out[i].running = v.healthy[em.ID], em.ID == v.leader, v.versions[em.ID]
+		out[i].applyLag = ^uint64(0) // a member that did not answer is as far behind as can be
+		if st, answered := v.statuses[em.ID]; answered {
+			out[i].applyLag = applyLag(st.RaftAppliedIndex, leaderApplied)
+		}
+	}
+	return out
+}
+
+// applyLag is how far applied is behind leaderApplied.
+func applyLag(applied, leaderApplied uint64) uint64 {
+	if applied >= leaderApplied {
+		return 0
+	}
+	return leaderApplied - applied
+}
+
+// clusterVersion is the lowest version of the members' summaries (what each reports, or last
+// reported while it does not answer), or previous when none is known.
+func clusterVersion(members []etcdv1.MemberSummary, previous string) string {
+	var lowest version
+	found := false
+	for _, m := range members {
+		ver, ok := parseVersion(m.Version)
+		if ok && (!found || ver.less(lowest)) {
+			lowest, found = ver, true
+		}
+	}
+	if !found {
+		return previous
+	}
+	return lowest.String()
+}
