@@ -34,7 +34,9 @@ import (
 // old PVCs with the old member IDs. Whether the operator finds them through etcd (their Pods
 // still up) or through their PVCs (nothing answers any more) depends on timing; the
 // foreground case takes the Pods away before the EtcdMembers, so that nothing answers when
-// they are gone and the members must be rebuilt from their PVCs.
+// the first of them is gone: it must be rebuilt from its PVC. Once rebuilt members form a
+// quorum again, one whose EtcdMember went later (its Pod, without a quorum, took its whole
+// grace period to stop) is recreated from etcd's member list instead; both keep the ID.
 func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -64,11 +66,16 @@ func TestDeletedEtcdMembersAreRebuiltFromTheirPVCs(t *testing.T) {
 				return nil
 			})
 			if tc.foreground {
+				var rebuilt []string
 				for name := range victims {
-					if !eventAbout(t, ns, "MemberRebuilt", name) {
-						t.Fatalf("no MemberRebuilt event for %s: %v", name, eventReasons(t, ns))
+					if eventAbout(t, ns, "MemberRebuilt", name) {
+						rebuilt = append(rebuilt, name)
 					}
 				}
+				if len(rebuilt) == 0 {
+					t.Fatalf("no member was rebuilt from its PVC: %v", eventReasons(t, ns))
+				}
+				t.Logf("rebuilt from their PVCs: %v", rebuilt)
 			}
 			after := waitSettled(t, ns, "gone", tc.replicas, 3*time.Minute)
 			if after.Status.ClusterID != before.Status.ClusterID || !maps.Equal(memberIDs(after), memberIDs(before)) {
