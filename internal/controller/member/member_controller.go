@@ -54,61 +54,101 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
-// Reconcile realizes one member.
+// Reconcile realizes one member, and says at V(1) which step it took and why (kit.Step): the
+// member's role and ID with the facts of the step, never anything of a Secret.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	m := &etcdv1.EtcdMember{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, m.Namespace, m.Spec.ClusterName)
+	step, res, err := r.realize(ctx, m)
+	step.Facts = append(step.Facts, "role", m.Status.Role, "memberID", m.Status.MemberID, "deleting", !m.DeletionTimestamp.IsZero())
+	if res.RequeueAfter > 0 {
+		step.Facts = append(step.Facts, "requeueAfter", res.RequeueAfter.String())
+	}
+	step.Log(ctx, err)
+	return res, err
+}
+
+// realize takes the member's step: its finalizer while it is deleted; nothing while its
+// cluster is gone or suspended or the member is another operator's; else its PVC and Pod.
+func (r *Reconciler) realize(ctx context.Context, m *etcdv1.EtcdMember) (kit.Step, ctrl.Result, error) {
 	cluster, err := r.cluster(ctx, m)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "getCluster"}, ctrl.Result{}, err
 	}
 	if !m.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, cluster, m)
 	}
-	if cluster == nil {
-		return ctrl.Result{}, nil // the cluster is gone; garbage collection takes the member
-	}
-	if cluster.ReconcileSuspended() {
-		return ctrl.Result{}, nil // hands off until the annotation goes, which wakes every member
-	}
-	if m.AdoptionPending() {
-		return ctrl.Result{}, nil // another operator's member: its Pod runs on untouched until adopted
+	switch {
+	case cluster == nil:
+		return kit.Step{Name: "clusterGone"}, ctrl.Result{}, nil // garbage collection takes the member
+	case cluster.ReconcileSuspended():
+		// Hands off until the annotation goes, which wakes every member.
+		return kit.Step{Name: "suspended", Facts: []any{"annotation", etcdv1.AnnotationSuspendReconcile}}, ctrl.Result{}, nil
+	case m.AdoptionPending():
+		return kit.Step{Name: "adoptionPending"}, ctrl.Result{}, nil // another operator's member: its Pod runs on untouched until adopted
 	}
 	if controllerutil.AddFinalizer(m, etcdv1.FinalizerMember) {
 		if err := r.Update(ctx, m); err != nil {
-			return ctrl.Result{}, kit.IgnoreConflict(err)
+			return kit.Step{Name: "addFinalizer", Facts: []any{"conflict", apierrors.IsConflict(err)}}, ctrl.Result{}, kit.IgnoreConflict(err)
 		}
 	}
+	return r.realizeChildren(ctx, cluster, m)
+}
+
+// realizeChildren gives the member its PVC, then its Pod. The step is the Pod's, with what
+// became of the PVC; "ensurePVC" when only the PVC changed.
+func (r *Reconciler) realizeChildren(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (kit.Step, ctrl.Result, error) {
+	var pvc []any
+	pvcChanged := false
 	if m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
-		err := r.ensurePVC(ctx, cluster, m)
+		fate, err := r.ensurePVC(ctx, cluster, m)
+		pvc, pvcChanged = pvcFacts(m, fate), fate.changed()
 		if errors.Is(err, errDataLost) {
 			// Unknown (etcd unreachable) counts as lost: asked again soon.
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, r.setStatus(ctx, m, "", dataLostCondition("its PVC is gone"))
+			lost, werr := r.waiting(ctx, m, "dataLost", "", dataLostCondition("its PVC is gone"))
+			lost.Facts = append(pvc, "cause", err.Error())
+			return lost, ctrl.Result{RequeueAfter: 5 * time.Second}, werr
 		}
 		if err != nil {
-			return r.blocked(ctx, m, err)
+			return r.blocked(ctx, m, kit.Step{Name: "ensurePVC", Changed: pvcChanged, Facts: pvc}, err)
 		}
 	}
-	res, err := r.ensurePod(ctx, cluster, m)
-	if err != nil {
-		return r.blocked(ctx, m, err)
+	step, res, err := r.ensurePod(ctx, cluster, m)
+	step.Facts = append(step.Facts, pvc...)
+	step.Changed = step.Changed || pvcChanged
+	if step.Name == "" && pvcChanged {
+		step.Name = "ensurePVC"
 	}
-	return res, nil
+	if err != nil {
+		return r.blocked(ctx, m, step, err)
+	}
+	return step, res, nil
 }
 
 // blocked reports a child object the member cannot have (someone else's PVC or Pod of that
 // name, or one the API server refuses) in its Ready condition, which the cluster's Degraded
 // condition repeats, and looks again later: nothing the operator watches tells when a
-// quota or a webhook changes its mind. Other errors go back to the controller.
-func (r *Reconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, err error) (ctrl.Result, error) {
+// quota or a webhook changes its mind. Other errors go back to the controller, with the step
+// that met them (attempted).
+func (r *Reconciler) blocked(ctx context.Context, m *etcdv1.EtcdMember, attempted kit.Step, err error) (kit.Step, ctrl.Result, error) {
 	var w kit.Waiting
 	if !errors.As(err, &w) || !w.Degraded {
-		return ctrl.Result{}, err
+		return attempted, ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, m.Status.PodName, readyCondition(metav1.ConditionFalse, w.Reason, w.Message))
+	step, err := r.waiting(ctx, m, "blocked", m.Status.PodName, readyCondition(metav1.ConditionFalse, w.Reason, w.Message))
+	step.Changed = step.Changed || attempted.Changed
+	step.Facts = append([]any{"attempted", attempted.Name}, attempted.Facts...)
+	return step, ctrl.Result{RequeueAfter: 10 * time.Second}, err
+}
+
+// waiting is the step, called name, that waits for ready's reason: the member's Ready condition
+// says it (setStatus).
+func (r *Reconciler) waiting(ctx context.Context, m *etcdv1.EtcdMember, name, podName string, ready metav1.Condition) (kit.Step, error) {
+	changed, err := r.setStatus(ctx, m, podName, ready)
+	return kit.Step{Name: name, Changed: changed, Why: kit.Waiting{Reason: ready.Reason, Message: ready.Message}}, err
 }
 
 // SetupWithManager watches members and the Pods and PVCs they own.
@@ -168,104 +208,131 @@ func (r *Reconciler) event(ctx context.Context, obj client.Object, eventType, re
 // it leads), then the PVC. A member a quorum-loss recovery discards: its PVC is kept as
 // discarded data (keepDiscardedPVC), no member's. Cluster deletion: nothing to ask etcd,
 // everything goes. Deletion by hand: the PVC is handed to the cluster so the data survives,
-// and the cluster recreates the member.
-func (r *Reconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+// and the cluster recreates the member. Its step names the case and what became of the PVC.
+func (r *Reconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (kit.Step, ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(m, etcdv1.FinalizerMember) {
-		return ctrl.Result{}, nil
+		return kit.Step{}, ctrl.Result{}, nil
 	}
+	var step kit.Step
 	switch {
 	case cluster == nil:
 		// The cluster is being deleted: garbage collection removes the Pod, and the PVC
 		// unless the cluster retains it (whenDeleted Retain).
-		if err := r.keepPVCOfDeletedCluster(ctx, m); err != nil {
-			return ctrl.Result{}, err
+		fate, err := r.keepPVCOfDeletedCluster(ctx, m)
+		if step = finalizing("finalizeClusterDeletion", m, fate); err != nil {
+			return step, ctrl.Result{}, err
 		}
 	case m.Annotations[etcdv1.AnnotationDiscard] == "true":
 		// The whole etcd cluster is replaced (a recovery from a snapshot): there is no quorum
 		// to remove the member with, and the cluster it belongs to will not exist.
-		if err := r.keepDiscardedPVC(ctx, cluster, m); err != nil {
-			return ctrl.Result{}, err
+		fate, err := r.keepDiscardedPVC(ctx, cluster, m)
+		if step = finalizing("finalizeDiscard", m, fate); err != nil {
+			return step, ctrl.Result{}, err
 		}
 	case m.Annotations[etcdv1.AnnotationRemove] == "true":
-		if again, err := r.removeAndLetDataGo(ctx, cluster, m); again || err != nil {
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
+		removal, again, err := r.removeAndLetDataGo(ctx, cluster, m)
+		if again || err != nil {
+			return removal, ctrl.Result{RequeueAfter: 2 * time.Second}, err
 		}
+		step = removal
 	default:
-		if err := r.rescuePVC(ctx, cluster, m); err != nil {
-			return ctrl.Result{}, err
+		fate, err := r.rescuePVC(ctx, cluster, m)
+		if step = finalizing("finalizeDeletionByHand", m, fate); err != nil {
+			return step, ctrl.Result{}, err
 		}
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
 	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
-	return ctrl.Result{}, kit.IgnoreConflict(r.Update(ctx, m))
+	err := r.Update(ctx, m)
+	step.Changed = step.Changed || err == nil
+	return step, ctrl.Result{}, kit.IgnoreConflict(err)
+}
+
+// finalizing is the finalizer's step name, which did fate to the member's PVC.
+func finalizing(name string, m *etcdv1.EtcdMember, fate pvcFate) kit.Step {
+	return kit.Step{Name: name, Changed: fate.changed(), Facts: pvcFacts(m, fate)}
 }
 
 // removeFromEtcd takes the member out of the quorum, once: a member etcd no longer knows is
 // already removed. The quorum is projected again right here, with each voter's health asked
 // now: the decision to remove may be old (a mark left by a crash, a replacement decided a
 // while ago), and removing a voter must never leave the others without a healthy majority.
-func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+// True when this call removed it.
+func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
 	if m.Status.MemberID == "" {
-		return nil // never added to etcd
+		return false, nil // never added to etcd
 	}
 	id, err := etcd.ParseID(m.Status.MemberID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cli, err := r.clientViaOthers(ctx, c, m)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = cli.Close() }()
 	opCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, list, err := cli.MemberList(opCtx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
-		return nil
+		return false, nil
 	}
 	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
-		return fmt.Errorf("%w: %s", errRemovalRefused, why)
+		return false, fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
 	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
-		return err
+		return false, err
 	}
 	err = cli.Remove(opCtx, id)
 	if errors.Is(err, etcd.ErrMemberNotFound) {
-		return nil
+		return false, nil
 	}
-	if err == nil {
-		failpoint.Crash(c, failpoint.AfterMemberRemove)
-		r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+	if err != nil {
+		return false, err
 	}
-	return err
+	failpoint.Crash(c, failpoint.AfterMemberRemove)
+	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+	return true, nil
 }
 
 // removeAndLetDataGo is a deliberate removal: the member out of etcd, then its PVC deleted,
 // or, for a member a quorum-loss recovery discards, kept as discarded data, and that first:
 // it needs no etcd, whose new cluster may take long to answer, and the data is safe from
-// then on whatever happens to the cluster. True when the removal is to be tried again.
-func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+// then on whatever happens to the cluster. True when the removal is to be tried again; its
+// step then waits, and says why.
+func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (kit.Step, bool, error) {
+	step := kit.Step{Name: "finalizeRemoval"}
 	discarded := m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true"
 	if discarded {
-		if err := r.keepDiscardedPVC(ctx, c, m); err != nil {
-			return false, err
+		fate, err := r.keepDiscardedPVC(ctx, c, m)
+		step = finalizing(step.Name, m, fate)
+		if err != nil {
+			return step, false, err
 		}
 	}
-	if err := r.removeFromEtcd(ctx, c, m); err != nil {
+	removed, err := r.removeFromEtcd(ctx, c, m)
+	if err != nil {
 		reason := etcdv1.ReasonRemoveFailed
 		if errors.Is(err, errRemovalRefused) {
 			reason = etcdv1.ReasonRemoveRefused
 		}
-		r.event(ctx, m, corev1.EventTypeWarning, reason, "RemoveMember", "removing %s from etcd: %v", m.Name, err)
-		return true, nil
+		msg := fmt.Sprintf("removing %s from etcd: %v", m.Name, err)
+		r.event(ctx, m, corev1.EventTypeWarning, reason, "RemoveMember", "%s", msg)
+		step.Why = kit.Waiting{Reason: reason, Message: msg}
+		return step, true, nil
 	}
+	step.Changed = step.Changed || removed
+	step.Facts = append(step.Facts, "removedFromEtcd", removed)
 	if discarded {
-		return false, nil
+		return step, false, nil
 	}
-	return false, r.deletePVC(ctx, c, m)
+	fate, err := r.deletePVC(ctx, c, m)
+	step.Changed = step.Changed || fate.changed()
+	step.Facts = append(step.Facts, pvcFacts(m, fate)...)
+	return step, false, err
 }
 
 // errRemovalRefused: the voters left after the removal would not keep a healthy quorum.
@@ -381,16 +448,17 @@ func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c 
 // using it): a PVC of the member's name that another application made, which the member
 // never used, is left alone. The delete is conditional on the UID read, so a PVC replaced in between is
 // not deleted either.
-func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
-	pvc, err := r.ourPVC(ctx, c, m)
+func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (pvcFate, error) {
+	pvc, fate, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
-		return err
+		return fate, err
 	}
 	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
-	if err == nil {
-		r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
+	if err != nil {
+		return pvcAbsent, client.IgnoreNotFound(err)
 	}
-	return client.IgnoreNotFound(err)
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
+	return pvcDeleted, nil
 }
 
 // keepPVCOfDeletedCluster is the member finalizer's part of whenDeleted Retain: when the
@@ -398,81 +466,88 @@ func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 // first), its PVC is released before garbage collection can take it. A member a quorum-loss
 // recovery was discarding keeps its PVC as discarded data under either policy: the salvage
 // copy is not the cluster's data, and goes only when a person deletes it.
-func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.EtcdMember) (pvcFate, error) {
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); err != nil {
 		// Gone: its own finalizer released the PVCs first, if it was to keep them.
-		return client.IgnoreNotFound(err)
+		return pvcUnchanged, client.IgnoreNotFound(err)
 	}
 	if m.Annotations[etcdv1.AnnotationDiscardedByRecovery] == "true" || m.Annotations[etcdv1.AnnotationDiscard] == "true" {
 		return r.keepDiscardedPVC(ctx, c, m)
 	}
 	if !retention.Retains(c) {
-		return nil
+		return pvcGoesWithCluster, nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
-		return client.IgnoreNotFound(err)
+		return pvcAbsent, client.IgnoreNotFound(err)
 	}
-	if _, err := retention.Release(ctx, r.Client, c, pvc); err != nil {
-		return fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
+	released, err := retention.Release(ctx, r.Client, c, pvc)
+	if err != nil {
+		return pvcUnchanged, fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
 	}
-	return nil
+	if !released {
+		return pvcUnchanged, nil
+	}
+	return pvcReleased, nil
 }
 
 // keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards
 // (retention.MarkDiscarded): annotated as discarded data, with the member's identity
 // annotations as they are, and owned by nothing of the cluster's. Only a PVC that is the member's (ourPVC); a repeat changes
 // nothing.
-func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
-	pvc, err := r.ourPVC(ctx, c, m)
+func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (pvcFate, error) {
+	pvc, fate, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
-		return err
+		return fate, err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
 	if !retention.MarkDiscarded(c, pvc, time.Now()) {
-		return nil
+		return pvcUnchanged, nil
 	}
 	if err := r.Patch(ctx, pvc, patch); err != nil {
-		return client.IgnoreNotFound(err)
+		return pvcAbsent, client.IgnoreNotFound(err)
 	}
 	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
 		pvc.Name, m.Name, m.Status.MemberID, pvc.Namespace, pvc.Name)
-	return nil
+	return pvcKeptAsDiscarded, nil
 }
 
 // rescuePVC takes the member off the PVC's owners (retention.OwnPerPolicy), so garbage
 // collection of the member does not take the data with it. A PVC that is not the member's is
 // not touched: under whenDeleted Delete, retention.OwnPerPolicy would make the cluster its
 // controller.
-func (r *Reconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
-	pvc, err := r.ourPVC(ctx, c, m)
+func (r *Reconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (pvcFate, error) {
+	pvc, fate, err := r.ourPVC(ctx, c, m)
 	if pvc == nil || err != nil {
-		return err
+		return fate, err
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
 	if changed, err := retention.OwnPerPolicy(c, pvc, r.Scheme()); err != nil || !changed {
-		return err
+		return pvcUnchanged, err
 	}
-	return r.Patch(ctx, pvc, patch)
+	if err := r.Patch(ctx, pvc, patch); err != nil {
+		return pvcUnchanged, err
+	}
+	return pvcOwnedPerPolicy, nil
 }
 
 // ourPVC reads the member's PVC (live when the cache, which holds only labelled PVCs, has
-// none of its name); nil when there is none, or when the one of its name is not the
-// member's (retention.PVCOfMember), which gets a NameConflict event so that someone sees why
-// it stays.
-func (r *Reconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+// none of its name); nil when there is none (pvcAbsent), or when the one of its name is not
+// the member's (retention.PVCOfMember; pvcNotTheMembers), which gets a NameConflict event so
+// that someone sees why it stays.
+func (r *Reconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, pvcFate, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return nil, pvcAbsent, client.IgnoreNotFound(err)
 	}
 	if !retention.PVCOfMember(pvc, c, m.Name) {
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, kit.ControllerOf(pvc))
-		return nil, nil
+		return nil, pvcNotTheMembers, nil
 	}
-	return pvc, nil
+	return pvc, pvcUnchanged, nil
 }
 
 // needsAttention are the Ready reasons that will not pass without a person: each gets a
@@ -486,8 +561,8 @@ func readyCondition(status metav1.ConditionStatus, reason, message string) metav
 	return metav1.Condition{Type: etcdv1.MemberConditionReady, Status: status, Reason: reason, Message: message}
 }
 
-// setStatus patches podName and the Ready condition when they changed.
-func (r *Reconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podName string, ready metav1.Condition) error {
+// setStatus patches podName and the Ready condition when they changed; true when it wrote them.
+func (r *Reconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podName string, ready metav1.Condition) (bool, error) {
 	before := m.DeepCopy()
 	m.Status.PodName = podName
 	m.Status.ObservedGeneration = m.Generation
@@ -500,10 +575,11 @@ func (r *Reconciler) setStatus(ctx context.Context, m *etcdv1.EtcdMember, podNam
 		})
 	}
 	if equalStatus(before, m) {
-		return nil
+		return false, nil
 	}
 	if prev := meta.FindStatusCondition(before.Status.Conditions, etcdv1.MemberConditionReady); needsAttention[ready.Reason] && (prev == nil || prev.Reason != ready.Reason) {
 		r.event(ctx, m, corev1.EventTypeWarning, ready.Reason, "StartMember", "member %s cannot start: %s", m.Name, ready.Message)
 	}
-	return kit.IgnoreConflict(r.Status().Patch(ctx, m, client.MergeFrom(before)))
+	err := r.Status().Patch(ctx, m, client.MergeFrom(before))
+	return err == nil, kit.IgnoreConflict(err)
 }

@@ -118,6 +118,13 @@ func (h *memberHarness) pod(name string) *corev1.Pod { return get(h, name, &core
 // remove marks a member for removal (or not) and deletes it: its finalizer runs.
 func (h *memberHarness) remove(name string, marked bool) {
 	h.t.Helper()
+	h.delete(name, marked)
+	h.reconcile(name)
+}
+
+// delete marks a member for removal (or not) and deletes it; its finalizer holds it.
+func (h *memberHarness) delete(name string, marked bool) {
+	h.t.Helper()
 	m := h.member(name)
 	if marked {
 		m.Annotations = map[string]string{etcdv1.AnnotationRemove: "true"}
@@ -128,7 +135,6 @@ func (h *memberHarness) remove(name string, marked bool) {
 	if err := h.api.Delete(context.Background(), m); err != nil {
 		h.t.Fatal(err)
 	}
-	h.reconcile(name)
 }
 
 func TestFinalizerOfARemovalTakesTheMemberOutOfEtcdThenItsPVC(t *testing.T) {
@@ -262,16 +268,16 @@ func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
 	h := newMemberHarness(t, "")
 	m := h.member("db-2")
-	if err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
+	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
 		t.Fatal(err)
 	}
 	if h.pvc("db-2") != nil {
 		t.Fatal("deletePVC left the PVC")
 	}
-	if err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
+	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
 		t.Fatalf("deleting a PVC that is gone: %v", err)
 	}
-	if err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
+	if _, err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
 		t.Fatalf("rescuing a PVC that is gone: %v (must not create one)", err)
 	}
 }

@@ -33,44 +33,34 @@ func equalStatus(a, b *etcdv1.EtcdMember) bool {
 var errDataLost = errors.New("data lost")
 
 // ensurePVC creates the member's PVC, or takes back one kept from an EtcdMember deleted by
-// hand, and records the member's etcd identity on it. A member that has started in etcd gets
-// no new, empty PVC: errDataLost.
+// hand, and records the member's etcd identity on it; it returns what it did with the PVC. A
+// member that has started in etcd gets no new, empty PVC: errDataLost, with why etcd could not
+// say whether it had when it could not be asked.
 //
 // The PVC is never owned by the EtcdMember: with the member as owner, `kubectl delete
 // etcdmember --cascade=foreground` (or any deletion whose garbage collection wins the race
 // with the member's finalizer) would take the data. Who owns it follows the cluster's
 // retention policy (retention.OwnPerPolicy). The member's finalizer deletes the PVC itself,
 // and only at the end of a deliberate removal from etcd.
-func (r *Reconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) error {
+func (r *Reconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (pvcFate, error) {
 	have := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, have)
 	if apierrors.IsNotFound(err) {
-		if joined, err := r.joined(ctx, c, m); err != nil || joined {
-			return errors.Join(errDataLost, err)
-		}
-		want := specs.PVC(c, m)
-		if _, err := retention.OwnPerPolicy(c, want, r.Scheme()); err != nil {
-			return err
-		}
-		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return kit.RefusedByAPI(err, "PersistentVolumeClaim", want.Name)
-		}
-		r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
-		return nil
+		return r.createPVC(ctx, c, m)
 	}
 	if err != nil {
-		return err
+		return pvcUnchanged, err
 	}
 	if !have.DeletionTimestamp.IsZero() {
-		return nil // going with its data: the cluster controller replaces the member
+		return pvcDeleting, nil // going with its data: the cluster controller replaces the member
 	}
 	if err := usable(have, c, m); err != nil {
-		return err
+		return pvcUnchanged, err
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	changed, err := retention.OwnPerPolicy(c, have, r.Scheme())
 	if err != nil {
-		return err
+		return pvcUnchanged, err
 	}
 	if recordIdentity(have, m) {
 		changed = true
@@ -78,22 +68,49 @@ func (r *Reconciler) ensurePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	if retention.RecordDataVersion(have, m) {
 		changed = true
 	}
+	fate := pvcUnchanged
 	if changed {
 		if err := r.Patch(ctx, have, patch); err != nil {
-			return err
+			return pvcUnchanged, err
 		}
+		fate = pvcUpdated
 	}
-	return r.growPVC(ctx, m, have)
+	grown, err := r.growPVC(ctx, m, have)
+	if grown {
+		fate = pvcGrown
+	}
+	return fate, err
+}
+
+// createPVC creates the PVC of a member that has not joined etcd (errDataLost for one that
+// has, or may have).
+func (r *Reconciler) createPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (pvcFate, error) {
+	joined, err := r.joined(ctx, c, m)
+	if err != nil {
+		return pvcAbsent, fmt.Errorf("%w: etcd cannot say whether the member joined: %w", errDataLost, err)
+	}
+	if joined {
+		return pvcAbsent, errDataLost
+	}
+	want := specs.PVC(c, m)
+	if _, err := retention.OwnPerPolicy(c, want, r.Scheme()); err != nil {
+		return pvcAbsent, err
+	}
+	if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		return pvcAbsent, kit.RefusedByAPI(err, "PersistentVolumeClaim", want.Name)
+	}
+	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCCreated, "CreatePVC", "created PVC %s", want.Name)
+	return pvcCreated, nil
 }
 
 // growPVC raises a bound PVC's storage request to the member's size (the cluster controller
 // raises that only when the StorageClass allows expansion); a request never goes down, and
-// an unbound claim cannot change.
-func (r *Reconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim) error {
+// an unbound claim cannot change. True when it asked the PVC to grow.
+func (r *Reconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *corev1.PersistentVolumeClaim) (bool, error) {
 	want := m.Spec.Storage.Size
 	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	if want == nil || want.Cmp(have) <= 0 || pvc.Status.Phase != corev1.ClaimBound {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
 	if pvc.Spec.Resources.Requests == nil {
@@ -101,10 +118,10 @@ func (r *Reconciler) growPVC(ctx context.Context, m *etcdv1.EtcdMember, pvc *cor
 	}
 	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = *want
 	if err := r.Patch(ctx, pvc, patch); err != nil {
-		return fmt.Errorf("expanding PVC %s to %s: %w", pvc.Name, want.String(), err)
+		return false, fmt.Errorf("expanding PVC %s to %s: %w", pvc.Name, want.String(), err)
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPVCExpanding, "ExpandPVC", "asked PVC %s to grow from %s to %s", pvc.Name, have.String(), want.String())
-	return nil
+	return true, nil
 }
 
 // recordIdentity annotates the PVC with the member's etcd member and cluster IDs; true when
@@ -141,50 +158,73 @@ func usable(pvc *corev1.PersistentVolumeClaim, c *etcdv1.EtcdCluster, m *etcdv1.
 
 // ensurePod runs the member's Pod unless the member is paused or not yet added to etcd, and
 // mirrors the Pod's state into the member's status.
-func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (kit.Step, ctrl.Result, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return kit.Step{Name: "getPod"}, ctrl.Result{}, err
 	}
 	exists := err == nil
 	switch {
 	case m.Spec.Dormant:
-		if exists && pod.DeletionTimestamp.IsZero() {
-			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonPaused, "the cluster is paused; data and identity are kept"))
+		return r.pause(ctx, m, pod, exists)
 	case m.Spec.Bootstrap.InitialClusterState == etcdv1.InitialClusterStateExisting && m.Status.MemberID == "":
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonWaitingForMemberAdd, "waiting to be added to etcd as a learner"))
+		waits, err := r.waiting(ctx, m, "waitForMemberAdd", "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonWaitingForMemberAdd, "waiting to be added to etcd as a learner"))
+		return waits, ctrl.Result{}, err
 	case !exists:
 		return r.createPod(ctx, c, m)
 	case !pod.DeletionTimestamp.IsZero():
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return kit.Step{Name: "waitForPodDeletion", Facts: podFacts(pod)}, ctrl.Result{RequeueAfter: time.Second}, nil
 	case !podOfMember(pod, m):
-		return ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
+		return kit.Step{Name: "tendPod", Facts: podFacts(pod)}, ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
 	}
-	return r.tendPod(ctx, c, m, pod)
+	step, res, err := r.tendPod(ctx, c, m, pod)
+	step.Facts = append(step.Facts, podFacts(pod)...)
+	return step, res, err
+}
+
+// pause deletes the Pod of a dormant member; its data and identity stay.
+func (r *Reconciler) pause(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod, exists bool) (kit.Step, ctrl.Result, error) {
+	deleted := false
+	if exists && pod.DeletionTimestamp.IsZero() {
+		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return kit.Step{Name: "paused", Facts: podFacts(pod)}, ctrl.Result{}, err
+		}
+		deleted = true
+	}
+	waits, err := r.waiting(ctx, m, "paused", "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonPaused, "the cluster is paused; data and identity are kept"))
+	waits.Changed = waits.Changed || deleted
+	waits.Facts = []any{"podDeleted", deleted}
+	return waits, ctrl.Result{}, err
 }
 
 // tendPod looks after the member's existing Pod: replaced when its node left it terminal, or
 // while it cannot start and the spec changed; its role label and adoption stamp kept, its
-// state mirrored into the member.
-func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
-	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced || err != nil {
-		return ctrl.Result{}, err
+// state mirrored into the member. No step applies when all of it is as it should be.
+func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, ctrl.Result, error) {
+	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced.Name != "" || err != nil {
+		return replaced, ctrl.Result{}, err
 	}
-	if replaced, err := r.replaceStuckPod(ctx, c, m, pod); replaced || err != nil {
-		return ctrl.Result{}, err
+	if replaced, err := r.replaceStuckPod(ctx, c, m, pod); replaced.Name != "" || err != nil {
+		return replaced, ctrl.Result{}, err
 	}
-	if err := r.syncRoleLabel(ctx, pod, m); err != nil {
-		return ctrl.Result{}, err
+	relabeled, err := r.syncRoleLabel(ctx, pod, m)
+	if err != nil {
+		return kit.Step{Name: "labelRole"}, ctrl.Result{}, err
 	}
-	if err := r.stampAdoptedPod(ctx, c, m, pod); err != nil {
-		return ctrl.Result{}, err
+	stamped, err := r.stampAdoptedPod(ctx, c, m, pod)
+	if err != nil {
+		return kit.Step{Name: "stampAdoptedPod"}, ctrl.Result{}, err
 	}
-	return r.mirrorPodState(ctx, m, pod)
+	step, res, err := r.mirrorPodState(ctx, m, pod)
+	if relabeled || stamped {
+		step.Changed = true
+		step.Facts = append(step.Facts, "roleLabeled", relabeled, "adoptedPodStamped", stamped)
+	}
+	if step.Name == podStateMirrored && !step.Changed && err == nil {
+		step.Name = "" // the Pod is as it should be, and the member says so already
+	}
+	return step, res, err
 }
 
 // replaceStuckPod deletes the member's Pod when it cannot start under its template and the
@@ -192,18 +232,21 @@ func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcd
 // added, spec.version set back from a release with no image, a bad option taken out) takes
 // effect at once. A roll would not reach it: it waits for every member to be up, and during a
 // bootstrap it does not run at all. The Pod is not serving, so nothing stops that served; the
-// next look creates the Pod anew from the current spec (createPod), on the member's PVC.
-func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+// next look creates the Pod anew from the current spec (createPod), on the member's PVC. Its
+// step is named when it replaces the Pod, and says why.
+func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, error) {
 	want := specs.Pod(c, m, r.PodOptions)
 	why := stuckAndOutdated(pod, want, m.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
 	if why == "" {
-		return false, nil
+		return kit.Step{}, nil
 	}
+	replaced := kit.Step{Name: "replaceStuckPod", Facts: []any{"stuck", why}}
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-		return false, err
+		return replaced, err
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
-	return true, nil
+	replaced.Changed = true
+	return replaced, nil
 }
 
 // stuckAndOutdated says why the Pod cannot start under its template ("" when it can, or when
@@ -266,20 +309,26 @@ func podOfMember(pod *corev1.Pod, m *etcdv1.EtcdMember) bool {
 	return ref != nil && ref.Kind == "EtcdMember" && ref.Name == m.Name
 }
 
+// podStateMirrored is the step of a member whose Pod is as it should be: its readiness, or why
+// it cannot start, put into the member's status.
+const podStateMirrored = "mirrorPodState"
+
 // mirrorPodState puts the Pod's readiness, or why it cannot start, into the member's status.
-func (r *Reconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (ctrl.Result, error) {
+func (r *Reconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, ctrl.Result, error) {
 	ready := podReadiness(pod)
 	if ready.Status != metav1.ConditionTrue && m.Spec.Storage.Medium != etcdv1.StorageMediumMemory {
 		why, err := r.volumeProblem(ctx, m)
 		if err != nil {
-			return ctrl.Result{}, err
+			return kit.Step{Name: podStateMirrored}, ctrl.Result{}, err
 		}
 		if why != nil {
 			// Nothing the operator watches changes when the StorageClass appears.
-			return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, m, pod.Name, *why)
+			waits, err := r.waiting(ctx, m, "waitForStorageClass", pod.Name, *why)
+			return waits, ctrl.Result{RequeueAfter: 10 * time.Second}, err
 		}
 	}
-	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, ready)
+	changed, err := r.setStatus(ctx, m, pod.Name, ready)
+	return kit.Step{Name: podStateMirrored, Changed: changed, Facts: []any{"readyReason", ready.Reason}}, ctrl.Result{}, err
 }
 
 // volumeProblem explains a member whose PVC cannot be bound because its StorageClass does not
@@ -308,39 +357,50 @@ func (r *Reconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*
 // createPod starts the member. A member that has joined starts so that it refuses an empty
 // data directory (specs.RequireData). A tmpfs member that has joined lost its data with its
 // Pod: it gets no new Pod; the cluster controller replaces it under a new ID.
-func (r *Reconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+func (r *Reconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (kit.Step, ctrl.Result, error) {
+	tmpfs := m.Spec.Storage.Medium == etcdv1.StorageMediumMemory
 	joined, err := r.joined(ctx, c, m)
-	if err != nil && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // ask etcd again before starting it empty
+	if err != nil && tmpfs {
+		// Ask etcd again before starting it empty.
+		unknown := kit.Waiting{Reason: etcdv1.ReasonUnreachable, Message: fmt.Sprintf("etcd cannot say whether tmpfs member %s joined, so it is not started empty yet: %v", m.Name, err)}
+		return kit.Step{Name: "waitForEtcd", Why: unknown}, ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	if joined && m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
-		return ctrl.Result{}, r.setStatus(ctx, m, "", dataLostCondition("its tmpfs data went with its Pod"))
+	if joined && tmpfs {
+		lost, err := r.waiting(ctx, m, "dataLost", "", dataLostCondition("its tmpfs data went with its Pod"))
+		return lost, ctrl.Result{}, err
 	}
 	if specs.Restores(c, m) && specs.RestoreSource(c, m) == nil {
 		// Only a member whose snapshotRef was never resolved into it (the cluster controller
 		// always does so when it creates one): without its source it would start empty.
-		return ctrl.Result{}, r.setStatus(ctx, m, "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonRestoreFailed,
+		unresolved, err := r.waiting(ctx, m, "restoreUnresolved", "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonRestoreFailed,
 			"spec.bootstrap.restore of the cluster names a snapshotRef that was not resolved into this member: delete the member, the cluster controller creates it again with its snapshot"))
+		return unresolved, ctrl.Result{}, err
 	}
 	pod := specs.Pod(c, m, r.PodOptions)
-	if joined || err != nil {
+	requireData := joined || err != nil
+	if requireData {
 		specs.RequireData(pod, c, m)
 	}
-	if m.Annotations[etcdv1.AnnotationForceNewCluster] == "true" {
+	forceNew := m.Annotations[etcdv1.AnnotationForceNewCluster] == "true"
+	if forceNew {
 		specs.ForceNewCluster(pod) // a quorum-loss recovery from this member's data
 	}
 	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
+	created := kit.Step{Name: "createPod", Facts: []any{"pod", pod.Name, "requireData", requireData, "forceNewCluster", forceNew}}
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
-		return ctrl.Result{}, err
+		return created, ctrl.Result{}, err
 	}
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return ctrl.Result{}, nil // the namespace is going, and the member with it
+			// The namespace is going, and the member with it.
+			return kit.Step{Name: "namespaceTerminating", Facts: []any{"pod", pod.Name}}, ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, kit.RefusedByAPI(err, "Pod", pod.Name)
+		return created, ctrl.Result{}, kit.RefusedByAPI(err, "Pod", pod.Name)
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodCreated, "CreatePod", "created Pod %s", pod.Name)
-	return ctrl.Result{}, r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodStarting, "the Pod was created"))
+	created.Changed = true
+	_, err = r.setStatus(ctx, m, pod.Name, readyCondition(metav1.ConditionFalse, etcdv1.ReasonPodStarting, "the Pod was created"))
+	return created, ctrl.Result{}, err
 }
 
 func dataLostCondition(why string) metav1.Condition {
@@ -349,13 +409,15 @@ func dataLostCondition(why string) metav1.Condition {
 }
 
 // syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
-func (r *Reconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) error {
+// True when it changed the label.
+func (r *Reconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) (bool, error) {
 	if m.Status.Role == "" || pod.Labels[etcdv1.LabelRole] == string(m.Status.Role) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
 	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
-	return r.Patch(ctx, pod, patch)
+	err := r.Patch(ctx, pod, patch)
+	return err == nil, err
 }
 
 // imagePullReasons are the kubelet's reasons for an image it cannot get.

@@ -172,7 +172,7 @@ func TestGrowPVC(t *testing.T) {
 			_ = clientgoscheme.AddToScheme(scheme)
 			_ = etcdv1.AddToScheme(scheme)
 			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(m, pvc).Build()}
-			if err := r.growPVC(context.Background(), m, pvc.DeepCopy()); err != nil {
+			if _, err := r.growPVC(context.Background(), m, pvc.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}
 			got := &corev1.PersistentVolumeClaim{}

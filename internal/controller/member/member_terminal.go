@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -76,21 +77,26 @@ func decideTerminalPod(pod *corev1.Pod, m *etcdv1.EtcdMember) *terminalVerdict {
 // look creates it again (createPod). The member says so first, so that it never reports
 // the Pod's last readiness meanwhile. The UID precondition spares a Pod created since; a
 // Pod already gone, or replaced, is one the cache has not caught up with: no event again.
-func (r *Reconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
+// Its step is named when the Pod is terminal.
+func (r *Reconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, error) {
 	v := decideTerminalPod(pod, m)
 	if v == nil {
-		return false, nil
+		return kit.Step{}, nil
 	}
-	if err := r.setStatus(ctx, m, pod.Name, v.ready); err != nil {
-		return true, err
+	replaced := kit.Step{Name: "replaceTerminalPod", Facts: []any{"podReason", pod.Status.Reason, "readyReason", v.ready.Reason}}
+	changed, err := r.setStatus(ctx, m, pod.Name, v.ready)
+	replaced.Changed = changed
+	if err != nil {
+		return replaced, err
 	}
-	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	err = r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return true, nil
+		return replaced, nil
 	}
 	if err != nil {
-		return true, err
+		return replaced, err
 	}
 	r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
-	return true, nil
+	replaced.Changed = true
+	return replaced, nil
 }

@@ -1,0 +1,98 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit/kittest"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+)
+
+func memberLog(t *testing.T, name string) *kittest.Log {
+	return kittest.NewLog(t, "etcdmember", "EtcdMember", types.NamespacedName{Namespace: "ns", Name: name})
+}
+
+// expectLine fails unless the step line holds each key of want with its value, and its why
+// (of a step that waits) says each of words.
+func expectLine(t *testing.T, what string, line, want map[string]any, words ...string) {
+	t.Helper()
+	for key, value := range want {
+		if line[key] != value {
+			t.Errorf("%s: %s is %v, want %v: %v", what, key, line[key], value, line)
+		}
+	}
+	for _, w := range words {
+		if !strings.Contains(fmt.Sprint(line["why"]), w) {
+			t.Errorf("%s: why lacks %q: %v", what, w, line)
+		}
+	}
+}
+
+func TestEachReconcileOfAMemberLogsItsStepAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	logged := memberLog(t, "db-1")
+	line := logged.Reconcile(h.r)
+	expectLine(t, "the Pod of db-1, a voter that joined, created on its PVC", line, map[string]any{
+		"msg": "step taken", "step": "createPod", "changed": true, "pod": "db-1", "requireData": true,
+		"pvc": "db-1", "pvcFate": string(pvcUpdated), "role": string(etcdv1.RoleVoter), "memberID": etcd.FormatID(h.ids["db-1"]),
+	})
+	if line["EtcdCluster"] == nil {
+		t.Errorf("the line lacks the cluster the member serves: %v", line)
+	}
+	expectLine(t, "the Pod's state put into the member", logged.Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": podStateMirrored, "changed": true, "readyReason": etcdv1.ReasonPodNotReady, "podPhase": "",
+	})
+	expectLine(t, "nothing to do once the member says what its Pod does", logged.Reconcile(h.r), map[string]any{
+		"msg": "no step applies", "changed": false, "pod": "db-1",
+	})
+}
+
+func TestAMemberBlockedBySomeoneElsesPVCLogsWhyAtV1(t *testing.T) {
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "postgres", UID: "pg", Controller: ptrTo(true)}}}}
+	r, _ := memberBed(t, interceptor.Funcs{}, foreign)
+	expectLine(t, "the member blocked by the StatefulSet's PVC", memberLog(t, "db-1").Reconcile(r), map[string]any{
+		"msg": "step waits", "step": "blocked", "attempted": "ensurePVC", "waitReason": etcdv1.ReasonNameConflict, "pvc": "db-1", "requeueAfter": "10s",
+	}, "PersistentVolumeClaim db-1", "StatefulSet postgres")
+}
+
+func TestAMemberBlockedBySomeoneElsesPodLogsWhyAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	if err := h.api.Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	expectLine(t, "the member blocked by a Pod of its name that is not its", memberLog(t, "db-1").Reconcile(h.r), map[string]any{
+		"msg": "step waits", "step": "blocked", "attempted": "tendPod", "waitReason": etcdv1.ReasonNameConflict, "pod": "db-1", "podPhase": string(corev1.PodRunning),
+	}, "Pod db-1 already exists")
+}
+
+func TestEachFinalizerOfAMemberLogsWhatBecameOfItsDataAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.delete("db-2", true)
+	expectLine(t, "db-2 out of etcd, then its PVC deleted", memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": true, "pvc": "db-2", "pvcFate": string(pvcDeleted),
+		"deleting": true, "memberID": etcd.FormatID(h.ids["db-2"]),
+	})
+	h.delete("db-3", false)
+	expectLine(t, "the PVC of db-3, deleted by hand, kept", memberLog(t, "db-3").Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": "finalizeDeletionByHand", "changed": true, "pvc": "db-3", "pvcFate": string(pvcOwnedPerPolicy),
+	})
+}
+
+func TestARemovalTheQuorumCannotTakeLogsWhyItWaitsAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.etcd.SetDown(h.ids["db-3"], true)
+	h.delete("db-1", true)
+	expectLine(t, "the removal of db-1 waiting for a quorum that can take it", memberLog(t, "db-1").Reconcile(h.r), map[string]any{
+		"msg": "step waits", "step": "finalizeRemoval", "waitReason": etcdv1.ReasonRemoveRefused, "requeueAfter": "2s",
+	}, "removing db-1 from etcd")
+}
