@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
 )
@@ -127,25 +128,30 @@ func (p *provider) removeFromAPI(ctx context.Context, pod *corev1.Pod, final cor
 }
 
 // writeStatus writes the Pod's status to the API; gone when the object is no longer this
-// Pod. A conflict means someone (virtual-kubelet's status sync) wrote in between: that is
-// the status of the same stopped containers, so it is left as it is.
+// Pod. A conflict means someone (virtual-kubelet's status sync) wrote in between, perhaps a
+// status from before the containers stopped (Running, not Ready): the write is made again on
+// the newer object, or a Pod the node stopped for good (a shutdown, an eviction) would stay
+// Running in the API, and the agent, started again, would run it again (CreatePod starts any
+// Pod that is not terminal), which no kubelet does.
 func (p *provider) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) (gone bool, err error) {
 	pods := p.cfg.Client.CoreV1().Pods(pod.Namespace)
-	current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		current, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && current.UID != pod.UID) {
+			gone = true // already gone, or gone and recreated
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		current.Status = status
+		_, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if current.UID != pod.UID {
-		return true, nil // already gone and recreated
-	}
-	current.Status = status
-	if _, err := pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		return false, err
-	}
-	return false, nil
+	return gone, err
 }
 
 func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
