@@ -67,6 +67,9 @@ type clusterView struct {
 	// volumes is the VolumesResized condition the volumes component decided; nil leaves it
 	// as it is.
 	volumes *metav1.Condition
+	// loss is the grace clock of spec.quorumLoss as this look leaves it (quorumLoss); nil
+	// until asked.
+	loss *quorumLossCount
 }
 
 // childFacts are what the components under children are given of the view.

@@ -96,7 +96,7 @@ func forcedSourceLoss(c *etcdv1.EtcdCluster, v *clusterView, requested string) s
 }
 
 // planRecoveryOf plans a recovery from requested over what the reconcile observed.
-func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) recoveryPlan {
+func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string, now time.Time) recoveryPlan {
 	names := make([]string, 0, len(v.members))
 	for _, m := range v.members {
 		names = append(names, m.Name)
@@ -110,7 +110,7 @@ func planRecoveryOf(c *etcdv1.EtcdCluster, v *clusterView, requested string) rec
 		// one of those would remove (and force) a second member, and its EtcdMember, going,
 		// gets no Pod to start.
 		plan.refusal = fmt.Sprintf("member %s is being removed (a recovery from another member removes it, and cannot be taken back): it cannot be the source", requested)
-	} else if serving := servingOutOfReach(lossVoters(v, time.Now())); len(serving) > 0 {
+	} else if serving := servingOutOfReach(v.lossVotersNow(c, now)); len(serving) > 0 {
 		// The recovery would delete their Pods, and their kubelets, which reach the API
 		// server, would stop them: the operator would end a quorum that serves and discard
 		// what it acknowledged. Proof that they stopped (unstoppedPod) cannot tell this apart.
@@ -142,7 +142,7 @@ func (r *Reconciler) recoverQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v
 		}
 		return true, waitFor(etcdv1.ReasonQuorumRecovery, "%s; %s", did, loss)
 	}
-	plan := planRecoveryOf(c, v, requested)
+	plan := planRecoveryOf(c, v, requested, r.now())
 	if plan.refusal != "" {
 		if !saidInStatus(c, plan.refusal) {
 			r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonRecoveryRefused, "RecoverQuorum", "not recovering: %s", plan.refusal)

@@ -110,6 +110,30 @@ func quorumMissing(c *etcdv1.EtcdCluster, v *clusterView) bool {
 	return ptrOr(c.Spec.Replicas, 3) > 0 && c.DeletionTimestamp.IsZero() && c.Status.ClusterID != "" && !v.reachable && v.clientErr == nil
 }
 
+// quorumLossCount is the grace clock as one look leaves it, and the voters it counted on.
+type quorumLossCount struct {
+	since  *metav1.Time
+	voters []lossVoter
+}
+
+// quorumLoss works the grace clock out once a look (quorumLossClock over lossVoters, from the
+// count stored in the status): the automatic recovery, a requested recovery's refusal and the
+// status writer decide on the same count, and a recovery patching the cluster in between
+// does not make the status writer count again from what it read back.
+func (v *clusterView) quorumLoss(c *etcdv1.EtcdCluster, now time.Time) (*metav1.Time, []lossVoter) {
+	if v.loss == nil {
+		voters := lossVoters(v, now)
+		v.loss = &quorumLossCount{since: quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), voters, now), voters: voters}
+	}
+	return v.loss.since, v.loss.voters
+}
+
+// lossVotersNow are the voters this look's grace clock counted on (quorumLoss).
+func (v *clusterView) lossVotersNow(c *etcdv1.EtcdCluster, now time.Time) []lossVoter {
+	_, voters := v.quorumLoss(c, now)
+	return voters
+}
+
 // lossVoters are the members that may be voters (all but those that answer as learners), each
 // with whether its etcd answers, whether its Pod is still starting, and whether it is Ready.
 func lossVoters(v *clusterView, now time.Time) []lossVoter {
@@ -296,8 +320,7 @@ func (r *Reconciler) recoverAutomatically(ctx context.Context, c *etcdv1.EtcdClu
 	}
 	// The clock as this look leaves it, not only as stored: a member that started since the
 	// last look ends the count before anything acts on it.
-	voters := lossVoters(v, r.now())
-	since := quorumLossClock(c.Status.QuorumLostSince, quorumMissing(c, v), voters, r.now())
+	since, voters := v.quorumLoss(c, r.now())
 	d := decideAutoRecovery(c.Spec.QuorumLoss, since, v.survivors, r.now())
 	if d.source == "" && d.why == "" && since == nil && quorumMissing(c, v) {
 		d.why = cutOffFrom(c.Spec.QuorumLoss, voters)

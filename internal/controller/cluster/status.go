@@ -45,9 +45,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdCluster, v 
 			s.Learners++
 		}
 	}
-	voters := lossVoters(v, r.now())
-	s.QuorumLostSince = quorumLossClock(s.QuorumLostSince, quorumMissing(c, v), voters, r.now())
-	logQuorumLossClock(ctx, before.Status.QuorumLostSince, s.QuorumLostSince, voters)
+	since, voters := v.quorumLoss(c, r.now())
+	s.QuorumLostSince = since
+	logQuorumLossClock(ctx, before.Status.QuorumLostSince, since, voters)
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(ctx, c, v)
 	setDiscardedCondition(c, v.discardedCondition)
