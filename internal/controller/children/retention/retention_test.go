@@ -126,6 +126,10 @@ func TestMarkFollowsThePolicy(t *testing.T) {
 	if err := p.Mark(ctx, c); err != nil || !controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) {
 		t.Fatalf("Retain: finalizers %v, %v", c.Finalizers, err)
 	}
+	marked := &etcdv1.EtcdCluster{}
+	if err := childtest.Get(cl, "db", marked); err != nil || !controllerutil.ContainsFinalizer(marked, etcdv1.FinalizerRetainPVCs) {
+		t.Fatalf("Retain: stored finalizers %v, %v", marked.Finalizers, err)
+	}
 	if err := p.Mark(ctx, deleting(c)); err != nil || controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) {
 		t.Fatalf("Delete: finalizers %v, %v", c.Finalizers, err)
 	}
@@ -174,6 +178,10 @@ func TestFinalizeUnderDeleteLeavesThePVCs(t *testing.T) {
 	have := &corev1.PersistentVolumeClaim{}
 	if err := childtest.Get(cl, "db-1", have); err != nil || !metav1.IsControlledBy(have, c) {
 		t.Fatalf("PVC db-1 owners %v, %v", have.OwnerReferences, err)
+	}
+	stored := &etcdv1.EtcdCluster{}
+	if err := childtest.Get(cl, "db", stored); err != nil || len(stored.Finalizers) != 0 {
+		t.Fatalf("stored finalizers %v, %v", stored.Finalizers, err)
 	}
 }
 
