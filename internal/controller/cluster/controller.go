@@ -194,8 +194,9 @@ func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1
 	if !c.DeletionTimestamp.IsZero() {
 		r.forgetCluster(req.NamespacedName)
 		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
-		// retained are released first.
-		return true, r.children().Retention.Finalize(ctx, c)
+		// retained are released first. A conflict: the cluster changed since it was read,
+		// and that change brings the next reconcile.
+		return true, kit.IgnoreConflict(r.children().Retention.Finalize(ctx, c))
 	}
 	if c.ReconcileSuspended() {
 		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
@@ -204,7 +205,7 @@ func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1
 	if err := r.dropSuspendedCondition(ctx, c); err != nil {
 		return true, err
 	}
-	return false, r.ensureMarks(ctx, c)
+	return r.ensureMarks(ctx, c)
 }
 
 // lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready
@@ -252,11 +253,13 @@ func (r *Reconciler) closeView(key types.NamespacedName, v *clusterView) {
 }
 
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.
-func (r *Reconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// True when the reconcile ends there, as it does when the finalizer's patch conflicted: the
+// cluster changed since it was read, and that change brings the next reconcile.
+func (r *Reconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) (bool, error) {
 	if err := r.children().Retention.Mark(ctx, c); err != nil {
-		return err
+		return true, kit.IgnoreConflict(err)
 	}
-	return r.ensureIdentity(ctx, c)
+	return false, r.ensureIdentity(ctx, c)
 }
 
 // clusterOfLabeled maps an object carrying the cluster label to its EtcdCluster.

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -103,5 +107,64 @@ func TestPVCOwnersFollowTheRetentionPolicy(t *testing.T) {
 		if !metav1.IsControlledBy(h.pvc(name), h.clusterObj()) {
 			t.Fatalf("Delete: PVC %s owners %v, want the cluster", name, h.pvc(name).OwnerReferences)
 		}
+	}
+}
+
+// changedAfterRead is a harness in which someone else makes the change *pending, once, right
+// after the next read of the cluster, which is then stale.
+func changedAfterRead(t *testing.T, pending *func(*etcdv1.EtcdCluster)) *harness {
+	return harnessWith(t, interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := cl.Get(ctx, key, obj, opts...); err != nil {
+			return err
+		}
+		c, ok := obj.(*etcdv1.EtcdCluster)
+		if !ok || *pending == nil {
+			return nil
+		}
+		theirs := c.DeepCopy()
+		(*pending)(theirs)
+		*pending = nil
+		return cl.Update(ctx, theirs)
+	}})
+}
+
+// The retention finalizer is written over the cluster as the reconcile read it: a finalizer
+// someone else added or removed meanwhile stays as they left it. The write conflicts, and
+// the reconcile ends there without an error (and without a step): the change brings the
+// next one, which looks at the cluster as it is then.
+func TestTheRetentionFinalizerLeavesOthersFinalizersAlone(t *testing.T) {
+	const theirs = "example.com/theirs"
+	ctx, req := context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}
+	pending := func(c *etcdv1.EtcdCluster) { controllerutil.AddFinalizer(c, theirs) }
+	h := changedAfterRead(t, &pending)
+	if res, err := h.r.Reconcile(ctx, req); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("reconcile over a stale read: %+v, %v; want it ended quietly", res, err)
+	}
+	if fin := h.clusterObj().Finalizers; !slices.Equal(fin, []string{theirs}) {
+		t.Fatalf("finalizers %v, want only %s: the stale write is refused", fin, theirs)
+	}
+	if members := h.members(); len(members) != 0 {
+		t.Fatalf("%d members created on a stale read", len(members))
+	}
+	h.reconcile()
+	if fin := h.clusterObj().Finalizers; !slices.Equal(fin, []string{theirs, etcdv1.FinalizerRetainPVCs}) {
+		t.Fatalf("finalizers %v after the next reconcile, want %s kept and the retention finalizer added", fin, theirs)
+	}
+
+	// Deleting: their finalizer goes while the reconcile releases the PVCs, and must not
+	// come back with the retention finalizer's removal.
+	if err := h.api.Delete(ctx, h.clusterObj()); err != nil {
+		t.Fatal(err)
+	}
+	pending = func(c *etcdv1.EtcdCluster) { controllerutil.RemoveFinalizer(c, theirs) }
+	if res, err := h.r.Reconcile(ctx, req); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("deleting reconcile over a stale read: %+v, %v; want it ended quietly", res, err)
+	}
+	if fin := h.clusterObj().Finalizers; !slices.Equal(fin, []string{etcdv1.FinalizerRetainPVCs}) {
+		t.Fatalf("finalizers %v, want only the retention finalizer: the stale write is refused", fin)
+	}
+	h.reconcile()
+	if err := h.api.Get(ctx, req.NamespacedName, &etcdv1.EtcdCluster{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the cluster is still there after the next reconcile: %v", err)
 	}
 }

@@ -61,14 +61,25 @@ func Retains(c *etcdv1.EtcdCluster) bool {
 	return p == nil || p.WhenDeleted != etcdv1.PVCDelete
 }
 
-// Mark keeps the finalizer in line with the policy, also after it changed.
+// Mark keeps the finalizer in line with the policy, also after it changed. A conflict says
+// the cluster changed since c was read (see setFinalizer).
 func (p *Component) Mark(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	want := Retains(c)
 	if controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) == want {
 		return nil
 	}
-	patch := client.MergeFrom(c.DeepCopy())
-	if want {
+	return p.setFinalizer(ctx, c, want)
+}
+
+// setFinalizer puts the retention finalizer on c, or takes it off, and writes c's finalizers.
+// A merge patch replaces the whole list, so one made from a copy read before someone else
+// added a finalizer would drop theirs: the patch holds c's resourceVersion, and the API
+// server refuses it with a conflict when the cluster changed since. The caller lets the
+// conflict go: the change that caused it brings the next reconcile, which reads the cluster
+// anew.
+func (p *Component) setFinalizer(ctx context.Context, c *etcdv1.EtcdCluster, on bool) error {
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if on {
 		controllerutil.AddFinalizer(c, etcdv1.FinalizerRetainPVCs)
 	} else {
 		controllerutil.RemoveFinalizer(c, etcdv1.FinalizerRetainPVCs)
@@ -99,7 +110,8 @@ func (p *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.F
 }
 
 // Finalize releases the PVCs of a cluster being deleted with whenDeleted Retain, then lets
-// the cluster go.
+// the cluster go. A conflict says the cluster changed since c was read (see setFinalizer);
+// releasing the PVCs again is harmless.
 func (p *Component) Finalize(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if !controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) {
 		return nil
@@ -109,9 +121,7 @@ func (p *Component) Finalize(ctx context.Context, c *etcdv1.EtcdCluster) error {
 			return err
 		}
 	}
-	patch := client.MergeFrom(c.DeepCopy())
-	controllerutil.RemoveFinalizer(c, etcdv1.FinalizerRetainPVCs)
-	return client.IgnoreNotFound(p.objects.Client.Patch(ctx, c, patch))
+	return client.IgnoreNotFound(p.setFinalizer(ctx, c, false))
 }
 
 // releaseAll releases every PVC labelled as the cluster's and says how many it kept.

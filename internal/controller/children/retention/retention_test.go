@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -182,6 +183,43 @@ func TestFinalizeUnderDeleteLeavesThePVCs(t *testing.T) {
 	stored := &etcdv1.EtcdCluster{}
 	if err := childtest.Get(cl, "db", stored); err != nil || len(stored.Finalizers) != 0 {
 		t.Fatalf("stored finalizers %v, %v", stored.Finalizers, err)
+	}
+}
+
+// A merge patch replaces the whole list of finalizers: Mark and Finalize, writing from a copy
+// of the cluster read before someone else added a finalizer, must not drop it. The API server
+// refuses their patch with a conflict instead, for the next reconcile to look again.
+func TestFinalizersAddedMeanwhileSurvive(t *testing.T) {
+	t.Parallel()
+	const theirs = "example.com/theirs"
+	for name, tc := range map[string]struct {
+		finalizers []string
+		write      func(*Component, context.Context, *etcdv1.EtcdCluster) error
+	}{
+		"Mark":     {nil, (*Component).Mark},
+		"Finalize": {[]string{etcdv1.FinalizerRetainPVCs}, (*Component).Finalize},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, c := context.Background(), childtest.Cluster()
+			c.Finalizers = tc.finalizers
+			cl := childtest.Client(interceptor.Funcs{}, c)
+			stale := &etcdv1.EtcdCluster{}
+			if err := childtest.Get(cl, "db", stale); err != nil {
+				t.Fatal(err)
+			}
+			fresh := stale.DeepCopy()
+			controllerutil.AddFinalizer(fresh, theirs)
+			if err := cl.Update(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(New(childtest.Objects(cl), nil), ctx, stale); !apierrors.IsConflict(err) {
+				t.Fatalf("%s from a stale copy: %v, want a conflict", name, err)
+			}
+			have := &etcdv1.EtcdCluster{}
+			if err := childtest.Get(cl, "db", have); err != nil || !controllerutil.ContainsFinalizer(have, theirs) {
+				t.Fatalf("stored finalizers %v, %v: %s dropped %s", have.Finalizers, err, name, theirs)
+			}
+		})
 	}
 }
 
