@@ -1,14 +1,14 @@
 // Package children keeps the objects an EtcdCluster owns besides its members, one package a
 // kind (services, pdb, networkpolicy, certificates, auth, and the members' PVCs: retention,
-// volumes), each behind Component, as etcd-druid does with its components. The cluster
-// reconciler decides when each runs; a component only brings its objects to what the cluster
-// asks for, and reads nothing of the cluster's state but the Facts it is given.
+// volumes), each a component with a Sync, as etcd-druid has them: a Component, or its own
+// type where the reconciler asks more of it (Set). The cluster reconciler decides when each
+// runs; a component only brings its objects to what the cluster asks for, and reads nothing
+// of the cluster's state but the Facts it is given.
 package children
 
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -27,52 +27,39 @@ import (
 // kind that the cluster does not control, or that the API server refuses, comes back as a
 // degraded kit.Waiting (NameConflict, ObjectRefused); Kubernetes deletes the rest with the
 // cluster through their owner references, so there is no Delete (the PVCs, which may have to
-// outlive the cluster, are the exception: PVCKeeper).
+// outlive the cluster, are the exception: retention's Mark and Finalize).
 type Component interface {
 	Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) error
 }
 
-// PVCKeeper is the component of the members' PVCs' ownership. They are the one child object
-// that must outlive the cluster (whenDeleted Retain), so besides Sync, which sets their
-// owners per the policy, it keeps the cluster's retention finalizer in line with the policy
-// (Mark) and releases the PVCs as the cluster goes (Finalize): the Delete the other kinds
-// leave to garbage collection.
-type PVCKeeper interface {
-	Component
-	Mark(ctx context.Context, c *etcdv1.EtcdCluster) error
-	Finalize(ctx context.Context, c *etcdv1.EtcdCluster) error
-}
-
-// Reporter is Component with one result more, for a component whose progress a condition of
-// the cluster's status tells (the volumes' VolumesResized): the status has one writer, the
-// cluster reconciler, so Sync hands the condition back for it to set instead of writing it;
-// nil leaves the condition as it is.
-type Reporter interface {
-	Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) (*metav1.Condition, error)
-}
-
-// Set is the cluster's components, by the place the reconciler runs them.
+// Set is the cluster's components, by the place the reconciler runs them. Those the
+// reconciler asks more of than Sync are held by their type.
 type Set struct {
-	// Retention marks the cluster before any look at it and finalizes it as it goes; its
-	// Sync follows the observed PVCs, before any step.
-	Retention PVCKeeper
+	// Retention keeps the members' PVCs' ownership. They are the one child object that must
+	// outlive the cluster (whenDeleted Retain), so besides Sync, which follows the observed
+	// PVCs before any step and sets their owners per the policy, it keeps the cluster's
+	// retention finalizer in line with the policy before any look at it (Mark) and releases
+	// the PVCs as the cluster goes (Finalize): the Delete the other kinds leave to garbage
+	// collection.
+	Retention *retention.Component
 	// Services go before the members are observed: members need their DNS names.
 	Services Component
 	// Certificates go first among the gates before the step list: no member is created
-	// before its certificate Secrets are usable.
-	Certificates Component
+	// before its certificate Secrets are usable. They record TLSReady themselves.
+	Certificates *certificates.Component
 	// NetworkPolicy also runs alone before members of a cluster waiting for auth are made.
 	NetworkPolicy Component
-	// Auth is the gate after the NetworkPolicy's. It is the concrete component, not a
-	// Component: turning auth on and changing root's password in etcd need the observed
-	// view's etcd client and stay with the reconciler, which reads and records the passwords
-	// and AuthReady through it.
+	// Auth is the gate after the NetworkPolicy's. Turning auth on and changing root's
+	// password in etcd need the observed view's etcd client and stay with the reconciler,
+	// which reads and records the passwords through it; it records AuthReady itself.
 	Auth *auth.Component
 	// Policies (the PodDisruptionBudget, then the NetworkPolicy) follow the observed voters.
 	Policies []Component
 	// Volumes run after the step, whatever it did (growing changes no membership and needs
-	// no quorum), and like it not while a Service is blocked.
-	Volumes Reporter
+	// no quorum), and like it not while a Service is blocked. Their Sync hands the
+	// VolumesResized condition back (nil leaves it as it is), and the reconciler sets it in
+	// its status write with the conditions it decides itself.
+	Volumes *volumes.Component
 }
 
 // Options are what the components are built over.

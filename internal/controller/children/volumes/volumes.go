@@ -217,7 +217,7 @@ func (g *Component) classOf(ctx context.Context, c *etcdv1.EtcdCluster, observed
 
 // Sync moves the members' spec.storage.size to the cluster's when it grew, and returns the
 // VolumesResized condition (nil for tmpfs clusters, and before any PVC exists) for the
-// cluster's status, which only the cluster reconciler writes.
+// cluster reconciler to set in its status write.
 func (g *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, observed kit.Facts) (*metav1.Condition, error) {
 	if c.Spec.Storage.Size == nil {
 		return nil, nil
