@@ -3,7 +3,8 @@
 // volumes), each a component with a Sync, as etcd-druid has them: a Component, or its own
 // type where the reconciler asks more of it (Set). The cluster reconciler decides when each
 // runs; a component only brings its objects to what the cluster asks for, and reads nothing
-// of the cluster's state but the Facts it is given.
+// of the cluster's state but what it is given (the Facts; auth, whether etcd refused root's
+// login).
 package children
 
 import (
@@ -88,6 +89,3 @@ func New(o Options) Set {
 		Volumes:       volumes.New(o.Objects, o.Recorder),
 	}
 }
-
-// The auth component is a Component too, although the Set holds it by its type.
-var _ Component = (*auth.Component)(nil)

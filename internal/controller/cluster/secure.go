@@ -56,7 +56,7 @@ func secureGates(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, set
 			return err
 		}
 	}
-	return set.Auth.Sync(ctx, c, kit.Facts{LoginRefused: errors.Is(v.clientErr, etcd.ErrAuthFailed)})
+	return set.Auth.Sync(ctx, c, errors.Is(v.clientErr, etcd.ErrAuthFailed))
 }
 
 // clustersForSecret maps a Secret to the clusters that use it, so that a Secret created or

@@ -93,11 +93,6 @@ func GetChild(ctx context.Context, cached, live client.Reader, key types.Namespa
 type Facts struct {
 	// Voters is how many members etcd lists as voters (learners not counted).
 	Voters int
-	// LoginRefused is true when etcd refused every password the operator knows for root (the
-	// observed client's error is etcd.ErrAuthFailed): the auth component reports it on
-	// AuthReady, since the cluster then only looks unreachable. It is a fact of the view
-	// because only the look at etcd learns it.
-	LoginRefused bool
 	// Members are the cluster's EtcdMembers and PVCs its members' PersistentVolumeClaims by
 	// name, as the reconcile observed them. The PVC components need them: retention sets the
 	// PVCs' owners, volumes compares their sizes with the members' and moves the members' to

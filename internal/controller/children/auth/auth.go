@@ -63,12 +63,13 @@ func Pending(c *etcdv1.EtcdCluster) bool {
 // cannot be read: it would run, and take writes, without authentication for as long. Once
 // auth is on, a broken Secret only stops password changes (the reconciler reports it through
 // Report). It also says so when etcd refused every password the operator knows
-// (facts.LoginRefused): the cluster then looks unreachable, and this is why.
-func (a *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) error {
+// (loginRefused, which only the reconciler's look at etcd learns: the observed client's error
+// is etcd.ErrAuthFailed): the cluster then looks unreachable, and this is why.
+func (a *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, loginRefused bool) error {
 	if err := a.gate(ctx, c); err != nil {
 		return err
 	}
-	if !etcdaccess.AuthWanted(c) || !facts.LoginRefused {
+	if !etcdaccess.AuthWanted(c) || !loginRefused {
 		return nil
 	}
 	return a.Report(ctx, c, &etcdaccess.Problem{Reason: etcdv1.ReasonAuthFailed, Message: fmt.Sprintf(

@@ -13,7 +13,6 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/childtest"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -52,20 +51,20 @@ func TestSyncWaitsForRootsPasswordUntilAuthIsOn(t *testing.T) {
 	ctx, c := context.Background(), withAuth(false)
 	cl := childtest.Client(interceptor.Funcs{}, c)
 	a, rec := component(cl)
-	childtest.ExpectWait(t, a.Sync(ctx, c, kit.Facts{}), etcdv1.ReasonSecretMissing)
+	childtest.ExpectWait(t, a.Sync(ctx, c, false), etcdv1.ReasonSecretMissing)
 	expectAuthReady(t, cl, metav1.ConditionFalse, etcdv1.ReasonSecretMissing, "Secret root, named by spec.auth.rootCredentialsSecretRef, does not exist")
 	if evs := childtest.Events(rec); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning SecretMissing Secret root") {
 		t.Fatalf("events %q, want one warning about Secret root", evs)
 	}
 
 	on := withAuth(true)
-	if err := a.Sync(ctx, on, kit.Facts{}); err != nil {
+	if err := a.Sync(ctx, on, false); err != nil {
 		t.Fatalf("auth is on, the Secret held members back: %v", err)
 	}
 	if err := cl.Create(ctx, rootSecret("Pa55word")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Sync(ctx, c, kit.Facts{}); err != nil {
+	if err := a.Sync(ctx, c, false); err != nil {
 		t.Fatalf("the password is readable: %v", err)
 	}
 }
@@ -76,10 +75,10 @@ func TestSyncReportsALoginEtcdRefused(t *testing.T) {
 	ctx, c := context.Background(), withAuth(true)
 	cl := childtest.Client(interceptor.Funcs{}, c, rootSecret("Pa55word"))
 	a, _ := component(cl)
-	if err := a.Sync(ctx, c, kit.Facts{}); err != nil || childtest.Condition(t, cl, etcdv1.ConditionAuthReady) != nil {
+	if err := a.Sync(ctx, c, false); err != nil || childtest.Condition(t, cl, etcdv1.ConditionAuthReady) != nil {
 		t.Fatalf("nothing refused: %v, AuthReady %+v", err, childtest.Condition(t, cl, etcdv1.ConditionAuthReady))
 	}
-	if err := a.Sync(ctx, c, kit.Facts{LoginRefused: true}); err != nil {
+	if err := a.Sync(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
 	expectAuthReady(t, cl, metav1.ConditionFalse, etcdv1.ReasonAuthFailed, "set the Secret's password to root's current password")
@@ -87,7 +86,7 @@ func TestSyncReportsALoginEtcdRefused(t *testing.T) {
 	plain := childtest.Cluster()
 	plainClient := childtest.Client(interceptor.Funcs{}, plain)
 	b, _ := component(plainClient)
-	if err := b.Sync(ctx, plain, kit.Facts{LoginRefused: true}); err != nil || childtest.Condition(t, plainClient, etcdv1.ConditionAuthReady) != nil {
+	if err := b.Sync(ctx, plain, true); err != nil || childtest.Condition(t, plainClient, etcdv1.ConditionAuthReady) != nil {
 		t.Fatalf("a cluster without auth: %v", err)
 	}
 }
