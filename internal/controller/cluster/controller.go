@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -94,9 +96,9 @@ func (r *Reconciler) now() time.Time {
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
 // operator may not have (someone else's, refused by the API server) comes back as degraded,
 // for the status, and the rest still runs; any other error stops the reconcile.
-func (r *Reconciler) ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (degraded, err error) {
-	for _, comp := range r.children().Policies {
-		if err := comp.Sync(ctx, c, v.childFacts()); err != nil {
+func ensurePolicies(ctx context.Context, c *etcdv1.EtcdCluster, policies []children.Component, facts kit.Facts) (degraded, err error) {
+	for _, comp := range policies {
+		if err := comp.Sync(ctx, c, facts); err != nil {
 			if !isDegradedWait(err) {
 				return nil, err
 			}
@@ -115,12 +117,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if done, err := r.beforeLook(ctx, req, cluster); done || err != nil {
+	set := r.children()
+	if done, err := r.beforeLook(ctx, req, cluster, set.Retention); done || err != nil {
 		return ctrl.Result{}, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
 	// back (members need their DNS names) and is reported in the status, not only logged.
-	blocked := r.children().Services.Sync(ctx, cluster, kit.Facts{})
+	blocked := set.Services.Sync(ctx, cluster, kit.Facts{})
 	if blocked != nil && !isDegradedWait(blocked) {
 		return ctrl.Result{}, blocked
 	}
@@ -133,7 +136,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	defer r.closeView(req.NamespacedName, view)
-	if err := r.tendPVCs(ctx, cluster, view); err != nil {
+	facts := view.childFacts()
+	if err := r.tendPVCs(ctx, cluster, view, set.Retention, facts); err != nil {
 		return ctrl.Result{}, err
 	}
 	// etcd drops a membership change that overlaps another; a deadline turns that silence
@@ -142,14 +146,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer cancel()
 	progressed, stepErr := false, blocked
 	if blocked == nil {
-		progressed, stepErr = r.secureStep(stepCtx, cluster, view)
+		progressed, stepErr = r.secureStep(stepCtx, cluster, view, set)
 		// Growing volumes changes no membership: it is no step, and needs no quorum. Its
 		// failure is retried as a step's is.
 		var growErr error
-		view.volumes, growErr = r.children().Volumes.Sync(ctx, cluster, view.childFacts())
+		view.volumes, growErr = set.Volumes.Sync(ctx, cluster, facts)
 		stepErr = firstErr(stepErr, growErr)
 	}
-	degraded, err := r.ensurePolicies(ctx, cluster, view)
+	degraded, err := ensurePolicies(ctx, cluster, set.Policies, facts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -173,8 +177,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // tendPVCs sets the members' PVCs' owners per the retention policy and releases the kept
 // data of discarded members whose time has come: neither needs etcd nor is a step.
-func (r *Reconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if err := r.children().Retention.Sync(ctx, c, v.childFacts()); err != nil {
+func (r *Reconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, keeper *retention.Component, facts kit.Facts) error {
+	if err := keeper.Sync(ctx, c, facts); err != nil {
 		return err
 	}
 	return r.releaseDiscardedData(ctx, c, v)
@@ -190,13 +194,13 @@ func sooner(a, b time.Duration) time.Duration {
 
 // beforeLook is what comes before any look at the cluster: its deletion, a suspension, the
 // marks every step needs. True when the reconcile ends there.
-func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster) (bool, error) {
+func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster, keeper *retention.Component) (bool, error) {
 	if !c.DeletionTimestamp.IsZero() {
 		r.forgetCluster(req.NamespacedName)
 		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
 		// retained are released first. A conflict: the cluster changed since it was read,
 		// and that change brings the next reconcile.
-		return true, kit.IgnoreConflict(r.children().Retention.Finalize(ctx, c))
+		return true, kit.IgnoreConflict(keeper.Finalize(ctx, c))
 	}
 	if c.ReconcileSuspended() {
 		// Hands off, for a repair by hand: no look at etcd, no step, no status but this.
@@ -205,7 +209,7 @@ func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1
 	if err := r.dropSuspendedCondition(ctx, c); err != nil {
 		return true, err
 	}
-	return r.ensureMarks(ctx, c)
+	return r.ensureMarks(ctx, c, keeper)
 }
 
 // lookAgainAfter is when to look at a cluster that took no step. A member whose Pod is Ready
@@ -255,8 +259,8 @@ func (r *Reconciler) closeView(key types.NamespacedName, v *clusterView) {
 // ensureMarks puts the retention finalizer and the identity on the cluster before any step.
 // True when the reconcile ends there, as it does when the finalizer's patch conflicted: the
 // cluster changed since it was read, and that change brings the next reconcile.
-func (r *Reconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster) (bool, error) {
-	if err := r.children().Retention.Mark(ctx, c); err != nil {
+func (r *Reconciler) ensureMarks(ctx context.Context, c *etcdv1.EtcdCluster, keeper *retention.Component) (bool, error) {
+	if err := keeper.Mark(ctx, c); err != nil {
 		return true, kit.IgnoreConflict(err)
 	}
 	return false, r.ensureIdentity(ctx, c)

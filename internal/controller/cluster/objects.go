@@ -22,9 +22,9 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, c *etcdv1.EtcdCluster) 
 	return r.Status().Patch(ctx, c, patch)
 }
 
-// children are the components that keep the cluster's objects besides its members. They are
-// built from the reconciler's fields at each use, so that a field set after construction (the
-// operator's namespace or the event recorder, in tests) counts.
+// children are the components that keep the cluster's objects besides its members, built once
+// a reconcile from the reconciler's fields as they are then, so that a field set after
+// construction (the operator's namespace or the event recorder, in tests) counts.
 func (r *Reconciler) children() children.Set {
 	return children.New(children.Options{
 		Objects: kit.Objects{Client: r.Client, Live: r.APIReader}, Recorder: r.Recorder,

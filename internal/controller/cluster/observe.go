@@ -72,7 +72,9 @@ type clusterView struct {
 	loss *quorumLossCount
 }
 
-// childFacts are what the components under children are given of the view.
+// childFacts are what the components under children are given of the view. Reconcile takes
+// them once, after the look: only observe sets the members, the PVCs and etcd's member list
+// (what a step writes to a member, the Facts share).
 func (v *clusterView) childFacts() kit.Facts {
 	voters, _ := v.voters()
 	return kit.Facts{Voters: voters, Members: v.members, PVCs: v.pvcs}

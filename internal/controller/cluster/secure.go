@@ -20,8 +20,7 @@ import (
 // certificates and the root password are readable (a Pod without its Secrets cannot start,
 // and a cluster meant to have auth must not serve without it), auth is enabled as soon as a
 // quorum of voters is healthy, and root's password is rotated once the cluster is at rest.
-func (r *Reconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
-	set := r.children()
+func (r *Reconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, set children.Set) (bool, error) {
 	if err := secureGates(ctx, c, v, set); err != nil {
 		return false, err
 	}
