@@ -232,19 +232,30 @@ func (g *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, observed ki
 		}
 	}
 	plan := planVolumes(want, class, facts)
-	members := make(map[string]*etcdv1.EtcdMember, len(observed.Members))
-	for _, m := range observed.Members {
-		members[m.Name] = m
-	}
-	for _, name := range plan.grow {
-		if err := g.setMemberSize(ctx, c, members[name], want); err != nil {
-			return plan.cond, err
-		}
+	if err := g.grow(ctx, c, observed.Members, plan.grow, want); err != nil {
+		return plan.cond, err
 	}
 	if c.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
 		return nil, nil
 	}
 	return plan.cond, nil
+}
+
+// grow moves the members named in names, in that order, to size.
+func (g *Component) grow(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, names []string, size resource.Quantity) error {
+	if len(names) == 0 {
+		return nil
+	}
+	byName := make(map[string]*etcdv1.EtcdMember, len(members))
+	for _, m := range members {
+		byName[m.Name] = m
+	}
+	for _, name := range names {
+		if err := g.setMemberSize(ctx, c, byName[name], size); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // needsExpansion: some member's existing PVC asks for less than want.
