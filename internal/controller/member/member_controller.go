@@ -259,31 +259,20 @@ func finalizing(name string, m *etcdv1.EtcdMember, fate pvcFate) kit.Step {
 // while ago), and removing a voter must never leave the others without a healthy majority.
 // True when this call removed it.
 func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
-	if m.Status.MemberID == "" {
-		return false, nil // never added to etcd
-	}
-	id, err := etcd.ParseID(m.Status.MemberID)
-	if err != nil {
-		return false, err
-	}
-	cli, err := r.clientViaOthers(ctx, c, m)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = cli.Close() }()
 	opCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	_, list, err := cli.MemberList(opCtx)
-	if err != nil {
-		return false, err
+	cli, id, list, err := r.etcdMembers(opCtx, c, m)
+	if cli == nil || err != nil {
+		return false, err // never added to etcd, or etcd cannot be asked
 	}
+	defer func() { _ = cli.Close() }()
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
 		return false, nil
 	}
 	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
 		return false, fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
-	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
+	if err := r.handOverLeadership(opCtx, cli, c, m, id, list); err != nil {
 		return false, err
 	}
 	err = cli.Remove(opCtx, id)
@@ -350,8 +339,32 @@ func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[u
 	return healthy
 }
 
-// clientViaOthers opens a client through the cluster's other members that should run.
-func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
+// etcdMembers asks etcd, through the cluster's other members that should run, which members
+// it has, and the ID of m among them. cli is nil, and etcd not asked, when m has no ID: it was
+// never added. The caller bounds ctx and closes cli.
+func (r *Reconciler) etcdMembers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (cli etcd.Client, id uint64, list []etcd.Member, err error) {
+	if m.Status.MemberID == "" {
+		return nil, 0, nil, nil
+	}
+	if id, err = etcd.ParseID(m.Status.MemberID); err != nil {
+		return nil, 0, nil, err
+	}
+	others, err := r.othersToAsk(ctx, c, m)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if cli, err = r.NewClient(ctx, c, others); err != nil {
+		return nil, 0, nil, err
+	}
+	if _, list, err = cli.MemberList(ctx); err != nil {
+		_ = cli.Close()
+		return nil, 0, nil, err
+	}
+	return cli, id, list, nil
+}
+
+// othersToAsk are the client URLs of the cluster's members other than m that should run.
+func (r *Reconciler) othersToAsk(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) ([]string, error) {
 	var others []string
 	members := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
@@ -365,7 +378,7 @@ func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster,
 	if len(others) == 0 {
 		return nil, errors.New("no other member to ask")
 	}
-	return r.NewClient(ctx, c, others)
+	return others, nil
 }
 
 // joined asks etcd whether m has started as a member (published its name): then it holds
@@ -373,24 +386,13 @@ func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster,
 // member with no ID yet has not joined; one that etcd no longer lists was removed and must
 // not start under that ID either. An error when etcd cannot be asked.
 func (r *Reconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
-	if m.Status.MemberID == "" {
-		return false, nil
-	}
-	id, err := etcd.ParseID(m.Status.MemberID)
-	if err != nil {
-		return false, err
-	}
-	cli, err := r.clientViaOthers(ctx, c, m)
-	if err != nil {
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cli, id, list, err := r.etcdMembers(listCtx, c, m)
+	if cli == nil || err != nil {
 		return false, err
 	}
 	defer func() { _ = cli.Close() }()
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, list, err := cli.MemberList(listCtx)
-	if err != nil {
-		return false, err
-	}
 	for _, em := range list {
 		if em.ID == id {
 			return em.IsStarted(), nil
@@ -421,11 +423,9 @@ func memberOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {
-	_, list, err := cli.MemberList(ctx)
-	if err != nil {
-		return err
-	}
+// handOverLeadership moves etcd's leadership away from m, whose ID is id, when it leads: list
+// is etcd's members as removeFromEtcd read them.
+func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64, list []etcd.Member) error {
 	for _, em := range list {
 		if em.ID == id || em.IsLearner || len(em.ClientURLs) == 0 {
 			continue
