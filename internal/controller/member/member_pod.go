@@ -202,10 +202,10 @@ func (r *Reconciler) pause(ctx context.Context, m *etcdv1.EtcdMember, pod *corev
 // while it cannot start and the spec changed; its role label and adoption stamp kept, its
 // state mirrored into the member. No step applies when all of it is as it should be.
 func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, ctrl.Result, error) {
-	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced.Name != "" || err != nil {
+	if replaced, terminal, err := r.replaceTerminalPod(ctx, m, pod); terminal || err != nil {
 		return replaced, ctrl.Result{}, err
 	}
-	if replaced, err := r.replaceStuckPod(ctx, c, m, pod); replaced.Name != "" || err != nil {
+	if replaced, stuck, err := r.replaceStuckPod(ctx, c, m, pod); stuck || err != nil {
 		return replaced, ctrl.Result{}, err
 	}
 	relabeled, err := r.syncRoleLabel(ctx, pod, m)
@@ -232,21 +232,21 @@ func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcd
 // added, spec.version set back from a release with no image, a bad option taken out) takes
 // effect at once. A roll would not reach it: it waits for every member to be up, and during a
 // bootstrap it does not run at all. The Pod is not serving, so nothing stops that served; the
-// next look creates the Pod anew from the current spec (createPod), on the member's PVC. Its
-// step is named when it replaces the Pod, and says why.
-func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, error) {
+// next look creates the Pod anew from the current spec (createPod), on the member's PVC.
+// True when the Pod is stuck: its step then says why, and is the reconcile's.
+func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, bool, error) {
 	want := specs.Pod(c, m, r.PodOptions)
 	why := stuckAndOutdated(pod, want, m.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
 	if why == "" {
-		return kit.Step{}, nil
+		return kit.Step{}, false, nil
 	}
 	replaced := kit.Step{Name: "replaceStuckPod", Facts: []any{"stuck", why}}
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-		return replaced, err
+		return replaced, true, err
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
 	replaced.Changed = true
-	return replaced, nil
+	return replaced, true, nil
 }
 
 // stuckAndOutdated says why the Pod cannot start under its template ("" when it can, or when
