@@ -71,7 +71,7 @@ func TestAMemberBlockedBySomeoneElsesPodLogsWhyAtV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectLine(t, "the member blocked by a Pod of its name that is not its", memberLog(t, "db-1").Reconcile(h.r), map[string]any{
-		"msg": "step waits", "step": "blocked", "attempted": "tendPod", "waitReason": etcdv1.ReasonNameConflict, "pod": "db-1", "podPhase": string(corev1.PodRunning),
+		"msg": "step waits", "step": "blocked", "attempted": "ensurePod", "waitReason": etcdv1.ReasonNameConflict, "pod": "db-1", "podPhase": string(corev1.PodRunning),
 	}, "Pod db-1 already exists")
 }
 

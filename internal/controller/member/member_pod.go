@@ -176,7 +176,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	case !pod.DeletionTimestamp.IsZero():
 		return kit.Step{Name: "waitForPodDeletion", Facts: podFacts(pod)}, ctrl.Result{RequeueAfter: time.Second}, nil
 	case !podOfMember(pod, m):
-		return kit.Step{Name: "tendPod", Facts: podFacts(pod)}, ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
+		return kit.Step{Name: "ensurePod", Facts: podFacts(pod)}, ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
 	}
 	step, res, err := r.tendPod(ctx, c, m, pod)
 	step.Facts = append(step.Facts, podFacts(pod)...)
