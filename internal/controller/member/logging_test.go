@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -95,4 +97,32 @@ func TestARemovalTheQuorumCannotTakeLogsWhyItWaitsAtV1(t *testing.T) {
 	expectLine(t, "the removal of db-1 waiting for a quorum that can take it", memberLog(t, "db-1").Reconcile(h.r), map[string]any{
 		"msg": "step waits", "step": "finalizeRemoval", "waitReason": etcdv1.ReasonRemoveRefused, "requeueAfter": "2s",
 	}, "removing db-1 from etcd")
+}
+
+// A paused member's step says whether this look deleted its Pod: not when the Pod was gone by
+// the time of the delete (the cache was behind).
+func TestAPausedMemberLogsWhetherItDeletedItsPodAtV1(t *testing.T) {
+	for _, goneFirst := range []bool{false, true} {
+		funcs := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*corev1.Pod); ok && goneFirst {
+				if err := c.Delete(ctx, obj, opts...); err != nil {
+					return err
+				}
+				return apierrors.NewNotFound(corev1.Resource("pods"), obj.GetName())
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}
+		r, api := memberBed(t, funcs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns"}})
+		m := &etcdv1.EtcdMember{}
+		if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, m); err != nil {
+			t.Fatal(err)
+		}
+		m.Spec.Dormant = true
+		if err := api.Update(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		expectLine(t, fmt.Sprintf("the Pod of paused db-1, gone before the delete: %v", goneFirst), memberLog(t, "db-1").Reconcile(r), map[string]any{
+			"msg": "step waits", "step": "paused", "waitReason": etcdv1.ReasonPaused, "podDeleted": !goneFirst,
+		})
+	}
 }

@@ -187,10 +187,11 @@ func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 func (r *Reconciler) pause(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod, exists bool) (kit.Step, ctrl.Result, error) {
 	deleted := false
 	if exists && pod.DeletionTimestamp.IsZero() {
-		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		err := r.Delete(ctx, pod)
+		if client.IgnoreNotFound(err) != nil {
 			return kit.Step{Name: "paused", Facts: podFacts(pod)}, ctrl.Result{}, err
 		}
-		deleted = true
+		deleted = err == nil // not found: gone before this look
 	}
 	waits, err := r.waiting(ctx, m, "paused", "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonPaused, "the cluster is paused; data and identity are kept"))
 	waits.Changed = waits.Changed || deleted
