@@ -453,9 +453,8 @@ func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	if pvc == nil || err != nil {
 		return fate, err
 	}
-	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
-	if err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil {
+		return afterError(err)
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	return pvcDeleted, nil
@@ -480,14 +479,15 @@ func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.Etcd
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+		return afterError(err)
 	}
-	released, err := retention.Release(ctx, r.Client, c, pvc)
-	if err != nil {
-		return pvcUnchanged, fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
-	}
-	if !released {
+	// Not retention.Release, which counts a PVC gone since it was read as released.
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if !retention.DropClusterOwners(c, pvc) {
 		return pvcUnchanged, nil
+	}
+	if err := r.Patch(ctx, pvc, patch); err != nil {
+		return afterError(fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err))
 	}
 	return pvcReleased, nil
 }
@@ -506,7 +506,7 @@ func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster
 		return pvcUnchanged, nil
 	}
 	if err := r.Patch(ctx, pvc, patch); err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+		return afterError(err)
 	}
 	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
@@ -534,14 +534,15 @@ func (r *Reconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 }
 
 // ourPVC reads the member's PVC (live when the cache, which holds only labelled PVCs, has
-// none of its name); nil when there is none (pvcAbsent), or when the one of its name is not
-// the member's (retention.PVCOfMember; pvcNotTheMembers), which gets a NameConflict event so
-// that someone sees why it stays.
+// none of its name); nil when there is none (pvcAbsent), when it cannot be read (pvcUnchanged,
+// with the error), or when the one of its name is not the member's (retention.PVCOfMember;
+// pvcNotTheMembers), which gets a NameConflict event so that someone sees why it stays.
 func (r *Reconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, pvcFate, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
-		return nil, pvcAbsent, client.IgnoreNotFound(err)
+		fate, err := afterError(err)
+		return nil, fate, err
 	}
 	if !retention.PVCOfMember(pvc, c, m.Name) {
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, kit.ControllerOf(pvc))

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -552,5 +553,43 @@ func TestAMemberOfASuspendedClusterIsNotRestarted(t *testing.T) {
 	h.reconcile("db-2")
 	if h.pod("db-2") == nil {
 		t.Fatal("no Pod for the member once the suspension ended")
+	}
+}
+
+// intercept puts funcs between the reconciler and the fake API; the test's own reads and
+// writes (h.api) go straight to it.
+func (h *memberHarness) intercept(funcs interceptor.Funcs) {
+	h.r.Client = interceptor.NewClient(h.api.(client.WithWatch), funcs)
+}
+
+// A PVC the API cannot delete or mark is unchanged, and the error says why; only one that is
+// not found is absent.
+func TestAPVCTheAPIFailsOnIsUnchangedNotAbsent(t *testing.T) {
+	refused := apierrors.NewServiceUnavailable("etcd of the API server is down")
+	for _, tc := range []struct {
+		err  error
+		want pvcFate
+	}{
+		{refused, pvcUnchanged},
+		{apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), "db-2"), pvcAbsent},
+	} {
+		h := newMemberHarness(t, "")
+		h.intercept(interceptor.Funcs{
+			Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return tc.err },
+			Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				return tc.err
+			},
+		})
+		m := h.member("db-2")
+		deleted, delErr := h.r.deletePVC(context.Background(), h.cluster, m)
+		kept, keepErr := h.r.keepDiscardedPVC(context.Background(), h.cluster, m)
+		for what, got := range map[string]struct {
+			fate pvcFate
+			err  error
+		}{"delete": {deleted, delErr}, "keep as discarded": {kept, keepErr}} {
+			if got.fate != tc.want || (tc.want == pvcUnchanged) != errors.Is(got.err, refused) {
+				t.Errorf("%s answered %v: fate %s, error %v; want %s, and the error only when it is not NotFound", what, tc.err, got.fate, got.err, tc.want)
+			}
+		}
 	}
 }
