@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -124,5 +125,33 @@ func TestAPausedMemberLogsWhetherItDeletedItsPodAtV1(t *testing.T) {
 		expectLine(t, fmt.Sprintf("the Pod of paused db-1, gone before the delete: %v", goneFirst), memberLog(t, "db-1").Reconcile(r), map[string]any{
 			"msg": "step waits", "step": "paused", "waitReason": etcdv1.ReasonPaused, "podDeleted": !goneFirst,
 		})
+	}
+}
+
+// The finalizer a member gets is a change of its step, also when nothing else is; an update
+// that conflicts says so, though the reconcile drops the conflict for the next look.
+func TestAddingTheFinalizerOfAMemberIsLoggedAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	logged := memberLog(t, "db-1")
+	for range 3 {
+		logged.Reconcile(h.r) // the Pod, then its state: nothing left to do
+	}
+	m := h.member("db-1")
+	m.Finalizers = nil
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.intercept(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		return apierrors.NewConflict(etcdv1.GroupVersion.WithResource("etcdmembers").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+	}})
+	expectLine(t, "the finalizer's update of db-1 in conflict", logged.Reconcile(h.r), map[string]any{
+		"msg": "step failed", "step": "addFinalizer", "changed": false, "conflict": true,
+	})
+	h.r.Client = h.api
+	expectLine(t, "the finalizer put on db-1, all else as it should be", logged.Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": "addFinalizer", "changed": true, "finalizerAdded": true,
+	})
+	if h.member("db-1").Finalizers == nil {
+		t.Fatal("no finalizer")
 	}
 }

@@ -92,10 +92,25 @@ func (r *Reconciler) realize(ctx context.Context, m *etcdv1.EtcdMember) (kit.Ste
 	}
 	if controllerutil.AddFinalizer(m, etcdv1.FinalizerMember) {
 		if err := r.Update(ctx, m); err != nil {
-			return kit.Step{Name: "addFinalizer", Facts: []any{"conflict", apierrors.IsConflict(err)}}, ctrl.Result{}, kit.IgnoreConflict(err)
+			// Why says it also of a conflict, which the reconcile drops: the change that
+			// caused it brings the next look.
+			return kit.Step{Name: "addFinalizer", Why: err, Facts: []any{"conflict", apierrors.IsConflict(err)}}, ctrl.Result{}, kit.IgnoreConflict(err)
 		}
+		step, res, err := r.realizeChildren(ctx, cluster, m)
+		return finalizerAdded(step), res, err
 	}
 	return r.realizeChildren(ctx, cluster, m)
+}
+
+// finalizerAdded is the step of a look that added the member's finalizer first: a change, and
+// named for it when no other step applied.
+func finalizerAdded(step kit.Step) kit.Step {
+	step.Changed = true
+	if step.Name == "" {
+		step.Name = "addFinalizer"
+	}
+	step.Facts = append(step.Facts, "finalizerAdded", true)
+	return step
 }
 
 // realizeChildren gives the member its PVC, then its Pod. The step is the Pod's, with what
