@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit/kittest"
@@ -154,4 +155,24 @@ func TestAddingTheFinalizerOfAMemberIsLoggedAtV1(t *testing.T) {
 	if h.member("db-1").Finalizers == nil {
 		t.Fatal("no finalizer")
 	}
+}
+
+// A removal that took the member out of etcd and then could not delete its PVC failed, and
+// its line says what it changed before.
+func TestARemovalWhosePVCDeleteFailsLogsWhatItChangedAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.delete("db-2", true)
+	h.intercept(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+			return apierrors.NewServiceUnavailable("the API server is busy")
+		}
+		return c.Delete(ctx, obj, opts...)
+	}})
+	logged := memberLog(t, "db-2")
+	if _, err := h.r.Reconcile(logged.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db-2"}}); err == nil {
+		t.Fatal("the reconcile hid the failed delete of the PVC")
+	}
+	expectLine(t, "db-2 out of etcd, its PVC not deleted", logged.Step(), map[string]any{
+		"msg": "step failed", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": true, "pvcFate": string(pvcUnchanged),
+	})
 }
