@@ -593,3 +593,102 @@ func TestAPVCTheAPIFailsOnIsUnchangedNotAbsent(t *testing.T) {
 		}
 	}
 }
+
+// deleteCluster deletes the harness's cluster under the retention policy when; its finalizer
+// holds it, so the members find it being deleted.
+func (h *memberHarness) deleteCluster(when etcdv1.PVCRetentionAction) {
+	h.t.Helper()
+	c := h.cluster
+	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: when}
+	c.Finalizers = []string{etcdv1.FinalizerRetainPVCs}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.api.Delete(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// ownedByAnOlderOperator gives member name's PVC the cluster's and the member's owner
+// references, as an older operator did, and one of someone else's, which stays; it returns
+// the PVC.
+func (h *memberHarness) ownedByAnOlderOperator(name string) *corev1.PersistentVolumeClaim {
+	h.t.Helper()
+	pvc := h.pvc(name)
+	pvc.OwnerReferences = []metav1.OwnerReference{
+		{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "db", UID: h.cluster.UID},
+		{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember", Name: name, UID: types.UID(name + "-uid")},
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "backup-plan", UID: "cm-uid"},
+	}
+	if err := h.api.Update(context.Background(), pvc); err != nil {
+		h.t.Fatal(err)
+	}
+	return pvc
+}
+
+// annotate puts the annotation key=true on member name.
+func (h *memberHarness) annotate(name, key string) {
+	h.t.Helper()
+	m := h.member(name)
+	m.Annotations = map[string]string{key: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// pvcGoneBeforeItsPatch answers every patch of a PVC with NotFound: deleted since it was read.
+var pvcGoneBeforeItsPatch = interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), obj.GetName())
+	}
+	return c.Patch(ctx, obj, patch, opts...)
+}}
+
+// A member whose cluster is being deleted (a foreground deletion finalizes the members first)
+// lets its PVC go per the cluster's policy: under whenDeleted Retain it takes the cluster's
+// owner references off, before garbage collection could take the data; under Delete it
+// leaves it to garbage collection; a member a recovery discards keeps it as discarded data
+// under either. A PVC gone since it was read is absent, not released.
+func TestFinalizerOfAMemberOfADeletedClusterLetsThePVCGoPerPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		when      etcdv1.PVCRetentionAction
+		discard   bool
+		goneFirst bool // the PVC is deleted between its read and its patch
+		want      pvcFate
+		released  bool // the cluster's owner references taken off the PVC
+	}{
+		{name: "Retain", when: etcdv1.PVCRetain, want: pvcReleased, released: true},
+		{name: "Delete", when: etcdv1.PVCDelete, want: pvcGoesWithCluster},
+		{name: "discarded, Delete", when: etcdv1.PVCDelete, discard: true, want: pvcKeptAsDiscarded, released: true},
+		{name: "Retain, the PVC gone meanwhile", when: etcdv1.PVCRetain, goneFirst: true, want: pvcAbsent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newMemberHarness(t, "")
+			h.reconcile("db-2") // the PVC records the member's ID
+			before := h.ownedByAnOlderOperator("db-2")
+			if tc.discard {
+				h.annotate("db-2", etcdv1.AnnotationDiscard)
+			}
+			if tc.goneFirst {
+				h.intercept(pvcGoneBeforeItsPatch)
+			}
+			h.deleteCluster(tc.when)
+			h.delete("db-2", false)
+			expectLine(t, tc.name, memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+				"msg": "step taken", "step": "finalizeClusterDeletion", "changed": true, "pvc": "db-2", "pvcFate": string(tc.want),
+			})
+			if h.member("db-2") != nil || len(h.etcd.CallsTo("Remove")) > 0 {
+				t.Fatalf("the finalizer was not released, or the member of a deleted cluster was removed from etcd: %v", h.etcd.Calls())
+			}
+			owners := before.OwnerReferences
+			if tc.released {
+				owners = owners[2:] // someone else's
+			}
+			after := h.pvc("db-2")
+			if after == nil || !equality.Semantic.DeepEqual(after.OwnerReferences, owners) || retention.DiscardedData(after) != tc.discard {
+				t.Fatalf("PVC %+v: want it with the owners %v, marked as discarded data: %v", after, owners, tc.discard)
+			}
+		})
+	}
+}
