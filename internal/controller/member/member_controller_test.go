@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -215,8 +216,8 @@ func checkKeptAsDiscarded(t *testing.T, pvc *corev1.PersistentVolumeClaim, id ui
 // A member a recovery from a member discards (removal and discarded marks) keeps its PVC as
 // discarded data before etcd is asked anything, also under whenDeleted Delete, where the
 // cluster controlled it: the old quorum is gone and the new cluster may answer only later. Once
-// the new cluster answers it is removed (here: not listed any more) and its finalizer lets go,
-// the PVC still there.
+// the new cluster answers it is removed (here: by etcd's Remove, as it is still listed) and its
+// finalizer lets go, the PVC still there.
 func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	h := newMemberHarness(t, "")
 	c := h.cluster
@@ -247,6 +248,9 @@ func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	h.reconcile("db-2")
 	if h.member("db-2") != nil {
 		t.Fatal("the finalizer was not released once etcd answered")
+	}
+	if calls := h.etcd.CallsTo("Remove"); !slices.Equal(calls, []string{"Remove(" + etcd.FormatID(h.ids["db-2"]) + ")"}) {
+		t.Fatalf("Remove calls %v, want the discarded member's once etcd answered", calls)
 	}
 	checkKeptAsDiscarded(t, h.pvc("db-2"), h.ids["db-2"])
 }
@@ -690,5 +694,41 @@ func TestFinalizerOfAMemberOfADeletedClusterLetsThePVCGoPerPolicy(t *testing.T) 
 				t.Fatalf("PVC %+v: want it with the owners %v, marked as discarded data: %v", after, owners, tc.discard)
 			}
 		})
+	}
+}
+
+// A removal resumed after a crash right after etcd's Remove (failpoint.AfterMemberRemove):
+// etcd lists the member no more, its PVC and finalizer are still there. The finalizer does not
+// remove it again nor say it removed it (no MemberRemoved event), and lets its data and the
+// member go.
+func TestFinalizerOfARemovalResumedAfterTheMemberLeftEtcd(t *testing.T) {
+	h := newMemberHarness(t, "")
+	recorder := events.NewFakeRecorder(20)
+	h.r.Recorder = recorder
+	h.delete("db-2", true)
+	if err := h.etcd.Remove(context.Background(), h.ids["db-2"]); err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.ResetCalls()
+	expectLine(t, "the removal of db-2, resumed", memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": false, "pvcFate": string(pvcDeleted),
+	})
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("removed again: %v", calls)
+	}
+	close(recorder.Events)
+	var said []string
+	for e := range recorder.Events {
+		said = append(said, e)
+	}
+	if slices.ContainsFunc(said, func(e string) bool { return strings.Contains(e, etcdv1.ReasonMemberRemoved) }) ||
+		!slices.ContainsFunc(said, func(e string) bool { return strings.Contains(e, etcdv1.ReasonDataDeleted) }) {
+		t.Fatalf("events %v: want %s and no %s", said, etcdv1.ReasonDataDeleted, etcdv1.ReasonMemberRemoved)
+	}
+	if h.pvc("db-2") != nil {
+		t.Fatal("the PVC of the removed member was kept")
+	}
+	if h.member("db-2") != nil {
+		t.Fatal("the finalizer was not released")
 	}
 }
