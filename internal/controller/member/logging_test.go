@@ -92,6 +92,27 @@ func TestEachFinalizerOfAMemberLogsWhatBecameOfItsDataAtV1(t *testing.T) {
 	})
 }
 
+// A finalizer whose release conflicts failed, and changed only what it wrote before: the PVC
+// deleted after a removal, nothing when the PVC was as it should be.
+func TestAFinalizerWhoseReleaseConflictsLogsWhatItChangedAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.reconcile("db-3") // its PVC owned per policy: a deletion by hand changes nothing of it
+	h.delete("db-2", true)
+	h.delete("db-3", false)
+	h.intercept(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		return apierrors.NewConflict(etcdv1.GroupVersion.WithResource("etcdmembers").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+	}})
+	expectLine(t, "db-2 out of etcd, its PVC deleted, its finalizer in conflict", memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+		"msg": "step failed", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": true, "pvcFate": string(pvcDeleted),
+	})
+	expectLine(t, "db-3 deleted by hand, its finalizer in conflict", memberLog(t, "db-3").Reconcile(h.r), map[string]any{
+		"msg": "step failed", "step": "finalizeDeletionByHand", "changed": false, "pvcFate": string(pvcUnchanged),
+	})
+	if h.member("db-2") == nil || h.member("db-3") == nil {
+		t.Fatal("a finalizer in conflict was released")
+	}
+}
+
 func TestARemovalTheQuorumCannotTakeLogsWhyItWaitsAtV1(t *testing.T) {
 	h := newMemberHarness(t, "")
 	h.etcd.SetDown(h.ids["db-3"], true)

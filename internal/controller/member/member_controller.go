@@ -258,9 +258,12 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, 
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
 	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
-	err := r.Update(ctx, m)
-	step.Changed = step.Changed || err == nil
-	return step, ctrl.Result{}, kit.IgnoreConflict(err)
+	if err := r.Update(ctx, m); err != nil {
+		step.Why = err // also a conflict, which the reconcile drops for the next look
+		return step, ctrl.Result{}, kit.IgnoreConflict(err)
+	}
+	step.Changed = true
+	return step, ctrl.Result{}, nil
 }
 
 // finalizing is the finalizer's step name, which did fate to the member's PVC.
