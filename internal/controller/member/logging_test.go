@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,6 +91,20 @@ func TestEachFinalizerOfAMemberLogsWhatBecameOfItsDataAtV1(t *testing.T) {
 	expectLine(t, "the PVC of db-3, deleted by hand, kept", memberLog(t, "db-3").Reconcile(h.r), map[string]any{
 		"msg": "step taken", "step": "finalizeDeletionByHand", "changed": true, "pvc": "db-3", "pvcFate": string(pvcOwnedPerPolicy),
 	})
+	// db-1 deleted, its finalizer gone already (someone else's holds it): nothing to do.
+	m := h.member("db-1")
+	m.Finalizers = []string{"example.com/backup"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	h.delete("db-1", true)
+	pvc := h.pvc("db-1")
+	expectLine(t, "db-1 deleted without its finalizer", memberLog(t, "db-1").Reconcile(h.r), map[string]any{
+		"msg": "no step applies", "step": "", "changed": false, "deleting": true,
+	})
+	if len(h.etcd.CallsTo("Remove")) != 1 || !equality.Semantic.DeepEqual(h.pvc("db-1"), pvc) {
+		t.Fatalf("a member without its finalizer was removed from etcd or had its PVC changed: %v", h.etcd.Calls())
+	}
 }
 
 // A finalizer whose release conflicts failed, and changed only what it wrote before: the PVC
