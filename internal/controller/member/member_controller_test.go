@@ -273,17 +273,18 @@ func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
 	h := newMemberHarness(t, "")
 	m := h.member("db-2")
-	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
-		t.Fatal(err)
+	fate, err := h.r.deletePVC(context.Background(), h.cluster, m)
+	if err != nil || fate != pvcDeleted {
+		t.Fatalf("deletePVC: %s, %v; want %s", fate, err, pvcDeleted)
 	}
 	if h.pvc("db-2") != nil {
 		t.Fatal("deletePVC left the PVC")
 	}
-	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
-		t.Fatalf("deleting a PVC that is gone: %v", err)
+	if fate, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil || fate != pvcAbsent {
+		t.Fatalf("deleting a PVC that is gone: %s, %v; want %s", fate, err, pvcAbsent)
 	}
-	if _, err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
-		t.Fatalf("rescuing a PVC that is gone: %v (must not create one)", err)
+	if fate, err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || fate != pvcAbsent || h.pvc("db-2") != nil {
+		t.Fatalf("rescuing a PVC that is gone: %s, %v; want %s (must not create one)", fate, err, pvcAbsent)
 	}
 }
 
