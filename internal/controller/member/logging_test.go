@@ -212,3 +212,25 @@ func TestARemovalWhosePVCDeleteFailsLogsWhatItChangedAtV1(t *testing.T) {
 		"msg": "step failed", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": true, "pvcFate": string(pvcUnchanged),
 	})
 }
+
+// A member etcd counts on whose PVC is gone waits as dataLost, says why its data counts as
+// lost, and is looked at again soon: also when etcd cannot say whether it joined.
+func TestAMemberWhosePVCIsGoneLogsItsDataLostAtV1(t *testing.T) {
+	h := newMemberHarness(t, "")
+	if err := h.api.Delete(context.Background(), h.pvc("db-2")); err != nil {
+		t.Fatal(err)
+	}
+	logged := memberLog(t, "db-2")
+	want := map[string]any{
+		"msg": "step waits", "step": "dataLost", "waitReason": etcdv1.ReasonDataLost, "pvc": "db-2", "pvcFate": string(pvcAbsent), "requeueAfter": "5s",
+	}
+	line := logged.Reconcile(h.r)
+	expectLine(t, "db-2, joined, without its PVC", line, want, "its PVC is gone")
+	expectLine(t, "db-2, joined, without its PVC", line, map[string]any{"cause": errDataLost.Error(), "changed": true})
+	h.etcd.FailNext("MemberList", errors.New("no quorum"))
+	line = logged.Reconcile(h.r)
+	expectLine(t, "db-2 without its PVC, etcd unreachable", line, want)
+	if cause := fmt.Sprint(line["cause"]); !strings.Contains(cause, "etcd cannot say whether the member joined") || !strings.Contains(cause, "no quorum") {
+		t.Errorf("the cause %q does not say that etcd could not be asked, and why", cause)
+	}
+}
