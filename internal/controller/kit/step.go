@@ -22,7 +22,9 @@ type Step struct {
 // ID), what the reconcile decided: "step taken", "step waits" (with waitReason and why), "step
 // failed" (with error) or "no step applies", with step, changed and the facts, as the
 // EtcdCluster reconciler does. err, the error the reconcile returns, outranks s.Why: a step
-// that meant to wait but could not write its status failed.
+// that meant to wait but could not write its status failed. changed is s.Changed also then:
+// a step that failed may have written before it did (a member taken out of etcd, then its
+// PVC not deleted), and the line must not hide it.
 func (s Step) Log(ctx context.Context, err error) {
 	lg := log.FromContext(ctx).V(1)
 	if !lg.Enabled() {
@@ -32,7 +34,7 @@ func (s Step) Log(ctx context.Context, err error) {
 	if err != nil {
 		why = err
 	}
-	kv := append([]any{"step", s.Name, "changed", s.Changed && err == nil}, s.Facts...)
+	kv := append([]any{"step", s.Name, "changed", s.Changed}, s.Facts...)
 	var w Waiting
 	switch {
 	case errors.As(why, &w):

@@ -20,7 +20,8 @@ func TestAStepSaysWhetherItWasTakenWaitsOrFailed(t *testing.T) {
 	}{
 		{Step{Name: "start", Changed: true}, nil, "step taken", true, ""},
 		{Step{Name: "wait", Changed: true, Why: wait}, nil, "step waits", true, "waitReason"},
-		{Step{Name: "wait", Changed: true, Why: wait}, errors.New("conflict"), "step failed", false, "error"},
+		{Step{Name: "wait", Changed: true, Why: wait}, errors.New("conflict"), "step failed", true, "error"},
+		{Step{Name: "write", Why: wait}, errors.New("conflict"), "step failed", false, "error"},
 		{Step{}, nil, "no step applies", false, ""},
 	} {
 		logged := kittest.NewLog(t, "etcddefrag", "EtcdDefrag", types.NamespacedName{Namespace: "ns", Name: "pass"})

@@ -92,10 +92,25 @@ func (r *Reconciler) realize(ctx context.Context, m *etcdv1.EtcdMember) (kit.Ste
 	}
 	if controllerutil.AddFinalizer(m, etcdv1.FinalizerMember) {
 		if err := r.Update(ctx, m); err != nil {
-			return kit.Step{Name: "addFinalizer", Facts: []any{"conflict", apierrors.IsConflict(err)}}, ctrl.Result{}, kit.IgnoreConflict(err)
+			// Why says it also of a conflict, which the reconcile drops: the change that
+			// caused it brings the next look.
+			return kit.Step{Name: "addFinalizer", Why: err, Facts: []any{"conflict", apierrors.IsConflict(err)}}, ctrl.Result{}, kit.IgnoreConflict(err)
 		}
+		step, res, err := r.realizeChildren(ctx, cluster, m)
+		return finalizerAdded(step), res, err
 	}
 	return r.realizeChildren(ctx, cluster, m)
+}
+
+// finalizerAdded is the step of a look that added the member's finalizer first: a change, and
+// named for it when no other step applied.
+func finalizerAdded(step kit.Step) kit.Step {
+	step.Changed = true
+	if step.Name == "" {
+		step.Name = "addFinalizer"
+	}
+	step.Facts = append(step.Facts, "finalizerAdded", true)
+	return step
 }
 
 // realizeChildren gives the member its PVC, then its Pod. The step is the Pod's, with what
@@ -243,9 +258,12 @@ func (r *Reconciler) finalize(ctx context.Context, cluster *etcdv1.EtcdCluster, 
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonMemberDeletedByHand, "KeepData", "EtcdMember %s was deleted without a removal: its PVC is kept and the member will be recreated", m.Name)
 	}
 	controllerutil.RemoveFinalizer(m, etcdv1.FinalizerMember)
-	err := r.Update(ctx, m)
-	step.Changed = step.Changed || err == nil
-	return step, ctrl.Result{}, kit.IgnoreConflict(err)
+	if err := r.Update(ctx, m); err != nil {
+		step.Why = err // also a conflict, which the reconcile drops for the next look
+		return step, ctrl.Result{}, kit.IgnoreConflict(err)
+	}
+	step.Changed = true
+	return step, ctrl.Result{}, nil
 }
 
 // finalizing is the finalizer's step name, which did fate to the member's PVC.
@@ -259,31 +277,20 @@ func finalizing(name string, m *etcdv1.EtcdMember, fate pvcFate) kit.Step {
 // while ago), and removing a voter must never leave the others without a healthy majority.
 // True when this call removed it.
 func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
-	if m.Status.MemberID == "" {
-		return false, nil // never added to etcd
-	}
-	id, err := etcd.ParseID(m.Status.MemberID)
-	if err != nil {
-		return false, err
-	}
-	cli, err := r.clientViaOthers(ctx, c, m)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = cli.Close() }()
 	opCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	_, list, err := cli.MemberList(opCtx)
-	if err != nil {
-		return false, err
+	cli, id, list, err := r.etcdMembers(opCtx, c, m)
+	if cli == nil || err != nil {
+		return false, err // never added to etcd, or etcd cannot be asked
 	}
+	defer func() { _ = cli.Close() }()
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
 		return false, nil
 	}
 	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
 		return false, fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
-	if err := r.handOverLeadership(opCtx, cli, c, m, id); err != nil {
+	if err := r.handOverLeadership(opCtx, cli, c, m, id, list); err != nil {
 		return false, err
 	}
 	err = cli.Remove(opCtx, id)
@@ -350,8 +357,32 @@ func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[u
 	return healthy
 }
 
-// clientViaOthers opens a client through the cluster's other members that should run.
-func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (etcd.Client, error) {
+// etcdMembers asks etcd, through the cluster's other members that should run, which members
+// it has, and the ID of m among them. cli is nil, and etcd not asked, when m has no ID: it was
+// never added. The caller bounds ctx and closes cli.
+func (r *Reconciler) etcdMembers(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (cli etcd.Client, id uint64, list []etcd.Member, err error) {
+	if m.Status.MemberID == "" {
+		return nil, 0, nil, nil
+	}
+	if id, err = etcd.ParseID(m.Status.MemberID); err != nil {
+		return nil, 0, nil, err
+	}
+	others, err := r.othersToAsk(ctx, c, m)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if cli, err = r.NewClient(ctx, c, others); err != nil {
+		return nil, 0, nil, err
+	}
+	if _, list, err = cli.MemberList(ctx); err != nil {
+		_ = cli.Close()
+		return nil, 0, nil, err
+	}
+	return cli, id, list, nil
+}
+
+// othersToAsk are the client URLs of the cluster's members other than m that should run.
+func (r *Reconciler) othersToAsk(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) ([]string, error) {
 	var others []string
 	members := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, members, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelCluster: c.Name}); err != nil {
@@ -365,7 +396,7 @@ func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster,
 	if len(others) == 0 {
 		return nil, errors.New("no other member to ask")
 	}
-	return r.NewClient(ctx, c, others)
+	return others, nil
 }
 
 // joined asks etcd whether m has started as a member (published its name): then it holds
@@ -373,24 +404,13 @@ func (r *Reconciler) clientViaOthers(ctx context.Context, c *etcdv1.EtcdCluster,
 // member with no ID yet has not joined; one that etcd no longer lists was removed and must
 // not start under that ID either. An error when etcd cannot be asked.
 func (r *Reconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
-	if m.Status.MemberID == "" {
-		return false, nil
-	}
-	id, err := etcd.ParseID(m.Status.MemberID)
-	if err != nil {
-		return false, err
-	}
-	cli, err := r.clientViaOthers(ctx, c, m)
-	if err != nil {
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cli, id, list, err := r.etcdMembers(listCtx, c, m)
+	if cli == nil || err != nil {
 		return false, err
 	}
 	defer func() { _ = cli.Close() }()
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, list, err := cli.MemberList(listCtx)
-	if err != nil {
-		return false, err
-	}
 	for _, em := range list {
 		if em.ID == id {
 			return em.IsStarted(), nil
@@ -421,11 +441,9 @@ func memberOfLabeled(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64) error {
-	_, list, err := cli.MemberList(ctx)
-	if err != nil {
-		return err
-	}
+// handOverLeadership moves etcd's leadership away from m, whose ID is id, when it leads: list
+// is etcd's members as removeFromEtcd read them.
+func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, id uint64, list []etcd.Member) error {
 	for _, em := range list {
 		if em.ID == id || em.IsLearner || len(em.ClientURLs) == 0 {
 			continue
@@ -453,9 +471,8 @@ func (r *Reconciler) deletePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	if pvc == nil || err != nil {
 		return fate, err
 	}
-	err = r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
-	if err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil {
+		return afterError(err)
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonDataDeleted, "DeletePVC", "deleted PVC %s of removed member %s", pvc.Name, m.Name)
 	return pvcDeleted, nil
@@ -480,14 +497,15 @@ func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.Etcd
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+		return afterError(err)
 	}
-	released, err := retention.Release(ctx, r.Client, c, pvc)
-	if err != nil {
-		return pvcUnchanged, fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err)
-	}
-	if !released {
+	// Not retention.Release, which counts a PVC gone since it was read as released.
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if !retention.DropClusterOwners(c, pvc) {
 		return pvcUnchanged, nil
+	}
+	if err := r.Patch(ctx, pvc, patch); err != nil {
+		return afterError(fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err))
 	}
 	return pvcReleased, nil
 }
@@ -506,7 +524,7 @@ func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster
 		return pvcUnchanged, nil
 	}
 	if err := r.Patch(ctx, pvc, patch); err != nil {
-		return pvcAbsent, client.IgnoreNotFound(err)
+		return afterError(err)
 	}
 	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
@@ -534,14 +552,15 @@ func (r *Reconciler) rescuePVC(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 }
 
 // ourPVC reads the member's PVC (live when the cache, which holds only labelled PVCs, has
-// none of its name); nil when there is none (pvcAbsent), or when the one of its name is not
-// the member's (retention.PVCOfMember; pvcNotTheMembers), which gets a NameConflict event so
-// that someone sees why it stays.
+// none of its name); nil when there is none (pvcAbsent), when it cannot be read (pvcUnchanged,
+// with the error), or when the one of its name is not the member's (retention.PVCOfMember;
+// pvcNotTheMembers), which gets a NameConflict event so that someone sees why it stays.
 func (r *Reconciler) ourPVC(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (*corev1.PersistentVolumeClaim, pvcFate, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := kit.GetChild(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc)
 	if err != nil {
-		return nil, pvcAbsent, client.IgnoreNotFound(err)
+		fate, err := afterError(err)
+		return nil, fate, err
 	}
 	if !retention.PVCOfMember(pvc, c, m.Name) {
 		r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonNameConflict, "KeepForeignPVC", "PVC %s has member %s's name but is not its (%s): the operator leaves it alone", pvc.Name, m.Name, kit.ControllerOf(pvc))

@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -214,8 +216,8 @@ func checkKeptAsDiscarded(t *testing.T, pvc *corev1.PersistentVolumeClaim, id ui
 // A member a recovery from a member discards (removal and discarded marks) keeps its PVC as
 // discarded data before etcd is asked anything, also under whenDeleted Delete, where the
 // cluster controlled it: the old quorum is gone and the new cluster may answer only later. Once
-// the new cluster answers it is removed (here: not listed any more) and its finalizer lets go,
-// the PVC still there.
+// the new cluster answers it is removed (here: by etcd's Remove, as it is still listed) and its
+// finalizer lets go, the PVC still there.
 func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	h := newMemberHarness(t, "")
 	c := h.cluster
@@ -247,6 +249,9 @@ func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	if h.member("db-2") != nil {
 		t.Fatal("the finalizer was not released once etcd answered")
 	}
+	if calls := h.etcd.CallsTo("Remove"); !slices.Equal(calls, []string{"Remove(" + etcd.FormatID(h.ids["db-2"]) + ")"}) {
+		t.Fatalf("Remove calls %v, want the discarded member's once etcd answered", calls)
+	}
 	checkKeptAsDiscarded(t, h.pvc("db-2"), h.ids["db-2"])
 }
 
@@ -268,17 +273,18 @@ func TestFinalizerOfADeletionByHandKeepsThePVC(t *testing.T) {
 func TestRescueAndDeleteOfAPVCThatIsGone(t *testing.T) {
 	h := newMemberHarness(t, "")
 	m := h.member("db-2")
-	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
-		t.Fatal(err)
+	fate, err := h.r.deletePVC(context.Background(), h.cluster, m)
+	if err != nil || fate != pvcDeleted {
+		t.Fatalf("deletePVC: %s, %v; want %s", fate, err, pvcDeleted)
 	}
 	if h.pvc("db-2") != nil {
 		t.Fatal("deletePVC left the PVC")
 	}
-	if _, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil {
-		t.Fatalf("deleting a PVC that is gone: %v", err)
+	if fate, err := h.r.deletePVC(context.Background(), h.cluster, m); err != nil || fate != pvcAbsent {
+		t.Fatalf("deleting a PVC that is gone: %s, %v; want %s", fate, err, pvcAbsent)
 	}
-	if _, err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || h.pvc("db-2") != nil {
-		t.Fatalf("rescuing a PVC that is gone: %v (must not create one)", err)
+	if fate, err := h.r.rescuePVC(context.Background(), h.cluster, m); err != nil || fate != pvcAbsent || h.pvc("db-2") != nil {
+		t.Fatalf("rescuing a PVC that is gone: %s, %v; want %s (must not create one)", fate, err, pvcAbsent)
 	}
 }
 
@@ -552,5 +558,178 @@ func TestAMemberOfASuspendedClusterIsNotRestarted(t *testing.T) {
 	h.reconcile("db-2")
 	if h.pod("db-2") == nil {
 		t.Fatal("no Pod for the member once the suspension ended")
+	}
+}
+
+// intercept puts funcs between the reconciler and the fake API; the test's own reads and
+// writes (h.api) go straight to it.
+func (h *memberHarness) intercept(funcs interceptor.Funcs) {
+	h.r.Client = interceptor.NewClient(h.api.(client.WithWatch), funcs)
+}
+
+// A PVC the API cannot delete or mark is unchanged, and the error says why; only one that is
+// not found is absent.
+func TestAPVCTheAPIFailsOnIsUnchangedNotAbsent(t *testing.T) {
+	refused := apierrors.NewServiceUnavailable("etcd of the API server is down")
+	for _, tc := range []struct {
+		err  error
+		want pvcFate
+	}{
+		{refused, pvcUnchanged},
+		{apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), "db-2"), pvcAbsent},
+	} {
+		h := newMemberHarness(t, "")
+		h.intercept(interceptor.Funcs{
+			Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return tc.err },
+			Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				return tc.err
+			},
+		})
+		m := h.member("db-2")
+		deleted, delErr := h.r.deletePVC(context.Background(), h.cluster, m)
+		kept, keepErr := h.r.keepDiscardedPVC(context.Background(), h.cluster, m)
+		for what, got := range map[string]struct {
+			fate pvcFate
+			err  error
+		}{"delete": {deleted, delErr}, "keep as discarded": {kept, keepErr}} {
+			if got.fate != tc.want || (tc.want == pvcUnchanged) != errors.Is(got.err, refused) {
+				t.Errorf("%s answered %v: fate %s, error %v; want %s, and the error only when it is not NotFound", what, tc.err, got.fate, got.err, tc.want)
+			}
+		}
+	}
+}
+
+// deleteCluster deletes the harness's cluster under the retention policy when; its finalizer
+// holds it, so the members find it being deleted.
+func (h *memberHarness) deleteCluster(when etcdv1.PVCRetentionAction) {
+	h.t.Helper()
+	c := h.cluster
+	c.Spec.PersistentVolumeClaimRetentionPolicy = &etcdv1.PVCRetentionPolicy{WhenDeleted: when}
+	c.Finalizers = []string{etcdv1.FinalizerRetainPVCs}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.api.Delete(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// ownedByAnOlderOperator gives member name's PVC the cluster's and the member's owner
+// references, as an older operator did, and one of someone else's, which stays; it returns
+// the PVC.
+func (h *memberHarness) ownedByAnOlderOperator(name string) *corev1.PersistentVolumeClaim {
+	h.t.Helper()
+	pvc := h.pvc(name)
+	pvc.OwnerReferences = []metav1.OwnerReference{
+		{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "db", UID: h.cluster.UID},
+		{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember", Name: name, UID: types.UID(name + "-uid")},
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "backup-plan", UID: "cm-uid"},
+	}
+	if err := h.api.Update(context.Background(), pvc); err != nil {
+		h.t.Fatal(err)
+	}
+	return pvc
+}
+
+// annotate puts the annotation key=true on member name.
+func (h *memberHarness) annotate(name, key string) {
+	h.t.Helper()
+	m := h.member(name)
+	m.Annotations = map[string]string{key: "true"}
+	if err := h.api.Update(context.Background(), m); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// pvcGoneBeforeItsPatch answers every patch of a PVC with NotFound: deleted since it was read.
+var pvcGoneBeforeItsPatch = interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), obj.GetName())
+	}
+	return c.Patch(ctx, obj, patch, opts...)
+}}
+
+// A member whose cluster is being deleted (a foreground deletion finalizes the members first)
+// lets its PVC go per the cluster's policy: under whenDeleted Retain it takes the cluster's
+// owner references off, before garbage collection could take the data; under Delete it
+// leaves it to garbage collection; a member a recovery discards keeps it as discarded data
+// under either. A PVC gone since it was read is absent, not released.
+func TestFinalizerOfAMemberOfADeletedClusterLetsThePVCGoPerPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		when      etcdv1.PVCRetentionAction
+		discard   bool
+		goneFirst bool // the PVC is deleted between its read and its patch
+		want      pvcFate
+		released  bool // the cluster's owner references taken off the PVC
+	}{
+		{name: "Retain", when: etcdv1.PVCRetain, want: pvcReleased, released: true},
+		{name: "Delete", when: etcdv1.PVCDelete, want: pvcGoesWithCluster},
+		{name: "discarded, Delete", when: etcdv1.PVCDelete, discard: true, want: pvcKeptAsDiscarded, released: true},
+		{name: "Retain, the PVC gone meanwhile", when: etcdv1.PVCRetain, goneFirst: true, want: pvcAbsent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newMemberHarness(t, "")
+			h.reconcile("db-2") // the PVC records the member's ID
+			before := h.ownedByAnOlderOperator("db-2")
+			if tc.discard {
+				h.annotate("db-2", etcdv1.AnnotationDiscard)
+			}
+			if tc.goneFirst {
+				h.intercept(pvcGoneBeforeItsPatch)
+			}
+			h.deleteCluster(tc.when)
+			h.delete("db-2", false)
+			expectLine(t, tc.name, memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+				"msg": "step taken", "step": "finalizeClusterDeletion", "changed": true, "pvc": "db-2", "pvcFate": string(tc.want),
+			})
+			if h.member("db-2") != nil || len(h.etcd.CallsTo("Remove")) > 0 {
+				t.Fatalf("the finalizer was not released, or the member of a deleted cluster was removed from etcd: %v", h.etcd.Calls())
+			}
+			owners := before.OwnerReferences
+			if tc.released {
+				owners = owners[2:] // someone else's
+			}
+			after := h.pvc("db-2")
+			if after == nil || !equality.Semantic.DeepEqual(after.OwnerReferences, owners) || retention.DiscardedData(after) != tc.discard {
+				t.Fatalf("PVC %+v: want it with the owners %v, marked as discarded data: %v", after, owners, tc.discard)
+			}
+		})
+	}
+}
+
+// A removal resumed after a crash right after etcd's Remove (failpoint.AfterMemberRemove):
+// etcd lists the member no more, its PVC and finalizer are still there. The finalizer does not
+// remove it again nor say it removed it (no MemberRemoved event), and lets its data and the
+// member go.
+func TestFinalizerOfARemovalResumedAfterTheMemberLeftEtcd(t *testing.T) {
+	h := newMemberHarness(t, "")
+	recorder := events.NewFakeRecorder(20)
+	h.r.Recorder = recorder
+	h.delete("db-2", true)
+	if err := h.etcd.Remove(context.Background(), h.ids["db-2"]); err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.ResetCalls()
+	expectLine(t, "the removal of db-2, resumed", memberLog(t, "db-2").Reconcile(h.r), map[string]any{
+		"msg": "step taken", "step": "finalizeRemoval", "changed": true, "removedFromEtcd": false, "pvcFate": string(pvcDeleted),
+	})
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 {
+		t.Fatalf("removed again: %v", calls)
+	}
+	close(recorder.Events)
+	var said []string
+	for e := range recorder.Events {
+		said = append(said, e)
+	}
+	if slices.ContainsFunc(said, func(e string) bool { return strings.Contains(e, etcdv1.ReasonMemberRemoved) }) ||
+		!slices.ContainsFunc(said, func(e string) bool { return strings.Contains(e, etcdv1.ReasonDataDeleted) }) {
+		t.Fatalf("events %v: want %s and no %s", said, etcdv1.ReasonDataDeleted, etcdv1.ReasonMemberRemoved)
+	}
+	if h.pvc("db-2") != nil {
+		t.Fatal("the PVC of the removed member was kept")
+	}
+	if h.member("db-2") != nil {
+		t.Fatal("the finalizer was not released")
 	}
 }

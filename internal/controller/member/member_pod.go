@@ -176,7 +176,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	case !pod.DeletionTimestamp.IsZero():
 		return kit.Step{Name: "waitForPodDeletion", Facts: podFacts(pod)}, ctrl.Result{RequeueAfter: time.Second}, nil
 	case !podOfMember(pod, m):
-		return kit.Step{Name: "tendPod", Facts: podFacts(pod)}, ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
+		return kit.Step{Name: "ensurePod", Facts: podFacts(pod)}, ctrl.Result{}, kit.NotOurs(pod, m, "Pod", "EtcdMember")
 	}
 	step, res, err := r.tendPod(ctx, c, m, pod)
 	step.Facts = append(step.Facts, podFacts(pod)...)
@@ -187,10 +187,11 @@ func (r *Reconciler) ensurePod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 func (r *Reconciler) pause(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod, exists bool) (kit.Step, ctrl.Result, error) {
 	deleted := false
 	if exists && pod.DeletionTimestamp.IsZero() {
-		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		err := r.Delete(ctx, pod)
+		if client.IgnoreNotFound(err) != nil {
 			return kit.Step{Name: "paused", Facts: podFacts(pod)}, ctrl.Result{}, err
 		}
-		deleted = true
+		deleted = err == nil // not found: gone before this look
 	}
 	waits, err := r.waiting(ctx, m, "paused", "", readyCondition(metav1.ConditionFalse, etcdv1.ReasonPaused, "the cluster is paused; data and identity are kept"))
 	waits.Changed = waits.Changed || deleted
@@ -202,10 +203,10 @@ func (r *Reconciler) pause(ctx context.Context, m *etcdv1.EtcdMember, pod *corev
 // while it cannot start and the spec changed; its role label and adoption stamp kept, its
 // state mirrored into the member. No step applies when all of it is as it should be.
 func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, ctrl.Result, error) {
-	if replaced, err := r.replaceTerminalPod(ctx, m, pod); replaced.Name != "" || err != nil {
+	if replaced, terminal, err := r.replaceTerminalPod(ctx, m, pod); terminal || err != nil {
 		return replaced, ctrl.Result{}, err
 	}
-	if replaced, err := r.replaceStuckPod(ctx, c, m, pod); replaced.Name != "" || err != nil {
+	if replaced, stuck, err := r.replaceStuckPod(ctx, c, m, pod); stuck || err != nil {
 		return replaced, ctrl.Result{}, err
 	}
 	relabeled, err := r.syncRoleLabel(ctx, pod, m)
@@ -232,21 +233,21 @@ func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcd
 // added, spec.version set back from a release with no image, a bad option taken out) takes
 // effect at once. A roll would not reach it: it waits for every member to be up, and during a
 // bootstrap it does not run at all. The Pod is not serving, so nothing stops that served; the
-// next look creates the Pod anew from the current spec (createPod), on the member's PVC. Its
-// step is named when it replaces the Pod, and says why.
-func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, error) {
+// next look creates the Pod anew from the current spec (createPod), on the member's PVC.
+// True when the Pod is stuck: its step then says why, and is the reconcile's.
+func (r *Reconciler) replaceStuckPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, bool, error) {
 	want := specs.Pod(c, m, r.PodOptions)
 	why := stuckAndOutdated(pod, want, m.Spec.Storage.Medium == etcdv1.StorageMediumMemory)
 	if why == "" {
-		return kit.Step{}, nil
+		return kit.Step{}, false, nil
 	}
 	replaced := kit.Step{Name: "replaceStuckPod", Facts: []any{"stuck", why}}
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-		return replaced, err
+		return replaced, true, err
 	}
 	r.event(ctx, m, corev1.EventTypeNormal, etcdv1.ReasonPodReplaced, "ReplacePod", "replaced Pod %s, %s, with one of the changed spec", pod.Name, why)
 	replaced.Changed = true
-	return replaced, nil
+	return replaced, true, nil
 }
 
 // stuckAndOutdated says why the Pod cannot start under its template ("" when it can, or when

@@ -2,6 +2,7 @@ package member
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -33,6 +34,16 @@ func (f pvcFate) changed() bool {
 		return true
 	}
 	return false
+}
+
+// afterError is the fate of the member's PVC, and the error to return, when reading or
+// writing it failed with err: absent, and no error, when it was not found; else unchanged,
+// with err.
+func afterError(err error) (pvcFate, error) {
+	if apierrors.IsNotFound(err) {
+		return pvcAbsent, nil
+	}
+	return pvcUnchanged, err
 }
 
 // pvcFacts are the step line's facts of the member's PVC.

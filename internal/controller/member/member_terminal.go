@@ -77,26 +77,26 @@ func decideTerminalPod(pod *corev1.Pod, m *etcdv1.EtcdMember) *terminalVerdict {
 // look creates it again (createPod). The member says so first, so that it never reports
 // the Pod's last readiness meanwhile. The UID precondition spares a Pod created since; a
 // Pod already gone, or replaced, is one the cache has not caught up with: no event again.
-// Its step is named when the Pod is terminal.
-func (r *Reconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, error) {
+// True when the Pod is terminal: its step is then the reconcile's.
+func (r *Reconciler) replaceTerminalPod(ctx context.Context, m *etcdv1.EtcdMember, pod *corev1.Pod) (kit.Step, bool, error) {
 	v := decideTerminalPod(pod, m)
 	if v == nil {
-		return kit.Step{}, nil
+		return kit.Step{}, false, nil
 	}
 	replaced := kit.Step{Name: "replaceTerminalPod", Facts: []any{"podReason", pod.Status.Reason, "readyReason", v.ready.Reason}}
 	changed, err := r.setStatus(ctx, m, pod.Name, v.ready)
 	replaced.Changed = changed
 	if err != nil {
-		return replaced, err
+		return replaced, true, err
 	}
 	err = r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return replaced, nil
+		return replaced, true, nil
 	}
 	if err != nil {
-		return replaced, err
+		return replaced, true, err
 	}
 	r.event(ctx, m, corev1.EventTypeWarning, etcdv1.ReasonTerminalPodReplaced, "ReplacePod", "%s", v.event)
 	replaced.Changed = true
-	return replaced, nil
+	return replaced, true, nil
 }
