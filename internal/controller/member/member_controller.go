@@ -499,15 +499,15 @@ func (r *Reconciler) keepPVCOfDeletedCluster(ctx context.Context, m *etcdv1.Etcd
 	if err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: specs.PVCName(m)}, pvc); err != nil {
 		return afterError(err)
 	}
-	// Not retention.Release, which counts a PVC gone since it was read as released.
-	patch := client.MergeFrom(pvc.DeepCopy())
-	if !retention.DropClusterOwners(c, pvc) {
+	released, err := retention.Release(ctx, r.Client, c, pvc)
+	switch {
+	case err != nil:
+		return afterError(fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err))
+	case released:
+		return pvcReleased, nil
+	default:
 		return pvcUnchanged, nil
 	}
-	if err := r.Patch(ctx, pvc, patch); err != nil {
-		return afterError(fmt.Errorf("keeping PVC %s of deleted cluster %s: %w", pvc.Name, c.Name, err))
-	}
-	return pvcReleased, nil
 }
 
 // keepDiscardedPVC keeps the PVC of a member a quorum-loss recovery discards

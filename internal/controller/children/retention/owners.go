@@ -44,7 +44,7 @@ func DiscardedData(pvc *corev1.PersistentVolumeClaim) bool {
 // collection of the cluster, whatever its retention policy, leaves the salvage copy. True
 // when it changed the PVC, which the caller then writes.
 func MarkDiscarded(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, now time.Time) bool {
-	changed := DropClusterOwners(c, pvc)
+	changed := dropClusterOwners(c, pvc)
 	if DiscardedData(pvc) {
 		return changed
 	}

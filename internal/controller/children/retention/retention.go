@@ -133,10 +133,10 @@ func (p *Component) releaseAll(ctx context.Context, c *etcdv1.EtcdCluster) error
 	kept := 0
 	for i := range list.Items {
 		released, err := Release(ctx, p.objects.Client, c, &list.Items[i])
-		if err != nil {
+		if client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if released {
+		if released && err == nil {
 			kept++
 		}
 	}
@@ -151,18 +151,18 @@ func (p *Component) releaseAll(ctx context.Context, c *etcdv1.EtcdCluster) error
 // cluster's stay). True when it changed the PVC, which the caller then writes.
 func OwnPerPolicy(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim, scheme *runtime.Scheme) (bool, error) {
 	if Retains(c) {
-		return DropClusterOwners(c, pvc), nil
+		return dropClusterOwners(c, pvc), nil
 	}
 	if metav1.IsControlledBy(pvc, c) {
 		return false, nil
 	}
-	DropClusterOwners(c, pvc)
+	dropClusterOwners(c, pvc)
 	return true, controllerutil.SetControllerReference(c, pvc, scheme)
 }
 
-// DropClusterOwners takes the owner references of cluster c and of its members off a PVC;
+// dropClusterOwners takes the owner references of cluster c and of its members off a PVC;
 // true when there were any.
-func DropClusterOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+func dropClusterOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
 	var keep []metav1.OwnerReference
 	for _, ref := range pvc.OwnerReferences {
 		ours := (ref.Kind == "EtcdCluster" && ref.APIVersion == etcdv1.GroupVersion.String() && ref.Name == c.Name) ||
@@ -179,14 +179,16 @@ func DropClusterOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim)
 }
 
 // Release takes the owner references of cluster c and of its members off a PVC, so that
-// garbage collection leaves it; true when it changed the PVC. A PVC controlled by anything
-// else is left alone.
+// garbage collection leaves it; true when it had any to take off. A PVC controlled by
+// anything else is left alone. A PVC gone since it was read comes back as NotFound, not as
+// released: whether that matters (a count of kept PVCs, a member's log line) is the
+// caller's to say.
 func Release(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (bool, error) {
 	patch := client.MergeFrom(pvc.DeepCopy())
-	if !DropClusterOwners(c, pvc) {
+	if !dropClusterOwners(c, pvc) {
 		return false, nil
 	}
-	return true, client.IgnoreNotFound(cl.Patch(ctx, pvc, patch))
+	return true, cl.Patch(ctx, pvc, patch)
 }
 
 // RecordDataVersion annotates the PVC with the etcd version its member last reported; true

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -160,6 +161,34 @@ func TestFinalizeReleasesThePVCs(t *testing.T) {
 	}
 	if got := childtest.Events(recorder); len(got) != 1 || !strings.Contains(got[0], etcdv1.ReasonPVCsRetained) || !strings.Contains(got[0], "kept 2 PVCs") {
 		t.Fatalf("events %q", got)
+	}
+	have := &etcdv1.EtcdCluster{}
+	if err := childtest.Get(cl, "db", have); err != nil || len(have.Finalizers) != 0 {
+		t.Fatalf("stored finalizers %v, %v", have.Finalizers, err)
+	}
+}
+
+// A PVC deleted between the list and the release was not kept: the count of kept PVCs in
+// the event leaves it out, and the cluster still goes.
+func TestFinalizeDoesNotCountAPVCGoneMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx, c := context.Background(), childtest.Cluster()
+	controllerutil.AddFinalizer(c, etcdv1.FinalizerRetainPVCs)
+	gone := interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if obj.GetName() == "db-2" {
+			if err := cl.Delete(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return cl.Patch(ctx, obj, patch, opts...)
+	}}
+	cl := childtest.Client(gone, c, childtest.Owned(t, c, memberPVC("db-1")), childtest.Owned(t, c, memberPVC("db-2")))
+	recorder := events.NewFakeRecorder(5)
+	if err := New(childtest.Objects(cl), recorder).Finalize(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := childtest.Events(recorder); len(got) != 1 || !strings.Contains(got[0], "kept 1 PVCs") {
+		t.Fatalf("events %q, want kept 1 PVCs", got)
 	}
 	have := &etcdv1.EtcdCluster{}
 	if err := childtest.Get(cl, "db", have); err != nil || len(have.Finalizers) != 0 {
