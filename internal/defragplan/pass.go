@@ -29,8 +29,6 @@ type PassView struct {
 	HealthyVoterIDs       []uint64
 }
 
-func quorum(voters int) int { return voters/2 + 1 }
-
 // Verdict is what the pass does with the member it reached.
 type Verdict struct {
 	Defragment bool
@@ -55,9 +53,9 @@ func Decide(rule *etcdv1.DefragRule, v PassView, name string) Verdict {
 	if !pick {
 		return skip(etcdv1.ReasonBelowThreshold, why)
 	}
-	if !m.Learner && v.HealthyVoters-1 < quorum(v.Voters) {
+	if !m.Learner && v.HealthyVoters-1 < etcd.Quorum(v.Voters) {
 		return skip(etcdv1.ReasonWouldLoseQuorum, fmt.Sprintf(
-			"defragmenting pauses the member: %d of %d voters would stay healthy, fewer than the quorum of %d", v.HealthyVoters-1, v.Voters, quorum(v.Voters)))
+			"defragmenting pauses the member: %d of %d voters would stay healthy, fewer than the quorum of %d", v.HealthyVoters-1, v.Voters, etcd.Quorum(v.Voters)))
 	}
 	if m.ID == v.Leader {
 		return Verdict{MoveLeader: true, Reason: etcdv1.ReasonRuleMatched, Message: why}

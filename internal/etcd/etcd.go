@@ -26,6 +26,10 @@ type Member struct {
 	IsLearner  bool
 }
 
+// Quorum is the majority of n voters: how many must agree for etcd to commit, and so how
+// many must stay healthy through any change an operator makes.
+func Quorum(voters int) int { return voters/2 + 1 }
+
 // IDHex renders the ID the way etcd logs and etcdctl print it (lowercase hex,
 // no padding), so it can be matched against their output and used in labels.
 func (m Member) IDHex() string { return FormatID(m.ID) }

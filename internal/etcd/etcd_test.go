@@ -88,3 +88,12 @@ func TestDisarmAlarmRefusesWildcards(t *testing.T) {
 		}
 	}
 }
+
+// A quorum is a strict majority: an even count gains no tolerance over the odd one below it.
+func TestQuorum(t *testing.T) {
+	for voters, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		if got := Quorum(voters); got != want {
+			t.Errorf("Quorum(%d) = %d, want %d", voters, got, want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/auth"
-	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -124,7 +123,7 @@ func notAtRest(c *etcdv1.EtcdCluster, v *clusterView) string {
 	switch {
 	case ptrOr(c.Spec.Replicas, 3) == 0:
 		return "the cluster is paused"
-	case total == 0 || healthy < kit.Quorum(total):
+	case total == 0 || healthy < etcd.Quorum(total):
 		return fmt.Sprintf("%d of %d voters are healthy, a quorum is needed", healthy, total)
 	}
 	return ""

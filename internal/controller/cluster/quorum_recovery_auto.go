@@ -12,6 +12,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -94,7 +95,7 @@ func quorumLossClock(since *metav1.Time, missing bool, voters []lossVoter, now t
 			up++
 		}
 	}
-	if mayServe > 0 && up >= kit.Quorum(len(voters)) {
+	if mayServe > 0 && up >= etcd.Quorum(len(voters)) {
 		return nil
 	}
 	if since != nil {
@@ -295,7 +296,7 @@ func servingOutOfReach(voters []lossVoter) []string {
 			up++
 		}
 	}
-	if up < kit.Quorum(len(voters)) {
+	if up < etcd.Quorum(len(voters)) {
 		return nil
 	}
 	return names

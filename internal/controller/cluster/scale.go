@@ -75,7 +75,7 @@ func (r *Reconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *cluste
 	if len(active) < replicas {
 		// The new member is promoted only if the larger voter set keeps a healthy quorum;
 		// an unhealthy voter does not stop that, so a dead one can be replaced.
-		if total, healthy := v.voters(); healthy+1 < kit.Quorum(total+1) {
+		if total, healthy := v.voters(); healthy+1 < etcd.Quorum(total+1) {
 			return false, waitFor(etcdv1.ReasonMembersUnhealthy, "not scaling out: %d of %d voters healthy", healthy, total)
 		}
 		return true, r.scaleOut(ctx, c, v)

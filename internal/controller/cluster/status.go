@@ -122,7 +122,7 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 		// etcd's member list is a linearizable read: without a quorum nothing answers it,
 		// but each member still says what it has.
 		available.Reason, available.Message = etcdv1.ReasonQuorumLost, quorumLostMessage(v.survivors)
-	case healthy >= kit.Quorum(total):
+	case healthy >= etcd.Quorum(total):
 		available.Status, available.Reason = metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy
 		available.Message = fmt.Sprintf("%d of %d voters healthy", healthy, total)
 	default:

@@ -419,7 +419,7 @@ func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster,
 			continue
 		}
 		total, healthy := v.voters()
-		if healthy+1 < kit.Quorum(total+1) {
+		if healthy+1 < etcd.Quorum(total+1) {
 			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
 		}
 		err := v.etcd.Promote(ctx, em.ID)

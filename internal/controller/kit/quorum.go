@@ -6,9 +6,6 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
-// Quorum is the majority of voters that must stay healthy for etcd to commit.
-func Quorum(voters int) int { return voters/2 + 1 }
-
 // RemovalVerdict projects the quorum after removing member id: the voters left must keep a
 // healthy majority. Removing a learner, or a member etcd does not know, never touches the
 // quorum. ok is false with the reason when the removal must not happen.
@@ -34,9 +31,9 @@ func RemovalVerdict(members []etcd.Member, healthy map[uint64]bool, id uint64) (
 	if total == 0 {
 		return false, fmt.Sprintf("member %s is the only voter", victim.IDHex())
 	}
-	if alive < Quorum(total) {
+	if alive < etcd.Quorum(total) {
 		return false, fmt.Sprintf("removing member %s would leave %d healthy of %d voters, below the quorum of %d",
-			victim.IDHex(), alive, total, Quorum(total))
+			victim.IDHex(), alive, total, etcd.Quorum(total))
 	}
 	return true, ""
 }

@@ -91,6 +91,3 @@ func (o *Options) Overridable(refusal error, force bool) error {
 	Say(o.Err, "WARNING: %v; going ahead because of --force\n", refusal)
 	return nil
 }
-
-// Quorum is the number of voters that must agree in a cluster of n voters.
-func Quorum(n int) int { return n/2 + 1 }

@@ -3,7 +3,7 @@ package replace
 import (
 	"fmt"
 
-	"github.com/quorumkeeper/etcd-operator/internal/plugin/cli"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
 // checkReplace says whether taking one member down to replace it keeps the quorum: the other
@@ -13,9 +13,9 @@ func checkReplace(voters, readyVoters int, memberReady bool) error {
 	if memberReady {
 		others--
 	}
-	if others < cli.Quorum(voters) {
+	if others < etcd.Quorum(voters) {
 		return fmt.Errorf("replacing it leaves %d ready voters of %d, below the quorum of %d: the cluster would stop accepting writes until the new member has caught up",
-			others, voters, cli.Quorum(voters))
+			others, voters, etcd.Quorum(voters))
 	}
 	return nil
 }

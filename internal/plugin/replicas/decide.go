@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/plugin/cli"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
 // checkScale says whether changing the member count from current to target keeps the
@@ -15,12 +15,12 @@ func checkScale(current, target, ready int) error {
 	switch {
 	case target < 1:
 		return fmt.Errorf("%d members would leave none: use `kubectl etcd pause` to stop a cluster and keep its data", target)
-	case target < current && ready-(current-target) < cli.Quorum(target):
+	case target < current && ready-(current-target) < etcd.Quorum(target):
 		return fmt.Errorf("removing a member from %d (%d ready) leaves %d ready of %d, below the quorum of %d: the cluster would stop accepting writes",
-			current, ready, ready-(current-target), target, cli.Quorum(target))
-	case target > current && ready < cli.Quorum(target):
+			current, ready, ready-(current-target), target, etcd.Quorum(target))
+	case target > current && ready < etcd.Quorum(target):
 		return fmt.Errorf("adding a member to %d with only %d ready: %d members need %d ready for a quorum; heal the cluster first",
-			current, ready, target, cli.Quorum(target))
+			current, ready, target, etcd.Quorum(target))
 	}
 	return nil
 }
