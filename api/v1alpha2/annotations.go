@@ -114,6 +114,16 @@ const AnnotationAdoptedFrom = "etcd-operator.cozystack.io/adopted-from"
 // AnnotationDataDir: see AnnotationAdoptedFrom.
 const AnnotationDataDir = "etcd-operator.cozystack.io/data-dir"
 
+// AnnotationInitialCluster on a member's Pod is the value etcd gets as --initial-cluster: the
+// etcd container reads it as ETCD_INITIAL_CLUSTER through the downward API, and has no such
+// flag. etcd reads it only on an empty data directory. A kubelet works a container's
+// environment out from the Pod as it is at each start of the container, and learns of a
+// changed annotation through its watch at once (a running container's environment never
+// changes): so the operator, once a member added by scale-out has joined, changes this value
+// from the peers it joined with to the member alone, and the member refuses an empty data
+// directory from its next container start on, without a restart for it (specs.RequireData).
+const AnnotationInitialCluster = "etcd-operator.cozystack.io/initial-cluster"
+
 // AnnotationPodTemplateHash on a member's Pod fingerprints what the Pod was built from, so a
 // spec change (resources, affinity, options, metadata, ...) shows as a mismatch with the Pod
 // the spec would build now.

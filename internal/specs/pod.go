@@ -75,6 +75,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[etcdv1.AnnotationPodTemplateHash] = templateHash(c, m)
+	pod.Annotations[etcdv1.AnnotationInitialCluster] = m.Spec.Bootstrap.InitialCluster
 	return pod
 }
 
@@ -153,6 +154,7 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 		Args:    EtcdArgs(c, m),
 		// No ETCDCTL_* variables: etcdctl refuses to run when a variable and the matching
 		// flag are both set, and people type the flags (see docs/tls.md).
+		Env: []corev1.EnvVar{initialClusterEnvVar()},
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: ClientPort},
 			{Name: "peer", ContainerPort: PeerPort},
@@ -184,8 +186,26 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 	}
 }
 
+// initialClusterEnv is the variable etcd reads for --initial-cluster when the flag is not
+// given (a flag would shadow it).
+const initialClusterEnv = "ETCD_INITIAL_CLUSTER"
+
+// initialClusterFieldPath points the downward API at AnnotationInitialCluster.
+const initialClusterFieldPath = "metadata.annotations['" + etcdv1.AnnotationInitialCluster + "']"
+
+// initialClusterEnvVar gives etcd its initial cluster from the Pod's AnnotationInitialCluster,
+// which the kubelet reads afresh at every container start: RequireDataInPlace can change it
+// on a running Pod, whose flags cannot change.
+func initialClusterEnvVar() corev1.EnvVar {
+	return corev1.EnvVar{Name: initialClusterEnv, ValueFrom: &corev1.EnvVarSource{
+		// APIVersion as the API server defaults it, so that the built Pod equals the stored one.
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: initialClusterFieldPath},
+	}}
+}
+
 // EtcdArgs are the flags of a member's etcd. The operator owns names, URLs, data and TLS
-// files; spec.options adds the typed settings.
+// files; spec.options adds the typed settings. The initial cluster is no flag: the container
+// reads it from the Pod's annotation (initialClusterEnvVar).
 func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 	b := m.Spec.Bootstrap
 	args := []string{
@@ -196,7 +216,6 @@ func EtcdArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
 		"--advertise-client-urls=" + ClientURL(c, m.Name),
 		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name),
-		"--initial-cluster=" + b.InitialCluster,
 		"--initial-cluster-state=" + string(b.InitialClusterState),
 		"--initial-cluster-token=" + b.ClusterToken,
 		"--strict-reconfig-check=true",
@@ -393,54 +412,123 @@ func spreadConstraints(c *etcdv1.EtcdCluster) []corev1.TopologySpreadConstraint 
 // ContainerName is the name of the container that runs etcd in a member's Pod.
 const ContainerName = "etcd"
 
-// RefillsEmptyData is true for a Pod, built by Pod, of a member added by scale-out
-// (--initial-cluster-state=existing) whose --initial-cluster still names its peers: if its
-// data directory were emptied while the Pod stays (a container restart), etcd would fetch
-// the membership from those peers and start as the same voter with an empty log. Once the
-// member has joined, such a Pod is restarted once, as RequireData builds it. Founding members
-// (state new) need no restart: etcd itself refuses to bootstrap again a member its peers know
-// ("has already been bootstrapped").
-func RefillsEmptyData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
-	for _, container := range pod.Spec.Containers {
-		if container.Name != ContainerName {
-			continue
-		}
-		existing, peers := false, false
-		for _, arg := range container.Args {
-			switch {
-			case arg == "--initial-cluster-state="+string(etcdv1.InitialClusterStateExisting):
-				existing = true
-			case strings.HasPrefix(arg, "--initial-cluster="):
-				peers = arg != "--initial-cluster="+InitialCluster(c, []string{m.Name})
-			}
-		}
-		return existing && peers
+// flagInitialCluster is the flag the Pods of earlier releases gave etcd its initial cluster
+// with; Pods built now give it through AnnotationInitialCluster.
+const flagInitialCluster = "--initial-cluster="
+
+// flagStateExisting: the member joins a cluster that exists.
+const flagStateExisting = "--initial-cluster-state=" + string(etcdv1.InitialClusterStateExisting)
+
+// InitialClusterOf is the initial cluster etcd in a member's Pod starts with: its
+// --initial-cluster flag in a Pod an earlier release built (a flag shadows the variable), or
+// AnnotationInitialCluster in one built now; "" when it has neither.
+func InitialClusterOf(pod *corev1.Pod) string {
+	value, _ := initialClusterOf(pod)
+	return value
+}
+
+// initialClusterOf is InitialClusterOf, and whether it comes from the annotation.
+func initialClusterOf(pod *corev1.Pod) (value string, fromAnnotation bool) {
+	ctr := etcdContainerOf(pod)
+	if ctr == nil {
+		return "", false
 	}
-	return false
+	for _, arg := range ctr.Args {
+		if v, ok := strings.CutPrefix(arg, flagInitialCluster); ok {
+			return v, false
+		}
+	}
+	for _, e := range ctr.Env {
+		if e.Name == initialClusterEnv && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == initialClusterFieldPath {
+			return pod.Annotations[etcdv1.AnnotationInitialCluster], true
+		}
+	}
+	return "", false
+}
+
+// ReadsInitialClusterAnnotation: etcd in pod takes its initial cluster from
+// AnnotationInitialCluster (Pods built now), which a patch of the running Pod changes from the
+// next container start on, not from a flag (Pods of earlier releases), which only a new Pod
+// changes.
+func ReadsInitialClusterAnnotation(pod *corev1.Pod) bool {
+	_, fromAnnotation := initialClusterOf(pod)
+	return fromAnnotation
+}
+
+func etcdContainerOf(pod *corev1.Pod) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == ContainerName {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// RefillsEmptyData is true for a Pod, built by Pod, of a member added by scale-out
+// (--initial-cluster-state=existing) whose initial cluster (InitialClusterOf) still names its
+// peers: if its data directory were emptied while the Pod stays (a container restart), etcd
+// would fetch the membership from those peers and start as the same voter with an empty log.
+// Once the member has joined, such a Pod is told to name only the member: in place
+// (RequireDataInPlace) when it reads the annotation, by a restart into a Pod RequireData
+// builds when it has the flag. Founding members (state new) need neither: etcd itself refuses
+// to bootstrap again a member its peers know ("has already been bootstrapped").
+func RefillsEmptyData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	ctr := etcdContainerOf(pod)
+	if ctr == nil || !slices.Contains(ctr.Args, flagStateExisting) {
+		return false
+	}
+	initial := InitialClusterOf(pod)
+	return initial != "" && initial != InitialCluster(c, []string{m.Name})
 }
 
 // RequireData makes pod, built by Pod, refuse to start on an empty data directory: it names
-// only the member itself in --initial-cluster, with --initial-cluster-state=existing. etcd
-// reads these flags only when its data directory is empty; for a member that has joined,
-// empty means its data is lost, and etcd would otherwise fetch the membership from its peers
-// and start as the same voter with an empty log, able to vote before it caught up. With no
-// peer to ask, it exits with "cannot fetch cluster info from peer urls", which the operator
-// reads as lost data and answers by replacing the member under a new ID.
+// only the member itself as its initial cluster, with --initial-cluster-state=existing. etcd
+// reads these only when its data directory is empty; for a member that has joined, empty
+// means its data is lost, and etcd would otherwise fetch the membership from its peers and
+// start as the same voter with an empty log, able to vote before it caught up. With no peer
+// to ask, it exits with "cannot fetch cluster info from peer urls", which the operator reads
+// as lost data and answers by replacing the member under a new ID. The initial cluster is set
+// where the Pod takes it from: its annotation, or the flag of a Pod an earlier release built.
 //
-// The Pod's template hash is left as Pod computed it: these flags change nothing for a
-// member that has its data, and must not restart members when the operator starts using them.
+// The Pod's template hash is left as Pod computed it: these change nothing for a member that
+// has its data, and must not restart members when the operator starts using them.
 func RequireData(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) {
+	self := InitialCluster(c, []string{m.Name})
 	for i := range pod.Spec.Containers {
 		args := pod.Spec.Containers[i].Args
 		for j, arg := range args {
 			switch {
-			case strings.HasPrefix(arg, "--initial-cluster="):
-				args[j] = "--initial-cluster=" + InitialCluster(c, []string{m.Name})
+			case strings.HasPrefix(arg, flagInitialCluster):
+				args[j] = flagInitialCluster + self
 			case strings.HasPrefix(arg, "--initial-cluster-state="):
-				args[j] = "--initial-cluster-state=" + string(etcdv1.InitialClusterStateExisting)
+				args[j] = flagStateExisting
 			}
 		}
 	}
+	if ReadsInitialClusterAnnotation(pod) {
+		nameOnly(pod, self)
+	}
+}
+
+// nameOnly sets the initial cluster the Pod's annotation gives etcd to self.
+func nameOnly(pod *corev1.Pod, self string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[etcdv1.AnnotationInitialCluster] = self
+}
+
+// RequireDataInPlace does to a running Pod what RequireData does to a new one, where the
+// Pod's spec allows it (only its metadata can change): for a Pod that RefillsEmptyData and
+// reads its initial cluster from the annotation, the annotation names only the member. True
+// when it changed pod; false for a Pod that needs nothing, or whose flag only a new Pod
+// changes.
+func RequireDataInPlace(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	if !RefillsEmptyData(pod, c, m) || !ReadsInitialClusterAnnotation(pod) {
+		return false
+	}
+	nameOnly(pod, InitialCluster(c, []string{m.Name}))
+	return true
 }
 
 // flagForceNewCluster makes etcd rewrite the membership in its data to itself alone.

@@ -46,7 +46,8 @@ func StuckWaiting(pod *corev1.Pod) string {
 
 // dataErrorMarks are what etcd says when it exits because of its data: an empty data
 // directory for a member that has joined (it is started with only itself in its initial
-// cluster, see specs.RestartArgs, and so finds no peer to fetch the cluster from), a WAL or
+// cluster, see specs.RequireData and specs.RequireDataInPlace, and so finds no peer to fetch
+// the cluster from), a WAL or
 // snapshot it cannot read, a backend it cannot recover.
 var dataErrorMarks = []string{
 	"cannot fetch cluster info from peer urls",

@@ -444,7 +444,7 @@ func TestEnsurePVCCreatesTheVolumeOfALearnerThatNeverStarted(t *testing.T) {
 		t.Fatal("no PVC for a learner that has not started yet")
 	}
 	pod := h.pod("db-4")
-	if pod == nil || !slices.Contains(pod.Spec.Containers[0].Args, "--initial-cluster="+m.Spec.Bootstrap.InitialCluster) {
+	if pod == nil || specs.InitialClusterOf(pod) != m.Spec.Bootstrap.InitialCluster {
 		t.Fatalf("the first start of a learner must name its peers: %+v", pod)
 	}
 }
@@ -457,9 +457,9 @@ func TestPodOfAJoinedMemberRefusesEmptyData(t *testing.T) {
 		t.Fatal("no Pod")
 	}
 	args := strings.Join(pod.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--initial-cluster="+specs.InitialCluster(h.cluster, []string{"db-1"})+" ") ||
+	if specs.InitialClusterOf(pod) != specs.InitialCluster(h.cluster, []string{"db-1"}) ||
 		!strings.Contains(args, "--initial-cluster-state=existing") {
-		t.Fatalf("args %s: a restart on an empty data directory would rejoin under the same ID", args)
+		t.Fatalf("args %s, initial cluster %q: a restart on an empty data directory would rejoin under the same ID", args, specs.InitialClusterOf(pod))
 	}
 	want := specs.Pod(h.cluster, h.member("db-1"), h.r.PodOptions).Annotations[etcdv1.AnnotationPodTemplateHash]
 	if pod.Annotations[etcdv1.AnnotationPodTemplateHash] != want {

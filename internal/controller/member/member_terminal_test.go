@@ -114,9 +114,9 @@ func TestATerminalPodIsReplaced(t *testing.T) {
 				t.Fatal("no new Pod")
 			}
 			args := strings.Join(again.Spec.Containers[0].Args, " ")
-			if !strings.Contains(args, "--initial-cluster="+specs.InitialCluster(h.cluster, []string{"db-2"})+" ") ||
+			if specs.InitialClusterOf(again) != specs.InitialCluster(h.cluster, []string{"db-2"}) ||
 				!strings.Contains(args, "--initial-cluster-state=existing") {
-				t.Fatalf("args %s: the new Pod must start on the member's data under its ID", args)
+				t.Fatalf("args %s, initial cluster %q: the new Pod must start on the member's data under its ID", args, specs.InitialClusterOf(again))
 			}
 		})
 	}
