@@ -134,14 +134,17 @@ func (r *Reconciler) classifyPods(c *etcdv1.EtcdCluster, v *clusterView, pods ma
 	return outdated, down
 }
 
-// joinedWithPeerFlags: a voter added by scale-out still runs in the Pod it joined with,
-// whose flags would let it rejoin under its ID on an emptied data directory
-// (specs.RefillsEmptyData). Its one restart gets it a Pod that refuses empty data. tmpfs
-// members are left alone: their data survives container restarts and goes only with the
-// Pod, which is never recreated under their ID.
+// joinedWithPeerFlags: a voter added by scale-out still runs in the Pod an earlier operator
+// release built for it to join with, whose --initial-cluster flag would let it rejoin under
+// its ID on an emptied data directory (specs.RefillsEmptyData). Its one restart gets it a Pod
+// that refuses empty data. A Pod built now takes its initial cluster from an annotation
+// instead, which requireDataInPlace changes without a restart. tmpfs members are left alone:
+// their data survives container restarts and goes only with the Pod, which is never
+// recreated under their ID.
 func joinedWithPeerFlags(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
 	return m.Status.Role == etcdv1.RoleVoter && m.Status.MemberID != "" &&
-		m.Spec.Storage.Medium != etcdv1.StorageMediumMemory && specs.RefillsEmptyData(pod, c, m)
+		m.Spec.Storage.Medium != etcdv1.StorageMediumMemory && specs.RefillsEmptyData(pod, c, m) &&
+		!specs.ReadsInitialClusterAnnotation(pod)
 }
 
 // podServes: the member's Pod, as this look saw it, is Ready and not going.

@@ -13,6 +13,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/internal/specs/specstest"
 )
 
 // startPods creates, for every member without one, the Pod the member controller would
@@ -137,19 +138,31 @@ func assertProgressingReason(t *testing.T, h *harness, reason string) {
 	t.Fatalf("Progressing reason is not %s: %+v", reason, h.clusterObj().Status.Conditions)
 }
 
-// A voter added by scale-out runs in the Pod it joined with, whose flags name its peers:
-// it is restarted once (followers first, as any roll), into a Pod that refuses an empty data
-// directory, and then left alone.
-func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
-	h := runningHarness(t)
+// db2JoinedByScaleOut makes db-2 a member added by scale-out, as far as its Pod goes.
+func (h *harness) db2JoinedByScaleOut() {
+	h.t.Helper()
 	for _, m := range h.members() {
 		if m.Name != "db-2" {
 			continue
 		}
 		m.Spec.Bootstrap.InitialClusterState = etcdv1.InitialClusterStateExisting
 		if err := h.api.Update(context.Background(), m); err != nil {
-			t.Fatal(err)
+			h.t.Fatal(err)
 		}
+	}
+}
+
+// A voter added by scale-out by an earlier operator release runs in the Pod it joined with,
+// whose --initial-cluster flag names its peers: it is restarted once (followers first, as any
+// roll), into a Pod that refuses an empty data directory, and then left alone.
+func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
+	h := runningHarness(t)
+	h.db2JoinedByScaleOut()
+	c := h.clusterObj()
+	old := specstest.BuiltByAnEarlierRelease(specs.Pod(c, h.member("db-2"), h.r.PodOptions))
+	old.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.api.Create(context.Background(), old); err != nil {
+		t.Fatal(err)
 	}
 	h.startPods()
 	h.reconcile()
@@ -159,7 +172,6 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 	// The reconcile that restarted it saw every Pod up: its status must not read as settled.
 	assertProgressingReason(t, h, etcdv1.ReasonChanging)
 	// The member controller starts a joined member with only itself named.
-	c := h.clusterObj()
 	for _, m := range h.members() {
 		if m.Name == "db-2" {
 			pod := specs.Pod(c, m, h.r.PodOptions)
@@ -173,6 +185,28 @@ func TestAVoterAddedByScaleOutRestartsOnceToRefuseEmptyData(t *testing.T) {
 	h.reconcile()
 	if got := h.podNames(); len(got) != 3 {
 		t.Fatalf("restarted again: %v", got)
+	}
+}
+
+// A voter whose Pod, of this release, names its peers all the same (promoted by an earlier
+// release, or its Pod recreated while etcd could not say whether it had joined) is not
+// restarted: its Pod's annotation is changed to name only itself, once.
+func TestAVoterWhosePodNamesItsPeersIsPatchedNotRestarted(t *testing.T) {
+	h := runningHarness(t)
+	h.db2JoinedByScaleOut()
+	h.startPods()
+	before := h.pod("db-2")
+	h.reconcile()
+	after := h.pod("db-2")
+	if got := h.podNames(); len(got) != 3 || after.UID != before.UID {
+		t.Fatalf("Pods %v: db-2's was restarted", got)
+	}
+	if got, want := specs.InitialClusterOf(after), specs.InitialCluster(h.clusterObj(), []string{"db-2"}); got != want {
+		t.Fatalf("db-2's Pod gives etcd the initial cluster %q, want %q", got, want)
+	}
+	h.reconcile()
+	if again := h.pod("db-2"); again.ResourceVersion != after.ResourceVersion || len(h.podNames()) != 3 {
+		t.Fatal("db-2's Pod was changed again")
 	}
 }
 

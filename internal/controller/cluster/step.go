@@ -26,7 +26,8 @@ func waitFor(reason, format string, args ...any) error {
 // step makes at most one change, the first that applies, in this order: bootstrap, rebuilding
 // members from their PVCs, pause, resume, bookkeeping of IDs, orphan learners, disarming the
 // alarms of members etcd no longer lists, replacing a damaged member, then one whose node is
-// gone for good (spec.nodeLoss), finishing an interrupted add, promotion, adoption, scaling. It reports whether it changed something.
+// gone for good (spec.nodeLoss), finishing an interrupted add, promotion, voters' Pods that
+// still name their peers, adoption, scaling. It reports whether it changed something.
 // At V(1) it logs which step it took and on what view, once per reconcile.
 func (r *Reconciler) step(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	name, done, err := r.chooseStep(ctx, c, v)
@@ -92,7 +93,8 @@ func (r *Reconciler) quorumSteps() []namedStep {
 		{"finishRecovery", r.finishRecovery}, {"recordIdentities", r.recordIdentities},
 		{"removeOrphanLearners", r.removeOrphanLearners}, {"disarmStaleAlarms", r.disarmStaleAlarms},
 		{"replaceDamaged", r.replaceDamaged}, {"replaceOnLostNode", r.replaceOnLostNode},
-		{"addPending", r.addPending}, {"promoteLearners", r.promoteLearners}, {"adoptOrphanVoters", r.adoptOrphanVoters},
+		{"addPending", r.addPending}, {"promoteLearners", r.promoteLearners}, {"requireDataOfVoters", r.requireDataOfVoters},
+		{"adoptOrphanVoters", r.adoptOrphanVoters},
 	}
 }
 
@@ -411,7 +413,9 @@ func (r *Reconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 }
 
 // promoteLearners promotes a started learner once etcd says it has caught up, if the quorum
-// of the larger voter set is healthy.
+// of the larger voter set is healthy. In the same look, first, its Pod is made to refuse an
+// empty data directory (requireDataInPlace): never is a learner promoted whose Pod would let
+// it rejoin on empty data under its ID.
 func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	for _, em := range v.learners() {
 		owner := v.ownerOf(c, em)
@@ -421,6 +425,11 @@ func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster,
 		total, healthy := v.voters()
 		if healthy+1 < etcd.Quorum(total+1) {
 			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
+		}
+		// A learner's acks count toward no commit, so its Pod may name its peers until now;
+		// a voter's must not (requireDataInPlace).
+		if _, err := r.requireDataInPlace(ctx, c, owner, v.pods[owner.Name]); err != nil {
+			return true, fmt.Errorf("not promoting %s: %w", owner.Name, err)
 		}
 		err := v.etcd.Promote(ctx, em.ID)
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
