@@ -72,7 +72,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{status: node.NewNaiveNodeProvider(), readyPosted: make(chan struct{})}
 	n, err := nodeutil.NewNode(cfg.NodeName,
 		func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-			a.provider = newProvider(cfg, volumeSources{client: cfg.Client, secrets: pc.Secrets, configMaps: pc.ConfigMaps})
+			a.provider = newProvider(cfg, volumeSources{client: cfg.Client, secrets: pc.Secrets, configMaps: pc.ConfigMaps}, pc.Pods)
 			describeNode(pc.Node, cfg)
 			a.spec = pc.Node
 			return a.provider, a.status, nil

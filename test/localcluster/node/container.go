@@ -21,6 +21,8 @@ type containerRun struct {
 	pod  *podRun
 	spec *corev1.Container
 	init bool
+	// fieldEnv are the variables worked out from the Pod at every start (see fieldEnv).
+	fieldEnv []corev1.EnvVar
 
 	mu       sync.Mutex
 	proc     *runtime.Container
@@ -32,8 +34,8 @@ type containerRun struct {
 	stopping bool
 }
 
-func newContainerRun(pod *podRun, spec *corev1.Container, init bool) *containerRun {
-	return &containerRun{pod: pod, spec: spec, init: init, state: waiting("ContainerCreating", "")}
+func newContainerRun(pod *podRun, spec *corev1.Container, init bool, declared *corev1.Pod) *containerRun {
+	return &containerRun{pod: pod, spec: spec, init: init, fieldEnv: fieldEnv(declared, spec.Name), state: waiting("ContainerCreating", "")}
 }
 
 func waiting(reason, message string) corev1.ContainerState {

@@ -98,13 +98,16 @@ func nonRootRequired(pod *corev1.Pod, ctr *corev1.Container) bool {
 }
 
 // environment is the image's env, then the container's (virtual-kubelet has already resolved
-// valueFrom and envFrom), then what a kubelet adds. The apiserver is announced at the bridge
-// address: a ClusterIP is never dialed in this local cluster.
+// valueFrom and envFrom, once, when the Pod reached this node), with the variables that name a
+// field of the Pod worked out again from the Pod as it is now (fieldEnv), then what a kubelet
+// adds. The apiserver is announced at the bridge address: a ClusterIP is never dialed in this
+// local cluster.
 func (c *containerRun) environment(img Image) []string {
 	env := append([]string{}, img.Env...)
 	for _, e := range c.spec.Env {
 		env = append(env, e.Name+"="+e.Value)
 	}
+	env = append(env, c.pod.resolveFields(c.fieldEnv)...)
 	cfg := c.pod.p.cfg
 	host, port := cfg.HostIP.String(), strconv.Itoa(cfg.APIPort)
 	env = append(env,
@@ -118,6 +121,40 @@ func (c *containerRun) environment(img Image) []string {
 		"KUBERNETES_PORT_443_TCP_PORT="+port,
 	)
 	return lastWins(env)
+}
+
+// fieldEnv are the variables of the container, as its Pod declares them, whose value is a
+// field of the Pod (valueFrom.fieldRef): a kubelet works them out from the Pod as it is at
+// each start of the container, so that an annotation changed on a running Pod reaches the
+// container's next start (not the running process, whose environment never changes).
+func fieldEnv(declared *corev1.Pod, name string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, ctr := range append(append([]corev1.Container{}, declared.Spec.InitContainers...), declared.Spec.Containers...) {
+		if ctr.Name != name {
+			continue
+		}
+		for _, e := range ctr.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				out = append(out, *e.DeepCopy())
+			}
+		}
+	}
+	return out
+}
+
+// resolveFields gives each variable the value of its field in the Pod as it is now: its
+// metadata as UpdatePod last delivered it. A field this node cannot resolve (status.podIP)
+// keeps the value virtual-kubelet gave it.
+func (r *podRun) resolveFields(vars []corev1.EnvVar) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range vars {
+		if value, err := podField(r.pod, e.ValueFrom.FieldRef.FieldPath); err == nil {
+			out = append(out, e.Name+"="+value)
+		}
+	}
+	return out
 }
 
 // lastWins keeps one entry per name, the last one, in first-seen order: a process reading its

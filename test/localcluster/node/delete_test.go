@@ -119,7 +119,7 @@ func newTestProvider(t *testing.T, client *fake.Clientset) *provider {
 		HostIP:     network.BridgeCIDR.Addr(),
 		ImagesFile: images,
 		Marker:     "LC_NODE_TEST=" + dir,
-	}, volumeSources{client: client})
+	}, volumeSources{client: client}, nil)
 	t.Cleanup(func() { p.stopAll(context.Background(), false) })
 	return p
 }

@@ -42,13 +42,16 @@ type podRun struct {
 	done   chan struct{}
 }
 
-func newPodRun(p *provider, pod *corev1.Pod, ip netip.Addr) *podRun {
+// newPodRun runs pod as virtual-kubelet hands it over; declared is the same Pod as its owner
+// wrote it (provider.declaredPod), whose variables that name a field of the Pod are worked out
+// at every container start.
+func newPodRun(p *provider, pod, declared *corev1.Pod, ip netip.Addr) *podRun {
 	run := &podRun{p: p, pod: pod, ip: ip, dir: p.podDir(pod), startTime: metav1.Now(), done: make(chan struct{})}
 	for i := range pod.Spec.InitContainers {
-		run.inits = append(run.inits, newContainerRun(run, &pod.Spec.InitContainers[i], true))
+		run.inits = append(run.inits, newContainerRun(run, &pod.Spec.InitContainers[i], true, declared))
 	}
 	for i := range pod.Spec.Containers {
-		run.containers = append(run.containers, newContainerRun(run, &pod.Spec.Containers[i], false))
+		run.containers = append(run.containers, newContainerRun(run, &pod.Spec.Containers[i], false, declared))
 	}
 	return run
 }
@@ -219,6 +222,8 @@ func (r *podRun) tearDownSandbox() {
 	_ = os.RemoveAll(r.dir)
 }
 
+// updateMetadata takes over the Pod's labels and annotations: the variables that name them
+// get the new values at their container's next start (resolveFields).
 func (r *podRun) updateMetadata(pod *corev1.Pod) {
 	r.mu.Lock()
 	r.pod.Labels = pod.Labels

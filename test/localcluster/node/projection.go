@@ -135,8 +135,15 @@ func addDownwardAPI(files map[string]projectedFile, pod *corev1.Pod, items []cor
 	return nil
 }
 
-// podField resolves the downward-API field paths a volume can name.
+// podField resolves the downward-API field paths of the Pod's metadata and spec that a volume
+// or an environment variable can name, from the Pod as it is now.
 func podField(pod *corev1.Pod, path string) (string, error) {
+	if key, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[key], nil
+	}
+	if key, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[key], nil
+	}
 	switch path {
 	case "metadata.name":
 		return pod.Name, nil
@@ -154,6 +161,15 @@ func podField(pod *corev1.Pod, path string) (string, error) {
 		return pod.Spec.ServiceAccountName, nil
 	}
 	return "", fmt.Errorf("downward API field %q is not supported by this local cluster", path)
+}
+
+// subscript is the key of a path "<field>['<key>']" into one of the Pod's maps.
+func subscript(path, field string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, field+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
 }
 
 func formatMap(m map[string]string) string {

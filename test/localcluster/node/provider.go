@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/quorumkeeper/etcd-operator/test/localcluster/netsetup"
@@ -23,17 +24,21 @@ type provider struct {
 	cfg     Config
 	sources volumeSources
 	ipam    *netsetup.IPAM
+	// declared are the node's Pods as their owners wrote them (virtual-kubelet's informer
+	// cache); nil in tests that hand CreatePod the Pod as declared.
+	declared corev1listers.PodLister
 
 	mu     sync.Mutex
 	pods   map[types.NamespacedName]*podRun
 	notify func(*corev1.Pod)
 }
 
-func newProvider(cfg Config, sources volumeSources) *provider {
+func newProvider(cfg Config, sources volumeSources, declared corev1listers.PodLister) *provider {
 	return &provider{
-		cfg:     cfg,
-		sources: sources,
-		ipam:    netsetup.NewIPAM(cfg.PodCIDR),
+		cfg:      cfg,
+		sources:  sources,
+		declared: declared,
+		ipam:     netsetup.NewIPAM(cfg.PodCIDR),
 		pods:    map[types.NamespacedName]*podRun{},
 		notify:  func(*corev1.Pod) {},
 	}
@@ -66,10 +71,26 @@ func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("no address for pod %s: %w", k, err)
 	}
-	run := newPodRun(p, pod.DeepCopy(), ip)
+	run := newPodRun(p, pod.DeepCopy(), p.declaredPod(pod), ip)
 	p.pods[k] = run
 	go run.run()
 	return nil
+}
+
+// declaredPod is pod as its owner wrote it, from the node's informer cache: virtual-kubelet
+// hands CreatePod a copy whose environment it has resolved (valueFrom replaced by values),
+// which would freeze the variables a kubelet works out afresh at every container start. pod
+// itself when the cache does not hold it (gone meanwhile) or holds another Pod of its name.
+// Only read: the cache's objects are shared.
+func (p *provider) declaredPod(pod *corev1.Pod) *corev1.Pod {
+	if p.declared == nil {
+		return pod
+	}
+	declared, err := p.declared.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || declared.UID != pod.UID {
+		return pod
+	}
+	return declared
 }
 
 // UpdatePod accepts the changes the API allows on a running Pod (labels, annotations, image

@@ -48,7 +48,7 @@ func TestAPodStoppedForGoodStaysStopped(t *testing.T) {
 				t.Errorf("conditions %+v, want DisruptionTarget and not Ready", s.Conditions)
 			}
 
-			again := newProvider(p.cfg, p.sources)
+			again := newProvider(p.cfg, p.sources, p.declared)
 			t.Cleanup(func() { again.stopAll(context.Background(), true) })
 			if err := again.CreatePod(t.Context(), stored); err != nil {
 				t.Fatal(err)
