@@ -316,34 +316,46 @@ func TestMemberWithWipedDataIsReplaced(t *testing.T) {
 	w.stopAndVerify(t, 10)
 }
 
-// A member added by scale-out joined with a Pod whose flags name its peers; after its
-// promotion the operator restarts it once into a Pod that names only itself. So when its data
-// directory is emptied while the Pod stays (the container restarts in place), etcd cannot
-// rejoin under the member's ID with an empty log: it exits, and the member is replaced.
+// A member added by scale-out joins in a Pod whose initial cluster names its peers; the
+// operator changes it, in place, to name only the member (the Pod's annotation, which the
+// kubelet gives etcd as ETCD_INITIAL_CLUSTER at every container start) before it promotes
+// it, so the member becomes a voter in the Pod it joined in, with no restart. When its data
+// directory is then emptied while the Pod stays (the container restarts in place), etcd cannot
+// rejoin under the member's ID with an empty log: it exits, and the member is replaced under a
+// new ID, with no acknowledged write lost.
 func TestScaledOutMemberRestartedInPlaceOnEmptyDataIsReplaced(t *testing.T) {
 	t.Parallel()
 	ns, _, w := loadedCluster(t, "grow", 3)
 	setReplicas(t, ns, "grow", 4)
+	pod := &corev1.Pod{}
+	eventually(t, 5*time.Minute, "grow-4's Pod created", func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "grow-4"}, pod)
+	})
+	joinedIn := pod.UID
 	var before *etcdv1.EtcdCluster
 	eventually(t, 5*time.Minute, "grow-4 a voter whose Pod names only itself", func() error {
 		before = getCluster(t, ns, "grow")
-		pod := &corev1.Pod{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "grow-4"}, pod); err != nil {
 			return err
 		}
-		if !slices.Contains(pod.Spec.Containers[0].Args, "--initial-cluster="+specs.InitialCluster(before, []string{"grow-4"})) {
-			return fmt.Errorf("grow-4's Pod still has %v", pod.Spec.Containers[0].Args)
+		if got, want := specs.InitialClusterOf(pod), specs.InitialCluster(before, []string{"grow-4"}); got != want {
+			return fmt.Errorf("grow-4's Pod gives etcd the initial cluster %q", got)
 		}
 		if before.Status.Voters != 4 || before.Status.ReadyMembers != 4 {
 			return fmt.Errorf("voters %d, ready %d", before.Status.Voters, before.Status.ReadyMembers)
 		}
-		// The status may still count the Pod it replaced: etcd must run in this one to be
-		// killed in it.
 		if !podIsReady(pod) {
-			return fmt.Errorf("grow-4's new Pod %s is not ready yet", pod.UID)
+			return fmt.Errorf("grow-4's Pod %s is not ready", pod.UID)
 		}
 		return nil
 	})
+	before = waitSettled(t, ns, "grow", 4, 3*time.Minute)
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "grow-4"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.UID != joinedIn {
+		t.Fatalf("grow-4 joined in Pod %s and runs in Pod %s: it was restarted after its promotion", joinedIn, pod.UID)
+	}
 	var victim etcdv1.MemberSummary
 	for _, m := range before.Status.Members {
 		if m.Name == "grow-4" {
