@@ -39,8 +39,8 @@ func newProvider(cfg Config, sources volumeSources, declared corev1listers.PodLi
 		sources:  sources,
 		declared: declared,
 		ipam:     netsetup.NewIPAM(cfg.PodCIDR),
-		pods:    map[types.NamespacedName]*podRun{},
-		notify:  func(*corev1.Pod) {},
+		pods:     map[types.NamespacedName]*podRun{},
+		notify:   func(*corev1.Pod) {},
 	}
 }
 
