@@ -53,6 +53,7 @@ type options struct {
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
+	lease              leaseTimes
 	imageRepository    string
 	agentImage         string
 	clusterDomain      string
@@ -83,6 +84,9 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
+	flag.DurationVar(&o.lease.duration, "leader-elect-lease-duration", 15*time.Second, "how long a standby (or a restarted operator) waits for a leader that stopped renewing before it takes over")
+	flag.DurationVar(&o.lease.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits); shorter than the lease duration")
+	flag.DurationVar(&o.lease.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to take the Lease and the leader renews it")
 	flag.StringVar(&o.imageRepository, "etcd-image-repository", specs.DefaultImageRepository, "repository of etcd images; the tag is v<spec.version>")
 	flag.StringVar(&o.agentImage, "agent-image", "", "image of the snapshot and restore agents (this operator's own); read from the operator's Pod (POD_NAMESPACE, POD_NAME) when empty")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", specs.DefaultClusterDomain, "the Kubernetes cluster's DNS domain, for the fully qualified names in the certificates the operator asks cert-manager for")
@@ -97,6 +101,10 @@ func main() {
 	}
 	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
 		fmt.Fprintf(os.Stderr, "--cluster-domain %q is no DNS domain (%s); for example cluster.local\n", o.clusterDomain, strings.Join(errs, "; "))
+		os.Exit(2)
+	}
+	if err := o.lease.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
@@ -131,6 +139,9 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "etcd-operator.cozystack.io",
 		LeaderElectionNamespace: o.leaderElectNS,
+		LeaseDuration:           &o.lease.duration,
+		RenewDeadline:           &o.lease.renewDeadline,
+		RetryPeriod:             &o.lease.retryPeriod,
 		// Step down at once on SIGTERM so that a rolling update hands over quickly.
 		LeaderElectionReleaseOnCancel: true,
 	})
@@ -281,3 +292,25 @@ func ownImage(reader client.Reader) (string, error) {
 
 // managerContainer is the operator's container in its Deployment.
 const managerContainer = "manager"
+
+// leaseTimes are the leader election's timings. Shorter ones hand over faster after a crash
+// (a restarted operator waits one lease duration for the Lease its predecessor held); a renew
+// deadline the API server cannot meet under load makes the leader step down and exit.
+type leaseTimes struct {
+	duration, renewDeadline, retryPeriod time.Duration
+}
+
+// validate refuses timings client-go's leader election would reject later, or that would
+// let two leaders overlap, naming the flag to change.
+func (l leaseTimes) validate() error {
+	switch {
+	case l.retryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period %s must be positive, for example 2s", l.retryPeriod)
+	case l.renewDeadline <= l.retryPeriod*6/5:
+		// client-go retries with up to 20% jitter: at least one retry must fit in the deadline.
+		return fmt.Errorf("--leader-elect-renew-deadline %s must be longer than 1.2 x --leader-elect-retry-period %s: the leader renews at that period, with jitter, within the deadline", l.renewDeadline, l.retryPeriod)
+	case l.duration <= l.renewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration %s must be longer than --leader-elect-renew-deadline %s: a leader that cannot renew must step down before a standby may take over", l.duration, l.renewDeadline)
+	}
+	return nil
+}

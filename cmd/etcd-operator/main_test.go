@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,5 +81,30 @@ func TestTheCacheKeepsNoSecretInAnnotations(t *testing.T) {
 	}
 	if cacheOptions(options{}).DefaultTransform == nil {
 		t.Error("the cache has no transform")
+	}
+}
+
+// Lease timings client-go would refuse, or that let a standby take over before the leader
+// stepped down, are refused at start with the flag to change.
+func TestLeaseTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times leaseTimes
+		flag  string // "" when valid
+	}{
+		{"the defaults", leaseTimes{15 * time.Second, 10 * time.Second, 2 * time.Second}, ""},
+		{"short, for tests", leaseTimes{5 * time.Second, 4 * time.Second, time.Second}, ""},
+		{"no retry period", leaseTimes{15 * time.Second, 10 * time.Second, 0}, "--leader-elect-retry-period"},
+		{"no retry fits the deadline", leaseTimes{15 * time.Second, 2 * time.Second, 2 * time.Second}, "--leader-elect-renew-deadline"},
+		{"jitter leaves no retry", leaseTimes{15 * time.Second, 2300 * time.Millisecond, 2 * time.Second}, "--leader-elect-renew-deadline"},
+		{"a standby could take over a leader still renewing", leaseTimes{10 * time.Second, 10 * time.Second, 2 * time.Second}, "--leader-elect-lease-duration"},
+	} {
+		err := tc.times.validate()
+		switch {
+		case tc.flag == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.flag != "" && (err == nil || !strings.Contains(err.Error(), tc.flag)):
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.flag)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,13 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/failpoint"
 )
 
-// setOperatorFailpoints turns the operator's failpoints on or off and waits for the rollout.
+// shortLease are leader-election timings for a run of crashes: the restarted operator waits
+// one lease duration for the Lease its crashed predecessor held, every crash. Only while no
+// other test runs (the crash tests run alone), so the API server answers renewals at once.
+var shortLease = []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
+
+// setOperatorFailpoints turns the operator's failpoints, and the short lease, on or off and
+// waits for the rollout.
 func setOperatorFailpoints(t *testing.T, on bool) {
 	t.Helper()
 	changeOperator(t, fmt.Sprintf("failpoints=%v", on), func(d *appsv1.Deployment) {
@@ -25,10 +33,14 @@ func setOperatorFailpoints(t *testing.T, on bool) {
 				env = append(env, e)
 			}
 		}
+		args := slices.DeleteFunc(slices.Clone(container.Args), func(arg string) bool {
+			return strings.HasPrefix(arg, "--leader-elect-")
+		})
 		if on {
 			env = append(env, corev1.EnvVar{Name: failpoint.EnvVar, Value: "enabled"})
+			args = append(args, shortLease...)
 		}
-		container.Env = env
+		container.Env, container.Args = env, args
 	})
 }
 
