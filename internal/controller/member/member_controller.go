@@ -287,7 +287,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
 		return false, nil
 	}
-	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list), id); !ok {
+	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list, id), id); !ok {
 		return false, fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
 	if err := r.handOverLeadership(opCtx, cli, c, m, id, list); err != nil {
@@ -345,11 +345,13 @@ func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdClust
 // errRemovalRefused: the voters left after the removal would not keep a healthy quorum.
 var errRemovalRefused = errors.New("removal refused")
 
-// voterHealth asks each started voter for a quorum read through it.
-func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member) map[uint64]bool {
+// voterHealth asks each started voter but the one going for a quorum read through it.
+// The verdict projects the quorum without that one, so its health counts for nothing, and a
+// member replaced because it is down would cost the removal the whole health timeout (3 s).
+func voterHealth(ctx context.Context, cli etcd.Client, list []etcd.Member, going uint64) map[uint64]bool {
 	healthy := make(map[uint64]bool, len(list))
 	for _, em := range list {
-		if em.IsLearner || len(em.ClientURLs) == 0 {
+		if em.ID == going || em.IsLearner || len(em.ClientURLs) == 0 {
 			continue
 		}
 		healthy[em.ID] = cli.Healthy(ctx, em.ClientURLs[0]) == nil

@@ -157,6 +157,23 @@ func TestFinalizerOfARemovalTakesTheMemberOutOfEtcdThenItsPVC(t *testing.T) {
 	}
 }
 
+// A member replaced because it is down is not asked for its health before its removal: the
+// quorum is projected without it, and against a real etcd the question waits out the health
+// timeout (3 s) before the removal can go on.
+func TestFinalizerDoesNotAskTheMemberItRemovesForItsHealth(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.etcd.SetDown(h.ids["db-2"], true)
+	h.remove("db-2", true)
+	if calls := h.etcd.CallsTo("Remove"); len(calls) != 1 || h.member("db-2") != nil {
+		t.Fatalf("Remove calls %v: the removal did not happen in one look", calls)
+	}
+	goneURL := specs.ClientURL(h.cluster, "db-2")
+	asked := h.etcd.CallsTo("Healthy")
+	if slices.Contains(asked, "Healthy("+goneURL+")") || len(asked) != 2 {
+		t.Fatalf("Healthy calls %v, want each voter that stays asked once, not %s", asked, goneURL)
+	}
+}
+
 func TestFinalizerRefusesARemovalTheQuorumCannotTake(t *testing.T) {
 	h := newMemberHarness(t, "")
 	h.etcd.SetDown(h.ids["db-3"], true) // a mark decided while db-3 was well
