@@ -30,8 +30,11 @@ type clusterView struct {
 	clusterID   uint64
 	etcdMembers []etcd.Member
 	healthy     map[uint64]bool
-	leader      uint64
-	versions    map[uint64]string
+	// stopped are the members etcd lists whose etcd, by what the cache holds of their Pods,
+	// does not run (etcdStopped): they were not asked, and count as not answering.
+	stopped  map[uint64]bool
+	leader   uint64
+	versions map[uint64]string
 	// statuses is what each member that answered said of itself in this look (its raft
 	// applied index for an upgrade's catch-up check, among others).
 	statuses  map[uint64]etcd.Status
@@ -175,9 +178,13 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members
 	view.reachable, view.clusterID, view.etcdMembers = true, clusterID, list
 	view.alarms, view.alarmsKnown = listAlarms(ctx, cli)
 	view.corrupt = corruptMembers(view.alarms)
+	view.stopped = view.stoppedMembers(c)
 	observations := make([]memberObservation, len(list))
 	var wg sync.WaitGroup
 	for i, m := range list {
+		if view.stopped[m.ID] {
+			continue // nothing runs to answer: asking would wait out the timeout
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -199,6 +206,33 @@ func memberListTimeout(c *etcdv1.EtcdCluster) time.Duration {
 		return time.Second
 	}
 	return 5 * time.Second
+}
+
+// stoppedMembers are the members etcd lists whose EtcdMember's etcd does not run, by what the
+// cache holds of its Pod (etcdStopped).
+func (v *clusterView) stoppedMembers(c *etcdv1.EtcdCluster) map[uint64]bool {
+	stopped := map[uint64]bool{}
+	for _, m := range v.members {
+		if em, ok := v.etcdMemberFor(c, m); ok && etcdStopped(m, v.pods[m.Name]) {
+			stopped[em.ID] = true
+		}
+	}
+	return stopped
+}
+
+// etcdStopped: no etcd of m runs, by what is known of its Pod, so there is nothing to ask. Its
+// Pod says etcd does not run in it (kit.EtcdStopped: not started yet, in a back-off after an
+// exit), or the Pod it ran in is gone (its status still names one) and the next is not
+// there yet. Asked anyway, such a member costs a look the whole wait for its answer (gRPC waits
+// for a connection until the deadline, 3 s), and the look that would have seen it exit on
+// its data with it; the Pod's next change brings the look that asks it again. A Pod of
+// another operator's, not adopted yet, need not carry the labels the view finds Pods by: its
+// absence says nothing.
+func etcdStopped(m *etcdv1.EtcdMember, pod *corev1.Pod) bool {
+	if pod == nil {
+		return m.Status.PodName != "" && m.Spec.Adopted == nil && !m.AdoptionPending()
+	}
+	return kit.EtcdStopped(pod)
 }
 
 // memberObservation is what one member says about itself.

@@ -136,7 +136,8 @@ func (r *Reconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCluster, 
 }
 
 // stillDamaged looks at the member's PVC and Pod again, live: a cache that has not seen them
-// yet must not cost a member its data.
+// yet must not cost a member its data. A member the look did not ask, its cached Pod saying
+// etcd did not run, is taken for down only while its Pod read now says so too (startedAgain).
 func (r *Reconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, m *etcdv1.EtcdMember) (bool, error) {
 	live := *v
 	live.members = []*etcdv1.EtcdMember{m}
@@ -154,7 +155,18 @@ func (r *Reconciler) stillDamaged(ctx context.Context, c *etcdv1.EtcdCluster, v 
 	} else if !apierrors.IsNotFound(err) {
 		return false, err
 	}
+	if startedAgain(v, c, m, live.pods[m.Name]) {
+		return false, nil
+	}
 	return damage(live.facts(c)[0]) != "", nil
+}
+
+// startedAgain: the look did not ask m, its Pod as cached saying etcd did not run, and its Pod
+// read now says etcd runs again. Whether it serves on its data is for the next look to ask,
+// which the Pod's change brings: a member that exited once and serves again has its data.
+func startedAgain(v *clusterView, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, livePod *corev1.Pod) bool {
+	em, ok := v.etcdMemberFor(c, m)
+	return ok && v.stopped[em.ID] && !etcdStopped(m, livePod)
 }
 
 // markAndDelete marks a member for removal and deletes its EtcdMember; only with the mark

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // What a member's Pod says about it, read alike by the member reconciler (which replaces a Pod
@@ -28,6 +30,26 @@ func PodUnschedulable(pod *corev1.Pod) bool {
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodScheduled {
 			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// EtcdStopped: the Pod says etcd does not run in it. It has not started yet (Pending) or is
+// over (Succeeded, Failed), or etcd's container waits (a back-off after an exit, an image being
+// pulled) or has terminated. A Pod that says nothing of etcd's container is not taken for
+// stopped: only what the kubelet reported counts.
+func EtcdStopped(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == specs.ContainerName {
+			return cs.State.Running == nil
 		}
 	}
 	return false

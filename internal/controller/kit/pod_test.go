@@ -33,3 +33,33 @@ func TestDataErrorTellsDataFromOtherCrashes(t *testing.T) {
 		}
 	}
 }
+
+func TestEtcdStoppedIsWhatTheKubeletReported(t *testing.T) {
+	etcdIn := func(phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", State: state}}}}
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no Pod: nothing reported", nil, false},
+		{"nothing reported yet", &corev1.Pod{}, false},
+		{"not started yet", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"over", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, true},
+		{"runs", etcdIn(corev1.PodRunning, running), false},
+		{"in a back-off after an exit", etcdIn(corev1.PodRunning, backOff), true},
+		{"just exited", etcdIn(corev1.PodRunning, exited), true},
+		{"another container stopped", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "sidecar", State: exited}, {Name: "etcd", State: running},
+		}}}, false},
+	}
+	for _, tc := range cases {
+		if got := EtcdStopped(tc.pod); got != tc.want {
+			t.Errorf("%s: stopped %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
