@@ -58,6 +58,9 @@ type Reconciler struct {
 	// RollSlots caps how many clusters restart members for a changed Pod spec at once; no
 	// cap when nil.
 	RollSlots *kit.RollSlots
+	// Claims says which clusters are this operator's (several operators may watch one
+	// namespace); it acts on every cluster when nil.
+	Claims *kit.Claims
 
 	stepBackoff, healthLagBackoff kit.Backoff
 }
@@ -92,6 +95,10 @@ func (r *Reconciler) now() time.Time {
 // The child objects' own rules (Services, PodDisruptionBudgets, NetworkPolicies, cert-manager
 // Certificates and Issuers, Secrets) are in their packages under children.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Other operators' leader election Leases, in their namespaces, say whether the operator that
+// claims a cluster is alive (kit.Claims); the operator's own Lease is written under the leader
+// election's Role.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
 
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
 // operator may not have (someone else's, refused by the API server) comes back as degraded,
@@ -116,6 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.forgetCluster(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if done, res, err := r.claim(ctx, cluster); done {
+		return res, err
 	}
 	set := r.children()
 	if done, err := r.beforeLook(ctx, req, cluster, set.Retention); done || err != nil {

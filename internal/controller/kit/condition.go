@@ -31,13 +31,21 @@ func SetCondition(ctx context.Context, cl client.StatusClient, rec events.EventR
 		return IgnoreConflict(err)
 	}
 	if news {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		Emit(ctx, rec, c, nil, eventType, cond.Reason, cond.Type, "%s", cond.Message)
+		Emit(ctx, rec, c, nil, eventTypeOf(cond), cond.Reason, cond.Type, "%s", cond.Message)
 	}
 	return nil
+}
+
+// troubleWhenTrue are the condition types that report a problem by being True: the others do
+// by being False.
+var troubleWhenTrue = map[string]bool{etcdv1.ConditionOperatorConflict: true}
+
+// eventTypeOf is the type of the event that announces cond: Warning for a problem.
+func eventTypeOf(cond metav1.Condition) string {
+	if (cond.Status == metav1.ConditionTrue) == troubleWhenTrue[cond.Type] {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
 }
 
 // IgnoreConflict drops a write's conflict: the object changed meanwhile, and the next
