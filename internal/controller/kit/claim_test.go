@@ -218,3 +218,28 @@ func TestEventTypeOfCondition(t *testing.T) {
 		}
 	}
 }
+
+// A condition written from a copy older than the stored status (another operator's, whose
+// cache lags the claimant's writes) does not put the older conditions back: the write
+// conflicts and is dropped, for the next look to decide again.
+func TestSetConditionFromAStaleCopyKeepsNewerConditions(t *testing.T) {
+	t.Parallel()
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db"}}
+	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithObjects(c).WithStatusSubresource(c).Build()
+	stale := &etcdv1.EtcdCluster{}
+	_ = api.Get(context.Background(), client.ObjectKeyFromObject(c), stale)
+	fresh := stale.DeepCopy()
+	fresh.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumHealthy, LastTransitionTime: metav1.Now()}}
+	if err := api.Status().Update(context.Background(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	refused := metav1.Condition{Type: etcdv1.ConditionOperatorConflict, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonClaimedByAnotherOperator, Message: "m"}
+	if err := SetCondition(context.Background(), api, nil, stale, refused); err != nil {
+		t.Fatal(err)
+	}
+	got := &etcdv1.EtcdCluster{}
+	_ = api.Get(context.Background(), client.ObjectKeyFromObject(c), got)
+	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != etcdv1.ConditionAvailable {
+		t.Fatalf("conditions %+v after a write from a stale copy, want the newer Available alone", got.Status.Conditions)
+	}
+}

@@ -27,7 +27,10 @@ func SetCondition(ctx context.Context, cl client.StatusClient, rec events.EventR
 	}
 	before := c.DeepCopy()
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
-	if err := cl.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	// With the resourceVersion read: the patch replaces the whole list of conditions, and a
+	// copy older than the stored status (another operator's, refused the cluster, whose
+	// cache lags its claimant's writes) must not put older conditions back.
+	if err := cl.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return IgnoreConflict(err)
 	}
 	if news {
