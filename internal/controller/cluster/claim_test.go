@@ -166,15 +166,7 @@ func TestClusterOfAnotherLiveOperatorIsRefusedOnce(t *testing.T) {
 	if c.Annotations[etcdv1.AnnotationOperator] != operatorB || h.claimWrites != 0 {
 		t.Fatalf("claim %q after %d claim writes, want %s's untouched", c.Annotations[etcdv1.AnnotationOperator], h.claimWrites, operatorB)
 	}
-	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionOperatorConflict)
-	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != etcdv1.ReasonClaimedByAnotherOperator {
-		t.Fatalf("OperatorConflict %+v", cond)
-	}
-	for _, want := range []string{operatorA, operatorB, "--watch-namespaces", "watchNamespaces"} {
-		if !strings.Contains(cond.Message, want) {
-			t.Errorf("message %q does not say %q", cond.Message, want)
-		}
-	}
+	checkRefusal(t, c)
 	if len(c.Status.Conditions) != 1 || h.statusWrites != 1 {
 		t.Fatalf("%d status writes leaving conditions %+v; want the one condition, written once", h.statusWrites, c.Status.Conditions)
 	}
@@ -183,6 +175,21 @@ func TestClusterOfAnotherLiveOperatorIsRefusedOnce(t *testing.T) {
 	}
 	if res.RequeueAfter != resyncPeriod {
 		t.Fatalf("refused cluster looked at again after %v, want %v (to notice the claimant gone)", res.RequeueAfter, resyncPeriod)
+	}
+}
+
+// checkRefusal: the cluster says that operator A refuses it, leaving it to operator B, and how
+// to end the overlap.
+func checkRefusal(t *testing.T, c *etcdv1.EtcdCluster) {
+	t.Helper()
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionOperatorConflict)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != etcdv1.ReasonClaimedByAnotherOperator {
+		t.Fatalf("OperatorConflict %+v", cond)
+	}
+	for _, want := range []string{operatorA, operatorB, "--watch-namespaces", "watchNamespaces"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
 	}
 }
 

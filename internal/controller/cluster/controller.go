@@ -124,12 +124,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if done, res, err := r.claim(ctx, cluster); done {
-		return res, err
-	}
 	set := r.children()
-	if done, err := r.beforeLook(ctx, req, cluster, set.Retention); done || err != nil {
-		return ctrl.Result{}, err
+	if done, res, err := r.beforeLookClaimed(ctx, req, cluster, set.Retention); done {
+		return res, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
 	// back (members need their DNS names) and is reported in the status, not only logged.
@@ -200,6 +197,16 @@ func sooner(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// beforeLookClaimed decides the cluster's claim, then, on a cluster of this operator's, what
+// comes before any look (beforeLook). True when the reconcile ends there.
+func (r *Reconciler) beforeLookClaimed(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster, keeper *retention.Component) (bool, ctrl.Result, error) {
+	if done, res, err := r.claim(ctx, c); done {
+		return true, res, err
+	}
+	done, err := r.beforeLook(ctx, req, c, keeper)
+	return done || err != nil, ctrl.Result{}, err
 }
 
 // beforeLook is what comes before any look at the cluster: its deletion, a suspension, the

@@ -10,28 +10,17 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit/kittest"
 )
-
-// claimCluster writes claim on the harness's cluster "db", and gives it a defragmentation
-// schedule due now.
-func (h *passHarness) claimCluster(claim string) {
-	h.t.Helper()
-	c := &etcdv1.EtcdCluster{}
-	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
-		h.t.Fatal(err)
-	}
-	c.Annotations = map[string]string{etcdv1.AnnotationOperator: claim}
-	c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "@every 1m", Rule: &etcdv1.DefragRule{All: true}}
-	if err := h.api.Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
-}
 
 // A pass, and the defragmentation schedule, of a cluster another operator claims are left
 // alone: no etcd call, no status, no pass created.
 func TestDefragOfAnotherOperatorsClusterIsLeftAlone(t *testing.T) {
 	h := newPassHarness(t, &etcdv1.DefragRule{All: true})
-	h.claimCluster("ops-b/x")
+	// Claimed by operator B, with a defragmentation schedule due now.
+	kittest.SetClaim(t, h.api, types.NamespacedName{Namespace: "ns", Name: "db"}, "ops-b/x", func(c *etcdv1.EtcdCluster) {
+		c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "@every 1m", Rule: &etcdv1.DefragRule{All: true}}
+	})
 	h.r.Claims = &kit.Claims{Me: "ops-a/x"}
 	s := &ScheduleReconciler{Client: h.api, Claims: h.r.Claims}
 	for range 3 {

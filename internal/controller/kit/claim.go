@@ -133,10 +133,10 @@ type Verdict struct {
 // by operator me; holder is what the claimant's Lease says (unread for an unclaimed cluster
 // or one of me's).
 func ClaimVerdict(claim, me string, holder Claimant, namespace string, now time.Time) Verdict {
-	switch {
-	case claim == "":
+	switch claim {
+	case "":
 		return Verdict{Kind: Take}
-	case claim == me:
+	case me:
 		return Verdict{Kind: Mine, Holder: claim}
 	}
 	if serves, why := holder.Serves(namespace, now); !serves {

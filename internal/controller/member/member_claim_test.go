@@ -9,20 +9,8 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit/kittest"
 )
-
-// claimCluster writes claim on the harness's cluster.
-func (h *memberHarness) claimCluster(claim string) {
-	h.t.Helper()
-	c := &etcdv1.EtcdCluster{}
-	if err := h.api.Get(context.Background(), client.ObjectKeyFromObject(h.cluster), c); err != nil {
-		h.t.Fatal(err)
-	}
-	c.Annotations = map[string]string{etcdv1.AnnotationOperator: claim}
-	if err := h.api.Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
-}
 
 // A member of a cluster another operator claims is left alone: no Pod, and its finalizer
 // does not run when it is deleted (the claimant takes it out of etcd). Once the cluster is
@@ -30,7 +18,7 @@ func (h *memberHarness) claimCluster(claim string) {
 func TestMemberOfAnotherOperatorsClusterIsLeftAlone(t *testing.T) {
 	h := newMemberHarness(t, etcdv1.StorageMediumDefault)
 	h.r.Claims = &kit.Claims{Me: "ops-a/x"}
-	h.claimCluster("ops-b/x")
+	kittest.SetClaim(t, h.api, client.ObjectKeyFromObject(h.cluster), "ops-b/x")
 	h.reconcile("db-1")
 	if h.pod("db-1") != nil {
 		t.Fatal("a Pod was made for a member of another operator's cluster")
@@ -42,7 +30,7 @@ func TestMemberOfAnotherOperatorsClusterIsLeftAlone(t *testing.T) {
 	if m := h.member("db-2"); m == nil || len(m.Finalizers) == 0 {
 		t.Fatal("the finalizer of a member of another operator's cluster ran")
 	}
-	h.claimCluster("ops-a/x")
+	kittest.SetClaim(t, h.api, client.ObjectKeyFromObject(h.cluster), "ops-a/x")
 	h.reconcile("db-1")
 	if h.pod("db-1") == nil {
 		t.Fatal("no Pod once the cluster is this operator's")

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,11 +16,7 @@ import (
 // snapshot, no status.
 func TestScheduleOfAnotherOperatorsClusterIsLeftAlone(t *testing.T) {
 	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	sc := &etcdv1.EtcdSnapshotSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
-		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "* * * * *",
-			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
-	}
+	sc := pvcSchedule(created, "* * * * *")
 	f := newScheduleFixture(t, sc, created.Add(10*time.Minute), nil)
 	cluster := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/x"}}}
 	if err := f.api.Create(context.Background(), cluster); err != nil {
