@@ -36,6 +36,26 @@ const AnnotationDiscardedByRecovery = "etcd-operator.cozystack.io/discarded-by-r
 // member serves again.
 const AnnotationNodeLostSince = "etcd-operator.cozystack.io/node-lost-since"
 
+// AnnotationOperator on an EtcdCluster names the operator that manages it (its claim), as
+// "<namespace>/<name>" of that operator's leader election Lease. An operator acts on a
+// cluster, its members, snapshots and defragmentations only under its own claim; it takes an
+// unclaimed cluster, or one whose claimant's Lease is gone, expired or published without the
+// cluster's namespace (AnnotationWatchNamespaces), and refuses the others with the
+// OperatorConflict condition. Written once, with the resourceVersion read, so that of two
+// operators taking one cluster at once only one succeeds. A person may set it (kubectl
+// annotate --overwrite) to hand a cluster to another operator.
+const AnnotationOperator = "etcd-operator.cozystack.io/operator"
+
+// AnnotationWatchNamespaces on an operator's leader election Lease publishes the namespaces
+// that operator watches (comma-separated; "*" for all), so that another operator may take
+// over its claims in a namespace it no longer watches. It counts only while
+// AnnotationWatchNamespacesHolder equals the Lease's holderIdentity: a list written by a
+// former leader may be out of date. Each leader writes both once, when it is elected.
+const AnnotationWatchNamespaces = "etcd-operator.cozystack.io/watch-namespaces"
+
+// AnnotationWatchNamespacesHolder: see AnnotationWatchNamespaces.
+const AnnotationWatchNamespacesHolder = "etcd-operator.cozystack.io/watch-namespaces-holder"
+
 // Annotations a user (or `kubectl etcd`) sets, continued.
 
 // AnnotationRecoverFrom on an EtcdCluster asks the operator to rebuild a cluster that lost

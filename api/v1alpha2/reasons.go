@@ -35,6 +35,11 @@ const (
 	// etcd-operator.cozystack.io/suspend-reconcile: "true" and the operator leaves it alone
 	// (reason ReconcileSuspended); absent otherwise.
 	ConditionReconcileSuspended = "ReconcileSuspended"
+	// ConditionOperatorConflict is True on a cluster that one operator refuses because another
+	// operator, still alive and watching its namespace, claims it (AnnotationOperator); the
+	// refusing operator writes it, the claimant keeps it until the refuser no longer watches
+	// the namespace, then removes it. Absent otherwise.
+	ConditionOperatorConflict = "OperatorConflict"
 )
 
 // Condition types of an EtcdMember.
@@ -177,6 +182,19 @@ const (
 	ReasonKeptUntilDeleted = "KeptUntilDeleted"
 	// ReasonKeptUntilServed: keepDiscardedDataSeconds is set; the message says when each goes.
 	ReasonKeptUntilServed = "KeptUntilServed"
+)
+
+// Reasons of EtcdCluster OperatorConflict, and events of the claim.
+const (
+	// ReasonClaimedByAnotherOperator: the cluster is another live operator's; this one does
+	// nothing to it (the message names both and the fix).
+	ReasonClaimedByAnotherOperator = "ClaimedByAnotherOperator"
+	// ReasonClaimTakenOver is the Normal event of an operator that took a cluster over from
+	// another whose Lease is gone or expired, or that does not watch the namespace any more.
+	ReasonClaimTakenOver = "ClaimTakenOver"
+	// ReasonOperatorConflictResolved is the Normal event of the claimant removing the
+	// OperatorConflict condition: the operator that refused no longer watches the namespace.
+	ReasonOperatorConflictResolved = "OperatorConflictResolved"
 )
 
 // Reasons of EtcdCluster ReconcileSuspended.

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +55,7 @@ type options struct {
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
+	leaderElectID      string
 	lease              leaseTimes
 	imageRepository    string
 	agentImage         string
@@ -84,6 +87,7 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
+	flag.StringVar(&o.leaderElectID, "leader-election-id", defaultLeaderElectionID, "name of the leader election Lease; with its namespace, the operator's identity in the claims on its clusters (another operator sharing the namespace needs another)")
 	flag.DurationVar(&o.lease.duration, "leader-elect-lease-duration", 15*time.Second, "how long a standby (or a restarted operator) waits for a leader that stopped renewing before it takes over")
 	flag.DurationVar(&o.lease.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits); shorter than the lease duration")
 	flag.DurationVar(&o.lease.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to take the Lease and the leader renews it")
@@ -101,6 +105,10 @@ func main() {
 	}
 	if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
 		fmt.Fprintf(os.Stderr, "--cluster-domain %q is no DNS domain (%s); for example cluster.local\n", o.clusterDomain, strings.Join(errs, "; "))
+		os.Exit(2)
+	}
+	if errs := validation.IsDNS1123Subdomain(o.leaderElectID); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "--leader-election-id %q cannot name a Lease (%s)\n", o.leaderElectID, strings.Join(errs, "; "))
 		os.Exit(2)
 	}
 	if err := o.lease.validate(); err != nil {
@@ -137,7 +145,7 @@ func run(o options) error {
 		Client:                  clientOptions(),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "etcd-operator.cozystack.io",
+		LeaderElectionID:        o.leaderElectID,
 		LeaderElectionNamespace: o.leaderElectNS,
 		LeaseDuration:           &o.lease.duration,
 		RenewDeadline:           &o.lease.renewDeadline,
@@ -153,7 +161,11 @@ func run(o options) error {
 			return err
 		}
 	}
-	if err := setUpControllers(mgr, o); err != nil {
+	claims := &kit.Claims{Me: kit.Identity(o.leaseNamespace(), o.leaderElectID), Reader: mgr.GetAPIReader()}
+	if err := setUpControllers(mgr, o, claims); err != nil {
+		return err
+	}
+	if err := mgr.Add(publishWatching(mgr, o)); err != nil {
 		return err
 	}
 	if err := crmetrics.Registry.Register(&metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics")}); err != nil {
@@ -165,7 +177,7 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting", "version", version.Version)
+	ctrl.Log.Info("starting", "version", version.Version, "operator", claims.Me)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -189,15 +201,54 @@ func cacheOptions(o options) cache.Options {
 	for _, kind := range kit.LabelScoped() {
 		opts.ByObject[kind] = owned
 	}
-	for _, ns := range strings.Split(o.watchNamespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			if opts.DefaultNamespaces == nil {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-			}
-			opts.DefaultNamespaces[ns] = cache.Config{}
+	for _, ns := range o.watched() {
+		if opts.DefaultNamespaces == nil {
+			opts.DefaultNamespaces = map[string]cache.Config{}
 		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts
+}
+
+// watched are the namespaces of --watch-namespaces; none for all.
+func (o options) watched() []string {
+	var out []string
+	for _, ns := range strings.Split(o.watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// defaultLeaderElectionID is the Lease of an operator installed once (and of every operator
+// before claims): its clusters' claims name it.
+const defaultLeaderElectionID = "etcd-operator.cozystack.io"
+
+// leaseNamespace is where the leader election Lease is, as controller-runtime finds it:
+// --leader-election-namespace, else the operator's own namespace.
+func (o options) leaseNamespace() string {
+	if o.leaderElectNS != "" {
+		return o.leaderElectNS
+	}
+	return kit.OperatorNamespace()
+}
+
+// publishWatching runs once the operator leads: it writes the namespaces it watches on its
+// Lease, for other operators to take over its claims where it stopped watching. A failure
+// is logged, not fatal: the claims hold meanwhile, and only that take-over waits (for a
+// person's hand-over, docs/scaling.md). Without leader election there is no Lease to write.
+func publishWatching(mgr ctrl.Manager, o options) manager.RunnableFunc {
+	return func(ctx context.Context) error {
+		if !o.leaderElect {
+			return nil
+		}
+		lease := types.NamespacedName{Namespace: o.leaseNamespace(), Name: o.leaderElectID}
+		if err := kit.PublishWatching(ctx, mgr.GetAPIReader(), mgr.GetClient(), lease, o.watched()); err != nil {
+			ctrl.Log.Error(err, "publishing the watched namespaces on the leader election Lease", "lease", lease)
+		}
+		return nil
+	}
 }
 
 // stripForCache drops what no reader of the cache looks at before an object is stored:
@@ -226,7 +277,7 @@ func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
-func setUpControllers(mgr ctrl.Manager, o options) error {
+func setUpControllers(mgr ctrl.Manager, o options, claims *kit.Claims) error {
 	cli, recorder := mgr.GetClient(), mgr.GetEventRecorder("etcd-operator")
 	// One factory for all: the member, defrag and alarm controllers talk to etcd too, with
 	// the same certificates and credentials.
@@ -248,17 +299,18 @@ func setUpControllers(mgr ctrl.Manager, o options) error {
 			MaxConcurrentReconciles: o.maxConcurrent,
 			OperatorNamespace:       kit.OperatorNamespace(),
 			RollSlots:               kit.NewRollSlots(o.maxConcurrentRolls),
+			Claims:                  claims,
 		}},
 		{"EtcdMember", &member.Reconciler{
 			Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient, PodOptions: podOptions,
-			MaxConcurrentReconciles: o.maxConcurrent,
+			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims,
 		}},
-		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage}},
-		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, Recorder: recorder}},
+		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage, Claims: claims}},
+		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, Recorder: recorder, Claims: claims}},
 		{"EtcdDefrag", &defrag.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient,
-			MaxConcurrentReconciles: o.maxConcurrent}},
-		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder}},
-		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient, MaxConcurrentReconciles: o.maxConcurrent}},
+			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
+		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder, Claims: claims}},
+		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient, MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
 	} {
 		if err := c.reconciler.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("%s controller: %w", c.name, err)

@@ -108,3 +108,18 @@ func TestLeaseTimes(t *testing.T) {
 		}
 	}
 }
+
+// The operator's name in claims is its Lease: --leader-election-namespace (else its own
+// namespace) and --leader-election-id; the namespaces it publishes are --watch-namespaces'.
+func TestClaimIdentityAndWatchedNamespaces(t *testing.T) {
+	o := options{leaderElectNS: "shard-b", leaderElectID: "etcd-operator-b", watchNamespaces: " team-a,team-b ,"}
+	if got := o.leaseNamespace() + "/" + o.leaderElectID; got != "shard-b/etcd-operator-b" {
+		t.Errorf("identity %q", got)
+	}
+	if got := strings.Join(o.watched(), ","); got != "team-a,team-b" {
+		t.Errorf("watched %q", got)
+	}
+	if got := (options{}).watched(); got != nil {
+		t.Errorf("no --watch-namespaces: watched %v, want none (all)", got)
+	}
+}

@@ -131,7 +131,7 @@ func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 		}
 	}
 	got := args(t, objects)
-	for _, want := range []string{"--leader-elect=true", "--metrics-secure=true", "--metrics-bind-address=:8443", "--zap-log-level=info"} {
+	for _, want := range []string{"--leader-elect=true", "--leader-election-id=etcd-operator.cozystack.io", "--metrics-secure=true", "--metrics-bind-address=:8443", "--zap-log-level=info"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("args %v lack %s", got, want)
 		}
@@ -171,11 +171,12 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 		}
 	}
 	for _, res := range resources {
-		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews", "nodes", "persistentvolumes"}, res) {
+		if !slices.Contains([]string{"storageclasses", "clusterissuers", "tokenreviews", "subjectaccessreviews", "nodes", "persistentvolumes", "leases"}, res) {
 			t.Errorf("the cluster-scoped ClusterRole grants the namespaced %s cluster-wide: %v", res, resources)
 		}
 	}
-	for _, want := range []string{"storageclasses", "tokenreviews", "nodes", "persistentvolumes"} {
+	checkLeasesReadOnly(t, rules)
+	for _, want := range []string{"storageclasses", "tokenreviews", "nodes", "persistentvolumes", "leases"} {
 		if !slices.Contains(resources, want) {
 			t.Errorf("the cluster-scoped ClusterRole lacks %s: %v", want, resources)
 		}
@@ -185,12 +186,24 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 	}
 }
 
+// checkLeasesReadOnly: the one namespaced kind a shard gets cluster-wide is Leases, to read
+// the leader election Lease of the operator claiming a cluster (docs/scaling.md), and only get.
+func checkLeasesReadOnly(t *testing.T, rules []any) {
+	t.Helper()
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		if slices.Contains(rule["resources"].([]any), any("leases")) && !reflect.DeepEqual(rule["verbs"], []any{"get"}) {
+			t.Errorf("the cluster-scoped ClusterRole grants %v on leases cluster-wide, want get only", rule["verbs"])
+		}
+	}
+}
+
 func TestValuesReachTheObjects(t *testing.T) {
 	objects := render(t,
 		"image.tag=v9.9.9", "replicas=2", "leaderElection.enabled=false", "logLevel=debug",
 		"extraLabels.team=storage", "etcdImageRepository=mirror.example/etcd",
 		"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
-		"resources.limits.memory=512Mi",
+		"resources.limits.memory=512Mi", "leaderElection.id=shard-b",
 	)
 	deploy := mustGet(t, objects, "Deployment/operators/eo")
 	// The decoder reads numbers as JSON does (float64): compare their text.
@@ -200,7 +213,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 	got := args(t, objects)
 	// The agents run from the operator's own image: without the flag the operator would look
 	// for POD_NAME and POD_NAMESPACE, which the chart does not set, and stop.
-	for _, want := range []string{"--leader-elect=false", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd",
+	for _, want := range []string{"--leader-elect=false", "--leader-election-id=shard-b", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd",
 		"--agent-image=ghcr.io/quorumkeeper/etcd-operator:v9.9.9"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("args %v lack %s", got, want)

@@ -36,6 +36,8 @@ type Reconciler struct {
 	// compaction may take up to 20 s (withClient), and another cluster's NOSPACE must not wait
 	// for it.
 	MaxConcurrentReconciles int
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 }
 
 // step is what the remediation does next, decided from what exists.
@@ -77,6 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Claims.Acts(ctx, c) {
+		return ctrl.Result{}, nil
 	}
 	passes := &etcdv1.EtcdDefragList{}
 	if err := r.List(ctx, passes, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.LabelNoSpaceRemediation: c.Name}); err != nil {

@@ -58,6 +58,9 @@ type Reconciler struct {
 	// RollSlots caps how many clusters restart members for a changed Pod spec at once; no
 	// cap when nil.
 	RollSlots *kit.RollSlots
+	// Claims says which clusters are this operator's (several operators may watch one
+	// namespace); it acts on every cluster when nil.
+	Claims *kit.Claims
 
 	stepBackoff, healthLagBackoff kit.Backoff
 }
@@ -92,6 +95,10 @@ func (r *Reconciler) now() time.Time {
 // The child objects' own rules (Services, PodDisruptionBudgets, NetworkPolicies, cert-manager
 // Certificates and Issuers, Secrets) are in their packages under children.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Other operators' leader election Leases, in their namespaces, say whether the operator that
+// claims a cluster is alive (kit.Claims); the operator's own Lease is written under the leader
+// election's Role.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
 
 // ensurePolicies keeps the PodDisruptionBudget and the NetworkPolicy in line. An object the
 // operator may not have (someone else's, refused by the API server) comes back as degraded,
@@ -118,8 +125,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	set := r.children()
-	if done, err := r.beforeLook(ctx, req, cluster, set.Retention); done || err != nil {
-		return ctrl.Result{}, err
+	if done, res, err := r.beforeLookClaimed(ctx, req, cluster, set.Retention); done {
+		return res, err
 	}
 	// A Service that is someone else's or that the API server refuses holds the cluster
 	// back (members need their DNS names) and is reported in the status, not only logged.
@@ -190,6 +197,16 @@ func sooner(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// beforeLookClaimed decides the cluster's claim, then, on a cluster of this operator's, what
+// comes before any look (beforeLook). True when the reconcile ends there.
+func (r *Reconciler) beforeLookClaimed(ctx context.Context, req ctrl.Request, c *etcdv1.EtcdCluster, keeper *retention.Component) (bool, ctrl.Result, error) {
+	if done, res, err := r.claim(ctx, c); done {
+		return true, res, err
+	}
+	done, err := r.beforeLook(ctx, req, c, keeper)
+	return done || err != nil, ctrl.Result{}, err
 }
 
 // beforeLook is what comes before any look at the cluster: its deletion, a suspension, the

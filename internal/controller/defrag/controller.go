@@ -43,6 +43,8 @@ type Reconciler struct {
 	// defragmentation can take minutes, and passes of other clusters (another tenant's
 	// NOSPACE remediation behind a nightly pass) must not wait for it.
 	MaxConcurrentReconciles int
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 
 	turns clusterTurns
 }
@@ -94,6 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, d.Namespace, d.Spec.ClusterRef.Name)
+	if leave, res, err := r.Claims.LeaveAlone(ctx, r.Client, d.Namespace, d.Spec.ClusterRef.Name); leave {
+		return res, err
+	}
 	step, res, err := r.advance(ctx, d)
 	step.Facts = append(step.Facts, "phase", d.Status.Phase, "requeueAfter", res.RequeueAfter.String())
 	step.Log(ctx, err)

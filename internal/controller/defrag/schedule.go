@@ -29,6 +29,8 @@ type ScheduleReconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 }
 
 func (r *ScheduleReconciler) now() time.Time {
@@ -45,7 +47,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if c.Spec.Defrag == nil || !c.DeletionTimestamp.IsZero() {
+	if c.Spec.Defrag == nil || !c.DeletionTimestamp.IsZero() || !r.Claims.Acts(ctx, c) {
 		return ctrl.Result{}, nil
 	}
 	step, res, err := r.fire(ctx, c)

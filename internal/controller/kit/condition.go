@@ -27,17 +27,28 @@ func SetCondition(ctx context.Context, cl client.StatusClient, rec events.EventR
 	}
 	before := c.DeepCopy()
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
-	if err := cl.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	// With the resourceVersion read: the patch replaces the whole list of conditions, and a
+	// copy older than the stored status (another operator's, refused the cluster, whose
+	// cache lags its claimant's writes) must not put older conditions back.
+	if err := cl.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return IgnoreConflict(err)
 	}
 	if news {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		Emit(ctx, rec, c, nil, eventType, cond.Reason, cond.Type, "%s", cond.Message)
+		Emit(ctx, rec, c, nil, eventTypeOf(cond), cond.Reason, cond.Type, "%s", cond.Message)
 	}
 	return nil
+}
+
+// troubleWhenTrue are the condition types that report a problem by being True: the others do
+// by being False.
+var troubleWhenTrue = map[string]bool{etcdv1.ConditionOperatorConflict: true}
+
+// eventTypeOf is the type of the event that announces cond: Warning for a problem.
+func eventTypeOf(cond metav1.Condition) string {
+	if (cond.Status == metav1.ConditionTrue) == troubleWhenTrue[cond.Type] {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
 }
 
 // IgnoreConflict drops a write's conflict: the object changed meanwhile, and the next

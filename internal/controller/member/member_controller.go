@@ -46,6 +46,8 @@ type Reconciler struct {
 	PodOptions specs.PodOptions
 	// MaxConcurrentReconciles is how many members are reconciled at once; 1 when 0.
 	MaxConcurrentReconciles int
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/finalizers,verbs=update
@@ -62,6 +64,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, m.Namespace, m.Spec.ClusterName)
+	// Also the finalizer: the operator that manages the cluster takes the member out of etcd.
+	if leave, res, err := r.Claims.LeaveAlone(ctx, r.Client, m.Namespace, m.Spec.ClusterName); leave {
+		return res, err
+	}
 	step, res, err := r.realize(ctx, m)
 	step.Facts = append(step.Facts, "role", m.Status.Role, "memberID", m.Status.MemberID, "deleting", !m.DeletionTimestamp.IsZero())
 	if res.RequeueAfter > 0 {
@@ -177,7 +183,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// start is replaced at once (replaceStuckPod). Status writes, the most of the
 		// cluster's changes, leave its generation alone and wake no member.
 		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.membersOfCluster),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, suspensionChanged))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, suspensionChanged, claimChanged))).
 		Named("etcdmember").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
@@ -189,6 +195,12 @@ var suspensionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 	old, ok1 := e.ObjectOld.(*etcdv1.EtcdCluster)
 	cur, ok2 := e.ObjectNew.(*etcdv1.EtcdCluster)
 	return ok1 && ok2 && old.ReconcileSuspended() != cur.ReconcileSuspended()
+}}
+
+// claimChanged passes a change of the cluster's claim (etcdv1.AnnotationOperator): the members
+// of a cluster this operator just claimed wait for it.
+var claimChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetAnnotations()[etcdv1.AnnotationOperator] != e.ObjectNew.GetAnnotations()[etcdv1.AnnotationOperator]
 }}
 
 // cluster is the member's EtcdCluster, nil when it is gone or going.

@@ -26,6 +26,8 @@ type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Now      func() time.Time
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules,verbs=get;list;watch;update
@@ -54,6 +56,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, sc.Namespace, sc.Spec.ClusterRef.Name)
+	if leave, res, err := r.Claims.LeaveAlone(ctx, r.Client, sc.Namespace, sc.Spec.ClusterRef.Name); leave {
+		return res, err
+	}
 	step, res, err := r.advance(ctx, sc)
 	step.Log(ctx, err)
 	return res, err

@@ -45,6 +45,16 @@ func newScheduleFixture(t *testing.T, sc *etcdv1.EtcdSnapshotSchedule, now time.
 	return f
 }
 
+// pvcSchedule is the EtcdSnapshotSchedule "nightly" of cluster "main", created at created,
+// storing to the PVC "b" on schedule.
+func pvcSchedule(created time.Time, schedule string) *etcdv1.EtcdSnapshotSchedule {
+	return &etcdv1.EtcdSnapshotSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
+		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: schedule,
+			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
+	}
+}
+
 func (f *scheduleFixture) reconcile() {
 	f.t.Helper()
 	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}}); err != nil {

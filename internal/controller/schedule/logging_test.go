@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -14,11 +12,7 @@ import (
 
 func TestEachReconcileOfAScheduleLogsWhatItStartsAndWhenItRunsNextAtV1(t *testing.T) {
 	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	sc := &etcdv1.EtcdSnapshotSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
-		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "*/5 * * * *",
-			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}}},
-	}
+	sc := pvcSchedule(created, "*/5 * * * *")
 	f := newScheduleFixture(t, sc, created.Add(6*time.Minute), nil)
 	logged := kittest.NewLog(t, "etcdsnapshotschedule", "EtcdSnapshotSchedule", types.NamespacedName{Namespace: "ns", Name: "nightly"})
 	if line := logged.Reconcile(f.r); line["step"] != "addFinalizer" {

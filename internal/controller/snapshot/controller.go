@@ -44,6 +44,8 @@ type Reconciler struct {
 	AgentImage string
 	// Now is the clock; time.Now outside tests.
 	Now func() time.Time
+	// Claims says which clusters are this operator's; it acts on every cluster when nil.
+	Claims *kit.Claims
 }
 
 // live is the reader for objects the operator did not label.
@@ -95,6 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, s.Namespace, s.Spec.ClusterRef.Name)
+	if leave, res, err := r.Claims.LeaveAlone(ctx, r.Client, s.Namespace, s.Spec.ClusterRef.Name); leave {
+		return res, err
+	}
 	from := s.Status.Phase
 	step, res, err := r.advance(ctx, s)
 	step.Facts = append(step.Facts, "fromPhase", from, "phase", s.Status.Phase, "deleting", !s.DeletionTimestamp.IsZero())

@@ -1,0 +1,293 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+)
+
+const (
+	operatorA = "ops-a/etcd-operator.cozystack.io"
+	operatorB = "ops-b/etcd-operator.cozystack.io"
+)
+
+// claimHarness is the cluster reconciler of operator A with claims, its writes to the cluster
+// counted, on a clock the test moves; operator B's Lease is renewed now.
+type claimHarness struct {
+	*harness
+	clock                     time.Time
+	claimWrites, statusWrites int
+	// refuseClaims makes every write of a claim fail with a conflict: another operator's
+	// claim landed first.
+	refuseClaims bool
+	recorder     *events.FakeRecorder
+}
+
+func newClaimHarness(t *testing.T, claim string) *claimHarness {
+	t.Helper()
+	h := &claimHarness{harness: newHarness(t), clock: time.Now().Truncate(time.Second), recorder: events.NewFakeRecorder(50)}
+	if claim != "" {
+		h.annotate(etcdv1.AnnotationOperator, claim)
+	}
+	h.create(operatorLease(h.clock, ""))
+	h.r.Client = interceptor.NewClient(h.api.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if data, _ := patch.Data(obj); strings.Contains(string(data), etcdv1.AnnotationOperator) {
+				if h.refuseClaims {
+					return apierrors.NewConflict(schema.GroupResource{Resource: "etcdclusters"}, obj.GetName(), nil)
+				}
+				h.claimWrites++
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*etcdv1.EtcdCluster); ok {
+				h.statusWrites++
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	h.r.Recorder = h.recorder
+	h.r.Now = func() time.Time { return h.clock }
+	h.r.Claims = &kit.Claims{Me: operatorA, Reader: h.api, Now: func() time.Time { return h.clock }}
+	return h
+}
+
+// operatorLease is operator B's leader election Lease, renewed at renewed, publishing watching
+// when not "".
+func operatorLease(renewed time.Time, watching string) *coordinationv1.Lease {
+	holder, seconds := "pod-b", int32(15)
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ops-b", Name: "etcd-operator.cozystack.io"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &metav1.MicroTime{Time: renewed}}}
+	if watching != "" {
+		l.Annotations = map[string]string{etcdv1.AnnotationWatchNamespaces: watching, etcdv1.AnnotationWatchNamespacesHolder: holder}
+	}
+	return l
+}
+
+// setLease rewrites operator B's Lease, and moves the clock past the time its last read is
+// reused.
+func (h *claimHarness) setLease(l *coordinationv1.Lease) {
+	h.t.Helper()
+	old := &coordinationv1.Lease{}
+	if err := h.api.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
+		h.t.Fatal(err)
+	}
+	l.ResourceVersion = old.ResourceVersion
+	if err := h.api.Update(context.Background(), l); err != nil {
+		h.t.Fatal(err)
+	}
+	h.clock = h.clock.Add(time.Minute)
+}
+
+func (h *claimHarness) look() ctrl.Result {
+	h.t.Helper()
+	h.realizeMembers()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(h.cluster)})
+	if err != nil {
+		h.t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func (h *claimHarness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A cluster from before claims is claimed at its first look, with one write and nothing else
+// done in that look; the looks after act on it and write the claim no more.
+func TestUnclaimedClusterIsClaimedOnceThenManaged(t *testing.T) {
+	h := newClaimHarness(t, "")
+	h.look()
+	if claim := h.clusterObj().Annotations[etcdv1.AnnotationOperator]; claim != operatorA {
+		t.Fatalf("claim %q after the first look, want %s", claim, operatorA)
+	}
+	if n := len(h.members()); n != 0 || h.statusWrites != 0 {
+		t.Fatalf("the look that claimed the cluster also made %d members and %d status writes", n, h.statusWrites)
+	}
+	for range 4 {
+		h.look()
+	}
+	if n := len(h.members()); n == 0 {
+		t.Fatal("the claimant made no member")
+	}
+	if h.claimWrites != 1 {
+		t.Fatalf("the claim was written %d times, want once", h.claimWrites)
+	}
+}
+
+// A claim another operator wrote first makes this operator's look do nothing: it acts
+// from a look that reads its own claim only.
+func TestLostClaimDoesNothingThatLook(t *testing.T) {
+	h := newClaimHarness(t, "")
+	h.refuseClaims = true
+	h.look()
+	c := h.clusterObj()
+	if n := len(h.members()); n != 0 || len(c.Finalizers) != 0 || h.statusWrites != 0 {
+		t.Fatalf("the look that lost the claim made %d members, finalizers %v, %d status writes", n, c.Finalizers, h.statusWrites)
+	}
+}
+
+// A cluster another live operator claims is left alone: no member, no finalizer, no status
+// but the OperatorConflict condition, written once with one Warning event however often the
+// cluster is looked at, naming both operators and the fix.
+func TestClusterOfAnotherLiveOperatorIsRefusedOnce(t *testing.T) {
+	h := newClaimHarness(t, operatorB)
+	var res ctrl.Result
+	for range 3 {
+		res = h.look()
+	}
+	c := h.clusterObj()
+	if n := len(h.members()); n != 0 || len(c.Finalizers) != 0 {
+		t.Fatalf("refused cluster: %d members, finalizers %v", n, c.Finalizers)
+	}
+	if c.Annotations[etcdv1.AnnotationOperator] != operatorB || h.claimWrites != 0 {
+		t.Fatalf("claim %q after %d claim writes, want %s's untouched", c.Annotations[etcdv1.AnnotationOperator], h.claimWrites, operatorB)
+	}
+	checkRefusal(t, c)
+	if len(c.Status.Conditions) != 1 || h.statusWrites != 1 {
+		t.Fatalf("%d status writes leaving conditions %+v; want the one condition, written once", h.statusWrites, c.Status.Conditions)
+	}
+	if evs := h.events(); len(evs) != 1 || !strings.Contains(evs[0], "Warning "+etcdv1.ReasonClaimedByAnotherOperator) {
+		t.Fatalf("events %q, want one Warning %s", evs, etcdv1.ReasonClaimedByAnotherOperator)
+	}
+	if res.RequeueAfter != resyncPeriod {
+		t.Fatalf("refused cluster looked at again after %v, want %v (to notice the claimant gone)", res.RequeueAfter, resyncPeriod)
+	}
+}
+
+// checkRefusal: the cluster says that operator A refuses it, leaving it to operator B, and how
+// to end the overlap.
+func checkRefusal(t *testing.T, c *etcdv1.EtcdCluster) {
+	t.Helper()
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionOperatorConflict)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != etcdv1.ReasonClaimedByAnotherOperator {
+		t.Fatalf("OperatorConflict %+v", cond)
+	}
+	for _, want := range []string{operatorA, operatorB, "--watch-namespaces", "watchNamespaces"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
+	}
+}
+
+// Operator B stopped watching the namespace (its leader published its list without it), or
+// stopped for good: operator A takes the cluster over, says so, and manages it.
+func TestClusterIsTakenOverFromAnOperatorThatNoLongerServesIt(t *testing.T) {
+	for name, lease := range map[string]func(now time.Time) *coordinationv1.Lease{
+		"no longer watching": func(now time.Time) *coordinationv1.Lease { return operatorLease(now, "other") },
+		"Lease expired":      func(now time.Time) *coordinationv1.Lease { return operatorLease(now.Add(-time.Hour), "") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newClaimHarness(t, operatorB)
+			h.look()
+			if cond := h.condition(etcdv1.ConditionOperatorConflict); cond.Status != metav1.ConditionTrue {
+				t.Fatalf("operator B alive and watching: OperatorConflict %+v", cond)
+			}
+			h.events()
+			h.setLease(lease(h.clock))
+			h.look()
+			if claim := h.clusterObj().Annotations[etcdv1.AnnotationOperator]; claim != operatorA {
+				t.Fatalf("claim %q, want taken over by %s", claim, operatorA)
+			}
+			if evs := h.events(); len(evs) != 1 || !strings.Contains(evs[0], "Normal "+etcdv1.ReasonClaimTakenOver) || !strings.Contains(evs[0], operatorB) {
+				t.Fatalf("events %q, want one %s naming %s", evs, etcdv1.ReasonClaimTakenOver, operatorB)
+			}
+			for range 3 {
+				h.look()
+			}
+			if len(h.members()) == 0 {
+				t.Fatal("no member made after the take-over")
+			}
+			if meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionOperatorConflict) != nil {
+				t.Fatal("the new claimant kept the condition it had written itself as the refuser")
+			}
+		})
+	}
+}
+
+// The claimant keeps the OperatorConflict condition the refuser wrote, through its own
+// status writes, as long as the refuser serves the namespace (removing it would have the
+// refuser write it again, in turns); once the refuser's Lease ended, it removes it, once.
+func TestClaimantKeepsTheConflictWhileTheRefuserServes(t *testing.T) {
+	h := newClaimHarness(t, operatorA)
+	c := h.clusterObj()
+	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(operatorB, operatorA, c.Namespace))
+	if err := h.api.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		h.look()
+	}
+	if len(h.members()) == 0 {
+		t.Fatal("the claimant made no member")
+	}
+	if cond := h.condition(etcdv1.ConditionOperatorConflict); cond.Status != metav1.ConditionTrue {
+		t.Fatalf("the claimant's status writes dropped the refuser's condition: %+v", cond)
+	}
+	h.events()
+	h.setLease(operatorLease(h.clock.Add(-time.Hour), ""))
+	h.look()
+	if meta.FindStatusCondition(h.clusterObj().Status.Conditions, etcdv1.ConditionOperatorConflict) != nil {
+		t.Fatal("the condition stayed after the refuser's Lease ended")
+	}
+	if evs := h.events(); len(evs) != 1 || !strings.Contains(evs[0], etcdv1.ReasonOperatorConflictResolved) {
+		t.Fatalf("events %q, want one %s", evs, etcdv1.ReasonOperatorConflictResolved)
+	}
+}
+
+func TestRefuserOfReadsConflictCondition(t *testing.T) {
+	t.Parallel()
+	cond := conflictCondition(operatorB, operatorA, "team-a")
+	if got := refuserOf(&cond); got != operatorB {
+		t.Fatalf("refuserOf = %q, want %q", got, operatorB)
+	}
+	if got := refuserOf(&metav1.Condition{Message: "written by hand"}); got != "" {
+		t.Fatalf("refuserOf a foreign message = %q", got)
+	}
+}
+
+func TestConflictOver(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	alive := kit.ClaimantOf(operatorLease(now, ""))
+	for _, tc := range []struct {
+		name    string
+		refuser string
+		state   kit.Claimant
+		want    bool
+	}{
+		{"refuser alive and watching", operatorB, alive, false},
+		{"refuser published a list without the namespace", operatorB, kit.ClaimantOf(operatorLease(now, "other")), true},
+		{"refuser's Lease expired", operatorB, kit.ClaimantOf(operatorLease(now.Add(-time.Hour), "")), true},
+		{"refuser's Lease gone", operatorB, kit.Claimant{}, true},
+		{"the refuser is the claimant now", operatorA, alive, true},
+		{"no refuser named", "", alive, true},
+	} {
+		if got := conflictOver(tc.refuser, operatorA, tc.state, "ns", now); got != tc.want {
+			t.Errorf("%s: conflictOver = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
