@@ -149,11 +149,33 @@ func waitSnapshotDone(t *testing.T, ns, name string, want etcdv1.SnapshotPhase) 
 		case want:
 			return nil
 		case etcdv1.SnapshotComplete, etcdv1.SnapshotFailed:
-			t.Fatalf("EtcdSnapshot %s ended %s (%+v), want %s", name, s.Status.Phase, ready, want)
+			t.Fatalf("EtcdSnapshot %s ended %s (%+v), want %s; its agents' logs:\n%s", name, s.Status.Phase, ready, want, agentLogs(t, ns, s))
 		}
 		return fmt.Errorf("phase %q, Ready %+v", s.Status.Phase, ready)
 	})
 	return s
+}
+
+// agentLogs is the end of the log of every agent Pod of the snapshot: what an unexpected end
+// is explained by when the status cannot say more.
+func agentLogs(t *testing.T, ns string, s *etcdv1.EtcdSnapshot) string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelSnapshotUID: string(s.UID)}); err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		raw, err := kubeClientset(t).CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr(int64(40))}).DoRaw(ctx)
+		cancel()
+		if err != nil {
+			raw = []byte("(no log: " + err.Error() + ")")
+		}
+		fmt.Fprintf(&out, "--- Pod %s (%s, %+v):\n%s\n", p.Name, p.Status.Phase, p.Status.ContainerStatuses, raw)
+	}
+	return out.String()
 }
 
 // checkComplete checks what status says about a complete snapshot of cluster at uri.

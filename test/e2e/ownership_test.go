@@ -66,7 +66,7 @@ func TestSnapshotsOfOneNameInTwoNamespacesNeverDeleteEachOthersFile(t *testing.T
 	snapshot(ns2, "exact", exact)
 	second := waitSnapshotDone(t, ns2, "exact", etcdv1.SnapshotFailed)
 	if ready := meta.FindStatusCondition(second.Status.Conditions, "Ready"); ready == nil || ready.Reason != "SnapshotFileExists" {
-		t.Fatalf("the second snapshot of one explicit key: Ready %+v, want SnapshotFileExists", ready)
+		t.Fatalf("the second snapshot of one explicit key: Ready %+v, want SnapshotFileExists; its agents' logs:\n%s", ready, agentLogs(t, ns2, second))
 	}
 	unchanged := func(when string) {
 		t.Helper()

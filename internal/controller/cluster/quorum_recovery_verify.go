@@ -63,7 +63,7 @@ type verification struct {
 // result, whether the file may be restored. Only a Job made for this EtcdSnapshot (UID) and
 // checksum, finished within verdictTrusted, whose agent read the whole file and reported that
 // very checksum and uri, passes; anything less is no proof and nothing is discarded on it.
-func judgeVerification(want verifyTarget, job *batchv1.Job, res agent.Result, found bool, now time.Time) verification {
+func judgeVerification(want verifyTarget, job *batchv1.Job, res agent.Result, found bool, end string, now time.Time) verification {
 	if job == nil {
 		return verification{act: verifyStart}
 	}
@@ -86,7 +86,7 @@ func judgeVerification(want verifyTarget, job *batchv1.Job, res agent.Result, fo
 	case found && res.Reason != "":
 		return verification{act: verifyFailed, retryIn: retry, why: fmt.Sprintf("%s: %s", res.Reason, res.Message)}
 	case failed || !found:
-		return verification{act: verifyFailed, retryIn: retry, why: fmt.Sprintf("the verify Job %s ended without a result (%s); see its Pod's events", job.Name, reason)}
+		return verification{act: verifyFailed, retryIn: retry, why: fmt.Sprintf("the verify Job %s ended without a result (%s; %s); see its Pod's events and log", job.Name, reason, end)}
 	case res.Checksum != want.checksum || res.URI != want.uri:
 		return verification{act: verifyFailed, retryIn: retry, why: fmt.Sprintf("the verify Job %s reported %s with checksum %q, not %s with %s: not trusting it", job.Name, res.URI, res.Checksum, want.uri, want.checksum)}
 	}
@@ -105,14 +105,15 @@ func (r *Reconciler) verifySnapshotFile(ctx context.Context, c *etcdv1.EtcdClust
 	}
 	var res agent.Result
 	var found bool
+	var end string
 	if job != nil {
 		if done, _, _, _ := snapshot.JobFinished(job); done {
-			if res, found, err = snapshot.JobResult(ctx, r.Client, r.reader(), job); err != nil {
+			if res, found, end, err = snapshot.JobResult(ctx, r.Client, r.reader(), job); err != nil {
 				return err
 			}
 		}
 	}
-	verdict := judgeVerification(want, job, res, found, r.now())
+	verdict := judgeVerification(want, job, res, found, end, r.now())
 	// Not the loss statement yet: that comes once the file is known good (kubectl etcd
 	// recover waits for it, or for the refusal). The Job's end wakes the cluster (it owns the
 	// Job); the retry is only a safety net, not the every-second look of a recovery's other

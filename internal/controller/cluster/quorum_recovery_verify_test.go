@@ -22,6 +22,9 @@ import (
 
 const testURI = "s3://backups/db/snap.db"
 
+// testAgentEnd is how the agent's container ended when it left no result (snapshot.JobResult).
+const testAgentEnd = "Pod db-snap-verify-x-abcde: container agent exited with code 137 (OOMKilled)"
+
 // verifyJobOf is a verify Job made for snapshot UID uid and checksum sum, finished (Complete
 // or Failed) at finished, or running when finished is zero.
 func verifyJobOf(uid, sum string, finished time.Time, failed bool) *batchv1.Job {
@@ -69,7 +72,7 @@ func TestJudgeVerification(t *testing.T) {
 			agent.Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: "has checksum sha256:beef, " + testChecksum + " was recorded"}, true, verifyFailed, "SnapshotCorrupt"},
 		{"the credentials were rotated", verifyJobOf("uid-1", testChecksum, recent, true),
 			agent.Result{Reason: etcdv1.ReasonCredentialsRejected, Message: "Access Denied"}, true, verifyFailed, "CredentialsRejected"},
-		{"failed without a result", verifyJobOf("uid-1", testChecksum, recent, true), agent.Result{}, false, verifyFailed, "ended without a result (Done)"},
+		{"failed without a result", verifyJobOf("uid-1", testChecksum, recent, true), agent.Result{}, false, verifyFailed, "ended without a result (Done; " + testAgentEnd + ")"},
 		{"complete without a result", verifyJobOf("uid-1", testChecksum, recent, false), agent.Result{}, false, verifyFailed, "ended without a result"},
 		{"success for another checksum", verifyJobOf("uid-1", testChecksum, recent, false),
 			agent.Result{URI: testURI, Checksum: "sha256:beef"}, true, verifyFailed, "not trusting it"},
@@ -77,7 +80,7 @@ func TestJudgeVerification(t *testing.T) {
 			agent.Result{URI: "s3://backups/other.db", Checksum: testChecksum}, true, verifyFailed, "not trusting it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgeVerification(want, tc.job, tc.res, tc.found, now)
+			got := judgeVerification(want, tc.job, tc.res, tc.found, testAgentEnd, now)
 			if got.act != tc.act || !strings.Contains(got.why, tc.why) {
 				t.Fatalf("%+v, want act %d saying %q", got, tc.act, tc.why)
 			}

@@ -309,7 +309,7 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 		}
 		return waits, ctrl.Result{}, nil
 	}
-	res, found, err := r.agentResult(ctx, job)
+	res, found, end, err := r.agentResult(ctx, job)
 	if err != nil {
 		return kit.Step{Name: "readResult", Facts: []any{"job", job.Name}}, ctrl.Result{}, err
 	}
@@ -324,7 +324,7 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 	case jobReason == batchv1.JobReasonDeadlineExceeded:
 		return r.fail(ctx, s, etcdv1.ReasonDeadlineExceeded, fmt.Sprintf("the snapshot did not finish within spec.activeDeadlineSeconds (%ds): raise it, or look at the cluster's and the store's speed", specs.SnapshotDeadlineSeconds(s)))
 	default:
-		return r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s); see its Pod's events", job.Name, jobReason))
+		return r.fail(ctx, s, etcdv1.ReasonAgentFailed, fmt.Sprintf("the snapshot Job %s failed without a result (%s; %s); see its Pod's events and log", job.Name, jobReason, end))
 	}
 }
 
@@ -376,29 +376,63 @@ func jobFinished(job *batchv1.Job) (done, failed bool, reason string) {
 // Pods and Jobs come to the cache by separate watches, so a finished Job may be seen before
 // its Pod's last status: when the cache holds no result, the Pods are read live before the
 // snapshot is called failed for want of one.
-func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, error) {
-	res, found, err := agentResultIn(ctx, r.Client, job)
-	if found || err != nil {
-		return res, found, err
-	}
-	return agentResultIn(ctx, r.live(), job)
+func (r *Reconciler) agentResult(ctx context.Context, job *batchv1.Job) (agent.Result, bool, string, error) {
+	return JobResult(ctx, r.Client, r.live(), job)
 }
 
-func agentResultIn(ctx context.Context, reader client.Reader, job *batchv1.Job) (agent.Result, bool, error) {
+// agentResultIn reads the result from the Job's Pods in reader; when there is none, it says
+// how the agent's container ended instead (agentEnd).
+func agentResultIn(ctx context.Context, reader client.Reader, job *batchv1.Job) (agent.Result, bool, string, error) {
 	pods := &corev1.PodList{}
 	if err := reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
-		return agent.Result{}, false, err
+		return agent.Result{}, false, "", err
 	}
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
 				if res, ok := agent.ParseResult(t.Message); ok {
-					return res, true, nil
+					return res, true, "", nil
 				}
 			}
 		}
 	}
-	return agent.Result{}, false, nil
+	return agent.Result{}, false, agentEnd(pods.Items), nil
+}
+
+// endExcerpt bounds how much of a container's own termination message a status repeats.
+const endExcerpt = 200
+
+// agentEnd says how the agent's container in each of pods ended, for a result that is
+// missing: its exit code and reason (OOMKilled, StartError, Error) and the start of what it
+// left as its message, or the Pod's phase and reason when the container never ran.
+func agentEnd(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "no Pod of the Job is left"
+	}
+	var ends []string
+	for _, p := range pods {
+		end := fmt.Sprintf("Pod %s %s", p.Name, p.Status.Phase)
+		if p.Status.Reason != "" {
+			end += " (" + p.Status.Reason + ")"
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				end = fmt.Sprintf("Pod %s: container %s exited with code %d (%s)", p.Name, cs.Name, t.ExitCode, t.Reason)
+				if msg := strings.TrimSpace(t.Message); msg != "" {
+					end += ": " + excerpt(msg, endExcerpt)
+				}
+			}
+		}
+		ends = append(ends, end)
+	}
+	return strings.Join(ends, "; ")
+}
+
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res agent.Result) (kit.Step, ctrl.Result, error) {
@@ -492,7 +526,7 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 	if failed {
 		return r.deleteFailed(ctx, s, job)
 	}
-	if res, found, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
+	if res, found, _, err := r.agentResult(ctx, job); err == nil && found && res.Message != agent.MessageDeleted {
 		r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStoredFileKept, "%s", res.Message)
 	}
 	return kit.Step{}, true, nil
@@ -500,11 +534,15 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 
 // deleteFailed records why the delete Job failed; the deletion waits for a person to fix it.
 func (r *Reconciler) deleteFailed(ctx context.Context, s *etcdv1.EtcdSnapshot, job *batchv1.Job) (kit.Step, bool, error) {
-	res, _, err := r.agentResult(ctx, job)
+	res, found, end, err := r.agentResult(ctx, job)
 	if err != nil {
 		return kit.Step{Name: "readDeleteResult"}, false, err
 	}
-	msg := fmt.Sprintf("deleting the stored file %s failed (%s: %s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), res.Reason, res.Message, job.Name)
+	why := end
+	if found {
+		why = res.Reason + ": " + res.Message
+	}
+	msg := fmt.Sprintf("deleting the stored file %s failed (%s); fix it and delete Job %s to retry, or set deletionPolicy: Retain", artifactURI(s), why, job.Name)
 	waits, err := r.waitFor(ctx, s, "waitForDeleteFix", etcdv1.ReasonDeleteFailed, msg)
 	return waits, false, err
 }

@@ -73,6 +73,13 @@ func readyReason(s *etcdv1.EtcdSnapshot) string {
 	return ""
 }
 
+func readyMessage(s *etcdv1.EtcdSnapshot) string {
+	if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1.SnapshotConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
 // finishJob marks the agent Job done and gives its Pod the agent's termination message.
 func finishJob(t *testing.T, api client.Client, failed bool, jobReason, message string) {
 	ctx := context.Background()
@@ -136,6 +143,9 @@ func TestASnapshotFailsWithTheReasonThatNamesTheFix(t *testing.T) {
 		s := get(t, api)
 		if s.Status.Phase != etcdv1.SnapshotFailed || s.Status.Artifact != nil || readyReason(s) != tc.want {
 			t.Errorf("%s: phase %s reason %s artifact %v", tc.name, s.Status.Phase, readyReason(s), s.Status.Artifact)
+		}
+		if tc.result == "" && tc.want == etcdv1.ReasonAgentFailed && !strings.Contains(readyMessage(s), "container agent exited with code") {
+			t.Errorf("%s: the message %q does not say how the agent's container ended", tc.name, readyMessage(s))
 		}
 	}
 }
@@ -405,5 +415,40 @@ func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
 		if !slices.Contains(args, want) {
 			t.Errorf("delete Job args %v lack %s", args, want)
 		}
+	}
+}
+
+// A result that is missing is replaced by how the agent's container ended, so that the
+// status says what a person would otherwise look for in the Pod.
+func TestAgentEndSaysHowTheContainerEnded(t *testing.T) {
+	terminated := func(code int32, reason, msg string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg}}}
+	}
+	pod := func(name string, phase corev1.PodPhase, reason string, cs ...corev1.ContainerStatus) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: phase, Reason: reason, ContainerStatuses: cs}}
+	}
+	long := strings.Repeat("x", endExcerpt+50)
+	cases := []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"no Pod", nil, "no Pod of the Job is left"},
+		{"killed for memory", []corev1.Pod{pod("j-a", corev1.PodFailed, "", terminated(137, "OOMKilled", ""))},
+			"Pod j-a: container agent exited with code 137 (OOMKilled)"},
+		{"not started", []corev1.Pod{pod("j-a", corev1.PodFailed, "", terminated(128, "StartError", "exec: permission denied"))},
+			"Pod j-a: container agent exited with code 128 (StartError): exec: permission denied"},
+		{"a long message is cut", []corev1.Pod{pod("j-a", corev1.PodFailed, "", terminated(1, "Error", long))},
+			"Pod j-a: container agent exited with code 1 (Error): " + long[:endExcerpt] + "..."},
+		{"evicted before it ran", []corev1.Pod{pod("j-a", corev1.PodFailed, "Evicted")}, "Pod j-a Failed (Evicted)"},
+		{"two Pods", []corev1.Pod{pod("j-a", corev1.PodFailed, "Evicted"), pod("j-b", corev1.PodFailed, "", terminated(2, "Error", ""))},
+			"Pod j-a Failed (Evicted); Pod j-b: container agent exited with code 2 (Error)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := agentEnd(tc.pods); got != tc.want {
+				t.Errorf("agentEnd = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

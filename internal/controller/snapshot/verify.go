@@ -24,11 +24,13 @@ func JobFinished(job *batchv1.Job) (done, failed bool, reason string, at metav1.
 }
 
 // JobResult reads an agent Job's result from its Pod, from the cache and, when the cache
-// holds none yet, live (as the snapshot controller reads its own Jobs').
-func JobResult(ctx context.Context, cached, live client.Reader, job *batchv1.Job) (agent.Result, bool, error) {
-	res, found, err := agentResultIn(ctx, cached, job)
+// holds none yet, live: Pods and Jobs come to the cache by separate watches, so a finished
+// Job may be seen before its Pod's last status. Without a result, the string says how the
+// agent's container ended, as the live read saw it.
+func JobResult(ctx context.Context, cached, live client.Reader, job *batchv1.Job) (agent.Result, bool, string, error) {
+	res, found, _, err := agentResultIn(ctx, cached, job)
 	if found || err != nil {
-		return res, found, err
+		return res, found, "", err
 	}
 	return agentResultIn(ctx, live, job)
 }
