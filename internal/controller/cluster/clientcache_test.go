@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,5 +91,31 @@ func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
 	h.reconcile()
 	if len(*opened) != 2 || (*opened)[1].closed || h.r.Clients.Len() != 1 {
 		t.Fatalf("%d clients opened, the second closed %v: want a new client once etcd answers, then kept", len(*opened), len(*opened) > 1 && (*opened)[1].closed)
+	}
+}
+
+// etcd refusing a learner as unhealthy is looked at again in a second while every voter
+// answers (its 5-s connection window ends by itself), and backs off while one does not.
+func TestARefusedAddRetriesInASecondOnlyWhileEveryVoterIsHealthy(t *testing.T) {
+	cases := []struct {
+		name           string
+		total, healthy int
+		want           []time.Duration
+	}{
+		{"every voter healthy", 4, 4, []time.Duration{1, 1, 1, 1}},
+		{"a voter down", 4, 3, []time.Duration{1, 2, 4, 8}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{}
+			key := types.NamespacedName{Namespace: "ns", Name: "db"}
+			var got []time.Duration
+			for range tc.want {
+				got = append(got, r.retryAfter(key, addRefused("db-5", tc.total, tc.healthy))/time.Second)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("retries after %v s, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -238,6 +238,28 @@ func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 	}
 }
 
+// Just after a promotion etcd refuses the next learner for up to 5 s (its strict
+// reconfiguration check): the add is tried again a second later, and then made once.
+func TestAnAddEtcdRefusesAsUnhealthyIsRetriedInASecond(t *testing.T) {
+	h := runningHarness(t)
+	h.setReplicas(4)
+	h.reconcile() // creates db-4
+	const refusals = 3 // a failure's backoff would have doubled by the last
+	for i := range refusals {
+		h.etcd.FailNext("AddLearner", etcd.ErrUnhealthyCluster)
+		if d := h.reconcileAfter(); d != time.Second {
+			t.Fatalf("refused add %d is looked at again after %v, want 1s", i+1, d)
+		}
+	}
+	h.reconcile()
+	if adds := h.etcd.CallsTo("AddLearner"); len(adds) != refusals+1 {
+		t.Fatalf("AddLearner calls %v, want %d refused and one that added db-4", adds, refusals)
+	}
+	if m4 := h.members()[3]; m4.Status.Role != etcdv1.RoleLearner || m4.Status.MemberID == "" {
+		t.Fatalf("db-4 status %+v after the retry, want a learner with an ID", m4.Status)
+	}
+}
+
 func TestAddInterruptedBeforeRecordingIsNotRepeated(t *testing.T) {
 	h := runningHarness(t)
 	h.setReplicas(4)

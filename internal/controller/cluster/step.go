@@ -400,6 +400,10 @@ func (r *Reconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 			continue // it was in etcd and is gone: replaceDamaged replaces it
 		}
 		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
+		if errors.Is(err, etcd.ErrUnhealthyCluster) {
+			total, healthy := v.voters()
+			return true, addRefused(m.Name, total, healthy)
+		}
 		if err != nil {
 			return true, fmt.Errorf("adding %s as a learner: %w", m.Name, err)
 		}
@@ -410,6 +414,19 @@ func (r *Reconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 		return true, r.Status().Patch(ctx, m, patch)
 	}
 	return false, nil
+}
+
+// addRefused is the wait after etcd refused a learner as unhealthy. With its strict
+// reconfiguration check, etcd takes a new member only once its leader has been connected to
+// every voter for the last 5 s (etcd's HealthInterval): just after a promotion or a member's
+// restart that wait ends by itself, so while every voter answers the operator it is work in
+// motion, looked at again in a second, not a failure to back off from (which cost a
+// scale-out step 8 s). With a voter down it is a failure: the backoff applies.
+func addRefused(member string, total, healthy int) error {
+	if healthy == total {
+		return waitFor(etcdv1.ReasonScaling, "etcd does not take %s yet: its leader has not been connected to every voter for 5 s", member)
+	}
+	return waitFor(etcdv1.ReasonMembersUnhealthy, "not adding %s: etcd calls the cluster unhealthy, %d of %d voters healthy", member, healthy, total)
 }
 
 // promoteLearners promotes a started learner once etcd says it has caught up, if the quorum
