@@ -59,8 +59,28 @@ func TestOperatorClient(t *testing.T) {
 		t.Fatalf("MemberList: %x, %+v, %v; want cluster %x with 3 members", gotID, members, err, clusterID)
 	}
 	checkObservation(t, cli, urls[:3], clusterID)
+	learner := scaleOut(t, s, cli, loopbackMember(3, urls[3]))
+	if err := cli.MoveLeader(ctx(t), learner); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := cli.Status(ctx(t), urls[0]); err != nil || st.Leader != learner {
+		t.Fatalf("leader %x after MoveLeader to %x (%v)", st.Leader, learner, err)
+	}
+	// The leader goes: another is elected.
+	if err := cli.Remove(ctx(t), learner); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, "second remove", cli.Remove(ctx(t), learner), etcd.ErrMemberNotFound)
+	if _, members, err := cli.MemberList(ctx(t)); err != nil || len(members) != 3 {
+		t.Fatalf("after remove: %+v, %v", members, err)
+	}
+	checkObservation(t, cli, urls[:3], clusterID)
+}
 
-	joiner := loopbackMember(3, urls[3])
+// scaleOut adds joiner as a learner, starts it and promotes it, as the operator's scale-out
+// does; it returns its ID.
+func scaleOut(t *testing.T, s *Sim, cli etcd.Client, joiner Member) uint64 {
+	t.Helper()
 	added, _, err := cli.AddLearner(ctx(t), joiner.PeerURLs)
 	if err != nil {
 		t.Fatal(err)
@@ -71,25 +91,13 @@ func TestOperatorClient(t *testing.T) {
 	if _, _, err := s.StartProcess(Boot{Member: joiner}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := cli.Status(ctx(t), urls[3]); err != nil || !st.IsLearner {
+	if st, err := cli.Status(ctx(t), joiner.ClientURLs[0]); err != nil || !st.IsLearner {
 		t.Fatalf("learner's status %+v, %v", st, err)
 	}
 	if err := cli.Promote(ctx(t), added.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.MoveLeader(ctx(t), added.ID); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := cli.Status(ctx(t), urls[0]); err != nil || st.Leader != added.ID {
-		t.Fatalf("leader %x after MoveLeader to %x (%v)", st.Leader, added.ID, err)
-	}
-	if err := cli.Remove(ctx(t), added.ID); err != nil {
-		t.Fatal(err)
-	}
-	expectErr(t, "second remove", cli.Remove(ctx(t), added.ID), etcd.ErrMemberNotFound)
-	if _, members, err := cli.MemberList(ctx(t)); err != nil || len(members) != 3 {
-		t.Fatalf("after remove: %+v, %v", members, err)
-	}
+	return added.ID
 }
 
 // checkObservation makes the calls the operator makes of every member of a settled cluster.
