@@ -71,8 +71,9 @@ func bootstrap(t *testing.T, s *Sim, namespace string) (uint64, []Member) {
 	return id, members
 }
 
-// rawStatus asks for Status with plain gRPC, which does not retry as clientv3 does.
-func rawStatus(t *testing.T, addr, authority string) error {
+// expectUnavailable asks for Status with plain gRPC, which does not retry as clientv3 does,
+// and wants the code of a member that is not there.
+func expectUnavailable(t *testing.T, addr, authority string) {
 	t.Helper()
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithAuthority(authority), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -80,7 +81,9 @@ func rawStatus(t *testing.T, addr, authority string) error {
 	}
 	defer func() { _ = conn.Close() }()
 	_, err = pb.NewMaintenanceClient(conn).Status(ctx(t), &pb.StatusRequest{})
-	return err
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("status at %s: %v; want code Unavailable", authority, err)
+	}
 }
 
 func ctx(t *testing.T) context.Context {
@@ -96,6 +99,17 @@ func memberList(t *testing.T, cli *clientv3.Client) *clientv3.MemberListResponse
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// addJoiner adds member db-3 of the namespace's cluster as a learner.
+func addJoiner(t *testing.T, cli *clientv3.Client, namespace string) (Member, *clientv3.MemberAddResponse) {
+	t.Helper()
+	joiner := membersOf(etcdCluster(namespace), "db-3")[0]
+	added, err := cli.MemberAddAsLearner(ctx(t), joiner.PeerURLs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return joiner, added
 }
 
 func expectErr(t *testing.T, what string, err, want error) {
@@ -156,16 +170,11 @@ func TestLearnerAddPromoteRemove(t *testing.T) {
 	_, members := bootstrap(t, s, "ns")
 	addr := serveSim(t, s)
 	cli := dial(t, addr, members[0].ClientURLs[0])
-	joiner := membersOf(etcdCluster("ns"), "db-3")[0]
-
-	added, err := cli.MemberAddAsLearner(ctx(t), joiner.PeerURLs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	joiner, added := addJoiner(t, cli, "ns")
 	if m := added.Member; !m.IsLearner || m.Name != "" || len(m.ClientURLs) != 0 || len(added.Members) != 4 {
 		t.Fatalf("added %+v of %d members; want an unstarted learner of 4", m, len(added.Members))
 	}
-	_, err = cli.MemberAddAsLearner(ctx(t), []string{"http://db-4.db.ns.svc:2380"})
+	_, err := cli.MemberAddAsLearner(ctx(t), []string{"http://db-4.db.ns.svc:2380"})
 	expectErr(t, "second learner", err, rpctypes.ErrTooManyLearners)
 	_, err = cli.MemberAddAsLearner(ctx(t), members[2].PeerURLs)
 	expectErr(t, "a member's peer URL", err, rpctypes.ErrPeerURLExist)
@@ -197,9 +206,7 @@ func TestLearnerAddPromoteRemove(t *testing.T) {
 	if resp := memberList(t, cli); len(resp.Members) != 3 {
 		t.Fatalf("after remove: %v; want the 3 founding members", resp.Members)
 	}
-	if err := rawStatus(t, addr, "db-3.db.ns.svc:2379"); status.Code(err) != codes.Unavailable {
-		t.Fatalf("status of a removed member: %v; want code Unavailable", err)
-	}
+	expectUnavailable(t, addr, "db-3.db.ns.svc:2379")
 }
 
 // By default a learner starts at once, with the name and client URL its Pod would have.
@@ -207,11 +214,7 @@ func TestAddedLearnerStartsByDefault(t *testing.T) {
 	s := New(Options{})
 	_, members := bootstrap(t, s, "ns")
 	cli := dial(t, serveSim(t, s), members[0].ClientURLs[0])
-	joiner := membersOf(etcdCluster("ns"), "db-3")[0]
-	added, err := cli.MemberAddAsLearner(ctx(t), joiner.PeerURLs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	joiner, added := addJoiner(t, cli, "ns")
 	if added.Member.Name != "" {
 		t.Errorf("MemberAdd answered %+v; etcd answers before the learner starts", added.Member)
 	}
@@ -231,18 +234,14 @@ func TestClustersApartByAuthority(t *testing.T) {
 	idB, b := bootstrap(t, s, "b")
 	addr := serveSim(t, s)
 	cliA, cliB := dial(t, addr, a[0].ClientURLs[0]), dial(t, addr, b[2].ClientURLs[0])
-	if _, err := cliA.MemberAddAsLearner(ctx(t), membersOf(etcdCluster("a"), "db-3")[0].PeerURLs); err != nil {
-		t.Fatal(err)
-	}
+	addJoiner(t, cliA, "a")
 	if ra := memberList(t, cliA); ra.Header.ClusterId != idA || len(ra.Members) != 4 {
 		t.Errorf("cluster a: %v; want cluster %x with 4 members", ra, idA)
 	}
 	if rb := memberList(t, cliB); rb.Header.ClusterId != idB || len(rb.Members) != 3 || idA == idB {
 		t.Errorf("cluster b: %v; want cluster %x (not %x) with 3 members", rb, idB, idA)
 	}
-	if err := rawStatus(t, addr, "db-0.db.c.svc:2379"); status.Code(err) != codes.Unavailable {
-		t.Fatalf("unknown authority: %v; want code Unavailable", err)
-	}
+	expectUnavailable(t, addr, "db-0.db.c.svc:2379")
 }
 
 func TestStatusOfEachMember(t *testing.T) {
