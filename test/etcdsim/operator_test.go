@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
@@ -103,9 +104,14 @@ func scaleOut(t *testing.T, s *Sim, cli etcd.Client, joiner Member) uint64 {
 // checkObservation makes the calls the operator makes of every member of a settled cluster.
 func checkObservation(t *testing.T, cli etcd.Client, endpoints []string, clusterID uint64) {
 	t.Helper()
+	_, members, err := cli.MemberList(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	isMember := func(id uint64) bool { return slices.ContainsFunc(members, func(m etcd.Member) bool { return m.ID == id }) }
 	for _, ep := range endpoints {
 		st, err := cli.Status(ctx(t), ep)
-		if err != nil || st.ClusterID != clusterID || st.MemberID == 0 || st.Leader == 0 || st.Version != Version {
+		if err != nil || st.ClusterID != clusterID || !isMember(st.MemberID) || !isMember(st.Leader) || st.Version != Version {
 			t.Fatalf("Status(%s) = %+v, %v", ep, st, err)
 		}
 		if err := cli.Healthy(ctx(t), ep); err != nil {
