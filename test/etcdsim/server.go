@@ -35,7 +35,8 @@ func DialOptions(addr string) []grpc.DialOption {
 	})}
 }
 
-// rules say what a call needs from the member it reaches, as etcd's own checks do.
+// rules say what a call needs from the member it reaches, as etcd's own checks do: a learner
+// refuses every unary call but Status and serializable reads (Defragment too).
 type rules struct {
 	// learnerOK: a learner answers it (etcd: Status and serializable reads only).
 	learnerOK bool
@@ -200,7 +201,7 @@ func (x maintenanceServer) Alarm(ctx context.Context, req *pb.AlarmRequest) (*pb
 
 // Defragment gives the file's free pages back: the file shrinks to what is in use.
 func (x maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
-	return serve(ctx, x.s, local, func(c *cluster, self *member) (*pb.DefragmentResponse, error) {
+	return serve(ctx, x.s, localVoterOnly, func(c *cluster, self *member) (*pb.DefragmentResponse, error) {
 		c.dbSize = c.dbInUse
 		return &pb.DefragmentResponse{Header: c.header(self.id)}, nil
 	})

@@ -190,6 +190,8 @@ func TestLearnerAddPromoteRemove(t *testing.T) {
 	}
 	_, err = learner.MemberList(ctx(t))
 	expectErr(t, "member list on a learner", err, rpctypes.Error(rpctypes.ErrGRPCNotSupportedForLearner))
+	_, err = learner.Defragment(ctx(t), joiner.ClientURLs[0])
+	expectErr(t, "defragment on a learner", err, rpctypes.Error(rpctypes.ErrGRPCNotSupportedForLearner))
 
 	if _, err := cli.MemberPromote(ctx(t), added.Member.ID); err != nil {
 		t.Fatal(err)
