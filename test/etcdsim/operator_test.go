@@ -108,7 +108,9 @@ func checkObservation(t *testing.T, cli etcd.Client, endpoints []string, cluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	isMember := func(id uint64) bool { return slices.ContainsFunc(members, func(m etcd.Member) bool { return m.ID == id }) }
+	isMember := func(id uint64) bool {
+		return slices.ContainsFunc(members, func(m etcd.Member) bool { return m.ID == id })
+	}
 	for _, ep := range endpoints {
 		st, err := cli.Status(ctx(t), ep)
 		if err != nil || st.ClusterID != clusterID || !isMember(st.MemberID) || !isMember(st.Leader) || st.Version != Version {
