@@ -524,11 +524,17 @@ func nameOnly(pod *corev1.Pod, self string) {
 // when it changed pod; false for a Pod that needs nothing, or whose flag only a new Pod
 // changes.
 func RequireDataInPlace(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
-	if !RefillsEmptyData(pod, c, m) || !ReadsInitialClusterAnnotation(pod) {
+	if !RequireDataInPlaceChanges(pod, c, m) {
 		return false
 	}
 	nameOnly(pod, InitialCluster(c, []string{m.Name}))
 	return true
+}
+
+// RequireDataInPlaceChanges: RequireDataInPlace would change pod. It changes nothing, so a
+// caller holding a Pod it must not change asks this before it makes a copy to change.
+func RequireDataInPlaceChanges(pod *corev1.Pod, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) bool {
+	return RefillsEmptyData(pod, c, m) && ReadsInitialClusterAnnotation(pod)
 }
 
 // flagForceNewCluster makes etcd rewrite the membership in its data to itself alone.

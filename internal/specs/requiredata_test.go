@@ -158,6 +158,9 @@ func TestRequireDataInPlace(t *testing.T) {
 				pod = specstest.BuiltByAnEarlierRelease(pod)
 			}
 			before := pod.DeepCopy()
+			if got := RequireDataInPlaceChanges(pod, c, m); got != tc.changed || !reflect.DeepEqual(pod, before) {
+				t.Fatalf("RequireDataInPlaceChanges = %v, want %v, and the Pod unchanged", got, tc.changed)
+			}
 			if got := RequireDataInPlace(pod, c, m); got != tc.changed {
 				t.Fatalf("RequireDataInPlace = %v, want %v", got, tc.changed)
 			}

@@ -215,8 +215,8 @@ func (r *Reconciler) beforeLook(ctx context.Context, req ctrl.Request, c *etcdv1
 	if !c.DeletionTimestamp.IsZero() {
 		r.forgetCluster(req.NamespacedName)
 		// Garbage collection removes what it owns, member finalizers let go; PVCs to be
-		// retained are released first. A conflict: the cluster changed since it was read,
-		// and that change brings the next reconcile.
+		// retained are released first. A conflict: the cluster or one of its PVCs changed
+		// since it was read, and that change brings the next reconcile.
 		return true, kit.IgnoreConflict(keeper.Finalize(ctx, c))
 	}
 	if c.ReconcileSuspended() {

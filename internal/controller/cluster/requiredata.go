@@ -22,13 +22,15 @@ import (
 // and one gone (the member controller builds its next Pod with specs.RequireData) are left
 // alone.
 func (r *Reconciler) requireDataInPlace(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, pod *corev1.Pod) (bool, error) {
-	if pod == nil {
+	if pod == nil || !specs.RequireDataInPlaceChanges(pod, c, m) {
 		return false, nil
 	}
+	// pod is the view's, as listed through the cache, and every later step of this look reads
+	// it (as the cache's own object would be, were the cache read without copies): it stays
+	// as listed. The patch is made on a copy, taken only now that there is something to
+	// change; this runs for every voter at every look, and almost always changes nothing.
 	patched := pod.DeepCopy()
-	if !specs.RequireDataInPlace(patched, c, m) {
-		return false, nil
-	}
+	specs.RequireDataInPlace(patched, c, m)
 	if err := r.Patch(ctx, patched, client.MergeFrom(pod)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

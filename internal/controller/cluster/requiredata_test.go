@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,24 @@ func TestPromotionMakesTheLearnersPodRefuseEmptyDataWithoutARestart(t *testing.T
 	}
 	if got := h.podNames(); !slices.Equal(got, []string{"db-1", "db-2", "db-3", "db-4"}) || h.pod("db-4").UID != joined.UID {
 		t.Fatalf("Pods %v after the promotion: the new voter was restarted", got)
+	}
+}
+
+// requireDataInPlace patches a copy: the Pod it was given, the view's, which the look's later
+// steps read, stays as listed.
+func TestRequireDataInPlaceLeavesTheViewsPodAsListed(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	listed := h.learnerOfScaleOut()
+	before := listed.DeepCopy()
+	if done, err := h.r.requireDataInPlace(context.Background(), h.clusterObj(), h.member("db-4"), listed); !done || err != nil {
+		t.Fatalf("requireDataInPlace = %v, %v; want db-4's Pod patched", done, err)
+	}
+	if !reflect.DeepEqual(listed, before) {
+		t.Fatalf("the view's Pod changed: initial cluster %q, was %q", specs.InitialClusterOf(listed), specs.InitialClusterOf(before))
+	}
+	if got, want := specs.InitialClusterOf(h.pod("db-4")), specs.InitialCluster(h.clusterObj(), []string{"db-4"}); got != want {
+		t.Fatalf("db-4's stored Pod gives etcd the initial cluster %q, want %q", got, want)
 	}
 }
 

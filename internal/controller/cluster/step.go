@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -338,31 +339,47 @@ func (r *Reconciler) pauseOrResume(ctx context.Context, c *etcdv1.EtcdCluster, v
 	return true, nil
 }
 
-// recordIdentities writes each member's etcd ID and role into its status.
+// recordIdentities writes each member's etcd ID and role into its status, with the etcd
+// version it reports. Only a member whose identity changed is written, and a merge patch
+// carries only the fields that did: a member that did not answer in this look reports no
+// version, and keeps the one recorded.
 func (r *Reconciler) recordIdentities(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	for _, m := range v.members {
 		em, ok := v.etcdMemberFor(c, m)
 		if !ok {
 			continue
 		}
-		role := etcdv1.RoleVoter
-		if em.IsLearner {
-			role = etcdv1.RoleLearner
-		}
-		cid := etcd.FormatID(v.clusterID)
-		if m.Status.MemberID == em.IDHex() && m.Status.Role == role && m.Status.ClusterID == cid && m.Status.Version == v.versions[em.ID] {
+		want := identityOf(m, em, v)
+		if want == recordedIdentity(m) {
 			continue
 		}
 		patch := client.MergeFrom(m.DeepCopy())
-		m.Status.MemberID, m.Status.Role, m.Status.ClusterID = em.IDHex(), role, cid
-		if ver := v.versions[em.ID]; ver != "" {
-			m.Status.Version = ver
-		}
+		m.Status.MemberID, m.Status.Role, m.Status.ClusterID, m.Status.Version = want.memberID, want.role, want.clusterID, want.version
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, kit.IgnoreConflict(err)
 		}
 	}
 	return false, nil
+}
+
+// memberIdentity is what recordIdentities keeps of a member in its status.
+type memberIdentity struct {
+	memberID, clusterID, version string
+	role                         etcdv1.MemberRole
+}
+
+// identityOf is m's identity as etcd gives it in this look (em is m in etcd's member list);
+// a version m did not report leaves the recorded one.
+func identityOf(m *etcdv1.EtcdMember, em etcd.Member, v *clusterView) memberIdentity {
+	role := etcdv1.RoleVoter
+	if em.IsLearner {
+		role = etcdv1.RoleLearner
+	}
+	return memberIdentity{memberID: em.IDHex(), clusterID: etcd.FormatID(v.clusterID), version: cmp.Or(v.versions[em.ID], m.Status.Version), role: role}
+}
+
+func recordedIdentity(m *etcdv1.EtcdMember) memberIdentity {
+	return memberIdentity{memberID: m.Status.MemberID, clusterID: m.Status.ClusterID, version: m.Status.Version, role: m.Status.Role}
 }
 
 // removeOrphanLearners removes learners that were added for a member that no longer exists

@@ -35,22 +35,25 @@ func PodUnschedulable(pod *corev1.Pod) bool {
 	return false
 }
 
-// EtcdStopped: the Pod says etcd does not run in it. It has not started yet (Pending) or is
-// over (Succeeded, Failed), or etcd's container waits (a back-off after an exit, an image being
-// pulled) or has terminated. A Pod that says nothing of etcd's container is not taken for
+// EtcdStopped: the Pod says etcd does not run in it. What the kubelet reports of etcd's
+// container comes first, because the Pod's phase sums up all its containers and may lag
+// behind it: the container waits (a back-off after an exit, an image being pulled) or has
+// terminated while the phase still says Running, or it runs while the phase has not caught
+// up. Only a Pod that says nothing of etcd's container yet is read by its phase: not started
+// yet (Pending) or over (Succeeded, Failed). A Pod that says neither is not taken for
 // stopped: only what the kubelet reported counts.
 func EtcdStopped(pod *corev1.Pod) bool {
 	if pod == nil {
 		return false
 	}
-	switch pod.Status.Phase {
-	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed:
-		return true
-	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == specs.ContainerName {
 			return cs.State.Running == nil
 		}
+	}
+	switch pod.Status.Phase {
+	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed:
+		return true
 	}
 	return false
 }

@@ -53,6 +53,16 @@ func TestEtcdStoppedIsWhatTheKubeletReported(t *testing.T) {
 		{"runs", etcdIn(corev1.PodRunning, running), false},
 		{"in a back-off after an exit", etcdIn(corev1.PodRunning, backOff), true},
 		{"just exited", etcdIn(corev1.PodRunning, exited), true},
+		{"etcd's container waits while the phase still says Running", etcdIn(corev1.PodRunning, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}), true},
+		{"etcd runs while the phase still says Pending", etcdIn(corev1.PodPending, running), false},
+		{"etcd runs while the phase already says Failed", etcdIn(corev1.PodFailed, running), false},
+		{"etcd's container not created yet in a Pending Pod", etcdIn(corev1.PodPending, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}), true},
+		{"running, nothing reported of etcd's container yet", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "sidecar", State: running},
+		}}}, false},
+		{"pending, only another container reported", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "sidecar", State: running},
+		}}}, true},
 		{"another container stopped", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
 			{Name: "sidecar", State: exited}, {Name: "etcd", State: running},
 		}}}, false},

@@ -110,8 +110,9 @@ func (p *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.F
 }
 
 // Finalize releases the PVCs of a cluster being deleted with whenDeleted Retain, then lets
-// the cluster go. A conflict says the cluster changed since c was read (see setFinalizer);
-// releasing the PVCs again is harmless.
+// the cluster go. A conflict says the cluster changed since c was read (see setFinalizer), or
+// a PVC since it was listed (see Release); either change brings the next reconcile (the
+// cluster's PVCs are watched by its label), and releasing the PVCs again is harmless.
 func (p *Component) Finalize(ctx context.Context, c *etcdv1.EtcdCluster) error {
 	if !controllerutil.ContainsFinalizer(c, etcdv1.FinalizerRetainPVCs) {
 		return nil
@@ -136,7 +137,7 @@ func (p *Component) releaseAll(ctx context.Context, c *etcdv1.EtcdCluster) error
 		if client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if released && err == nil {
+		if released {
 			kept++
 		}
 	}
@@ -179,16 +180,22 @@ func dropClusterOwners(c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim)
 }
 
 // Release takes the owner references of cluster c and of its members off a PVC, so that
-// garbage collection leaves it; true when it had any to take off. A PVC controlled by
-// anything else is left alone. A PVC gone since it was read comes back as NotFound, not as
-// released: whether that matters (a count of kept PVCs, a member's log line) is the
-// caller's to say.
+// garbage collection leaves it; true when it took any off, false with the error when the
+// API server refused. A PVC controlled by anything else is left alone. A merge patch
+// replaces the whole list of owners, so one made from a PVC read before someone else changed
+// its owners would undo their change: the patch holds the PVC's resourceVersion, and the API
+// server refuses it with a conflict, which the caller returns for its reconcile to read the
+// PVC anew. A PVC gone since it was read comes back as NotFound, not as released: whether
+// that matters (a count of kept PVCs, a member's log line) is the caller's to say.
 func Release(ctx context.Context, cl client.Client, c *etcdv1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (bool, error) {
-	patch := client.MergeFrom(pvc.DeepCopy())
+	patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if !dropClusterOwners(c, pvc) {
 		return false, nil
 	}
-	return true, cl.Patch(ctx, pvc, patch)
+	if err := cl.Patch(ctx, pvc, patch); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // RecordDataVersion annotates the PVC with the etcd version its member last reported; true

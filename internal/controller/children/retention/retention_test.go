@@ -2,6 +2,8 @@ package retention
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +35,15 @@ func memberPVC(name string, owners ...metav1.OwnerReference) *corev1.PersistentV
 
 func ownerRef(kind, name string, controller bool) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: etcdv1.GroupVersion.String(), Kind: kind, Name: name, UID: types.UID("u-" + name), Controller: &controller}
+}
+
+// ownerKinds are the kinds of the PVC's owners, in order.
+func ownerKinds(pvc *corev1.PersistentVolumeClaim) []string {
+	var kinds []string
+	for _, ref := range pvc.OwnerReferences {
+		kinds = append(kinds, ref.Kind)
+	}
+	return kinds
 }
 
 func TestRetains(t *testing.T) {
@@ -81,11 +92,7 @@ func TestOwnPerPolicy(t *testing.T) {
 			if err != nil || changed != tc.changed {
 				t.Fatalf("changed %v, %v; want %v", changed, err, tc.changed)
 			}
-			var kinds []string
-			for _, ref := range pvc.OwnerReferences {
-				kinds = append(kinds, ref.Kind)
-			}
-			if strings.Join(kinds, ",") != strings.Join(tc.want, ",") {
+			if kinds := ownerKinds(pvc); !slices.Equal(kinds, tc.want) {
 				t.Fatalf("owners %v, want kinds %v", pvc.OwnerReferences, tc.want)
 			}
 		})
@@ -247,6 +254,57 @@ func TestFinalizersAddedMeanwhileSurvive(t *testing.T) {
 			have := &etcdv1.EtcdCluster{}
 			if err := childtest.Get(cl, "db", have); err != nil || !controllerutil.ContainsFinalizer(have, theirs) {
 				t.Fatalf("stored finalizers %v, %v: %s dropped %s", have.Finalizers, err, name, theirs)
+			}
+		})
+	}
+}
+
+// Release says true only when it took the cluster's owners off the PVC, false with the error
+// when the API server refused. A merge patch replaces the whole list of owners: one made from
+// a PVC read before someone else added an owner is refused with a conflict, and their owner
+// stays.
+func TestReleaseSaysTrueOnlyWhenItReleased(t *testing.T) {
+	t.Parallel()
+	foreign := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u-x"}
+	unavailable := errors.New("the API server is unavailable")
+	refuse := interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+		return unavailable
+	}}
+	for _, tc := range []struct {
+		name           string
+		funcs          interceptor.Funcs
+		ownedMeanwhile bool
+		wantErr        func(error) bool
+		want           []string // kinds of the stored owners after, in order
+	}{
+		{"released", interceptor.Funcs{}, false, nil, nil},
+		{"refused", refuse, false, func(err error) bool { return errors.Is(err, unavailable) }, []string{"EtcdCluster"}},
+		{"another owner added meanwhile", interceptor.Funcs{}, true, apierrors.IsConflict, []string{"EtcdCluster", "ConfigMap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, c := context.Background(), childtest.Cluster()
+			cl := childtest.Client(tc.funcs, childtest.Owned(t, c, memberPVC("db-1")))
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := childtest.Get(cl, "db-1", pvc); err != nil {
+				t.Fatal(err)
+			}
+			if tc.ownedMeanwhile {
+				fresh := pvc.DeepCopy()
+				fresh.OwnerReferences = append(fresh.OwnerReferences, foreign)
+				if err := cl.Update(ctx, fresh); err != nil {
+					t.Fatal(err)
+				}
+			}
+			released, err := Release(ctx, cl, c, pvc)
+			if wantReleased := tc.wantErr == nil; released != wantReleased || (err == nil) != wantReleased || (err != nil && !tc.wantErr(err)) {
+				t.Fatalf("Release = %v, %v; want released %v", released, err, wantReleased)
+			}
+			have := &corev1.PersistentVolumeClaim{}
+			if err := childtest.Get(cl, "db-1", have); err != nil {
+				t.Fatal(err)
+			}
+			if kinds := ownerKinds(have); !slices.Equal(kinds, tc.want) {
+				t.Fatalf("stored owners %v, want %v", kinds, tc.want)
 			}
 		})
 	}
