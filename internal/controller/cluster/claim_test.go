@@ -228,16 +228,22 @@ func TestClusterIsTakenOverFromAnOperatorThatNoLongerServesIt(t *testing.T) {
 	}
 }
 
+// writeConflict stores the OperatorConflict condition of operator refuser, refused by holder.
+func (h *claimHarness) writeConflict(refuser, holder string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(refuser, holder, c.Namespace, ""))
+	if err := h.api.Status().Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // The claimant keeps the OperatorConflict condition the refuser wrote, through its own
 // status writes, as long as the refuser serves the namespace (removing it would have the
 // refuser write it again, in turns); once the refuser's Lease ended, it removes it, once.
 func TestClaimantKeepsTheConflictWhileTheRefuserServes(t *testing.T) {
 	h := newClaimHarness(t, operatorA)
-	c := h.clusterObj()
-	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(operatorB, operatorA, c.Namespace, ""))
-	if err := h.api.Status().Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.writeConflict(operatorB, operatorA)
 	for range 4 {
 		h.look()
 	}
@@ -344,11 +350,7 @@ func TestSecondRefuserLeavesTheFirstOnesCondition(t *testing.T) {
 	lc := operatorLease(h.clock, "")
 	lc.Namespace = "ops-c"
 	h.create(lc)
-	c := h.clusterObj()
-	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(operatorC, operatorB, c.Namespace, ""))
-	if err := h.api.Status().Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.writeConflict(operatorC, operatorB)
 	for range 3 {
 		h.look()
 	}

@@ -188,15 +188,25 @@ func TestClaimantMissingSince(t *testing.T) {
 	}
 }
 
-// An operator without leader election reads no Lease to refuse a cluster of another's.
-func TestUnelectedRefusesWithoutReadingLeases(t *testing.T) {
-	t.Parallel()
-	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithInterceptorFuncs(interceptor.Funcs{
+// forbiddenLeases is an API server this operator may not read Leases from (no RBAC).
+func forbiddenLeases() client.Client {
+	return fake.NewClientBuilder().WithScheme(claimScheme()).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return apierrors.NewForbidden(coordinationv1.Resource("leases"), "x", nil)
 		}}).Build()
+}
+
+// claimedByB is a cluster operator "ops-b/y" claims.
+func claimedByB() *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/y"}}}
+}
+
+// An operator without leader election reads no Lease to refuse a cluster of another's.
+func TestUnelectedRefusesWithoutReadingLeases(t *testing.T) {
+	t.Parallel()
+	api := forbiddenLeases()
 	cl := &Claims{Me: "ops-a/x", Unelected: true, Reader: api, Now: func() time.Time { return claimNow }}
-	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/y"}}}
+	c := claimedByB()
 	if v, err := cl.Verdict(context.Background(), c); err != nil || v.Kind != Refuse || v.Why != WhyUnelected {
 		t.Fatalf("verdict %+v, %v; want a refusal saying why", v, err)
 	}
@@ -205,12 +215,9 @@ func TestUnelectedRefusesWithoutReadingLeases(t *testing.T) {
 // A Lease that cannot be read (no RBAC) is no Lease gone: the cluster is not taken.
 func TestClaimantUnreadableIsAnError(t *testing.T) {
 	t.Parallel()
-	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
-			return apierrors.NewForbidden(coordinationv1.Resource("leases"), "x", nil)
-		}}).Build()
+	api := forbiddenLeases()
 	cl := &Claims{Me: "ops-a/x", Reader: api, Now: func() time.Time { return claimNow }}
-	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/y"}}}
+	c := claimedByB()
 	if _, err := cl.Verdict(context.Background(), c); err == nil {
 		t.Fatal("a forbidden Lease read gave a verdict")
 	}
