@@ -161,7 +161,7 @@ func run(o options) error {
 			return err
 		}
 	}
-	claims := &kit.Claims{Me: kit.Identity(o.leaseNamespace(), o.leaderElectID), Reader: mgr.GetAPIReader()}
+	claims := &kit.Claims{Me: kit.Identity(o.leaseNamespace(), o.leaderElectID), Unelected: !o.leaderElect, Reader: mgr.GetAPIReader()}
 	if err := setUpControllers(mgr, o, claims); err != nil {
 		return err
 	}

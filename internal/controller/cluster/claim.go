@@ -42,48 +42,100 @@ func (r *Reconciler) claim(ctx context.Context, c *etcdv1.EtcdCluster) (bool, ct
 		}
 		return true, ctrl.Result{}, err
 	}
-	lg.Info("the cluster is another operator's: nothing done", "operator", r.Claims.Me, "claim", verdict.Holder)
+	lg.Info("the cluster is another operator's: nothing done", "operator", r.Claims.Me, "claim", verdict.Holder, "why", verdict.Why)
 	// Looked at again to notice the claimant gone: its Lease is read at most every few
 	// seconds for all the clusters it claims.
-	return true, ctrl.Result{RequeueAfter: resyncPeriod}, kit.SetCondition(ctx, r.Client, r.Recorder, c, conflictCondition(r.Claims.Me, verdict.Holder, c.Namespace))
+	return true, ctrl.Result{RequeueAfter: resyncPeriod}, r.reportConflict(ctx, c, verdict)
+}
+
+// reportConflict writes the OperatorConflict condition of this operator's refusal, unless
+// another refuser's stands (conflictStands): two operators refused by one claimant would
+// otherwise rewrite it in turns, each with its own name.
+func (r *Reconciler) reportConflict(ctx context.Context, c *etcdv1.EtcdCluster, verdict kit.Verdict) error {
+	existing := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionOperatorConflict)
+	state, err := r.refuserState(ctx, existing)
+	if err != nil {
+		return err
+	}
+	if conflictStands(existing, r.Claims.Me, state, c.Namespace, r.now()) {
+		return nil
+	}
+	return kit.SetCondition(ctx, r.Client, r.Recorder, c, conflictCondition(r.Claims.Me, verdict.Holder, c.Namespace, verdict.Why))
 }
 
 // conflictCondition says that operator refuser leaves the cluster to operator holder, and how
-// to end the overlap. Its message begins with the refuser's identity, which refuserOf reads
-// back: the claimant removes the condition once that operator no longer serves the namespace.
-func conflictCondition(refuser, holder, namespace string) metav1.Condition {
-	return metav1.Condition{Type: etcdv1.ConditionOperatorConflict, Status: metav1.ConditionTrue,
+// to end the overlap; why is the verdict's (kit.WhyUnelected for a refuser without leader
+// election, which the overlap of namespaces does not explain). Its message begins with the
+// refuser's identity, which refuserOf reads back: the claimant removes the condition once that
+// operator no longer serves the namespace.
+func conflictCondition(refuser, holder, namespace, why string) metav1.Condition {
+	cond := metav1.Condition{Type: etcdv1.ConditionOperatorConflict, Status: metav1.ConditionTrue,
 		Reason: etcdv1.ReasonClaimedByAnotherOperator,
 		Message: fmt.Sprintf("%s%s watches namespace %s too and does nothing to this cluster: operator %s manages it (annotation %s). "+
 			"Remove %s from one operator's --watch-namespaces (chart value watchNamespaces); to hand the cluster over instead, set the annotation to the other operator's name",
 			conflictPrefix, refuser, namespace, holder, etcdv1.AnnotationOperator, namespace)}
+	if why == kit.WhyUnelected {
+		cond.Message = fmt.Sprintf("%s%s%s and does nothing to this cluster: operator %s manages it (annotation %s), "+
+			"and nobody can tell this one alive to hand it over. Run it with leader election (chart value leaderElection.enabled), "+
+			"or remove %s from its --watch-namespaces (chart value watchNamespaces)",
+			conflictPrefix, refuser, unelectedMark, holder, etcdv1.AnnotationOperator, namespace)
+	}
+	return cond
 }
 
 // conflictPrefix begins an OperatorConflict message, before the refuser's identity.
 const conflictPrefix = "operator "
 
+// unelectedMark follows the refuser's identity in the message of a refuser without leader
+// election.
+const unelectedMark = " runs without leader election (--leader-elect=false)"
+
 // refuserOf is the operator that wrote an OperatorConflict condition ("" when the message
-// does not say).
-func refuserOf(cond *metav1.Condition) string {
+// does not say), and whether it runs without leader election.
+func refuserOf(cond *metav1.Condition) (string, bool) {
 	rest, ok := strings.CutPrefix(cond.Message, conflictPrefix)
 	if !ok {
-		return ""
+		return "", false
 	}
 	refuser, _, _ := strings.Cut(rest, " ")
-	return refuser
+	return refuser, strings.HasPrefix(rest, refuser+unelectedMark)
 }
 
-// conflictOver: the OperatorConflict condition written by refuser no longer holds for the
-// claimant me, because the refuser is me (I took the cluster since) or no longer serves the
-// namespace (its Lease gone, expired, or published without it). While the refuser serves it,
-// the condition stays: removing it would have the refuser write it again, and the two
-// operators would write it in turns.
-func conflictOver(refuser, me string, refuserState kit.Claimant, namespace string, now time.Time) bool {
-	if refuser == "" || refuser == me {
+// refuserState is what the Lease of the operator that wrote cond says of it, read when
+// conflictOver needs it: cond written by another elected operator.
+func (r *Reconciler) refuserState(ctx context.Context, cond *metav1.Condition) (kit.Claimant, error) {
+	if cond == nil {
+		return kit.Claimant{}, nil
+	}
+	refuser, unelected := refuserOf(cond)
+	if refuser == "" || refuser == r.Claims.Me || unelected {
+		return kit.Claimant{}, nil
+	}
+	return r.Claims.Claimant(ctx, refuser)
+}
+
+// conflictOver: the OperatorConflict condition cond no longer holds for operator me, because
+// its refuser is me (I took the cluster since, or I am to write it anew) or no longer serves
+// the namespace (refuserState: its Lease gone, expired, or published without it). While the
+// refuser serves it, the condition stays: removing or rewriting it would have the refuser
+// write it again, and the two operators would write it in turns. A refuser without leader
+// election cannot be told gone: its condition stays until a person removes it.
+func conflictOver(cond *metav1.Condition, me string, refuserState kit.Claimant, namespace string, now time.Time) bool {
+	refuser, unelected := refuserOf(cond)
+	switch {
+	case refuser == "" || refuser == me:
 		return true
+	case unelected:
+		return false
 	}
 	serves, _ := refuserState.Serves(namespace, now)
 	return !serves
+}
+
+// conflictStands: a refuser me finds the OperatorConflict condition existing (nil when none)
+// written by another refuser that still serves the namespace, and leaves it as it is.
+func conflictStands(existing *metav1.Condition, me string, refuserState kit.Claimant, namespace string, now time.Time) bool {
+	return existing != nil && existing.Status == metav1.ConditionTrue && !conflictOver(existing, me, refuserState, namespace, now)
 }
 
 // dropConflict removes the OperatorConflict condition once the overlap it reports is over
@@ -93,17 +145,14 @@ func (r *Reconciler) dropConflict(ctx context.Context, c *etcdv1.EtcdCluster) er
 	if cond == nil {
 		return nil
 	}
-	refuser := refuserOf(cond)
-	var state kit.Claimant
-	if refuser != "" && refuser != r.Claims.Me {
-		var err error
-		if state, err = r.Claims.Claimant(ctx, refuser); err != nil {
-			return err
-		}
+	state, err := r.refuserState(ctx, cond)
+	if err != nil {
+		return err
 	}
-	if !conflictOver(refuser, r.Claims.Me, state, c.Namespace, r.now()) {
+	if !conflictOver(cond, r.Claims.Me, state, c.Namespace, r.now()) {
 		return nil
 	}
+	refuser, _ := refuserOf(cond)
 	before := c.DeepCopy()
 	meta.RemoveStatusCondition(&c.Status.Conditions, etcdv1.ConditionOperatorConflict)
 	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -228,16 +228,22 @@ func TestClusterIsTakenOverFromAnOperatorThatNoLongerServesIt(t *testing.T) {
 	}
 }
 
+// writeConflict stores the OperatorConflict condition of operator refuser, refused by holder.
+func (h *claimHarness) writeConflict(refuser, holder string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(refuser, holder, c.Namespace, ""))
+	if err := h.api.Status().Update(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // The claimant keeps the OperatorConflict condition the refuser wrote, through its own
 // status writes, as long as the refuser serves the namespace (removing it would have the
 // refuser write it again, in turns); once the refuser's Lease ended, it removes it, once.
 func TestClaimantKeepsTheConflictWhileTheRefuserServes(t *testing.T) {
 	h := newClaimHarness(t, operatorA)
-	c := h.clusterObj()
-	meta.SetStatusCondition(&c.Status.Conditions, conflictCondition(operatorB, operatorA, c.Namespace))
-	if err := h.api.Status().Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	h.writeConflict(operatorB, operatorA)
 	for range 4 {
 		h.look()
 	}
@@ -260,34 +266,114 @@ func TestClaimantKeepsTheConflictWhileTheRefuserServes(t *testing.T) {
 
 func TestRefuserOfReadsConflictCondition(t *testing.T) {
 	t.Parallel()
-	cond := conflictCondition(operatorB, operatorA, "team-a")
-	if got := refuserOf(&cond); got != operatorB {
-		t.Fatalf("refuserOf = %q, want %q", got, operatorB)
-	}
-	if got := refuserOf(&metav1.Condition{Message: "written by hand"}); got != "" {
-		t.Fatalf("refuserOf a foreign message = %q", got)
+	for _, tc := range []struct {
+		name          string
+		cond          metav1.Condition
+		want          string
+		wantUnelected bool
+	}{
+		{"elected refuser", conflictCondition(operatorB, operatorA, "team-a", ""), operatorB, false},
+		{"refuser without leader election", conflictCondition(operatorB, operatorA, "team-a", kit.WhyUnelected), operatorB, true},
+		{"written by hand", metav1.Condition{Message: "written by hand"}, "", false},
+	} {
+		if got, unelected := refuserOf(&tc.cond); got != tc.want || unelected != tc.wantUnelected {
+			t.Errorf("%s: refuserOf = %q, %v; want %q, %v", tc.name, got, unelected, tc.want, tc.wantUnelected)
+		}
 	}
 }
 
+// operatorC is a third operator, refused like A by the claimant.
+const operatorC = "ops-c/etcd-operator.cozystack.io"
+
 func TestConflictOver(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	alive := kit.ClaimantOf(operatorLease(now, ""))
+	byB := conflictCondition(operatorB, operatorA, "ns", "")
 	for _, tc := range []struct {
-		name    string
-		refuser string
-		state   kit.Claimant
-		want    bool
+		name  string
+		cond  metav1.Condition
+		state kit.Claimant
+		want  bool
 	}{
-		{"refuser alive and watching", operatorB, alive, false},
-		{"refuser published a list without the namespace", operatorB, kit.ClaimantOf(operatorLease(now, "other")), true},
-		{"refuser's Lease expired", operatorB, kit.ClaimantOf(operatorLease(now.Add(-time.Hour), "")), true},
-		{"refuser's Lease gone", operatorB, kit.Claimant{}, true},
-		{"the refuser is the claimant now", operatorA, alive, true},
-		{"no refuser named", "", alive, true},
+		{"refuser alive and watching", byB, alive, false},
+		{"refuser published a list without the namespace", byB, kit.ClaimantOf(operatorLease(now, "other")), true},
+		{"refuser's Lease expired", byB, kit.ClaimantOf(operatorLease(now.Add(-time.Hour), "")), true},
+		{"refuser's Lease missing for a moment", byB, kit.Claimant{MissingSince: now.Add(-time.Minute)}, false},
+		{"refuser's Lease missing for longer than the margin", byB, kit.Claimant{MissingSince: now.Add(-time.Hour)}, true},
+		{"refuser without leader election (cannot be told gone)", conflictCondition(operatorB, operatorA, "ns", kit.WhyUnelected), kit.Claimant{}, false},
+		{"the refuser is the claimant now", conflictCondition(operatorA, operatorB, "ns", ""), alive, true},
+		{"no refuser named", metav1.Condition{Message: "written by hand"}, alive, true},
 	} {
-		if got := conflictOver(tc.refuser, operatorA, tc.state, "ns", now); got != tc.want {
+		if got := conflictOver(&tc.cond, operatorA, tc.state, "ns", now); got != tc.want {
 			t.Errorf("%s: conflictOver = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A refuser leaves the condition another live refuser wrote as it is, and writes its own
+// over one whose writer is gone, over its own, or where there is none.
+func TestConflictStands(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	alive := kit.ClaimantOf(operatorLease(now, ""))
+	byC := conflictCondition(operatorC, operatorB, "ns", "")
+	byCUnelected := conflictCondition(operatorC, operatorB, "ns", kit.WhyUnelected)
+	mine := conflictCondition(operatorA, operatorB, "ns", "")
+	resolved := byC
+	resolved.Status = metav1.ConditionFalse
+	for _, tc := range []struct {
+		name     string
+		existing *metav1.Condition
+		state    kit.Claimant
+		want     bool
+	}{
+		{"none", nil, kit.Claimant{}, false},
+		{"another refuser's, alive", &byC, alive, true},
+		{"another refuser's, its Lease missing for a moment", &byC, kit.Claimant{MissingSince: now.Add(-time.Minute)}, true},
+		{"another refuser's, its Lease expired long ago", &byC, kit.ClaimantOf(operatorLease(now.Add(-time.Hour), "")), false},
+		{"another refuser's, no longer watching", &byC, kit.ClaimantOf(operatorLease(now, "other")), false},
+		{"another refuser's, without leader election", &byCUnelected, kit.Claimant{}, true},
+		{"mine", &mine, kit.Claimant{}, false},
+		{"another refuser's, not True", &resolved, alive, false},
+	} {
+		if got := conflictStands(tc.existing, operatorA, tc.state, "ns", now); got != tc.want {
+			t.Errorf("%s: conflictStands = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Operator A, refused by live claimant B, finds the condition live operator C wrote when
+// refused too: it leaves it, and writes nothing however often it looks.
+func TestSecondRefuserLeavesTheFirstOnesCondition(t *testing.T) {
+	h := newClaimHarness(t, operatorB)
+	lc := operatorLease(h.clock, "")
+	lc.Namespace = "ops-c"
+	h.create(lc)
+	h.writeConflict(operatorC, operatorB)
+	for range 3 {
+		h.look()
+	}
+	if h.statusWrites != 0 {
+		t.Fatalf("%d status writes over the other refuser's condition, want none", h.statusWrites)
+	}
+	if cond := h.condition(etcdv1.ConditionOperatorConflict); !strings.HasPrefix(cond.Message, conflictPrefix+operatorC) {
+		t.Fatalf("the condition says %q, want %s's", cond.Message, operatorC)
+	}
+}
+
+// An operator without leader election refuses a cluster of another's even when that one's
+// Lease ended long ago, and its condition says why.
+func TestUnelectedOperatorRefusesAnotherOperatorsCluster(t *testing.T) {
+	h := newClaimHarness(t, operatorB)
+	h.r.Claims.Unelected = true
+	h.setLease(operatorLease(h.clock.Add(-time.Hour), ""))
+	h.look()
+	if claim := h.clusterObj().Annotations[etcdv1.AnnotationOperator]; claim != operatorB || h.claimWrites != 0 {
+		t.Fatalf("claim %q after %d claim writes, want %s's untouched", claim, h.claimWrites, operatorB)
+	}
+	cond := h.condition(etcdv1.ConditionOperatorConflict)
+	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "without leader election") {
+		t.Fatalf("OperatorConflict %+v, want one saying the operator runs without leader election", cond)
 	}
 }

@@ -27,10 +27,10 @@ import (
 // clusters at rest cost no write. Only the EtcdCluster reconciler takes or refuses a claim;
 // the others act only on a cluster that carries their own (Claims.Mine).
 
-// ClaimMargin is how long a claimant's Lease must have expired (or been released) before
-// another operator takes its clusters: longer than a rolling update's hand-over or a Pod
-// rescheduled after its node failed, and than any clock skew between the operators, so
-// that a claimant that is merely restarting keeps its clusters.
+// ClaimMargin is how long a claimant's Lease must have expired (or been released, or been
+// seen missing) before another operator takes its clusters: longer than a rolling update's
+// hand-over or a Pod rescheduled after its node failed, and than any clock skew between the
+// operators, so that a claimant that is merely restarting keeps its clusters.
 const ClaimMargin = 2 * time.Minute
 
 // claimantMemo is how long a Lease read is reused: a refused cluster looked at again, and
@@ -49,7 +49,8 @@ func Identity(leaseNamespace, leaseName string) string {
 }
 
 // leaseKey is the Lease an identity names; false when it names none (a claim written by
-// hand with a typo), which counts as a claimant whose Lease is gone.
+// hand with a typo), which counts as a claimant whose Lease is gone for good: none can ever
+// appear.
 func leaseKey(identity string) (types.NamespacedName, bool) {
 	ns, name, ok := strings.Cut(identity, "/")
 	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
@@ -62,6 +63,11 @@ func leaseKey(identity string) (types.NamespacedName, bool) {
 type Claimant struct {
 	// Found: the Lease exists.
 	Found bool
+	// MissingSince is when this operator first saw the Lease missing, in the reads since which
+	// it has not seen it: a Lease is missing for a moment at its operator's first start, or
+	// deleted and made again. Zero for a Lease found, and for one that cannot exist (a claim
+	// naming no Lease), which counts as missing for ever.
+	MissingSince time.Time
 	// Holder is the Lease's holderIdentity: the leader's, "" when none holds it (released).
 	Holder string
 	// Until is when the Lease ends unless renewed: renewTime + leaseDurationSeconds.
@@ -91,13 +97,17 @@ func ClaimantOf(lease *coordinationv1.Lease) Claimant {
 	return c
 }
 
-// Serves: the claimant is alive (its Lease held, or expired or released less than
+// Serves: the claimant is alive (its Lease held, or expired, released or missing less than
 // ClaimMargin ago) and watches namespace (or did not say it does not). Otherwise why says
 // what it is not, for the event of a take-over.
 func (c Claimant) Serves(namespace string, now time.Time) (bool, string) {
 	switch {
+	case !c.Found && c.MissingSince.IsZero():
+		return false, "its claim names no leader election Lease"
+	case !c.Found && now.After(c.MissingSince.Add(ClaimMargin)):
+		return false, fmt.Sprintf("its leader election Lease has been missing since %s, more than %s", c.MissingSince.UTC().Format(time.RFC3339), ClaimMargin)
 	case !c.Found:
-		return false, "its leader election Lease does not exist"
+		return true, ""
 	case now.After(c.Until.Add(ClaimMargin)):
 		return false, fmt.Sprintf("its leader election Lease ended at %s, more than %s ago", c.Until.UTC().Format(time.RFC3339), ClaimMargin)
 	case c.Watching != nil && !slices.Contains(c.Watching, namespace):
@@ -125,19 +135,27 @@ type Verdict struct {
 	Kind VerdictKind
 	// Holder is the claim found ("" when none).
 	Holder string
-	// Why a take is allowed: the claimant's state ("" for an unclaimed cluster).
+	// Why a take is allowed (the claimant's state; "" for an unclaimed cluster), or why a
+	// claimant that may be gone is refused all the same ("" when it is alive).
 	Why string
 }
 
+// WhyUnelected is a Verdict's Why when an operator without leader election refuses a
+// cluster: the others cannot tell whether it is alive, so it must not take their clusters.
+const WhyUnelected = "this operator runs without leader election (--leader-elect=false): " +
+	"no Lease tells the other operators whether it is alive, so it takes no cluster another operator claims"
+
 // ClaimVerdict decides on a cluster in namespace claimed by claim ("" when unclaimed), seen
-// by operator me; holder is what the claimant's Lease says (unread for an unclaimed cluster
-// or one of me's).
-func ClaimVerdict(claim, me string, holder Claimant, namespace string, now time.Time) Verdict {
-	switch claim {
-	case "":
+// by operator me, elected or not (unelected); holder is what the claimant's Lease says
+// (unread for an unclaimed cluster, one of me's, or when unelected).
+func ClaimVerdict(claim, me string, unelected bool, holder Claimant, namespace string, now time.Time) Verdict {
+	switch {
+	case claim == "":
 		return Verdict{Kind: Take}
-	case me:
+	case claim == me:
 		return Verdict{Kind: Mine, Holder: claim}
+	case unelected:
+		return Verdict{Kind: Refuse, Holder: claim, Why: WhyUnelected}
 	}
 	if serves, why := holder.Serves(namespace, now); !serves {
 		return Verdict{Kind: Take, Holder: claim, Why: why}
@@ -151,6 +169,9 @@ func ClaimVerdict(claim, me string, holder Claimant, namespace string, now time.
 type Claims struct {
 	// Me is this operator's identity (Identity).
 	Me string
+	// Unelected: this operator runs without leader election, so it has no Lease by which the
+	// others could tell it alive; it takes no cluster another operator claims.
+	Unelected bool
 	// Reader reads Leases from the API server: the manager's cache is limited to the watched
 	// namespaces, and the claimants' Leases are in theirs.
 	Reader client.Reader
@@ -212,18 +233,19 @@ func (cl *Claims) LeaveAlone(ctx context.Context, reader client.Reader, namespac
 func (cl *Claims) Verdict(ctx context.Context, c *etcdv1.EtcdCluster) (Verdict, error) {
 	claim := c.Annotations[etcdv1.AnnotationOperator]
 	var holder Claimant
-	if claim != "" && claim != cl.Me {
+	if claim != "" && claim != cl.Me && !cl.Unelected {
 		var err error
 		if holder, err = cl.Claimant(ctx, claim); err != nil {
 			return Verdict{}, err
 		}
 	}
-	return ClaimVerdict(claim, cl.Me, holder, c.Namespace, cl.now()), nil
+	return ClaimVerdict(claim, cl.Me, cl.Unelected, holder, c.Namespace, cl.now()), nil
 }
 
 // Claimant reads the Lease of the operator identity names, reusing a read younger than
-// claimantMemo. An error other than NotFound (no RBAC to read it) is returned: the caller
-// retries rather than take a cluster whose claimant it cannot see.
+// claimantMemo, and remembering since when the Lease is missing (Claimant.MissingSince). An
+// error other than NotFound (no RBAC to read it) is returned: the caller retries rather than
+// take a cluster whose claimant it cannot see.
 func (cl *Claims) Claimant(ctx context.Context, identity string) (Claimant, error) {
 	now := cl.now()
 	cl.mu.Lock()
@@ -242,6 +264,8 @@ func (cl *Claims) Claimant(ctx context.Context, identity string) (Claimant, erro
 			claimant = ClaimantOf(lease)
 		case !apierrors.IsNotFound(err):
 			return Claimant{}, fmt.Errorf("reading the leader election Lease %s of operator %s, which claims the cluster: %w", key, identity, err)
+		default:
+			claimant.MissingSince = missingSince(read.claimant, ok, now)
 		}
 	}
 	cl.mu.Lock()
@@ -251,6 +275,15 @@ func (cl *Claims) Claimant(ctx context.Context, identity string) (Claimant, erro
 	cl.reads[identity] = claimantRead{at: now, claimant: claimant}
 	cl.mu.Unlock()
 	return claimant, nil
+}
+
+// missingSince is when a Lease read missing at now has been missing since: the time of the
+// first of the reads since it was last seen (before, when there was one, ok).
+func missingSince(before Claimant, ok bool, now time.Time) time.Time {
+	if ok && !before.Found && !before.MissingSince.IsZero() {
+		return before.MissingSince
+	}
+	return now
 }
 
 // Take writes this operator's claim on the cluster, with the resourceVersion read: of two

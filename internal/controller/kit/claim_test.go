@@ -35,37 +35,78 @@ func lease(holder string, renewed time.Time, publisher, watching string) *coordi
 
 func ptr[T any](v T) *T { return &v }
 
+// released is operator B's Lease as client-go's ReleaseOnCancel leaves it when its leader
+// stops: no holder, a duration of one second from the release.
+func released(at time.Time) *coordinationv1.Lease {
+	l := lease("", at, "", "")
+	l.Spec.LeaseDurationSeconds = ptr(int32(1))
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: at}
+	return l
+}
+
+// missing is a claimant whose Lease this operator first saw missing at since.
+func missing(since time.Time) Claimant { return Claimant{MissingSince: since} }
+
 func TestClaimVerdict(t *testing.T) {
 	t.Parallel()
 	const me, other = "ops-a/etcd-operator.cozystack.io", "ops-b/etcd-operator.cozystack.io"
 	alive := ClaimantOf(lease("pod-b", claimNow.Add(-time.Second), "", ""))
 	for _, tc := range []struct {
-		name   string
-		claim  string
-		holder Claimant
-		want   VerdictKind
+		name      string
+		claim     string
+		unelected bool
+		holder    Claimant
+		now       time.Time
+		want      VerdictKind
 	}{
-		{"unclaimed (a cluster from before claims)", "", Claimant{}, Take},
-		{"mine", me, Claimant{}, Mine},
-		{"another's, alive", other, alive, Refuse},
-		{"another's, its Lease gone", other, ClaimantOf(nil), Take},
-		{"another's, expired less than the margin ago", other, ClaimantOf(lease("pod-b", claimNow.Add(-15*time.Second-ClaimMargin+time.Second), "", "")), Refuse},
-		{"another's, expired more than the margin ago", other, ClaimantOf(lease("pod-b", claimNow.Add(-15*time.Second-ClaimMargin-time.Second), "", "")), Take},
-		{"another's, released long ago", other, ClaimantOf(lease("", claimNow.Add(-time.Hour), "", "")), Take},
-		{"another's, released just now (a rolling update)", other, ClaimantOf(lease("", claimNow, "", "")), Refuse},
-		{"another's, watching the namespace", other, ClaimantOf(lease("pod-b", claimNow, "pod-b", "team-a,team-b")), Refuse},
-		{"another's, watching all namespaces", other, ClaimantOf(lease("pod-b", claimNow, "pod-b", "*")), Refuse},
-		{"another's, no longer watching the namespace", other, ClaimantOf(lease("pod-b", claimNow, "pod-b", "team-b")), Take},
-		{"another's, the list is a former leader's", other, ClaimantOf(lease("pod-b2", claimNow, "pod-b", "team-b")), Refuse},
-		{"a claim naming no Lease", "typo", ClaimantOf(nil), Take},
+		{"unclaimed (a cluster from before claims)", "", false, Claimant{}, claimNow, Take},
+		{"mine", me, false, Claimant{}, claimNow, Mine},
+		{"another's, alive", other, false, alive, claimNow, Refuse},
+		{"another's, expired less than the margin ago", other, false, ClaimantOf(lease("pod-b", claimNow.Add(-15*time.Second-ClaimMargin+time.Second), "", "")), claimNow, Refuse},
+		{"another's, expired more than the margin ago", other, false, ClaimantOf(lease("pod-b", claimNow.Add(-15*time.Second-ClaimMargin-time.Second), "", "")), claimNow, Take},
+		{"another's, released long ago", other, false, ClaimantOf(lease("", claimNow.Add(-time.Hour), "", "")), claimNow, Take},
+		{"another's, released just now (a rolling update)", other, false, ClaimantOf(lease("", claimNow, "", "")), claimNow, Refuse},
+		{"another's, watching the namespace", other, false, ClaimantOf(lease("pod-b", claimNow, "pod-b", "team-a,team-b")), claimNow, Refuse},
+		{"another's, watching all namespaces", other, false, ClaimantOf(lease("pod-b", claimNow, "pod-b", "*")), claimNow, Refuse},
+		{"another's, no longer watching the namespace", other, false, ClaimantOf(lease("pod-b", claimNow, "pod-b", "team-b")), claimNow, Take},
+		{"another's, the list is a former leader's", other, false, ClaimantOf(lease("pod-b2", claimNow, "pod-b", "team-b")), claimNow, Refuse},
+		{"a claim naming no Lease", "typo", false, ClaimantOf(nil), claimNow, Take},
+
+		// Literal times. A Lease renewed at 12:00:00 for 15 s ends at 12:00:15; it may be
+		// taken after 12:02:15.
+		{"renewed, ended 12:00:15, now 12:02:15", other, false, ClaimantOf(lease("pod-b", time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), "", "")), time.Date(2026, 12, 1, 12, 2, 15, 0, time.UTC), Refuse},
+		{"renewed, ended 12:00:15, now 12:02:16", other, false, ClaimantOf(lease("pod-b", time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), "", "")), time.Date(2026, 12, 1, 12, 2, 16, 0, time.UTC), Take},
+		// Released by client-go at 12:00:00 (ended 12:00:01): its operator stopped, and
+		// another takes its clusters once the margin is over, not before (a rolling update
+		// hands over within it).
+		{"released 12:00:00, now 12:00:01", other, false, ClaimantOf(released(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))), time.Date(2026, 12, 1, 12, 0, 1, 0, time.UTC), Refuse},
+		{"released 12:00:00, now 12:02:01", other, false, ClaimantOf(released(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))), time.Date(2026, 12, 1, 12, 2, 1, 0, time.UTC), Refuse},
+		{"released 12:00:00, now 12:02:02", other, false, ClaimantOf(released(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))), time.Date(2026, 12, 1, 12, 2, 2, 0, time.UTC), Take},
+		// A Lease missing (its operator's first start, a Lease made again) is gone only
+		// ClaimMargin after this operator first saw it missing.
+		{"missing since 12:00:00, now 12:00:00", other, false, missing(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)), time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Refuse},
+		{"missing since 12:00:00, now 12:02:00", other, false, missing(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)), time.Date(2026, 12, 1, 12, 2, 0, 0, time.UTC), Refuse},
+		{"missing since 12:00:00, now 12:02:01", other, false, missing(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)), time.Date(2026, 12, 1, 12, 2, 1, 0, time.UTC), Take},
+
+		// Without leader election nobody can tell this operator alive: it takes no claim of
+		// another's, however dead, but takes unclaimed clusters and keeps its own.
+		{"unelected, unclaimed", "", true, Claimant{}, claimNow, Take},
+		{"unelected, mine", me, true, Claimant{}, claimNow, Mine},
+		{"unelected, another's, alive", other, true, alive, claimNow, Refuse},
+		{"unelected, another's, expired long ago", other, true, ClaimantOf(lease("pod-b", claimNow.Add(-time.Hour), "", "")), claimNow, Refuse},
+		{"unelected, another's, missing long ago", other, true, missing(claimNow.Add(-time.Hour)), claimNow, Refuse},
+		{"unelected, a claim naming no Lease", "typo", true, ClaimantOf(nil), claimNow, Refuse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ClaimVerdict(tc.claim, me, tc.holder, "team-a", claimNow)
+			got := ClaimVerdict(tc.claim, me, tc.unelected, tc.holder, "team-a", tc.now)
 			if got.Kind != tc.want {
 				t.Fatalf("verdict %v, want %v (%+v)", got.Kind, tc.want, got)
 			}
 			if got.Kind == Take && tc.claim != "" && got.Why == "" {
 				t.Errorf("a take-over from %s says no why", tc.claim)
+			}
+			if tc.unelected && got.Kind == Refuse && got.Why != WhyUnelected {
+				t.Errorf("an unelected refusal says %q, want why", got.Why)
 			}
 		})
 	}
@@ -114,15 +155,69 @@ func TestClaimantReadsAreReused(t *testing.T) {
 	}
 }
 
-// A Lease that cannot be read (no RBAC) is no Lease gone: the cluster is not taken.
-func TestClaimantUnreadableIsAnError(t *testing.T) {
+// A missing Lease is remembered missing since the first read that missed it, through the
+// reads after, and forgotten once it is seen: missing again, it is so from then.
+func TestClaimantMissingSince(t *testing.T) {
 	t.Parallel()
-	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithInterceptorFuncs(interceptor.Funcs{
+	api := fake.NewClientBuilder().WithScheme(claimScheme()).Build()
+	now := claimNow
+	cl := &Claims{Me: "ops-a/x", Reader: api, Now: func() time.Time { return now }}
+	look := func(want time.Time) {
+		t.Helper()
+		now = now.Add(time.Minute)
+		c, err := cl.Claimant(context.Background(), "ops-b/etcd-operator.cozystack.io")
+		if err != nil || !c.MissingSince.Equal(want) {
+			t.Fatalf("at %s: missing since %s (%v), want %s", now, c.MissingSince, err, want)
+		}
+	}
+	first := claimNow.Add(time.Minute)
+	look(first)
+	look(first)
+	look(first)
+	l := lease("pod-b", now, "", "")
+	if err := api.Create(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	look(time.Time{})
+	if err := api.Delete(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	look(now.Add(time.Minute))
+	if c, _ := cl.Claimant(context.Background(), "typo"); !c.MissingSince.IsZero() {
+		t.Fatalf("a claim naming no Lease missing since %s, want for ever", c.MissingSince)
+	}
+}
+
+// forbiddenLeases is an API server this operator may not read Leases from (no RBAC).
+func forbiddenLeases() client.Client {
+	return fake.NewClientBuilder().WithScheme(claimScheme()).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return apierrors.NewForbidden(coordinationv1.Resource("leases"), "x", nil)
 		}}).Build()
+}
+
+// claimedByB is a cluster operator "ops-b/y" claims.
+func claimedByB() *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/y"}}}
+}
+
+// An operator without leader election reads no Lease to refuse a cluster of another's.
+func TestUnelectedRefusesWithoutReadingLeases(t *testing.T) {
+	t.Parallel()
+	api := forbiddenLeases()
+	cl := &Claims{Me: "ops-a/x", Unelected: true, Reader: api, Now: func() time.Time { return claimNow }}
+	c := claimedByB()
+	if v, err := cl.Verdict(context.Background(), c); err != nil || v.Kind != Refuse || v.Why != WhyUnelected {
+		t.Fatalf("verdict %+v, %v; want a refusal saying why", v, err)
+	}
+}
+
+// A Lease that cannot be read (no RBAC) is no Lease gone: the cluster is not taken.
+func TestClaimantUnreadableIsAnError(t *testing.T) {
+	t.Parallel()
+	api := forbiddenLeases()
 	cl := &Claims{Me: "ops-a/x", Reader: api, Now: func() time.Time { return claimNow }}
-	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-b/y"}}}
+	c := claimedByB()
 	if _, err := cl.Verdict(context.Background(), c); err == nil {
 		t.Fatal("a forbidden Lease read gave a verdict")
 	}
