@@ -265,7 +265,7 @@ func (cl *Claims) Claimant(ctx context.Context, identity string) (Claimant, erro
 		case !apierrors.IsNotFound(err):
 			return Claimant{}, fmt.Errorf("reading the leader election Lease %s of operator %s, which claims the cluster: %w", key, identity, err)
 		default:
-			claimant.MissingSince = missingSince(read.claimant, ok, now)
+			claimant.MissingSince = missingSince(read, ok, now)
 		}
 	}
 	cl.mu.Lock()
@@ -278,10 +278,13 @@ func (cl *Claims) Claimant(ctx context.Context, identity string) (Claimant, erro
 }
 
 // missingSince is when a Lease read missing at now has been missing since: the time of the
-// first of the reads since it was last seen (before, when there was one, ok).
-func missingSince(before Claimant, ok bool, now time.Time) time.Time {
-	if ok && !before.Found && !before.MissingSince.IsZero() {
-		return before.MissingSince
+// first of the reads since it was last seen (before, when there was one, ok). Reads more
+// than ClaimMargin apart do not make one absence: the Lease may have come back and gone
+// again in between, so the count starts again.
+func missingSince(before claimantRead, ok bool, now time.Time) time.Time {
+	c := before.claimant
+	if ok && !c.Found && !c.MissingSince.IsZero() && now.Sub(before.at) <= ClaimMargin {
+		return c.MissingSince
 	}
 	return now
 }

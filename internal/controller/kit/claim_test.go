@@ -162,13 +162,17 @@ func TestClaimantMissingSince(t *testing.T) {
 	api := fake.NewClientBuilder().WithScheme(claimScheme()).Build()
 	now := claimNow
 	cl := &Claims{Me: "ops-a/x", Reader: api, Now: func() time.Time { return now }}
-	look := func(want time.Time) {
+	lookAfter := func(gap time.Duration, want time.Time) {
 		t.Helper()
-		now = now.Add(time.Minute)
+		now = now.Add(gap)
 		c, err := cl.Claimant(context.Background(), "ops-b/etcd-operator.cozystack.io")
 		if err != nil || !c.MissingSince.Equal(want) {
 			t.Fatalf("at %s: missing since %s (%v), want %s", now, c.MissingSince, err, want)
 		}
+	}
+	look := func(want time.Time) {
+		t.Helper()
+		lookAfter(time.Minute, want)
 	}
 	first := claimNow.Add(time.Minute)
 	look(first)
@@ -182,7 +186,11 @@ func TestClaimantMissingSince(t *testing.T) {
 	if err := api.Delete(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	look(now.Add(time.Minute))
+	again := now.Add(time.Minute)
+	look(again)
+	look(again)
+	// Looks more than ClaimMargin apart: the Lease may have been back in between.
+	lookAfter(ClaimMargin+time.Second, now.Add(ClaimMargin+time.Second))
 	if c, _ := cl.Claimant(context.Background(), "typo"); !c.MissingSince.IsZero() {
 		t.Fatalf("a claim naming no Lease missing since %s, want for ever", c.MissingSince)
 	}
