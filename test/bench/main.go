@@ -94,13 +94,17 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	var r report
+	var scaleErr error
 	if !o.timedOnly {
-		if r, err = b.atScale(ctx); err != nil {
-			return err
-		}
+		// What the steps measured before one failed is still reported (a teardown that
+		// stalled comes after the scale and rest steps).
+		r, scaleErr = b.atScale(ctx)
 	}
 	if err := printReport(os.Stdout, o, times, r, time.Since(started)); err != nil {
 		return err
+	}
+	if scaleErr != nil {
+		return scaleErr
 	}
 	// Zero writes at rest is a requirement, not a speed: a cluster at rest must cost nothing.
 	if rest := r.rest; rest != nil && len(rest.operatorWrites) > 0 {
@@ -118,13 +122,14 @@ func (b *bench) atScale(ctx context.Context) (report, error) {
 	}
 	rest, err := b.idle(ctx)
 	if err != nil {
-		return report{}, err
+		return report{scale: many}, err
 	}
 	crowded, err := b.crowdIn(ctx)
 	if err != nil {
-		return report{}, err
+		return report{scale: many, rest: rest}, err
 	}
-	return report{many, rest, crowded}, nil
+	gone, err := b.tearDown(ctx)
+	return report{many, rest, crowded, gone}, err
 }
 
 // logf reports progress on stderr; the report alone goes to stdout.

@@ -58,6 +58,7 @@ type report struct {
 	scale *atScale
 	rest  *atRest
 	crowd *crowd
+	gone  *teardown
 }
 
 func formatReport(o options, times *samples, r report, took time.Duration) string {
@@ -77,10 +78,24 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 
 	if r.scale != nil {
 		writeScale(&b, r.scale)
+	}
+	if r.rest != nil && r.crowd != nil {
 		writeAtRest(&b, r.rest, r.crowd)
+	}
+	if r.gone != nil {
+		writeTeardown(&b, r.gone)
 	}
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
+}
+
+// writeTeardown reports the deletion of every cluster at once, or that it stalled.
+func writeTeardown(b *strings.Builder, t *teardown) {
+	gone := fmt.Sprintf("%.1fs", t.took.Seconds())
+	if t.stalled != "" {
+		gone = fmt.Sprintf("NOT gone after %.0fs: %s", t.took.Seconds(), t.stalled)
+	}
+	fmt.Fprintf(b, "\nteardown: %d clusters' namespaces deleted at once, until no namespace, EtcdCluster or EtcdMember is left\t%s\n", t.clusters, gone)
 }
 
 func total(counts map[string]float64) float64 {
