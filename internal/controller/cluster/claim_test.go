@@ -423,20 +423,7 @@ func TestRelabelledClusterMovesToTheOtherShard(t *testing.T) {
 	}
 	h.relabel("b")
 	h.events()
-	before, claimWrites, statusWrites := h.clusterObj().ResourceVersion, h.claimWrites, h.statusWrites
-	for range 3 {
-		if res := h.look(); res.RequeueAfter != 0 {
-			t.Fatalf("operator A looks again after %v at a cluster it does not select", res.RequeueAfter)
-		}
-	}
-	c := h.clusterObj()
-	if c.ResourceVersion != before || h.claimWrites != claimWrites || h.statusWrites != statusWrites || len(h.members()) != members {
-		t.Fatalf("operator A wrote to a cluster it no longer selects: resourceVersion %s -> %s, %d claim and %d status writes, %d members (was %d)",
-			before, c.ResourceVersion, h.claimWrites-claimWrites, h.statusWrites-statusWrites, len(h.members()), members)
-	}
-	if c.Annotations[etcdv1.AnnotationOperator] != operatorA || len(h.events()) != 0 {
-		t.Fatalf("claim %q after operator A's looks, want its own left for B to take, without an event", c.Annotations[etcdv1.AnnotationOperator])
-	}
+	h.looksWritingNothing(members)
 	h.r.Claims = &kit.Claims{Me: operatorB, Selector: shardB, Reader: h.api, Now: func() time.Time { return h.clock }}
 	h.look()
 	if claim := h.clusterObj().Annotations[etcdv1.AnnotationOperator]; claim != operatorB {
@@ -444,5 +431,26 @@ func TestRelabelledClusterMovesToTheOtherShard(t *testing.T) {
 	}
 	if evs := h.events(); len(evs) != 1 || !strings.Contains(evs[0], etcdv1.ReasonClaimTakenOver) || !strings.Contains(evs[0], "matching shard=a") {
 		t.Fatalf("events %q, want one %s saying A serves shard=a only", evs, etcdv1.ReasonClaimTakenOver)
+	}
+}
+
+// looksWritingNothing: operator A looks at the cluster, which it claims but no longer
+// selects, and writes nothing to it (its claim stays, its members stay as many), says
+// nothing, and does not ask to look again (a label change wakes it).
+func (h *claimHarness) looksWritingNothing(members int) {
+	h.t.Helper()
+	before, claimWrites, statusWrites := h.clusterObj().ResourceVersion, h.claimWrites, h.statusWrites
+	for range 3 {
+		if res := h.look(); res.RequeueAfter != 0 {
+			h.t.Fatalf("operator A looks again after %v at a cluster it does not select", res.RequeueAfter)
+		}
+	}
+	c := h.clusterObj()
+	if c.ResourceVersion != before || h.claimWrites != claimWrites || h.statusWrites != statusWrites || len(h.members()) != members {
+		h.t.Fatalf("operator A wrote to a cluster it no longer selects: resourceVersion %s -> %s, %d claim and %d status writes, %d members (was %d)",
+			before, c.ResourceVersion, h.claimWrites-claimWrites, h.statusWrites-statusWrites, len(h.members()), members)
+	}
+	if c.Annotations[etcdv1.AnnotationOperator] != operatorA || len(h.events()) != 0 {
+		h.t.Fatalf("claim %q after operator A's looks, want its own left for B to take, without an event", c.Annotations[etcdv1.AnnotationOperator])
 	}
 }

@@ -406,9 +406,7 @@ func TestPublishScope(t *testing.T) {
 	if len(c.Watching) != 2 || c.Watching[0] != "team-a" || c.Watching[1] != "team-b" {
 		t.Fatalf("published %v, want team-a,team-b", c.Watching)
 	}
-	if c.Selector == nil || c.Selector.String() != sel.String() || !c.Selector.Matches(labels.Set{"shard": "a", "tier": "gold"}) || c.Selector.Matches(labels.Set{"shard": "a"}) {
-		t.Fatalf("published selector %v (annotation %q), want %s", c.Selector, got.Annotations[etcdv1.AnnotationClusterSelector], sel)
-	}
+	checkPublishedSelector(t, got, sel)
 	if err := PublishScope(context.Background(), api, api, key, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -416,8 +414,20 @@ func TestPublishScope(t *testing.T) {
 	if got.Annotations[etcdv1.AnnotationWatchNamespaces] != "*" || ClaimantOf(got).Watching != nil {
 		t.Fatalf("all namespaces published as %q", got.Annotations[etcdv1.AnnotationWatchNamespaces])
 	}
-	if v, ok := got.Annotations[etcdv1.AnnotationClusterSelector]; !ok || v != "" || ClaimantOf(got).Selector != nil {
-		t.Fatalf("all clusters published as %q (present %v), over the former selector", v, ok)
+	checkPublishedSelector(t, got, nil)
+}
+
+// checkPublishedSelector: l publishes sel (nil: all clusters, written as "" over a former
+// selector), read back as the same selector.
+func checkPublishedSelector(t *testing.T, l *coordinationv1.Lease, sel labels.Selector) {
+	t.Helper()
+	v, ok := l.Annotations[etcdv1.AnnotationClusterSelector]
+	got := ClaimantOf(l).Selector
+	switch {
+	case sel == nil && (!ok || v != "" || got != nil):
+		t.Fatalf("all clusters published as %q (present %v), read back as %v", v, ok, got)
+	case sel != nil && (got == nil || v != sel.String() || got.String() != sel.String()):
+		t.Fatalf("published selector %q, read back as %v; want %s", v, got, sel)
 	}
 }
 
