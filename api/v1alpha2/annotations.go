@@ -40,8 +40,10 @@ const AnnotationNodeLostSince = "etcd-operator.cozystack.io/node-lost-since"
 // "<namespace>/<name>" of that operator's leader election Lease. An operator acts on a
 // cluster, its members, snapshots and defragmentations only under its own claim; it takes an
 // unclaimed cluster, or one whose claimant's Lease is gone, expired or published without the
-// cluster's namespace (AnnotationWatchNamespaces), and refuses the others with the
-// OperatorConflict condition. Written once, with the resourceVersion read, so that of two
+// cluster's namespace (AnnotationWatchNamespaces) or with a selector its labels do not match
+// (AnnotationClusterSelector), and refuses the others with the OperatorConflict condition. A
+// cluster its own --cluster-selector does not match it neither takes, refuses nor acts on,
+// even under its own claim. Written once, with the resourceVersion read, so that of two
 // operators taking one cluster at once only one succeeds. A person may set it (kubectl
 // annotate --overwrite) to hand a cluster to another operator.
 const AnnotationOperator = "etcd-operator.cozystack.io/operator"
@@ -53,8 +55,17 @@ const AnnotationOperator = "etcd-operator.cozystack.io/operator"
 // former leader may be out of date. Each leader writes both once, when it is elected.
 const AnnotationWatchNamespaces = "etcd-operator.cozystack.io/watch-namespaces"
 
-// AnnotationWatchNamespacesHolder: see AnnotationWatchNamespaces.
+// AnnotationWatchNamespacesHolder: see AnnotationWatchNamespaces and AnnotationClusterSelector.
 const AnnotationWatchNamespacesHolder = "etcd-operator.cozystack.io/watch-namespaces-holder"
+
+// AnnotationClusterSelector on an operator's leader election Lease publishes the label
+// selector of the EtcdClusters that operator manages (--cluster-selector, in the form of
+// labels.Selector's String; "" or absent for all), so that another operator may take over
+// its claims on clusters whose labels it no longer matches. Like AnnotationWatchNamespaces,
+// written by each leader when it is elected, and counted only while
+// AnnotationWatchNamespacesHolder equals the Lease's holderIdentity. A value that does not
+// parse counts as all: the claimant keeps its clusters.
+const AnnotationClusterSelector = "etcd-operator.cozystack.io/cluster-selector"
 
 // Annotations a user (or `kubectl etcd`) sets, continued.
 

@@ -52,6 +52,7 @@ type options struct {
 	metricsAddr        string
 	metricsSecure      bool
 	watchNamespaces    string
+	clusterSelector    string
 	probeAddr          string
 	leaderElect        bool
 	leaderElectNS      string
@@ -84,6 +85,7 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers whose token may get /metrics (ClusterRole etcd-operator-metrics-reader); false serves plain HTTP to anyone")
 	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose EtcdClusters the operator manages; empty means all")
+	flag.StringVar(&o.clusterSelector, "cluster-selector", "", "label selector of the EtcdClusters the operator manages (for example shard=a, or 'tier in (gold,silver)'); empty means all. Another operator whose selector matches takes over a cluster whose labels this one no longer matches")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; the operator's own namespace when empty")
@@ -112,6 +114,10 @@ func main() {
 		os.Exit(2)
 	}
 	if err := o.lease.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if _, err := o.selector(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -161,11 +167,15 @@ func run(o options) error {
 			return err
 		}
 	}
-	claims := &kit.Claims{Me: kit.Identity(o.leaseNamespace(), o.leaderElectID), Unelected: !o.leaderElect, Reader: mgr.GetAPIReader()}
+	selector, err := o.selector()
+	if err != nil {
+		return err
+	}
+	claims := &kit.Claims{Me: kit.Identity(o.leaseNamespace(), o.leaderElectID), Unelected: !o.leaderElect, Selector: selector, Reader: mgr.GetAPIReader()}
 	if err := setUpControllers(mgr, o, claims); err != nil {
 		return err
 	}
-	if err := mgr.Add(publishWatching(mgr, o)); err != nil {
+	if err := mgr.Add(publishScope(mgr, o, selector)); err != nil {
 		return err
 	}
 	if err := crmetrics.Registry.Register(&metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics")}); err != nil {
@@ -177,7 +187,7 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting", "version", version.Version, "operator", claims.Me)
+	ctrl.Log.Info("starting", "version", version.Version, "operator", claims.Me, "clusterSelector", o.clusterSelector)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -221,6 +231,19 @@ func (o options) watched() []string {
 	return out
 }
 
+// selector is --cluster-selector parsed, nil when empty (all clusters); the error names the
+// flag.
+func (o options) selector() (labels.Selector, error) {
+	if strings.TrimSpace(o.clusterSelector) == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.clusterSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-selector %q is no label selector: %w", o.clusterSelector, err)
+	}
+	return sel, nil
+}
+
 // defaultLeaderElectionID is the Lease of an operator installed once (and of every operator
 // before claims): its clusters' claims name it.
 const defaultLeaderElectionID = "etcd-operator.cozystack.io"
@@ -234,18 +257,19 @@ func (o options) leaseNamespace() string {
 	return kit.OperatorNamespace()
 }
 
-// publishWatching runs once the operator leads: it writes the namespaces it watches on its
-// Lease, for other operators to take over its claims where it stopped watching. A failure
-// is logged, not fatal: the claims hold meanwhile, and only that take-over waits (for a
-// person's hand-over, docs/scaling.md). Without leader election there is no Lease to write.
-func publishWatching(mgr ctrl.Manager, o options) manager.RunnableFunc {
+// publishScope runs once the operator leads: it writes the namespaces it watches and its
+// cluster selector on its Lease, for other operators to take over its claims where it
+// stopped watching or selecting. A failure is logged, not fatal: the claims hold meanwhile,
+// and only that take-over waits (for a person's hand-over, docs/scaling.md). Without leader
+// election there is no Lease to write.
+func publishScope(mgr ctrl.Manager, o options, selector labels.Selector) manager.RunnableFunc {
 	return func(ctx context.Context) error {
 		if !o.leaderElect {
 			return nil
 		}
 		lease := types.NamespacedName{Namespace: o.leaseNamespace(), Name: o.leaderElectID}
-		if err := kit.PublishWatching(ctx, mgr.GetAPIReader(), mgr.GetClient(), lease, o.watched()); err != nil {
-			ctrl.Log.Error(err, "publishing the watched namespaces on the leader election Lease", "lease", lease)
+		if err := kit.PublishScope(ctx, mgr.GetAPIReader(), mgr.GetClient(), lease, o.watched(), selector); err != nil {
+			ctrl.Log.Error(err, "publishing the watched namespaces and the cluster selector on the leader election Lease", "lease", lease)
 		}
 		return nil
 	}

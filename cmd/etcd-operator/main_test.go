@@ -123,3 +123,35 @@ func TestClaimIdentityAndWatchedNamespaces(t *testing.T) {
 		t.Errorf("no --watch-namespaces: watched %v, want none (all)", got)
 	}
 }
+
+// --cluster-selector: empty selects every cluster (nil); a selector that does not parse is
+// refused at start with the flag's name and the parse error.
+func TestClusterSelector(t *testing.T) {
+	for _, tc := range []struct {
+		flag    string
+		matches labels.Set // nil when invalid
+		not     labels.Set
+	}{
+		{"", labels.Set{}, nil},
+		{"  ", labels.Set{}, nil},
+		{"shard=a", labels.Set{"shard": "a"}, labels.Set{"shard": "b"}},
+		{"tier in (gold,silver),!legacy", labels.Set{"tier": "gold"}, labels.Set{"tier": "gold", "legacy": "y"}},
+		{"tier in (gold", nil, nil},
+		{"shard==a=b", nil, nil},
+		{"-shard=a", nil, nil},
+	} {
+		sel, err := options{clusterSelector: tc.flag}.selector()
+		switch {
+		case tc.matches == nil:
+			if err == nil || !strings.Contains(err.Error(), "--cluster-selector") || !strings.Contains(err.Error(), tc.flag) {
+				t.Errorf("%q: %v, want an error naming --cluster-selector and the value", tc.flag, err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.flag, err)
+		case strings.TrimSpace(tc.flag) == "" && sel != nil:
+			t.Errorf("%q: selector %v, want none (all clusters)", tc.flag, sel)
+		case sel != nil && (!sel.Matches(tc.matches) || sel.Matches(tc.not)):
+			t.Errorf("%q: selector %s matches %v and not %v wrongly", tc.flag, sel, tc.matches, tc.not)
+		}
+	}
+}

@@ -136,6 +136,11 @@ func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 			t.Errorf("args %v lack %s", got, want)
 		}
 	}
+	for _, a := range got {
+		if strings.HasPrefix(a, "--cluster-selector") || strings.HasPrefix(a, "--watch-namespaces") {
+			t.Errorf("args %v: %s by default, want every cluster of every namespace", got, a)
+		}
+	}
 	if image := container(t, objects)["image"]; image != "ghcr.io/quorumkeeper/etcd-operator:dev" {
 		t.Errorf("image = %v, want the repository at the chart's appVersion", image)
 	}
@@ -203,7 +208,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 		"image.tag=v9.9.9", "replicas=2", "leaderElection.enabled=false", "logLevel=debug",
 		"extraLabels.team=storage", "etcdImageRepository=mirror.example/etcd",
 		"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
-		"resources.limits.memory=512Mi", "leaderElection.id=shard-b",
+		"resources.limits.memory=512Mi", "leaderElection.id=shard-b", "clusterSelector=shard=b",
 	)
 	deploy := mustGet(t, objects, "Deployment/operators/eo")
 	// The decoder reads numbers as JSON does (float64): compare their text.
@@ -214,6 +219,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 	// The agents run from the operator's own image: without the flag the operator would look
 	// for POD_NAME and POD_NAMESPACE, which the chart does not set, and stop.
 	for _, want := range []string{"--leader-elect=false", "--leader-election-id=shard-b", "--zap-log-level=debug", "--etcd-image-repository=mirror.example/etcd",
+		"--cluster-selector=shard=b",
 		"--agent-image=ghcr.io/quorumkeeper/etcd-operator:v9.9.9"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("args %v lack %s", got, want)

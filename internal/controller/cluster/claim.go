@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,7 +22,9 @@ import (
 // else, its deletion included. True when the reconcile ends here: the cluster is another
 // live operator's (the OperatorConflict condition says so, written once), or this operator
 // just wrote its claim (the write brings the next look, which acts), or lost the race to
-// write it (the winner's write brings the next look, which refuses).
+// write it (the winner's write brings the next look, which refuses), or this operator's
+// --cluster-selector does not match it (nothing written: a change of its labels brings the
+// next look).
 func (r *Reconciler) claim(ctx context.Context, c *etcdv1.EtcdCluster) (bool, ctrl.Result, error) {
 	if r.Claims == nil {
 		return false, ctrl.Result{}, nil
@@ -32,6 +35,9 @@ func (r *Reconciler) claim(ctx context.Context, c *etcdv1.EtcdCluster) (bool, ct
 	}
 	lg := log.FromContext(ctx).V(1)
 	switch verdict.Kind {
+	case kit.Ignore:
+		lg.Info("the cluster does not match this operator's --cluster-selector: nothing done", "operator", r.Claims.Me, "selector", r.Claims.Selector, "claim", verdict.Holder)
+		return true, ctrl.Result{}, nil
 	case kit.Mine:
 		return false, ctrl.Result{}, r.dropConflict(ctx, c)
 	case kit.Take:
@@ -57,7 +63,7 @@ func (r *Reconciler) reportConflict(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if err != nil {
 		return err
 	}
-	if conflictStands(existing, r.Claims.Me, state, c.Namespace, r.now()) {
+	if conflictStands(existing, r.Claims.Me, state, c.Namespace, c.Labels, r.now()) {
 		return nil
 	}
 	return kit.SetCondition(ctx, r.Client, r.Recorder, c, conflictCondition(r.Claims.Me, verdict.Holder, c.Namespace, verdict.Why))
@@ -72,7 +78,8 @@ func conflictCondition(refuser, holder, namespace, why string) metav1.Condition 
 	cond := metav1.Condition{Type: etcdv1.ConditionOperatorConflict, Status: metav1.ConditionTrue,
 		Reason: etcdv1.ReasonClaimedByAnotherOperator,
 		Message: fmt.Sprintf("%s%s watches namespace %s too and does nothing to this cluster: operator %s manages it (annotation %s). "+
-			"Remove %s from one operator's --watch-namespaces (chart value watchNamespaces); to hand the cluster over instead, set the annotation to the other operator's name",
+			"Remove %s from one operator's --watch-namespaces (chart value watchNamespaces), or make their --cluster-selector (chart value clusterSelector) exclusive; "+
+			"to hand the cluster over instead, set the annotation to the other operator's name",
 			conflictPrefix, refuser, namespace, holder, etcdv1.AnnotationOperator, namespace)}
 	if why == kit.WhyUnelected {
 		cond.Message = fmt.Sprintf("%s%s%s and does nothing to this cluster: operator %s manages it (annotation %s), "+
@@ -116,11 +123,12 @@ func (r *Reconciler) refuserState(ctx context.Context, cond *metav1.Condition) (
 
 // conflictOver: the OperatorConflict condition cond no longer holds for operator me, because
 // its refuser is me (I took the cluster since, or I am to write it anew) or no longer serves
-// the namespace (refuserState: its Lease gone, expired, or published without it). While the
+// the cluster (refuserState: its Lease gone, expired, or published without the namespace or
+// with a selector the cluster's labels lbls do not match). While the
 // refuser serves it, the condition stays: removing or rewriting it would have the refuser
 // write it again, and the two operators would write it in turns. A refuser without leader
 // election cannot be told gone: its condition stays until a person removes it.
-func conflictOver(cond *metav1.Condition, me string, refuserState kit.Claimant, namespace string, now time.Time) bool {
+func conflictOver(cond *metav1.Condition, me string, refuserState kit.Claimant, namespace string, lbls labels.Set, now time.Time) bool {
 	refuser, unelected := refuserOf(cond)
 	switch {
 	case refuser == "" || refuser == me:
@@ -128,14 +136,14 @@ func conflictOver(cond *metav1.Condition, me string, refuserState kit.Claimant, 
 	case unelected:
 		return false
 	}
-	serves, _ := refuserState.Serves(namespace, now)
+	serves, _ := refuserState.Serves(namespace, lbls, now)
 	return !serves
 }
 
 // conflictStands: a refuser me finds the OperatorConflict condition existing (nil when none)
-// written by another refuser that still serves the namespace, and leaves it as it is.
-func conflictStands(existing *metav1.Condition, me string, refuserState kit.Claimant, namespace string, now time.Time) bool {
-	return existing != nil && existing.Status == metav1.ConditionTrue && !conflictOver(existing, me, refuserState, namespace, now)
+// written by another refuser that still serves the cluster, and leaves it as it is.
+func conflictStands(existing *metav1.Condition, me string, refuserState kit.Claimant, namespace string, lbls labels.Set, now time.Time) bool {
+	return existing != nil && existing.Status == metav1.ConditionTrue && !conflictOver(existing, me, refuserState, namespace, lbls, now)
 }
 
 // dropConflict removes the OperatorConflict condition once the overlap it reports is over
@@ -149,7 +157,7 @@ func (r *Reconciler) dropConflict(ctx context.Context, c *etcdv1.EtcdCluster) er
 	if err != nil {
 		return err
 	}
-	if !conflictOver(cond, r.Claims.Me, state, c.Namespace, r.now()) {
+	if !conflictOver(cond, r.Claims.Me, state, c.Namespace, c.Labels, r.now()) {
 		return nil
 	}
 	refuser, _ := refuserOf(cond)
@@ -159,6 +167,6 @@ func (r *Reconciler) dropConflict(ctx context.Context, c *etcdv1.EtcdCluster) er
 		return kit.IgnoreConflict(err)
 	}
 	r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonOperatorConflictResolved, etcdv1.ConditionOperatorConflict,
-		"operator %s no longer watches namespace %s: only operator %s does", refuser, c.Namespace, r.Claims.Me)
+		"operator %s no longer watches namespace %s or no longer selects this cluster's labels: only operator %s does", refuser, c.Namespace, r.Claims.Me)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -76,6 +77,14 @@ func operatorLease(renewed time.Time, watching string) *coordinationv1.Lease {
 	if watching != "" {
 		l.Annotations = map[string]string{etcdv1.AnnotationWatchNamespaces: watching, etcdv1.AnnotationWatchNamespacesHolder: holder}
 	}
+	return l
+}
+
+// selectingLease is operator B's Lease, renewed at renewed, publishing the cluster selector
+// sel.
+func selectingLease(renewed time.Time, sel string) *coordinationv1.Lease {
+	l := operatorLease(renewed, "*")
+	l.Annotations[etcdv1.AnnotationClusterSelector] = sel
 	return l
 }
 
@@ -299,13 +308,15 @@ func TestConflictOver(t *testing.T) {
 		{"refuser alive and watching", byB, alive, false},
 		{"refuser published a list without the namespace", byB, kit.ClaimantOf(operatorLease(now, "other")), true},
 		{"refuser's Lease expired", byB, kit.ClaimantOf(operatorLease(now.Add(-time.Hour), "")), true},
+		{"refuser's published selector matches", byB, kit.ClaimantOf(selectingLease(now, "shard=a")), false},
+		{"refuser's published selector no longer matches", byB, kit.ClaimantOf(selectingLease(now, "shard=b")), true},
 		{"refuser's Lease missing for a moment", byB, kit.Claimant{MissingSince: now.Add(-time.Minute)}, false},
 		{"refuser's Lease missing for longer than the margin", byB, kit.Claimant{MissingSince: now.Add(-time.Hour)}, true},
 		{"refuser without leader election (cannot be told gone)", conflictCondition(operatorB, operatorA, "ns", kit.WhyUnelected), kit.Claimant{}, false},
 		{"the refuser is the claimant now", conflictCondition(operatorA, operatorB, "ns", ""), alive, true},
 		{"no refuser named", metav1.Condition{Message: "written by hand"}, alive, true},
 	} {
-		if got := conflictOver(&tc.cond, operatorA, tc.state, "ns", now); got != tc.want {
+		if got := conflictOver(&tc.cond, operatorA, tc.state, "ns", labels.Set{"shard": "a"}, now); got != tc.want {
 			t.Errorf("%s: conflictOver = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -337,7 +348,7 @@ func TestConflictStands(t *testing.T) {
 		{"mine", &mine, kit.Claimant{}, false},
 		{"another refuser's, not True", &resolved, alive, false},
 	} {
-		if got := conflictStands(tc.existing, operatorA, tc.state, "ns", now); got != tc.want {
+		if got := conflictStands(tc.existing, operatorA, tc.state, "ns", nil, now); got != tc.want {
 			t.Errorf("%s: conflictStands = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -375,5 +386,71 @@ func TestUnelectedOperatorRefusesAnotherOperatorsCluster(t *testing.T) {
 	cond := h.condition(etcdv1.ConditionOperatorConflict)
 	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "without leader election") {
 		t.Fatalf("OperatorConflict %+v, want one saying the operator runs without leader election", cond)
+	}
+}
+
+// relabel sets the cluster's shard label, as a person moving it to another shard does.
+func (h *claimHarness) relabel(shard string) {
+	h.t.Helper()
+	c := h.clusterObj()
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Labels = map[string]string{"shard": shard}
+	if err := h.api.Patch(context.Background(), c, patch); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// Sharding by label selector: operator A (shard=a) manages a cluster; its label moves it to
+// shard b. A stops acting on it at once and writes nothing to it, its claim included;
+// operator B (shard=b) takes it over, for A's Lease says A serves shard=a only.
+func TestRelabelledClusterMovesToTheOtherShard(t *testing.T) {
+	h := newClaimHarness(t, operatorA)
+	shardA, shardB := labels.SelectorFromSet(labels.Set{"shard": "a"}), labels.SelectorFromSet(labels.Set{"shard": "b"})
+	h.r.Claims.Selector = shardA
+	leaseA := operatorLease(h.clock, "")
+	leaseA.Namespace = "ops-a"
+	h.create(leaseA)
+	if err := kit.PublishScope(context.Background(), h.api, h.api, client.ObjectKeyFromObject(leaseA), nil, shardA); err != nil {
+		t.Fatal(err)
+	}
+	h.relabel("a")
+	for range 4 {
+		h.look()
+	}
+	members := len(h.members())
+	if members == 0 {
+		t.Fatal("operator A made no member of its own cluster")
+	}
+	h.relabel("b")
+	h.events()
+	h.looksWritingNothing(members)
+	h.r.Claims = &kit.Claims{Me: operatorB, Selector: shardB, Reader: h.api, Now: func() time.Time { return h.clock }}
+	h.look()
+	if claim := h.clusterObj().Annotations[etcdv1.AnnotationOperator]; claim != operatorB {
+		t.Fatalf("claim %q, want taken over by %s", claim, operatorB)
+	}
+	if evs := h.events(); len(evs) != 1 || !strings.Contains(evs[0], etcdv1.ReasonClaimTakenOver) || !strings.Contains(evs[0], "matching shard=a") {
+		t.Fatalf("events %q, want one %s saying A serves shard=a only", evs, etcdv1.ReasonClaimTakenOver)
+	}
+}
+
+// looksWritingNothing: operator A looks at the cluster, which it claims but no longer
+// selects, and writes nothing to it (its claim stays, its members stay as many), says
+// nothing, and does not ask to look again (a label change wakes it).
+func (h *claimHarness) looksWritingNothing(members int) {
+	h.t.Helper()
+	before, claimWrites, statusWrites := h.clusterObj().ResourceVersion, h.claimWrites, h.statusWrites
+	for range 3 {
+		if res := h.look(); res.RequeueAfter != 0 {
+			h.t.Fatalf("operator A looks again after %v at a cluster it does not select", res.RequeueAfter)
+		}
+	}
+	c := h.clusterObj()
+	if c.ResourceVersion != before || h.claimWrites != claimWrites || h.statusWrites != statusWrites || len(h.members()) != members {
+		h.t.Fatalf("operator A wrote to a cluster it no longer selects: resourceVersion %s -> %s, %d claim and %d status writes, %d members (was %d)",
+			before, c.ResourceVersion, h.claimWrites-claimWrites, h.statusWrites-statusWrites, len(h.members()), members)
+	}
+	if c.Annotations[etcdv1.AnnotationOperator] != operatorA || len(h.events()) != 0 {
+		h.t.Fatalf("claim %q after operator A's looks, want its own left for B to take, without an event", c.Annotations[etcdv1.AnnotationOperator])
 	}
 }

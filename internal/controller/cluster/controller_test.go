@@ -243,7 +243,7 @@ func TestScaleOutAddsOneLearnerOnceThenPromotes(t *testing.T) {
 func TestAnAddEtcdRefusesAsUnhealthyIsRetriedInASecond(t *testing.T) {
 	h := runningHarness(t)
 	h.setReplicas(4)
-	h.reconcile() // creates db-4
+	h.reconcile()      // creates db-4
 	const refusals = 3 // a failure's backoff would have doubled by the last
 	for i := range refusals {
 		h.etcd.FailNext("AddLearner", etcd.ErrUnhealthyCluster)

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
@@ -75,6 +76,10 @@ type Claimant struct {
 	// Watching are the namespaces its current leader published (AnnotationWatchNamespaces),
 	// nil when it watches all of them or did not say.
 	Watching []string
+	// Selector is the label selector of the clusters its current leader published
+	// (AnnotationClusterSelector), nil when it serves all of them, did not say, or said
+	// something that does not parse: it then keeps its clusters.
+	Selector labels.Selector
 }
 
 // ClaimantOf reads an operator's Lease; nil is a Lease that does not exist.
@@ -89,18 +94,32 @@ func ClaimantOf(lease *coordinationv1.Lease) Claimant {
 	if lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
 		c.Until = lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
 	}
-	published := lease.Annotations[etcdv1.AnnotationWatchNamespaces]
-	// A list a former leader wrote may be out of date: the current one may watch more.
-	if c.Holder != "" && lease.Annotations[etcdv1.AnnotationWatchNamespacesHolder] == c.Holder && published != "" && published != "*" {
+	// What a former leader wrote may be out of date: the current one may serve more.
+	if c.Holder == "" || lease.Annotations[etcdv1.AnnotationWatchNamespacesHolder] != c.Holder {
+		return c
+	}
+	if published := lease.Annotations[etcdv1.AnnotationWatchNamespaces]; published != "" && published != "*" {
 		c.Watching = strings.Split(published, ",")
 	}
+	c.Selector = publishedSelector(lease.Annotations[etcdv1.AnnotationClusterSelector])
 	return c
 }
 
+// publishedSelector is the selector an AnnotationClusterSelector value says: nil (all
+// clusters) for none, and for one that does not parse (written by hand, or by a version that
+// writes selectors this one cannot read), so that its claimant keeps its clusters.
+func publishedSelector(value string) labels.Selector {
+	sel, err := labels.Parse(value)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	return sel
+}
+
 // Serves: the claimant is alive (its Lease held, or expired, released or missing less than
-// ClaimMargin ago) and watches namespace (or did not say it does not). Otherwise why says
-// what it is not, for the event of a take-over.
-func (c Claimant) Serves(namespace string, now time.Time) (bool, string) {
+// ClaimMargin ago), watches namespace and selects a cluster labelled lbls (or did not say it
+// does not). Otherwise why says what it is not, for the event of a take-over.
+func (c Claimant) Serves(namespace string, lbls labels.Set, now time.Time) (bool, string) {
 	switch {
 	case !c.Found && c.MissingSince.IsZero():
 		return false, "its claim names no leader election Lease"
@@ -112,6 +131,8 @@ func (c Claimant) Serves(namespace string, now time.Time) (bool, string) {
 		return false, fmt.Sprintf("its leader election Lease ended at %s, more than %s ago", c.Until.UTC().Format(time.RFC3339), ClaimMargin)
 	case c.Watching != nil && !slices.Contains(c.Watching, namespace):
 		return false, fmt.Sprintf("it watches only namespaces %s", strings.Join(c.Watching, ","))
+	case c.Selector != nil && !c.Selector.Matches(lbls):
+		return false, fmt.Sprintf("it serves only clusters matching %s", c.Selector)
 	}
 	return true, ""
 }
@@ -128,6 +149,11 @@ const (
 	// Refuse: another operator, alive and watching the namespace, claims the cluster; this
 	// one does nothing to it but say so.
 	Refuse
+	// Ignore: this operator's --cluster-selector does not match the cluster: it is none of
+	// its business, whoever claims it (itself included, before the cluster's labels changed).
+	// It writes nothing, neither a claim nor a condition, and leaves its own claim for the
+	// operator whose selector matches to take over.
+	Ignore
 )
 
 // Verdict is a decision on a cluster's claim.
@@ -145,11 +171,14 @@ type Verdict struct {
 const WhyUnelected = "this operator runs without leader election (--leader-elect=false): " +
 	"no Lease tells the other operators whether it is alive, so it takes no cluster another operator claims"
 
-// ClaimVerdict decides on a cluster in namespace claimed by claim ("" when unclaimed), seen
-// by operator me, elected or not (unelected); holder is what the claimant's Lease says
-// (unread for an unclaimed cluster, one of me's, or when unelected).
-func ClaimVerdict(claim, me string, unelected bool, holder Claimant, namespace string, now time.Time) Verdict {
+// ClaimVerdict decides on a cluster in namespace labelled lbls claimed by claim ("" when
+// unclaimed), seen by operator me, elected or not (unelected), whose --cluster-selector is
+// selector (nil: all); holder is what the claimant's Lease says (unread for an unclaimed
+// cluster, one of me's, one me does not select, or when unelected).
+func ClaimVerdict(claim, me string, unelected bool, selector labels.Selector, holder Claimant, namespace string, lbls labels.Set, now time.Time) Verdict {
 	switch {
+	case !selects(selector, lbls):
+		return Verdict{Kind: Ignore, Holder: claim}
 	case claim == "":
 		return Verdict{Kind: Take}
 	case claim == me:
@@ -157,10 +186,15 @@ func ClaimVerdict(claim, me string, unelected bool, holder Claimant, namespace s
 	case unelected:
 		return Verdict{Kind: Refuse, Holder: claim, Why: WhyUnelected}
 	}
-	if serves, why := holder.Serves(namespace, now); !serves {
+	if serves, why := holder.Serves(namespace, lbls, now); !serves {
 		return Verdict{Kind: Take, Holder: claim, Why: why}
 	}
 	return Verdict{Kind: Refuse, Holder: claim}
+}
+
+// selects: selector (nil: all) matches a cluster labelled lbls.
+func selects(selector labels.Selector, lbls labels.Set) bool {
+	return selector == nil || selector.Matches(lbls)
 }
 
 // Claims is one operator's side of the claims: its identity and the Leases of the others it
@@ -172,6 +206,9 @@ type Claims struct {
 	// Unelected: this operator runs without leader election, so it has no Lease by which the
 	// others could tell it alive; it takes no cluster another operator claims.
 	Unelected bool
+	// Selector is this operator's --cluster-selector, nil for all clusters: one it does not
+	// match is none of its business (Ignore), even under its own claim.
+	Selector labels.Selector
 	// Reader reads Leases from the API server: the manager's cache is limited to the watched
 	// namespaces, and the claimants' Leases are in theirs.
 	Reader client.Reader
@@ -194,9 +231,11 @@ func (cl *Claims) now() time.Time {
 	return time.Now()
 }
 
-// Mine: the cluster carries this operator's claim (always, without claims).
+// Mine: the cluster carries this operator's claim and matches its selector (always, without
+// claims). A cluster whose labels moved it to another operator's selector is not, though
+// the claim still names this one until the other takes it over.
 func (cl *Claims) Mine(c *etcdv1.EtcdCluster) bool {
-	return cl == nil || c.Annotations[etcdv1.AnnotationOperator] == cl.Me
+	return cl == nil || (c.Annotations[etcdv1.AnnotationOperator] == cl.Me && selects(cl.Selector, c.Labels))
 }
 
 // Acts is Mine for a reconciler that acts on the cluster itself (its defragmentation
@@ -206,7 +245,7 @@ func (cl *Claims) Acts(ctx context.Context, c *etcdv1.EtcdCluster) bool {
 	if cl.Mine(c) {
 		return true
 	}
-	log.FromContext(ctx).V(1).Info("the cluster is not this operator's: nothing done", "operator", cl.Me, "claim", c.Annotations[etcdv1.AnnotationOperator])
+	log.FromContext(ctx).V(1).Info("the cluster is not this operator's: nothing done", "operator", cl.Me, "claim", c.Annotations[etcdv1.AnnotationOperator], "selected", selects(cl.Selector, c.Labels))
 	return false
 }
 
@@ -233,13 +272,13 @@ func (cl *Claims) LeaveAlone(ctx context.Context, reader client.Reader, namespac
 func (cl *Claims) Verdict(ctx context.Context, c *etcdv1.EtcdCluster) (Verdict, error) {
 	claim := c.Annotations[etcdv1.AnnotationOperator]
 	var holder Claimant
-	if claim != "" && claim != cl.Me && !cl.Unelected {
+	if claim != "" && claim != cl.Me && !cl.Unelected && selects(cl.Selector, c.Labels) {
 		var err error
 		if holder, err = cl.Claimant(ctx, claim); err != nil {
 			return Verdict{}, err
 		}
 	}
-	return ClaimVerdict(claim, cl.Me, cl.Unelected, holder, c.Namespace, cl.now()), nil
+	return ClaimVerdict(claim, cl.Me, cl.Unelected, cl.Selector, holder, c.Namespace, c.Labels, cl.now()), nil
 }
 
 // Claimant reads the Lease of the operator identity names, reusing a read younger than
@@ -306,12 +345,13 @@ func (cl *Claims) Take(ctx context.Context, w client.Writer, c *etcdv1.EtcdClust
 	return err == nil, err
 }
 
-// PublishWatching writes the namespaces this operator watches (none: all) on its own Lease,
-// beside the leader's holderIdentity, so that another operator may take over its claims in a
-// namespace it stopped watching (Claimant.Watching). Run once by each elected leader. A
-// conflict with the leader election's own renewal is retried; the renewal, which rewrites
+// PublishScope writes the namespaces this operator watches (none: all) and its cluster
+// selector (nil: all) on its own Lease, beside the leader's holderIdentity, so that another
+// operator may take over its claims in a namespace it stopped watching (Claimant.Watching)
+// or on a cluster it no longer selects (Claimant.Selector). Run once by each elected leader.
+// A conflict with the leader election's own renewal is retried; the renewal, which rewrites
 // only the Lease's spec, keeps the annotations (client-go updates the Lease it read).
-func PublishWatching(ctx context.Context, reader client.Reader, w client.Writer, lease types.NamespacedName, namespaces []string) error {
+func PublishScope(ctx context.Context, reader client.Reader, w client.Writer, lease types.NamespacedName, namespaces []string, selector labels.Selector) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		l := &coordinationv1.Lease{}
 		if err := reader.Get(ctx, lease, l); err != nil {
@@ -324,6 +364,7 @@ func PublishWatching(ctx context.Context, reader client.Reader, w client.Writer,
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[etcdv1.AnnotationWatchNamespaces] = watchingValue(namespaces)
+		l.Annotations[etcdv1.AnnotationClusterSelector] = selectorValue(selector)
 		l.Annotations[etcdv1.AnnotationWatchNamespacesHolder] = *l.Spec.HolderIdentity
 		return w.Update(ctx, l)
 	})
@@ -335,4 +376,13 @@ func watchingValue(namespaces []string) string {
 		return "*"
 	}
 	return strings.Join(namespaces, ",")
+}
+
+// selectorValue is AnnotationClusterSelector's value for selector: "" for all. Written even
+// then, over what a former leader with a selector published.
+func selectorValue(selector labels.Selector) string {
+	if selector == nil {
+		return ""
+	}
+	return selector.String()
 }

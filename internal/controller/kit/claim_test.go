@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +35,16 @@ func lease(holder string, renewed time.Time, publisher, watching string) *coordi
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// selecting is l with the cluster selector sel published, by its holder unless l says
+// another published.
+func selecting(l *coordinationv1.Lease, sel string) *coordinationv1.Lease {
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{etcdv1.AnnotationWatchNamespacesHolder: *l.Spec.HolderIdentity}
+	}
+	l.Annotations[etcdv1.AnnotationClusterSelector] = sel
+	return l
+}
 
 // released is operator B's Lease as client-go's ReleaseOnCancel leaves it when its leader
 // stops: no holder, a duration of one second from the release.
@@ -98,17 +109,74 @@ func TestClaimVerdict(t *testing.T) {
 		{"unelected, a claim naming no Lease", "typo", true, ClaimantOf(nil), claimNow, Refuse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ClaimVerdict(tc.claim, me, tc.unelected, tc.holder, "team-a", tc.now)
-			if got.Kind != tc.want {
-				t.Fatalf("verdict %v, want %v (%+v)", got.Kind, tc.want, got)
-			}
-			if got.Kind == Take && tc.claim != "" && got.Why == "" {
-				t.Errorf("a take-over from %s says no why", tc.claim)
-			}
-			if tc.unelected && got.Kind == Refuse && got.Why != WhyUnelected {
-				t.Errorf("an unelected refusal says %q, want why", got.Why)
-			}
+			checkVerdict(t, ClaimVerdict(tc.claim, me, tc.unelected, nil, tc.holder, "team-a", nil, tc.now), tc.claim, tc.unelected, tc.want)
 		})
+	}
+}
+
+// checkVerdict: got is of kind want, and a take-over or an unelected refusal says why.
+func checkVerdict(t *testing.T, got Verdict, claim string, unelected bool, want VerdictKind) {
+	t.Helper()
+	if got.Kind != want {
+		t.Fatalf("verdict %v, want %v (%+v)", got.Kind, want, got)
+	}
+	if got.Kind == Take && claim != "" && got.Why == "" {
+		t.Errorf("a take-over from %s says no why", claim)
+	}
+	if unelected && got.Kind == Refuse && got.Why != WhyUnelected {
+		t.Errorf("an unelected refusal says %q, want why", got.Why)
+	}
+}
+
+// Sharding by label selector: a cluster this operator's selector does not match is none of
+// its business, whoever claims it; one claimed by an operator whose published selector does
+// not match it is taken over; a published selector that does not parse keeps its clusters.
+func TestClaimVerdictWithSelectors(t *testing.T) {
+	t.Parallel()
+	const me, other = "ops-a/etcd-operator.cozystack.io", "ops-b/etcd-operator.cozystack.io"
+	shardA, shardB := labels.Set{"shard": "a"}, labels.Set{"shard": "b"}
+	publishing := func(sel string) Claimant { return ClaimantOf(selecting(lease("pod-b", claimNow, "", ""), sel)) }
+	for _, tc := range []struct {
+		name      string
+		claim     string
+		unelected bool
+		mine      string // my --cluster-selector
+		labels    labels.Set
+		holder    Claimant
+		want      VerdictKind
+	}{
+		{"unclaimed, selected", "", false, "shard=a", shardA, Claimant{}, Take},
+		{"unclaimed, not selected", "", false, "shard=a", shardB, Claimant{}, Ignore},
+		{"unclaimed, unlabelled, not selected", "", false, "shard=a", nil, Claimant{}, Ignore},
+		{"unclaimed, unelected, not selected", "", true, "shard=a", shardB, Claimant{}, Ignore},
+		{"mine, selected", me, false, "shard=a", shardA, Claimant{}, Mine},
+		{"mine, its labels moved it to another shard", me, false, "shard=a", shardB, Claimant{}, Ignore},
+		{"another's, not selected, its claimant gone", other, false, "shard=a", shardB, ClaimantOf(nil), Ignore},
+		{"another's, its published selector no longer matches", other, false, "shard=b", shardB, publishing("shard=a"), Take},
+		{"another's, its set-based selector no longer matches", other, false, "", labels.Set{"tier": "bronze"}, publishing("tier in (gold,silver)"), Take},
+		{"another's, its published selector matches", other, false, "", shardA, publishing("shard=a"), Refuse},
+		{"another's, it publishes no selector", other, false, "shard=b", shardB, publishing(""), Refuse},
+		{"another's, its published selector does not parse", other, false, "shard=b", shardB, publishing("tier in (gold"), Refuse},
+		{"another's, the selector is a former leader's", other, false, "shard=b", shardB, ClaimantOf(selecting(lease("pod-b2", claimNow, "pod-b", "*"), "shard=a")), Refuse},
+		{"another's, selected but its namespace no longer watched", other, false, "", shardA, ClaimantOf(selecting(lease("pod-b", claimNow, "pod-b", "team-b"), "shard=a")), Take},
+		{"unelected, another's no longer matching", other, true, "shard=b", shardB, publishing("shard=a"), Refuse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mine, err := labels.Parse(tc.mine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkVerdict(t, ClaimVerdict(tc.claim, me, tc.unelected, mine, tc.holder, "team-a", tc.labels, claimNow), tc.claim, tc.unelected, tc.want)
+		})
+	}
+}
+
+// A claimant's why names the selector it serves, for the take-over's event.
+func TestServesSaysWhichSelector(t *testing.T) {
+	t.Parallel()
+	c := ClaimantOf(selecting(lease("pod-b", claimNow, "", ""), "shard=a"))
+	if serves, why := c.Serves("team-a", labels.Set{"shard": "b"}, claimNow); serves || why != "it serves only clusters matching shard=a" {
+		t.Fatalf("serves %v, why %q", serves, why)
 	}
 }
 
@@ -255,6 +323,44 @@ func TestTakeLosesToAConcurrentClaim(t *testing.T) {
 	}
 }
 
+// An operator reads no Lease for a cluster its selector does not match: it ignores it,
+// whoever claims it.
+func TestUnselectedIsIgnoredWithoutReadingLeases(t *testing.T) {
+	t.Parallel()
+	cl := &Claims{Me: "ops-a/x", Selector: labels.SelectorFromSet(labels.Set{"shard": "a"}), Reader: forbiddenLeases(), Now: func() time.Time { return claimNow }}
+	if v, err := cl.Verdict(context.Background(), claimedByB()); err != nil || v.Kind != Ignore || v.Holder != "ops-b/y" {
+		t.Fatalf("verdict %+v, %v; want Ignore of B's claim", v, err)
+	}
+}
+
+// With a selector, a cluster claimed by this operator is its own only while the selector
+// matches it: once its labels move it to another shard, every gate leaves it alone.
+func TestMineOnlyWhileSelected(t *testing.T) {
+	t.Parallel()
+	claimed := func(name string, lbls map[string]string) *etcdv1.EtcdCluster {
+		return &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, Labels: lbls,
+			Annotations: map[string]string{etcdv1.AnnotationOperator: "ops-a/x"}}}
+	}
+	clusters := map[string]*etcdv1.EtcdCluster{
+		"selected": claimed("selected", map[string]string{"shard": "a"}),
+		"moved":    claimed("moved", map[string]string{"shard": "b"}),
+		"bare":     claimed("bare", nil),
+	}
+	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithObjects(clusters["selected"], clusters["moved"], clusters["bare"]).Build()
+	cl := &Claims{Me: "ops-a/x", Selector: labels.SelectorFromSet(labels.Set{"shard": "a"})}
+	for name, want := range map[string]bool{"selected": true, "moved": false, "bare": false} {
+		if got := cl.Mine(clusters[name]); got != want {
+			t.Errorf("%s: Mine %v, want %v", name, got, want)
+		}
+		if got := cl.Acts(context.Background(), clusters[name]); got != want {
+			t.Errorf("%s: Acts %v, want %v", name, got, want)
+		}
+		if leave, _, err := cl.LeaveAlone(context.Background(), api, "team-a", name); err != nil || leave == want {
+			t.Errorf("%s: leave alone %v, %v; want %v", name, leave, err, !want)
+		}
+	}
+}
+
 // The gate of the reconcilers of members, snapshots and defragmentations: only the claimant
 // acts; a cluster that does not exist claims nothing; without claims everything is acted on.
 func TestLeaveAlone(t *testing.T) {
@@ -279,14 +385,19 @@ func TestLeaveAlone(t *testing.T) {
 	}
 }
 
-// The leader publishes its namespaces beside its own holderIdentity, and the leader
-// election's renewal (which writes the spec of the Lease it read) keeps them.
-func TestPublishWatching(t *testing.T) {
+// The leader publishes its namespaces and its cluster selector beside its own
+// holderIdentity, and the leader election's renewal (which writes the spec of the Lease it
+// read) keeps them.
+func TestPublishScope(t *testing.T) {
 	t.Parallel()
 	l := lease("pod-b", claimNow, "", "")
 	api := fake.NewClientBuilder().WithScheme(claimScheme()).WithObjects(l).Build()
 	key := client.ObjectKeyFromObject(l)
-	if err := PublishWatching(context.Background(), api, api, key, []string{"team-a", "team-b"}); err != nil {
+	sel, err := labels.Parse("shard=a,tier in (gold,silver)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PublishScope(context.Background(), api, api, key, []string{"team-a", "team-b"}, sel); err != nil {
 		t.Fatal(err)
 	}
 	got := &coordinationv1.Lease{}
@@ -295,12 +406,28 @@ func TestPublishWatching(t *testing.T) {
 	if len(c.Watching) != 2 || c.Watching[0] != "team-a" || c.Watching[1] != "team-b" {
 		t.Fatalf("published %v, want team-a,team-b", c.Watching)
 	}
-	if err := PublishWatching(context.Background(), api, api, key, nil); err != nil {
+	checkPublishedSelector(t, got, sel)
+	if err := PublishScope(context.Background(), api, api, key, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = api.Get(context.Background(), key, got)
 	if got.Annotations[etcdv1.AnnotationWatchNamespaces] != "*" || ClaimantOf(got).Watching != nil {
 		t.Fatalf("all namespaces published as %q", got.Annotations[etcdv1.AnnotationWatchNamespaces])
+	}
+	checkPublishedSelector(t, got, nil)
+}
+
+// checkPublishedSelector: l publishes sel (nil: all clusters, written as "" over a former
+// selector), read back as the same selector.
+func checkPublishedSelector(t *testing.T, l *coordinationv1.Lease, sel labels.Selector) {
+	t.Helper()
+	v, ok := l.Annotations[etcdv1.AnnotationClusterSelector]
+	got := ClaimantOf(l).Selector
+	switch {
+	case sel == nil && (!ok || v != "" || got != nil):
+		t.Fatalf("all clusters published as %q (present %v), read back as %v", v, ok, got)
+	case sel != nil && (got == nil || v != sel.String() || got.String() != sel.String()):
+		t.Fatalf("published selector %q, read back as %v; want %s", v, got, sel)
 	}
 }
 

@@ -50,3 +50,21 @@ func TestClaimChangeWakesMembers(t *testing.T) {
 		t.Fatal("an unchanged claim woke the members")
 	}
 }
+
+// A cluster's labels changed wake its members (it may have come back into this operator's
+// --cluster-selector); its status alone does not.
+func TestLabelChangeWakesMembers(t *testing.T) {
+	t.Parallel()
+	old := &etcdv1.EtcdCluster{}
+	old.Labels = map[string]string{"shard": "b"}
+	back := old.DeepCopy()
+	back.Labels = map[string]string{"shard": "a"}
+	if !clusterWakesMembers.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: back}) {
+		t.Fatal("a label change did not wake the members")
+	}
+	status := old.DeepCopy()
+	status.Status.ObservedGeneration = 7
+	if clusterWakesMembers.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: status}) {
+		t.Fatal("a status write woke the members")
+	}
+}

@@ -183,11 +183,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// start is replaced at once (replaceStuckPod). Status writes, the most of the
 		// cluster's changes, leave its generation alone and wake no member.
 		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.membersOfCluster),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, suspensionChanged, claimChanged))).
+			builder.WithPredicates(clusterWakesMembers)).
 		Named("etcdmember").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
+
+// clusterWakesMembers passes the changes of a cluster its members act on: its spec, its
+// suspension, its claim, and its labels (a cluster relabelled back into this operator's
+// --cluster-selector is its own again, and its members waited for it).
+var clusterWakesMembers = predicate.Or(predicate.GenerationChangedPredicate{}, suspensionChanged, claimChanged, predicate.LabelChangedPredicate{})
 
 // suspensionChanged passes a change of the cluster's suspend annotation: its removal must wake
 // the members the operator left alone meanwhile.
