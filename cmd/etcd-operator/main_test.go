@@ -155,3 +155,10 @@ func TestClusterSelector(t *testing.T) {
 		}
 	}
 }
+
+// Every controller's queue is first in, first out (controllerOptions says why).
+func TestControllersUseAFairQueue(t *testing.T) {
+	if o := controllerOptions(); o.UsePriorityQueue == nil || *o.UsePriorityQueue {
+		t.Fatalf("UsePriorityQueue %v: controller-runtime's priority queue starves the objects listed at start under a stream of events", o.UsePriorityQueue)
+	}
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"testing"
 	"time"
@@ -115,6 +116,33 @@ func TestARefusedAddRetriesInASecondOnlyWhileEveryVoterIsHealthy(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("retries after %v s, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Founding members whose Pods run are electing: looked at every second. One whose Pod has not
+// started wakes the cluster when it does: no look before the resync.
+func TestFoundingMembersArePolledOnlyWhileTheirPodsRun(t *testing.T) {
+	running := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	pending := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	cases := []struct {
+		name string
+		pods map[string]*corev1.Pod
+		want time.Duration
+	}{
+		{"all running", map[string]*corev1.Pod{"db-1": running, "db-2": running, "db-3": running}, time.Second},
+		{"one pending", map[string]*corev1.Pod{"db-1": running, "db-2": pending, "db-3": running}, resyncPeriod},
+		{"one without a Pod", map[string]*corev1.Pod{"db-1": running, "db-3": running}, resyncPeriod},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{}
+			key := types.NamespacedName{Namespace: "ns", Name: "db"}
+			for range 3 {
+				if d := r.retryAfter(key, foundingWait([]string{"db-1", "db-2", "db-3"}, tc.pods)); d != tc.want {
+					t.Fatalf("looked at again after %v, want %v", d, tc.want)
+				}
 			}
 		})
 	}
