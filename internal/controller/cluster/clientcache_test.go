@@ -147,3 +147,23 @@ func TestFoundingMembersArePolledOnlyWhileTheirPodsRun(t *testing.T) {
 		})
 	}
 }
+
+// A member whose Pod is not Ready is waited for a second at most; a Ready one, three.
+func TestAskTimeoutFollowsThePodsReadiness(t *testing.T) {
+	ready := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	starting := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want time.Duration
+	}{
+		{"Ready", ready, 3 * time.Second},
+		{"not Ready", starting, time.Second},
+		{"no Pod in the look", nil, time.Second},
+	}
+	for _, tc := range cases {
+		if got := askTimeout(tc.pod); got != tc.want {
+			t.Errorf("%s: waited %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -185,10 +185,11 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members
 		if view.stopped[m.ID] {
 			continue // nothing runs to answer: asking would wait out the timeout
 		}
+		wait := askTimeout(view.podOf(c, m))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			observations[i] = observeMember(ctx, cli, m)
+			observations[i] = observeMember(ctx, cli, m, wait)
 		}()
 	}
 	wg.Wait()
@@ -242,13 +243,41 @@ type memberObservation struct {
 	healthy  bool
 }
 
-// observeMember asks one member for its status and health; members are asked in parallel, so
-// one that hangs costs a reconcile one timeout, not one per member.
-func observeMember(ctx context.Context, cli etcd.Client, m etcd.Member) memberObservation {
+// How long a look waits for one member's answer. A member whose Pod is Ready is given the time
+// a loaded etcd may need. One whose Pod is not Ready is starting, or exiting again: etcd
+// answers within milliseconds once it listens, while a process that exits keeps the client
+// retrying until the deadline. The look that asked a member just as it exited on an empty
+// data directory waited the whole 3 s, and the replacement it would have decided came that
+// much later.
+const (
+	askReady    = 3 * time.Second
+	askStarting = time.Second
+)
+
+// askTimeout is how long a look waits for the member whose Pod is pod (nil when the look has
+// none).
+func askTimeout(pod *corev1.Pod) time.Duration {
+	if pod != nil && kit.PodReady(pod) {
+		return askReady
+	}
+	return askStarting
+}
+
+// podOf is the Pod of the EtcdMember that em is, nil when the look has none.
+func (v *clusterView) podOf(c *etcdv1.EtcdCluster, em etcd.Member) *corev1.Pod {
+	if m := v.ownerOf(c, em); m != nil {
+		return v.pods[m.Name]
+	}
+	return nil
+}
+
+// observeMember asks one member for its status and health, waiting at most wait; members are
+// asked in parallel, so one that hangs costs a reconcile one timeout, not one per member.
+func observeMember(ctx context.Context, cli etcd.Client, m etcd.Member, wait time.Duration) memberObservation {
 	if !m.IsStarted() || len(m.ClientURLs) == 0 {
 		return memberObservation{}
 	}
-	checkCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	checkCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	status, err := cli.Status(checkCtx, m.ClientURLs[0])
 	if err != nil {
