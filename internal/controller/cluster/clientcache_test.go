@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"testing"
 	"time"
@@ -148,7 +149,14 @@ func TestFoundingMembersArePolledOnlyWhileTheirPodsRun(t *testing.T) {
 	}
 }
 
-// A member whose Pod is not Ready is waited for a second at most; a Ready one, three.
+func deleting(pod *corev1.Pod) *corev1.Pod {
+	pod = pod.DeepCopy()
+	pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	return pod
+}
+
+// A member whose Pod is not Ready, or is being deleted, is waited for a second at most; a
+// Ready one, three.
 func TestAskTimeoutFollowsThePodsReadiness(t *testing.T) {
 	ready := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	starting := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}
@@ -160,6 +168,7 @@ func TestAskTimeoutFollowsThePodsReadiness(t *testing.T) {
 		{"Ready", ready, 3 * time.Second},
 		{"not Ready", starting, time.Second},
 		{"no Pod in the look", nil, time.Second},
+		{"Ready but being deleted", deleting(ready), time.Second},
 	}
 	for _, tc := range cases {
 		if got := askTimeout(tc.pod); got != tc.want {

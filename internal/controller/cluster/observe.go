@@ -243,12 +243,13 @@ type memberObservation struct {
 	healthy  bool
 }
 
-// How long a look waits for one member's answer. A member whose Pod is Ready is given the time
-// a loaded etcd may need. One whose Pod is not Ready is starting, or exiting again: etcd
-// answers within milliseconds once it listens, while a process that exits keeps the client
-// retrying until the deadline. The look that asked a member just as it exited on an empty
-// data directory waited the whole 3 s, and the replacement it would have decided came that
-// much later.
+// How long a look waits for one member's answer. A member whose Pod serves (Ready, not being
+// deleted) is given the time a loaded etcd may need. One whose Pod is not Ready is starting,
+// or exiting again, and one whose Pod is being deleted is stopping: etcd answers within
+// milliseconds once it listens, while a process that exits keeps the client retrying until
+// the deadline. The look that a wiped member's Pod deletion brought asked the old Pod's etcd
+// as it stopped and waited the whole 3 s, and the replacement decided on the new Pod's first
+// exit came that much later.
 const (
 	askReady    = 3 * time.Second
 	askStarting = time.Second
@@ -257,7 +258,7 @@ const (
 // askTimeout is how long a look waits for the member whose Pod is pod (nil when the look has
 // none).
 func askTimeout(pod *corev1.Pod) time.Duration {
-	if pod != nil && kit.PodReady(pod) {
+	if podServes(pod) {
 		return askReady
 	}
 	return askStarting
