@@ -126,7 +126,12 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 		available.Status, available.Reason = metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy
 		available.Message = fmt.Sprintf("%d of %d voters healthy", healthy, total)
 	default:
-		available.Reason, available.Message = etcdv1.ReasonQuorumLost, fmt.Sprintf("only %d of %d voters healthy", healthy, total)
+		// etcd's member list answered, which only a quorum does: what failed is the
+		// operator's health checks (loaded members, ones starting). Never QuorumLost here:
+		// kubectl etcd recover acts only on that reason, and would throw members away from a
+		// cluster that has its quorum.
+		available.Reason = etcdv1.ReasonMembersUnhealthy
+		available.Message = fmt.Sprintf("etcd's member list answers, so a quorum serves, but only %d of %d voters answered the operator's health check", healthy, total)
 	}
 	return available
 }

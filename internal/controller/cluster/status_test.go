@@ -95,3 +95,34 @@ func TestStatusFromAStaleCopyDoesNotOverwriteANewerOne(t *testing.T) {
 		t.Fatalf("the stale copy's status overwrote the newer one: %+v", h.clusterObj().Status.Conditions)
 	}
 }
+
+// QuorumLost only when etcd's member list does not answer: a list that answers is a quorum,
+// whatever the operator's health checks said (kubectl etcd recover acts on QuorumLost alone).
+func TestAvailableSaysQuorumLostOnlyWhenTheListDoesNotAnswer(t *testing.T) {
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	c.Status.ClusterID = "c1"
+	voters := []etcd.Member{{ID: 1, Name: "db-1"}, {ID: 2, Name: "db-2"}, {ID: 3, Name: "db-3"}}
+	for _, tc := range []struct {
+		name      string
+		reachable bool
+		healthy   map[uint64]bool
+		want      string
+		status    metav1.ConditionStatus
+	}{
+		{"all healthy", true, map[uint64]bool{1: true, 2: true, 3: true}, etcdv1.ReasonQuorumHealthy, metav1.ConditionTrue},
+		{"a quorum healthy", true, map[uint64]bool{1: true, 2: true}, etcdv1.ReasonQuorumHealthy, metav1.ConditionTrue},
+		{"the list answers, health checks fail", true, map[uint64]bool{1: true}, etcdv1.ReasonMembersUnhealthy, metav1.ConditionFalse},
+		{"the list does not answer", false, map[uint64]bool{}, etcdv1.ReasonQuorumLost, metav1.ConditionFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &clusterView{reachable: tc.reachable, healthy: tc.healthy}
+			if tc.reachable {
+				v.etcdMembers = voters
+			}
+			got := availableCondition(c, v, 3)
+			if got.Reason != tc.want || got.Status != tc.status {
+				t.Fatalf("Available %s %s (%s), want %s %s", got.Status, got.Reason, got.Message, tc.status, tc.want)
+			}
+		})
+	}
+}
