@@ -134,7 +134,7 @@ func legacyPod(c *etcdv1.EtcdCluster, src *legacySource) []string {
 				notes = append(notes, note)
 			}
 			if repo := strings.TrimSuffix(ctr.Image, ":"+tag); repo != "quay.io/coreos/etcd" {
-				notes = append(notes, fmt.Sprintf("image repository %s: the operator's --image-repository flag sets it for all clusters", repo))
+				notes = append(notes, fmt.Sprintf("image repository %s: the operator's --etcd-image-repository flag sets it for all clusters", repo))
 			}
 		}
 		c.Spec.Resources = ctr.Resources
