@@ -444,7 +444,7 @@ func foundingWait(names []string, pods map[string]*corev1.Pod) error {
 	for _, name := range names {
 		if pod := pods[name]; pod == nil || pod.Status.Phase != corev1.PodRunning {
 			w.RetryIn = resyncPeriod
-			w.Message = fmt.Sprintf("waiting for the founding members %s to form the cluster; %s has not started yet", strings.Join(names, ", "), name)
+			w.Message += fmt.Sprintf("; %s has not started yet", name)
 			break
 		}
 	}
