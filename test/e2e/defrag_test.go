@@ -112,6 +112,7 @@ func TestDefragRuleShapes(t *testing.T) {
 	if _, err := cli.Compact(context.Background(), resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
+	waitReclaimableOnEveryMember(t, ns, "frag", 2<<20)
 	ref := corev1Ref("frag")
 
 	outcomes(t, runDefrag(t, ns, "default", etcdv1.EtcdDefragSpec{ClusterRef: ref}), etcdv1.DefragOutcomeSkipped, "BelowThreshold")
@@ -289,6 +290,32 @@ func quotaClusterUnderLoad(t *testing.T, name, quota string) (string, *writer, *
 	createClusterWithQuota(t, ns, name, 3, quota)
 	waitSettled(t, ns, name, 3, 4*time.Minute)
 	return ns, startWriter(t, ns, name, name), dialClusterWith(t, ns, name, access{})
+}
+
+// waitReclaimableOnEveryMember waits until each member, asked directly through the headless
+// Service, has at least min bytes to reclaim. A write is acknowledged once a majority has it,
+// and a follower may apply the history and its compaction seconds later on a loaded machine:
+// a pass that looks at it before then rightly finds nothing to reclaim.
+func waitReclaimableOnEveryMember(t *testing.T, ns, cluster string, min int64) {
+	t.Helper()
+	members := dialService(t, ns, cluster, access{})
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d bytes reclaimable on every member", min), func() error {
+		if n := len(members.Endpoints()); n != 3 {
+			return fmt.Errorf("%d member addresses, want 3", n)
+		}
+		for _, ep := range members.Endpoints() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			st, err := members.Status(ctx, ep)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if free := st.DbSize - st.DbSizeInUse; free < min {
+				return fmt.Errorf("member at %s: %d of %d bytes reclaimable", ep, free, st.DbSize)
+			}
+		}
+		return nil
+	})
 }
 
 func corev1Ref(name string) corev1.LocalObjectReference {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -36,8 +37,10 @@ type Reconciler struct {
 	NewClient kit.ClientFactory
 	// Now is the clock of startedAt, finishedAt and the TTL; time.Now when nil.
 	Now func() time.Time
-	// APIReader lists a cluster's passes around the cache before one starts: a pass another
-	// worker started a moment ago may not be in the cache yet. The client when nil.
+	// APIReader reads the pass itself and lists a cluster's passes around the cache: each
+	// step acts on etcd from what the pass records, and a copy of the pass the cache has not
+	// brought up to date with the last step would take that step again (a member
+	// defragmented twice, its second record lost to a conflict). The client when nil.
 	APIReader client.Reader
 	// MaxConcurrentReconciles is how many passes advance at once; 1 when 0. A member's
 	// defragmentation can take minutes, and passes of other clusters (another tenant's
@@ -92,7 +95,7 @@ func (r *Reconciler) now() metav1.Time {
 // why: the member it defragments, skips or leads away from, or what the pass waits for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &etcdv1.EtcdDefrag{}
-	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
+	if err := r.reader().Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = kit.WithCluster(ctx, d.Namespace, d.Spec.ClusterRef.Name)
@@ -102,7 +105,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	step, res, err := r.advance(ctx, d)
 	step.Facts = append(step.Facts, "phase", d.Status.Phase, "requeueAfter", res.RequeueAfter.String())
 	step.Log(ctx, err)
-	return res, err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
+}
+
+// reader reads around the cache when it can (APIReader).
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // advance takes the pass one step: it expires a finished pass, or waits for the cluster, its
@@ -172,16 +186,34 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 		return kit.Step{Name: "moveLeader", Changed: true, Facts: seen}, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.moveLeader(ctx, cli, d, view, name)
 	}
 	row := r.process(ctx, cli, view, name, v)
-	setRow(d, row)
-	if row.Outcome == etcdv1.DefragOutcomeDefragmented {
-		d.Status.Defragmented++
-	}
 	taken := kit.Step{Name: "defragment", Changed: true, Facts: append(seen, "outcome", row.Outcome, "role", row.Role,
 		"dbSizeBefore", row.DBSizeBefore, "reclaimedBytes", row.ReclaimedBytes)}
 	if !v.Defragment {
 		taken.Name = "skip"
 	}
-	return taken, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.Status().Update(ctx, d)
+	return taken, ctrl.Result{RequeueAfter: 100 * time.Millisecond}, r.record(ctx, d, row)
+}
+
+// record writes a member's outcome, or the role it had, once the step it names was taken on
+// etcd. The step cannot be taken back, so a conflict (the pass changed meanwhile, if only its
+// labels) must not lose it: looking again, the next reconcile would find the member
+// defragmented already and record it Skipped, with nothing reclaimed. The row is put onto the
+// pass as it now is, until it is written.
+func (r *Reconciler) record(ctx context.Context, d *etcdv1.EtcdDefrag, row etcdv1.MemberDefragStatus) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.reader().Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				return err
+			}
+		}
+		first = false
+		if row.Outcome == etcdv1.DefragOutcomeDefragmented && rowOf(d, row.Name).Outcome != etcdv1.DefragOutcomeDefragmented {
+			d.Status.Defragmented++
+		}
+		setRow(d, row)
+		return r.Status().Update(ctx, d)
+	})
 }
 
 // start sets the pass Running with a Pending row per member; true when it changed d.
@@ -237,8 +269,7 @@ func (r *Reconciler) moveLeader(ctx context.Context, cli etcd.Client, d *etcdv1.
 	r.event(ctx, d, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership away from %s before defragmenting it", name)
 	row := rowOf(d, name)
 	row.Role = etcdv1.DefragRoleLeader
-	setRow(d, row)
-	return r.Status().Update(ctx, d)
+	return r.record(ctx, d, row)
 }
 
 func rowOf(d *etcdv1.EtcdDefrag, name string) etcdv1.MemberDefragStatus {
