@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -200,14 +199,7 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 // defragmented already and record it Skipped, with nothing reclaimed. The row is put onto the
 // pass as it now is, until it is written.
 func (r *Reconciler) record(ctx context.Context, d *etcdv1.EtcdDefrag, row etcdv1.MemberDefragStatus) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.reader().Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-				return err
-			}
-		}
-		first = false
+	return kit.RecordAct(ctx, r.reader(), d, func() error {
 		if row.Outcome == etcdv1.DefragOutcomeDefragmented && rowOf(d, row.Name).Outcome != etcdv1.DefragOutcomeDefragmented {
 			d.Status.Defragmented++
 		}
