@@ -245,11 +245,25 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Ste
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return started, ctrl.Result{}, err
 	}
-	now := metav1.NewTime(r.Now())
-	s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
-	setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
 	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonStarted, "snapshot Job %s started", job.Name)
-	return started, ctrl.Result{}, r.Status().Update(ctx, s)
+	return started, ctrl.Result{}, r.recordStarted(ctx, s, fmt.Sprintf("Job %s is taking the snapshot of %s", job.Name, c.Name))
+}
+
+// recordStarted writes that the snapshot's Job exists: from then on it may write the file.
+// A snapshot deleted while it still reads Pending goes without the delete Job, so the record
+// must not be lost to a conflict, above all the one its deletion makes when it comes just as
+// the Job is created: the file the Job goes on to write would stay in the store, no
+// snapshot's (kit.RecordAct). A snapshot the record finds finished is left as it is.
+func (r *Reconciler) recordStarted(ctx context.Context, s *etcdv1.EtcdSnapshot, msg string) error {
+	return kit.RecordAct(ctx, r.live(), s, func() error {
+		if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
+			return nil
+		}
+		now := metav1.NewTime(r.Now())
+		s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
+		setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, msg)
+		return r.Status().Update(ctx, s)
+	})
 }
 
 // missingInput finds a PVC or credentials Secret that does not exist.
@@ -301,11 +315,8 @@ func (r *Reconciler) follow(ctx context.Context, s *etcdv1.EtcdSnapshot, job *ba
 		running := fmt.Sprintf("Job %s is taking the snapshot", job.Name)
 		waits := kit.Step{Name: "waitForJob", Why: kit.Waiting{Reason: etcdv1.ReasonInProgress, Message: running}, Facts: []any{"job", job.Name}}
 		if s.Status.Phase != etcdv1.SnapshotStarted {
-			now := metav1.NewTime(r.Now())
-			s.Status.Phase, s.Status.StartTime = etcdv1.SnapshotStarted, &now
-			setReady(s, metav1.ConditionFalse, etcdv1.ReasonInProgress, running)
 			waits.Changed = true
-			return waits, ctrl.Result{}, r.Status().Update(ctx, s)
+			return waits, ctrl.Result{}, r.recordStarted(ctx, s, running)
 		}
 		return waits, ctrl.Result{}, nil
 	}
