@@ -344,7 +344,7 @@ func setUpControllers(mgr ctrl.Manager, o options, claims *kit.Claims) error {
 			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims,
 		}},
 		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage, Claims: claims}},
-		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, Recorder: recorder, Claims: claims}},
+		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, Claims: claims}},
 		{"EtcdDefrag", &defrag.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient,
 			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
 		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder, Claims: claims}},

@@ -24,8 +24,11 @@ import (
 // Reconciler runs EtcdSnapshotSchedules.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Now      func() time.Time
+	// APIReader lists the schedule's snapshots around the cache before the schedule lets them
+	// go (orphanSnapshots); the client when nil.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Now       func() time.Time
 	// Claims says which clusters are this operator's; it acts on every cluster when nil.
 	Claims *kit.Claims
 }
@@ -45,6 +48,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdSnapshot{}).
 		Named("etcdsnapshotschedule").
 		Complete(r)
+}
+
+// live reads around the cache when it can (APIReader).
+func (r *Reconciler) live() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // Reconcile expires old snapshots, starts a due one unless another snapshot of the cluster is
@@ -155,13 +166,15 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *etcdv1.EtcdSnapshotSc
 	return r.Status().Update(ctx, sc)
 }
 
-// orphanSnapshots releases the schedule's snapshots, then lets the schedule go.
+// orphanSnapshots releases the schedule's snapshots, then lets the schedule go. They are
+// listed live: a snapshot the schedule created a moment ago may not be in the cache yet, and
+// one left controlled by the schedule goes with it, its stored file too.
 func (r *Reconciler) orphanSnapshots(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule) (kit.Step, ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sc, etcdv1.FinalizerKeepSnapshots) {
 		return kit.Step{Facts: []any{"deleting", true}}, ctrl.Result{}, nil
 	}
 	list := &etcdv1.EtcdSnapshotList{}
-	if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels{etcdv1.LabelSnapshotSchedule: sc.Name}); err != nil {
+	if err := r.live().List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels{etcdv1.LabelSnapshotSchedule: sc.Name}); err != nil {
 		return kit.Step{Name: "listSnapshots"}, ctrl.Result{}, err
 	}
 	released := kit.Step{Name: "releaseSnapshots", Changed: true, Facts: []any{"deleting", true, "snapshots", len(list.Items)}}
