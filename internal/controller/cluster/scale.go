@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,7 +86,7 @@ func (r *Reconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *cluste
 
 // scaleOut creates the next member; addPending then adds it to etcd as a learner.
 func (r *Reconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
-	if err := r.viewHasEveryMember(ctx, c, v); err != nil {
+	if err := r.viewIsCurrent(ctx, c, v); err != nil {
 		return err
 	}
 	name, err := r.freeName(ctx, c, v)
@@ -111,20 +112,41 @@ func (r *Reconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clu
 	return nil
 }
 
-// viewHasEveryMember reads the EtcdMembers live before one is created: a reconcile that
-// starts right after another created a member may see a cache without it, and would create
-// a second member where one was enough (two pending learners, of which etcd takes one).
-func (r *Reconciler) viewHasEveryMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
+// viewIsCurrent reads the EtcdMembers live before one is created or removed: a reconcile
+// that starts right after another created or removed a member may see a cache without that
+// change, and would create a second member where one was enough (two pending learners, of
+// which etcd takes one), or remove a second one where one removal was asked for.
+func (r *Reconciler) viewIsCurrent(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) error {
 	live, err := listMembersFrom(ctx, r.reader(), c)
 	if err != nil {
 		return err
 	}
-	for _, m := range live {
-		if memberNamed(v.members, m.Name) == nil {
-			return waitFor(etcdv1.ReasonScaling, "member %s exists but is not in this reconcile's view yet", m.Name)
-		}
+	if behind := viewBehind(v.members, live); behind != "" {
+		return waitFor(etcdv1.ReasonScaling, "%s", behind)
 	}
 	return nil
+}
+
+// viewBehind says how the members a look saw (view) lag those read live: a member created
+// that the view lacks, or one going away (gone, being deleted, or marked for removal) that
+// the view still has as staying; "" when the view has every such change.
+func viewBehind(view, live []*etcdv1.EtcdMember) string {
+	for _, m := range live {
+		if memberNamed(view, m.Name) == nil {
+			return fmt.Sprintf("member %s exists but is not in this reconcile's view yet", m.Name)
+		}
+	}
+	for _, m := range view {
+		if l := memberNamed(live, m.Name); !goingAway(m) && (l == nil || goingAway(l)) {
+			return fmt.Sprintf("member %s is being removed, which this reconcile's view does not show yet", m.Name)
+		}
+	}
+	return ""
+}
+
+// goingAway: the member is being deleted, or marked to be (settleRemovalMark).
+func goingAway(m *etcdv1.EtcdMember) bool {
+	return !m.DeletionTimestamp.IsZero() || m.Annotations[etcdv1.AnnotationRemove] == "true"
 }
 
 // freeName is the lowest ordinal whose name no EtcdMember, etcd member or PVC still uses, so
@@ -159,6 +181,9 @@ func (r *Reconciler) scaleIn(ctx context.Context, c *etcdv1.EtcdCluster, v *clus
 		return false, waitFor(etcdv1.ReasonScaling, "no member can be removed safely")
 	}
 	if err := v.removable(c, victim); err != nil {
+		return false, err
+	}
+	if err := r.viewIsCurrent(ctx, c, v); err != nil {
 		return false, err
 	}
 	if err := r.markAndDelete(ctx, c, victim, failpoint.AfterRemovalMark); err != nil {
