@@ -206,13 +206,13 @@ func (r *podRunner) startEtcd(key string, pod *corev1.Pod, st *podState) {
 }
 
 // remove stops the member of a Pod marked for deletion, then deletes the Pod for good. The
-// member is found by the Pod's flags too, so that one an earlier run of the node started
-// stops as well. The UID precondition spares a Pod recreated under the same name.
+// member is found by the Pod's flags, so that one an earlier run of the node started stops
+// as well. The UID precondition spares a Pod recreated under the same name.
 func (r *podRunner) remove(ctx context.Context, pod *corev1.Pod, st *podState) error {
-	r.stop(st)
 	if peer := peerURLOf(pod); peer != "" {
 		r.cfg.Sim.StopProcess(peer)
 	}
+	st.running = false
 	opts := metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))}
 	err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
