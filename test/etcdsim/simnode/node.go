@@ -28,7 +28,10 @@
 // Node names no kubelet port), resource accounting, eviction, and images. Containers other
 // than etcd are reported running and ready and do nothing, so a Job's Pod never finishes:
 // do not let snapshot Jobs land on sim nodes. Every Pod reports the same IP, the address the
-// Sim listens on: the Sim tells members apart by the :authority the client dialled.
+// Sim listens on: the Sim tells members apart by the :authority the client dialled. The node
+// never forgets a cluster: a member whose Pod is deleted keeps its place in the Sim, as if
+// its data survived, and whoever deletes an EtcdCluster calls Sim.DeleteCluster, so that a
+// new one of the same name starts afresh.
 //
 // API calls go through the client the caller gives, with its rate limits: at 5,000 Pods the
 // node writes one status per Pod start, so give it a client with a generous QPS.
