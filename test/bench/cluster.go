@@ -121,10 +121,19 @@ var attemptTimeout = 10 * time.Second
 
 // waitFor polls check until it passes; the error says what did not happen and why.
 func waitFor(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return poll(ctx, pacing{timeout: timeout, every: pollInterval, attempt: attemptTimeout}, what, check)
+}
+
+// pacing is how a wait polls: for how long in all, how often, each look for how long.
+type pacing struct {
+	timeout, every, attempt time.Duration
+}
+
+func poll(ctx context.Context, p pacing, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	for {
-		attempt, stop := context.WithTimeout(ctx, attemptTimeout)
+		attempt, stop := context.WithTimeout(ctx, p.attempt)
 		err := check(attempt)
 		stop()
 		if err == nil {
@@ -133,7 +142,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, check func
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (last: %w)", what, ctx.Err(), err)
-		case <-time.After(pollInterval):
+		case <-time.After(p.every):
 		}
 	}
 }

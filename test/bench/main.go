@@ -31,6 +31,12 @@ type options struct {
 	steps *regexp.Regexp
 	// timedOnly skips the scale, at-rest and crowd steps after the timed runs.
 	timedOnly bool
+	// sweep, when set, runs the scale sweep on a simulated node instead of everything else:
+	// the cluster counts to measure at, rising.
+	sweep             []int
+	sweepPerNamespace int
+	sweepDelete       int
+	simListen         string
 }
 
 func main() {
@@ -43,7 +49,16 @@ func main() {
 	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
 	stepsPattern := flag.String("steps", "", "run only the timed steps whose metric matches this regular expression (and the earlier steps on the same cluster they continue from), e.g. '^bootstrap'")
 	flag.BoolVar(&o.timedOnly, "timed-only", false, "skip the scale, at-rest and crowd steps (which take about 15 minutes) after the timed runs")
+	sweep := flag.String("sweep", "", "instead of the other steps, raise the number of one-member clusters on a simulated node (no etcd processes: test/etcdsim) to each of these counts, e.g. 500,1000,2500,5000, measuring the operator at rest at each")
+	flag.IntVar(&o.sweepPerNamespace, "sweep-per-namespace", 10, "the sweep's clusters per namespace")
+	flag.IntVar(&o.sweepDelete, "sweep-delete", 500, "how many of the sweep's clusters are deleted at once at its end")
+	flag.StringVar(&o.simListen, "sim-listen", "10.213.0.1:2379", "where the etcd simulator answers; its host is the address the simulated node's Pods report, so it must be reachable from the operator's Pod (the local cluster's bridge address)")
 	flag.Parse()
+	var err error
+	if o.sweep, err = parseCounts(*sweep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -sweep:", err)
+		os.Exit(2)
+	}
 	if *stepsPattern != "" {
 		re, err := regexp.Compile(*stepsPattern)
 		if err != nil {
@@ -86,6 +101,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	b.operatorStarted = first.value(processStarted)
+	if len(o.sweep) > 0 {
+		return b.runSweep(ctx, started)
+	}
 	times := newSamples()
 	for i := range o.runs {
 		logf("run %d of %d", i+1, o.runs)

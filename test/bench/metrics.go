@@ -25,6 +25,7 @@ const (
 	heapInUse      = "go_memstats_heap_inuse_bytes"
 	requestsTotal  = "rest_client_requests_total"
 	reconcileTime  = "controller_runtime_reconcile_time_seconds"
+	workqueueDepth = "workqueue_depth"
 )
 
 type families map[string]*dto.MetricFamily

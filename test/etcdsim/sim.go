@@ -18,7 +18,7 @@
 // # How a cluster comes to be
 //
 // A real member exists once its Pod runs etcd. Whoever "runs" an etcd Pod without a process
-// (the local cluster's node agent, in the later step) calls StartProcess with what the Pod's
+// (package simnode, see "Simulated nodes") calls StartProcess with what the Pod's
 // etcd would be started with (ParseArgs reads the flags of specs.EtcdArgs), and StopProcess
 // when the Pod's container ends:
 //
@@ -34,6 +34,13 @@
 // completes even when nobody calls StartProcess. Bootstrap is the short way for tests and the
 // command: every member of a new cluster starts at once. DeleteCluster forgets a cluster
 // whose EtcdCluster is gone, so that a new one with the same names starts afresh.
+//
+// # Simulated nodes
+//
+// Package simnode (test/etcdsim/simnode) runs member Pods against a Sim: a Node in the API,
+// kept Ready by its Lease, that calls StartProcess for each member Pod bound to it and
+// StopProcess when the Pod goes, and reports the Pods Running and Ready at the address this
+// server listens on. An EtcdCluster's members land there with simnode.Placement.
 //
 // # Memory
 //
