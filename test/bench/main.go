@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,6 +32,10 @@ type options struct {
 	steps *regexp.Regexp
 	// timedOnly skips the scale, at-rest and crowd steps after the timed runs.
 	timedOnly bool
+	// versus, when set, names another operator to time ours beside instead of the floor;
+	// switchOperator is the command that makes one side's operator the running one.
+	versus         rival
+	switchOperator string
 }
 
 func main() {
@@ -43,14 +48,13 @@ func main() {
 	flag.DurationVar(&o.idleWindow, "idle-window", 2*time.Minute, "how long the operator's API writes are counted at rest")
 	stepsPattern := flag.String("steps", "", "run only the timed steps whose metric matches this regular expression (and the earlier steps on the same cluster they continue from), e.g. '^bootstrap'")
 	flag.BoolVar(&o.timedOnly, "timed-only", false, "skip the scale, at-rest and crowd steps (which take about 15 minutes) after the timed runs")
+	versus := flag.String("versus", "", "instead of the floor and the steps after the timed runs, time ours beside another operator of the same API, one after the other, on a stopwatch of Kubernetes and etcd alone: "+
+		"bootstrap of 3, a follower's Pod lost, scale-out 3 -> 5. NAME[@VERSION]; the one NAME known is cozystack (Cozystack's etcd-operator); VERSION only labels the report. hack/cozystack-side-by-side.sh runs it")
+	flag.StringVar(&o.switchOperator, "switch-operator", "", "with -versus: the command that makes one side's operator the only one running, run with the side (ours, or the -versus NAME) as its last argument whenever the side changes; the last side is left running")
 	flag.Parse()
-	if *stepsPattern != "" {
-		re, err := regexp.Compile(*stepsPattern)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: -steps:", err)
-			os.Exit(2)
-		}
-		o.steps = re
+	if err := o.parse(*stepsPattern, *versus); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal cancels the run, which still starts its clean-up; a second one ends
@@ -61,6 +65,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parse reads the flags given as text.
+func (o *options) parse(stepsPattern, versus string) error {
+	if stepsPattern != "" {
+		re, err := regexp.Compile(stepsPattern)
+		if err != nil {
+			return fmt.Errorf("-steps: %w", err)
+		}
+		o.steps = re
+	}
+	if versus == "" {
+		return nil
+	}
+	var err error
+	if o.versus, err = parseRival(versus); err != nil {
+		return fmt.Errorf("-versus: %w", err)
+	}
+	if o.switchOperator == "" {
+		return errors.New("-versus needs -switch-operator: the bench cannot swap the operators itself")
+	}
+	return nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -81,6 +107,15 @@ func run(ctx context.Context, o options) error {
 			logf("deleting the bench's namespaces: %v", err)
 		}
 	}()
+	if o.versus.name != "" {
+		return b.sideBySide(ctx, started)
+	}
+	return b.againstFloor(ctx, started)
+}
+
+// againstFloor is the bench proper: the timed steps beside the floor, then the steps at scale.
+func (b *bench) againstFloor(ctx context.Context, started time.Time) error {
+	o := b.opts
 	first, err := b.operatorMetrics(ctx)
 	if err != nil {
 		return err
