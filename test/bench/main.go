@@ -6,7 +6,8 @@
 // many objects not its own exist.
 //
 // It works on the cluster of $KUBECONFIG with the operator deployed; make bench starts the
-// local cluster, deploys the operator, runs this and stops the cluster again.
+// local cluster, deploys the operator, runs this and stops the cluster again. With -versus it
+// times ours beside another operator instead (versus.go; hack/cozystack-side-by-side.sh).
 package main
 
 import (
