@@ -3,6 +3,9 @@
 # path: builds the etcd versions, the operator and the test toolbox when missing.
 #
 #   hack/images.sh OUT_FILE
+#
+# EXTRA_IMAGES names more files of entries in the same form (space-separated), appended as
+# they are: images a caller built itself, e.g. another operator's (hack/cozystack-side-by-side.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +44,7 @@ localcluster/toolbox:v1:
   entrypoint: [/toolbox]
   env: [PATH=/]
 YAML
+  for extra in ${EXTRA_IMAGES:-}; do cat "$extra"; done
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "$out"

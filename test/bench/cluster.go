@@ -214,11 +214,22 @@ func withEtcd(members []member, fn func(etcd.Client) error) error {
 // serving is nil once n members run in the namespace, their Pods Ready (what a client
 // Service needs) and each answering a quorum read (etcdctl endpoint health).
 func (b *bench) serving(ctx context.Context, ns string, n int) error {
+	return b.servingAnd(ctx, ns, n, nil)
+}
+
+// servingAnd is serving with one more check, given a client for the members, before their
+// health; none when check is nil.
+func (b *bench) servingAnd(ctx context.Context, ns string, n int, check func(etcd.Client) error) error {
 	members, err := b.readyMembers(ctx, ns, n)
 	if err != nil {
 		return err
 	}
 	return withEtcd(members, func(cli etcd.Client) error {
+		if check != nil {
+			if err := check(cli); err != nil {
+				return err
+			}
+		}
 		for _, m := range members {
 			if err := cli.Healthy(ctx, m.url); err != nil {
 				return err

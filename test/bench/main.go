@@ -6,11 +6,13 @@
 // many objects not its own exist.
 //
 // It works on the cluster of $KUBECONFIG with the operator deployed; make bench starts the
-// local cluster, deploys the operator, runs this and stops the cluster again.
+// local cluster, deploys the operator, runs this and stops the cluster again. With -versus it
+// times ours beside another operator instead (versus.go; hack/cozystack-side-by-side.sh).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,6 +33,10 @@ type options struct {
 	steps *regexp.Regexp
 	// timedOnly skips the scale, at-rest and crowd steps after the timed runs.
 	timedOnly bool
+	// versus, when set, names another operator to time ours beside instead of the floor;
+	// switchOperator is the command that makes one side's operator the running one.
+	versus         rival
+	switchOperator string
 	// sweep, when set, runs the scale sweep on a simulated node instead of everything else:
 	// the cluster counts to measure at, rising.
 	sweep             []int
@@ -53,19 +59,13 @@ func main() {
 	flag.IntVar(&o.sweepPerNamespace, "sweep-per-namespace", 10, "the sweep's clusters per namespace")
 	flag.IntVar(&o.sweepDelete, "sweep-delete", 500, "how many of the sweep's clusters are deleted at once at its end")
 	flag.StringVar(&o.simListen, "sim-listen", "10.213.0.1:2379", "where the etcd simulator answers; its host is the address the simulated node's Pods report, so it must be reachable from the operator's Pod (the local cluster's bridge address)")
+	versus := flag.String("versus", "", "instead of the floor and the steps after the timed runs, time ours beside another operator of the same API, one after the other, on a stopwatch of Kubernetes and etcd alone: "+
+		"bootstrap of 3, a follower's Pod lost, scale-out 3 -> 5. NAME[@VERSION]; the one NAME known is cozystack (Cozystack's etcd-operator); VERSION only labels the report. hack/cozystack-side-by-side.sh runs it")
+	flag.StringVar(&o.switchOperator, "switch-operator", "", "with -versus: the command that makes one side's operator the only one running, run with the side (ours, or the -versus NAME) as its last argument whenever the side changes; the last side is left running")
 	flag.Parse()
-	var err error
-	if o.sweep, err = parseCounts(*sweep); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: -sweep:", err)
+	if err := o.parse(*stepsPattern, *versus, *sweep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
-	}
-	if *stepsPattern != "" {
-		re, err := regexp.Compile(*stepsPattern)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: -steps:", err)
-			os.Exit(2)
-		}
-		o.steps = re
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal cancels the run, which still starts its clean-up; a second one ends
@@ -76,6 +76,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parse reads the flags given as text.
+func (o *options) parse(stepsPattern, versus, sweep string) error {
+	var err error
+	if o.sweep, err = parseCounts(sweep); err != nil {
+		return fmt.Errorf("-sweep: %w", err)
+	}
+	if stepsPattern != "" {
+		re, err := regexp.Compile(stepsPattern)
+		if err != nil {
+			return fmt.Errorf("-steps: %w", err)
+		}
+		o.steps = re
+	}
+	if versus == "" {
+		return nil
+	}
+	if o.versus, err = parseRival(versus); err != nil {
+		return fmt.Errorf("-versus: %w", err)
+	}
+	if o.switchOperator == "" {
+		return errors.New("-versus needs -switch-operator: the bench cannot swap the operators itself")
+	}
+	return nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -96,14 +121,23 @@ func run(ctx context.Context, o options) error {
 			logf("deleting the bench's namespaces: %v", err)
 		}
 	}()
+	switch {
+	case o.versus.name != "":
+		return b.sideBySide(ctx, started)
+	case len(o.sweep) > 0:
+		return b.runSweep(ctx, started)
+	}
+	return b.againstFloor(ctx, started)
+}
+
+// againstFloor is the bench proper: the timed steps beside the floor, then the steps at scale.
+func (b *bench) againstFloor(ctx context.Context, started time.Time) error {
+	o := b.opts
 	first, err := b.operatorMetrics(ctx)
 	if err != nil {
 		return err
 	}
 	b.operatorStarted = first.value(processStarted)
-	if len(o.sweep) > 0 {
-		return b.runSweep(ctx, started)
-	}
 	times := newSamples()
 	for i := range o.runs {
 		logf("run %d of %d", i+1, o.runs)

@@ -63,7 +63,12 @@ func (o *operated) editSpec(ctx context.Context, edit func(*etcdv1.EtcdClusterSp
 }
 
 func (o *operated) losePod(ctx context.Context, name string) error {
-	return o.b.k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}}, lost)
+	return o.b.losePod(ctx, o.ns, name)
+}
+
+// losePod deletes the Pod at once, as a crash or a lost node does.
+func (b *bench) losePod(ctx context.Context, ns, name string) error {
+	return b.k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, lost)
 }
 
 // settled is what a user waits for (the status: Available, n ready voters, nothing in

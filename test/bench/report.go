@@ -36,18 +36,28 @@ func (s *samples) addMilestones(metric, side string, at reachedAt) {
 }
 
 func (s *samples) add(metric, side string, d time.Duration) {
+	s.declare(metric)
+	s.times[metric][side] = append(s.times[metric][side], d)
+}
+
+// declare gives the metric its place in the report, also when no side ever measures it.
+func (s *samples) declare(metric string) {
 	if s.times[metric] == nil {
 		s.metrics = append(s.metrics, metric)
 		s.times[metric] = map[string][]time.Duration{}
 	}
-	s.times[metric][side] = append(s.times[metric][side], d)
 }
 
 // printReport writes the report with its tab-separated columns aligned; lines without tabs
 // (titles) do not take part in the alignment.
 func printReport(w io.Writer, o options, times *samples, r report, took time.Duration) error {
+	return printAligned(w, formatReport(o, times, r, took))
+}
+
+// printAligned writes a report with its tab-separated columns aligned.
+func printAligned(w io.Writer, report string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if _, err := io.WriteString(tw, formatReport(o, times, r, took)); err != nil {
+	if _, err := io.WriteString(tw, report); err != nil {
 		return err
 	}
 	return tw.Flush()
@@ -66,13 +76,7 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 	fmt.Fprintf(&b, "\netcd-operator bench: etcd %s, %d CPUs, median of %d runs\n", etcdVersion, runtime.NumCPU(), o.runs)
 	fmt.Fprintln(&b, "floor: the same etcd Pods started by hand as a static cluster, on the same cluster, in the same run")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "metric\toperator\tfloor\toperator/floor\tspread (max-min)\toperator runs (s)\tfloor runs (s)")
-	for _, metric := range times.metrics {
-		op, fl := times.times[metric][operator], times.times[metric][floor]
-		mo, mf := stats.Median(op), stats.Median(fl)
-		fmt.Fprintf(&b, "%s\t%.2fs\t%.2fs\t%.2f\t%.1fs / %.1fs\t%s\t%s\n", metric, mo.Seconds(), mf.Seconds(), mo.Seconds()/mf.Seconds(),
-			stats.Spread(op).Seconds(), stats.Spread(fl).Seconds(), stats.Seconds(op), stats.Seconds(fl))
-	}
+	writeComparison(&b, times, operator, floor)
 	writeReplacement(&b, times)
 	writeMilestones(&b, times)
 
@@ -88,6 +92,33 @@ func formatReport(o options, times *samples, r report, took time.Duration) strin
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()
 }
+
+// writeComparison sets each metric's times of one side beside those of another, the
+// reference: medians, the ratio of the two, the spreads and every run. A side with no time
+// for a metric (its step failed, or came after one that did) shows "-".
+func writeComparison(b *strings.Builder, times *samples, side, reference string) {
+	fmt.Fprintf(b, "metric\t%[1]s\t%[2]s\t%[1]s/%[2]s\tspread (max-min)\t%[1]s runs (s)\t%[2]s runs (s)\n", side, reference)
+	for _, metric := range times.metrics {
+		of, ref := times.times[metric][side], times.times[metric][reference]
+		ratio := "-"
+		if len(of) > 0 && len(ref) > 0 {
+			ratio = fmt.Sprintf("%.2f", stats.Median(of).Seconds()/stats.Median(ref).Seconds())
+		}
+		fmt.Fprintf(b, "%s\t%s\t%s\t%s\t%s / %s\t%s\t%s\n", metric, cell(of, median), cell(ref, median), ratio,
+			cell(of, spread), cell(ref, spread), cell(of, stats.Seconds), cell(ref, stats.Seconds))
+	}
+}
+
+// cell renders samples with show, or "-" when there are none.
+func cell(ds []time.Duration, show func([]time.Duration) string) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	return show(ds)
+}
+
+func median(ds []time.Duration) string { return fmt.Sprintf("%.2fs", stats.Median(ds).Seconds()) }
+func spread(ds []time.Duration) string { return fmt.Sprintf("%.1fs", stats.Spread(ds).Seconds()) }
 
 // writeTeardown reports the deletion of every cluster at once, or that it stalled.
 func writeTeardown(b *strings.Builder, t *teardown) {

@@ -51,7 +51,7 @@ var steps = []step{
 	{"bootstrap, 3 members", "grown", 3, bootstrap(3, etcdVersion), true},
 	{"scale-out 3 -> 4", "grown", 4, growTo(4), false},
 	{metricLearnerStep, "grown", 5, growTo(5), false},
-	{"Pod loss, 5 members", "grown", 5, loseFollower, false},
+	{"Pod loss, 5 members", "grown", 5, loseFollowerOf(5), false},
 	{metricWiped, "grown", 5, wipeFollower, false},
 	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion), true},
 	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch), true},
@@ -109,24 +109,23 @@ func growTo(n int) func(context.Context, *bench, subject) error {
 // graceful delete would mostly measure the termination grace period, the same on both sides.
 var lost = client.GracePeriodSeconds(0)
 
-// loseFollower finds a follower (a few milliseconds, inside the measured time on both sides)
-// and loses its Pod.
-func loseFollower(ctx context.Context, b *bench, s subject) error {
-	f, err := b.follower(ctx, s.namespace(), 5)
-	if err != nil {
-		return err
+// loseFollowerOf finds a follower of the n members (a few milliseconds, inside the measured
+// time on both sides) and loses its Pod.
+func loseFollowerOf(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, b *bench, s subject) error {
+		f, err := b.follower(ctx, s.namespace(), n)
+		if err != nil {
+			return err
+		}
+		return s.losePod(ctx, f.pod)
 	}
-	return s.losePod(ctx, f.pod)
 }
 
 // timedRun measures every step on both sides. The sides take turns step by step, and which
 // goes first alternates between runs, so that a slow moment of the shared machine does not
 // fall on one side only.
 func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
-	sides := []string{floor, operator}
-	if run%2 == 1 {
-		sides = []string{operator, floor}
-	}
+	sides := sideOrder(run, floor, operator)
 	subjects := map[string]subject{}
 	for _, st := range selectSteps(steps, b.opts.steps) {
 		for _, side := range sides {
@@ -149,6 +148,15 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 	}
 	b.clearNamespaces(ctx)
 	return nil
+}
+
+// sideOrder is the order in which two sides take their turns in a run: swapped every other
+// run.
+func sideOrder(run int, first, second string) []string {
+	if run%2 == 1 {
+		return []string{second, first}
+	}
+	return []string{first, second}
 }
 
 func (b *bench) newSubject(ctx context.Context, side string) (subject, error) {

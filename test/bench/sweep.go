@@ -314,6 +314,11 @@ func waitForEvery(ctx context.Context, timeout time.Duration, what string, check
 // runSweep is the bench in -sweep mode: the sweep, its report, and the teardown of what is
 // left, which must not stall either.
 func (b *bench) runSweep(ctx context.Context, started time.Time) error {
+	first, err := b.operatorMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	b.operatorStarted = first.value(processStarted)
 	r, err := b.sweep(ctx)
 	var gone *teardown
 	if err == nil {
