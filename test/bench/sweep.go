@@ -245,10 +245,9 @@ func (b *bench) deleteSome(ctx context.Context, n int) (*teardown, error) {
 	if err := b.k8s.List(ctx, namespaces, client.MatchingLabels{benchLabel: "true"}); err != nil {
 		return nil, err
 	}
-	chosen := map[string]bool{}
-	r := &teardown{}
+	chosen, clusters := map[string]bool{}, 0
 	for i := range namespaces.Items {
-		if r.clusters >= n {
+		if clusters >= n {
 			break
 		}
 		ns := namespaces.Items[i].Name
@@ -258,25 +257,20 @@ func (b *bench) deleteSome(ctx context.Context, n int) (*teardown, error) {
 		}
 		if len(list.Items) > 0 {
 			chosen[ns] = true
-			r.clusters += len(list.Items)
+			clusters += len(list.Items)
 		}
 	}
-	began := time.Now()
-	for ns := range chosen {
-		if err := b.k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
-			return nil, err
+	deleteChosen := func(ctx context.Context) error {
+		for ns := range chosen {
+			if err := b.k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	err := waitForEvery(ctx, teardownTimeout, fmt.Sprintf("%d clusters deleted with their namespaces", r.clusters), func(ctx context.Context) error {
+	return timeDeletion(ctx, clusters, deleteChosen, waitForEvery, func(ctx context.Context) error {
 		return b.namespacesGone(ctx, chosen)
 	})
-	r.took = time.Since(began)
-	if err != nil {
-		r.stalled = err.Error()
-		return r, err
-	}
-	logf("%d clusters deleted at once: gone in %.1fs", r.clusters, r.took.Seconds())
-	return r, nil
 }
 
 // namespacesGone fails while any of the namespaces, or an EtcdCluster or EtcdMember in one,

@@ -32,18 +32,29 @@ func (b *bench) tearDown(ctx context.Context) (*teardown, error) {
 	if err := b.k8s.List(ctx, clusters); err != nil {
 		return nil, err
 	}
-	r := &teardown{clusters: len(clusters.Items)}
+	deleteAll := func(ctx context.Context) error {
+		_, err := b.deleteNamespaces(ctx)
+		return err
+	}
+	return timeDeletion(ctx, len(clusters.Items), deleteAll, waitFor, b.benchObjectsGone)
+}
+
+// timeDeletion starts a deletion of n clusters and times until gone passes, as wait polls:
+// a deletion that has not finished after teardownTimeout stalled, and says what was left.
+func timeDeletion(ctx context.Context, n int, start func(context.Context) error,
+	wait func(context.Context, time.Duration, string, func(context.Context) error) error, gone func(context.Context) error) (*teardown, error) {
+	r := &teardown{clusters: n}
 	began := time.Now()
-	if _, err := b.deleteNamespaces(ctx); err != nil {
+	if err := start(ctx); err != nil {
 		return nil, err
 	}
-	err := waitFor(ctx, teardownTimeout, fmt.Sprintf("%d clusters deleted with their namespaces", r.clusters), b.benchObjectsGone)
+	err := wait(ctx, teardownTimeout, fmt.Sprintf("%d clusters deleted with their namespaces", n), gone)
 	r.took = time.Since(began)
 	if err != nil {
 		r.stalled = err.Error()
 		return r, err
 	}
-	logf("%d clusters deleted at once: gone in %.1fs", r.clusters, r.took.Seconds())
+	logf("%d clusters deleted at once: gone in %.1fs", n, r.took.Seconds())
 	return r, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -33,6 +34,12 @@ func DialOptions(addr string) []grpc.DialOption {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	})}
+}
+
+// Conn is a plain gRPC connection (no clientv3, so no retries) to the member whose client
+// URL has host:port authority, through the simulator's listener at addr.
+func Conn(addr, authority string) (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+addr, grpc.WithAuthority(authority), grpc.WithTransportCredentials(insecure.NewCredentials()))
 }
 
 // rules say what a call needs from the member it reaches, as etcd's own checks do: a learner

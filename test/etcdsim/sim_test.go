@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -86,7 +85,7 @@ func expectUnavailable(t *testing.T, addr, authority string) {
 // retries of its own.
 func grpcConn(t *testing.T, addr, authority string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithAuthority(authority), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := Conn(addr, authority)
 	if err != nil {
 		t.Fatal(err)
 	}

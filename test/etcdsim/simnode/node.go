@@ -52,6 +52,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/quorumkeeper/etcd-operator/test/etcdsim"
 )
@@ -173,8 +174,21 @@ func register(ctx context.Context, cfg Config) (*corev1.Node, error) {
 		return nil, fmt.Errorf("simnode: registering node %s: %w", cfg.Name, err)
 	}
 	// The status an API server keeps on create is not a promise: write it as the kubelet does.
-	node.Status = want.Status
-	if node, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// kube-controller-manager writes the new Node too (its Pod CIDR, taints), so a write may
+	// meet a conflict: it is made again onto the Node as it now is.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node.Status = want.Status
+		updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if fresh, getErr := nodes.Get(ctx, cfg.Name, metav1.GetOptions{}); getErr == nil {
+				node = fresh
+			}
+			return err
+		}
+		node = updated
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("simnode: reporting node %s ready: %w", cfg.Name, err)
 	}
 	return node, nil

@@ -12,7 +12,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,8 +179,7 @@ func (w *world) dial(t *testing.T, member string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(etcdsim.DialOptions(w.addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	conn, err := grpc.NewClient("passthrough:///"+u.Host, opts...)
+	conn, err := etcdsim.Conn(w.addr, u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
