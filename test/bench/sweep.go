@@ -49,16 +49,19 @@ type sweepPoint struct {
 }
 
 // sweepResult is the whole sweep: the operator's memory before, its points, then a batch
-// deleted at once.
+// deleted at once and the rest after it.
 type sweepResult struct {
 	baseRSS float64
 	points  []sweepPoint
 	deleted *teardown
+	rest    *teardown
 }
 
 // sweep raises the number of clusters to each of o.sweep in turn (the new ones created at
 // once), times until all are Available, and measures the operator at rest with them; then
-// it deletes o.sweepDelete clusters at once and times until they are gone.
+// it deletes o.sweepDelete clusters at once and times until they are gone, then the rest.
+// Both deletions happen while the simulated node runs: without its kubelet, Pods being
+// deleted would wait for kube-controller-manager's garbage collection of a gone node's Pods.
 func (b *bench) sweep(ctx context.Context) (*sweepResult, error) {
 	stop, err := b.startSimulation(ctx)
 	if err != nil {
@@ -79,7 +82,10 @@ func (b *bench) sweep(ctx context.Context) (*sweepResult, error) {
 		r.points = append(r.points, *p)
 		have = target
 	}
-	r.deleted, err = b.deleteSome(ctx, b.opts.sweepDelete)
+	if r.deleted, err = b.deleteSome(ctx, b.opts.sweepDelete); err != nil {
+		return r, err
+	}
+	r.rest, err = b.tearDown(ctx)
 	return r, err
 }
 
@@ -314,12 +320,8 @@ func (b *bench) runSweep(ctx context.Context, started time.Time) error {
 	}
 	b.operatorStarted = first.value(processStarted)
 	r, err := b.sweep(ctx)
-	var gone *teardown
-	if err == nil {
-		gone, err = b.tearDown(ctx)
-	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	if _, werr := io.WriteString(tw, formatSweep(r, gone, time.Since(started))); werr != nil {
+	if _, werr := io.WriteString(tw, formatSweep(r, time.Since(started))); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return errors.Join(err, tw.Flush())
@@ -348,7 +350,7 @@ func parseCounts(s string) ([]int, error) {
 const defaultMemoryLimit = 256 << 20
 
 // formatSweep is the sweep's report; r may be partial (a step failed).
-func formatSweep(r *sweepResult, gone *teardown, took time.Duration) string {
+func formatSweep(r *sweepResult, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nscale sweep: one-member clusters on a simulated node (etcd answered by test/etcdsim; operator, apiserver, scheduler, controller-manager and DNS real), %d CPUs\n", runtime.NumCPU())
 	if r == nil {
@@ -371,11 +373,10 @@ func formatSweep(r *sweepResult, gone *teardown, took time.Duration) string {
 		fmt.Fprintf(&b, "\nmemory: %.0f KiB per cluster over %.1f MiB before; the default limit (%d MiB) holds about %.0f clusters\n",
 			perCluster/(1<<10), r.baseRSS/(1<<20), defaultMemoryLimit>>20, (defaultMemoryLimit-r.baseRSS)/perCluster)
 	}
-	if r.deleted != nil {
-		writeTeardown(&b, r.deleted)
-	}
-	if gone != nil {
-		writeTeardown(&b, gone)
+	for _, t := range []*teardown{r.deleted, r.rest} {
+		if t != nil {
+			writeTeardown(&b, t)
+		}
 	}
 	fmt.Fprintf(&b, "\nbench took %s\n", took.Round(time.Second))
 	return b.String()

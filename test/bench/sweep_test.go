@@ -48,7 +48,7 @@ func TestSweepReportStatesMemoryPerCluster(t *testing.T) {
 			rest: &atRest{window: time.Minute, rssBytes: rss, reconcile: latency{p50: 0.001, p99: 0.01, count: 60}}}
 	}
 	r := &sweepResult{baseRSS: 64 * mib, points: []sweepPoint{at(512, 64*mib+100*mib), at(1024, 64*mib+150*mib)}}
-	out := formatSweep(r, nil, time.Minute)
+	out := formatSweep(r, time.Minute)
 	for _, want := range []string{
 		"200 KiB",                   // (100 MiB) / 512 clusters
 		"100 KiB",                   // (50 MiB) / 512 more
