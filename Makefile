@@ -169,9 +169,12 @@ soak: ## The robustness scenarios' long form, not part of make test: ROBUSTNESS_
 bench: ## The snapshot bench, then operator vs. etcd started by hand, as ratios; API writes and memory at rest. Stops the local cluster after.
 	hack/bench.sh
 
+# The cluster counts of make bench-sweep (make's $(or) would split them at the commas).
+SWEEP ?= 500,1000,2500,5000
+
 .PHONY: bench-sweep
 bench-sweep: ## The operator with SWEEP (500,1000,2500,5000) one-member clusters on a simulated node (test/etcdsim: no etcd processes), at rest at each count; then 500 deleted at once.
-	BENCH_SNAPSHOT=0 BENCH_FLAGS="-sweep $(or $(SWEEP),500,1000,2500,5000) $(BENCH_FLAGS)" hack/bench.sh
+	BENCH_SNAPSHOT=0 BENCH_FLAGS="-sweep $(SWEEP) $(BENCH_FLAGS)" hack/bench.sh
 
 .PHONY: bench-snapshot
 bench-snapshot: ## Snapshot and restore agents vs. etcdctl/mc/etcdutl by hand, as ratios, and their peak memory; real etcd and MinIO on loopback, no cluster.
