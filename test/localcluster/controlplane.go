@@ -46,7 +46,7 @@ type Config struct {
 	EtcdBin     string     // path of the etcd binary for the apiserver's own etcd
 	APIAddress  netip.Addr // the only address the apiserver binds to (10.213.0.1 in the real cluster)
 	APIPort     int        // 6443 in the real cluster
-	ServiceCIDR string     // "10.214.0.0/24"
+	ServiceCIDR string     // "10.214.0.0/16"
 	Marker      string     // "LOCALCLUSTER_DIR=<Dir>": put into every child's environment; defaulted from Dir
 
 	EtcdClientPort int           // on 127.0.0.1; 0 means DefaultEtcdClientPort

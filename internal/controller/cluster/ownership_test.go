@@ -130,6 +130,23 @@ func TestAChildObjectTheAPIServerRefusesIsReportedInDegraded(t *testing.T) {
 	}
 }
 
+// A Service the API server fails to store (its Service CIDR used up) holds the cluster back:
+// Degraded says which and why, rather than a status that stays empty.
+func TestAServiceTheAPIServerCannotStoreIsReportedInDegraded(t *testing.T) {
+	h := harnessWith(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if obj.GetName() == "db-client" {
+			return apierrors.NewInternalError(errorString(`failed to allocate a serviceIP for Service "db-client": range is full`))
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	h.reconcile()
+	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
+	if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonObjectRefused ||
+		!strings.Contains(deg.Message, "Service db-client") || !strings.Contains(deg.Message, "range is full") {
+		t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming Service db-client and the full range", deg.Status, deg.Reason, deg.Message)
+	}
+}
+
 type errorString string
 
 func (e errorString) Error() string { return string(e) }

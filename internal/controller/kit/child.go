@@ -53,12 +53,21 @@ func ControllerOf(obj client.Object) string {
 }
 
 // RefusedByAPI turns the API server's refusal of a child object (invalid, forbidden, bad
-// request) into an ObjectRefused problem naming the object; other errors pass unchanged.
+// request) into an ObjectRefused problem naming the object, and so does its failure to store
+// one (an internal error, such as "failed to allocate a serviceIP ...: range is full" when the
+// Service CIDR is used up): the cluster cannot go on without it, and the person must see why
+// in the status rather than in the operator's log. It clears with the next look that finds
+// the object made. Other errors (the API server unreachable, a conflict) pass unchanged.
 func RefusedByAPI(err error, kind, name string) error {
-	if err == nil || !IsRefusal(err) {
-		return err
+	switch {
+	case err == nil:
+		return nil
+	case IsRefusal(err):
+		return ChildProblem(etcdv1.ReasonObjectRefused, "the API server refused %s %s: %v", kind, name, err)
+	case apierrors.IsInternalError(err):
+		return ChildProblem(etcdv1.ReasonObjectRefused, "the API server could not store %s %s: %v", kind, name, err)
 	}
-	return ChildProblem(etcdv1.ReasonObjectRefused, "the API server refused %s %s: %v", kind, name, err)
+	return err
 }
 
 // IsRefusal is true for the API server refusing an object itself (invalid, forbidden, bad

@@ -25,7 +25,7 @@ import (
 const (
 	apiPort       = 6443
 	firstNodePort = 10250
-	serviceCIDR   = "10.214.0.0/24"
+	serviceCIDR   = "10.214.0.0/16"
 )
 
 var zones = []string{"zone-a", "zone-b", "zone-c", "zone-d", "zone-e"}

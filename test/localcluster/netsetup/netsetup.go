@@ -41,7 +41,7 @@ func DefaultConfig() Config {
 	return Config{
 		Bridge:      "lcbr0",
 		BridgeCIDR:  netip.MustParsePrefix("10.213.0.1/16"),
-		ServiceCIDR: netip.MustParsePrefix("10.214.0.0/24"),
+		ServiceCIDR: netip.MustParsePrefix("10.214.0.0/16"),
 		NSPrefix:    "lc-",
 	}
 }

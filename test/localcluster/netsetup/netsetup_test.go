@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// testConfig stays clear of the real local cluster (lcbr0, 10.213/16, 10.214.0/24, lc-)
+// testConfig stays clear of the real local cluster (lcbr0, 10.213/16, 10.214/16, lc-)
 // so the tests can run while a cluster is up.
 func testConfig() Config {
 	return Config{
