@@ -274,41 +274,41 @@ func (b *bench) deleteSome(ctx context.Context, n int) (*teardown, error) {
 		}
 		return nil
 	}
-	return timeDeletion(ctx, clusters, deleteChosen, waitForEvery, func(ctx context.Context) error {
-		return b.namespacesGone(ctx, chosen)
+	return timeDeletion(ctx, clusters, deleteChosen, sweepPoll, func(ctx context.Context) (leftover, error) {
+		return b.namespacesLeft(ctx, chosen)
 	})
 }
 
-// namespacesGone fails while any of the namespaces, or an EtcdCluster or EtcdMember in one,
-// is left.
-func (b *bench) namespacesGone(ctx context.Context, chosen map[string]bool) error {
-	clusters, members, namespaces := 0, 0, 0
+// namespacesLeft counts the namespaces, and the EtcdClusters and EtcdMembers in them, that
+// are still there.
+func (b *bench) namespacesLeft(ctx context.Context, chosen map[string]bool) (leftover, error) {
+	var l leftover
 	for ns := range chosen {
 		err := b.k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if client.IgnoreNotFound(err) != nil {
-			return err
+			return l, err
 		}
 		if err == nil {
-			namespaces++
+			l.namespaces++
 		}
 		c, m := &etcdv1.EtcdClusterList{}, &etcdv1.EtcdMemberList{}
 		if err := b.k8s.List(ctx, c, client.InNamespace(ns)); err != nil {
-			return err
+			return l, err
 		}
 		if err := b.k8s.List(ctx, m, client.InNamespace(ns)); err != nil {
-			return err
+			return l, err
 		}
-		clusters, members = clusters+len(c.Items), members+len(m.Items)
+		l.clusters, l.members = l.clusters+len(c.Items), l.members+len(m.Items)
 	}
-	if namespaces+clusters+members > 0 {
-		return fmt.Errorf("left: %d namespaces, %d EtcdClusters, %d EtcdMembers", namespaces, clusters, members)
-	}
-	return nil
+	return l, nil
 }
 
-// waitForEvery is waitFor at the sweep's pace: each look lists thousands of objects.
+// sweepPoll is how often the sweep's waits look: each look lists thousands of objects.
+const sweepPoll = 2 * time.Second
+
+// waitForEvery is waitFor at the sweep's pace.
 func waitForEvery(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	return poll(ctx, pacing{timeout: timeout, every: 2 * time.Second, attempt: time.Minute}, what, check)
+	return poll(ctx, pacing{timeout: timeout, every: sweepPoll, attempt: time.Minute}, what, check)
 }
 
 // runSweep is the bench in -sweep mode: the sweep, its report, and the teardown of what is

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,12 +20,14 @@ type teardown struct {
 	stalled string
 }
 
-// teardownTimeout bounds the wait: far longer than a deletion that does not stall takes.
-const teardownTimeout = 10 * time.Minute
+// stallAfter is how long a deletion may go without anything more gone before it counts as
+// stalled: thousands of clusters take minutes to go (4,500 took 9 minutes on the 2-core
+// machine), and what is wrong is a deletion that stops, not one that takes its time.
+const stallAfter = 3 * time.Minute
 
 // tearDown deletes the bench's namespaces at once and times until no EtcdCluster, EtcdMember
-// or namespace of the bench is left. A deletion that does not finish within
-// teardownTimeout is an error: it stalled.
+// or namespace of the bench is left. A deletion during which nothing more goes for
+// stallAfter is an error: it stalled.
 func (b *bench) tearDown(ctx context.Context) (*teardown, error) {
 	clusters := &etcdv1.EtcdClusterList{}
 	if err := b.k8s.List(ctx, clusters); err != nil {
@@ -36,50 +37,80 @@ func (b *bench) tearDown(ctx context.Context) (*teardown, error) {
 		_, err := b.deleteNamespaces(ctx)
 		return err
 	}
-	return timeDeletion(ctx, len(clusters.Items), deleteAll, waitFor, b.benchObjectsGone)
+	return timeDeletion(ctx, len(clusters.Items), deleteAll, pollInterval, b.benchObjectsLeft)
 }
 
-// timeDeletion starts a deletion of n clusters and times until gone passes, as wait polls:
-// a deletion that has not finished after teardownTimeout stalled, and says what was left.
-func timeDeletion(ctx context.Context, n int, start func(context.Context) error,
-	wait func(context.Context, time.Duration, string, func(context.Context) error) error, gone func(context.Context) error) (*teardown, error) {
+// leftover is what a deletion still has to remove.
+type leftover struct {
+	namespaces, clusters, members int
+}
+
+func (l leftover) total() int { return l.namespaces + l.clusters + l.members }
+
+func (l leftover) String() string {
+	return fmt.Sprintf("left: %d namespaces, %d EtcdClusters, %d EtcdMembers", l.namespaces, l.clusters, l.members)
+}
+
+// progress tells a deletion that goes on from one that stalled.
+type progress struct {
+	least int
+	since time.Time // when least was first seen
+}
+
+// stalled is true once the number left has not fallen for stallAfter.
+func (p *progress) stalled(left int, now time.Time) bool {
+	if p.since.IsZero() || left < p.least {
+		p.least, p.since = left, now
+		return false
+	}
+	return now.Sub(p.since) >= stallAfter
+}
+
+// timeDeletion starts a deletion of n clusters and times until nothing is left, looking every
+// so often; a look that fails counts as no progress.
+func timeDeletion(ctx context.Context, n int, start func(context.Context) error, every time.Duration,
+	left func(context.Context) (leftover, error)) (*teardown, error) {
 	r := &teardown{clusters: n}
 	began := time.Now()
 	if err := start(ctx); err != nil {
 		return nil, err
 	}
-	err := wait(ctx, teardownTimeout, fmt.Sprintf("%d clusters deleted with their namespaces", n), gone)
-	r.took = time.Since(began)
-	if err != nil {
-		r.stalled = err.Error()
-		return r, err
+	var p progress
+	for {
+		attempt, cancel := context.WithTimeout(ctx, time.Minute)
+		l, err := left(attempt)
+		cancel()
+		if err == nil && l.total() == 0 {
+			break
+		}
+		if err == nil && p.stalled(l.total(), time.Now()) {
+			r.took, r.stalled = time.Since(began), fmt.Sprintf("nothing more gone for %s; %s", stallAfter, l)
+			return r, fmt.Errorf("%d clusters deleted with their namespaces: %s", n, r.stalled)
+		}
+		select {
+		case <-ctx.Done():
+			r.took, r.stalled = time.Since(began), ctx.Err().Error()
+			return r, ctx.Err()
+		case <-time.After(every):
+		}
 	}
+	r.took = time.Since(began)
 	logf("%d clusters deleted at once: gone in %.1fs", n, r.took.Seconds())
 	return r, nil
 }
 
-// benchObjectsGone fails while any namespace of the bench, or any EtcdCluster or EtcdMember
-// in one, is left, saying how many of each.
-func (b *bench) benchObjectsGone(ctx context.Context) error {
+// benchObjectsLeft counts the bench's namespaces and every EtcdCluster and EtcdMember.
+func (b *bench) benchObjectsLeft(ctx context.Context) (leftover, error) {
 	namespaces := &corev1.NamespaceList{}
 	if err := b.k8s.List(ctx, namespaces, client.MatchingLabels{benchLabel: "true"}); err != nil {
-		return err
+		return leftover{}, err
 	}
 	clusters, members := &etcdv1.EtcdClusterList{}, &etcdv1.EtcdMemberList{}
 	if err := b.k8s.List(ctx, clusters); err != nil {
-		return err
+		return leftover{}, err
 	}
 	if err := b.k8s.List(ctx, members); err != nil {
-		return err
+		return leftover{}, err
 	}
-	left := []string{}
-	for what, n := range map[string]int{"namespaces": len(namespaces.Items), "EtcdClusters": len(clusters.Items), "EtcdMembers": len(members.Items)} {
-		if n > 0 {
-			left = append(left, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	if len(left) > 0 {
-		return fmt.Errorf("left: %s", strings.Join(left, ", "))
-	}
-	return nil
+	return leftover{namespaces: len(namespaces.Items), clusters: len(clusters.Items), members: len(members.Items)}, nil
 }
