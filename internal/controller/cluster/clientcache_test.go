@@ -67,8 +67,14 @@ func TestRepeatedFailuresBackOffAndProgressResetsThem(t *testing.T) {
 			t.Fatalf("retries %v, want %v seconds", got, want)
 		}
 	}
-	if d := r.retryAfter(key, waitFor("Scaling", "learner db-4 is catching up")); d != time.Second {
-		t.Fatalf("a learner catching up is looked at after %v, want 1s", d)
+	if d := r.retryAfter(key, waitFor("Scaling", "db-4 is being created")); d != time.Second {
+		t.Fatalf("a scale-out under way is looked at after %v, want 1s", d)
+	}
+	if d := r.retryAfter(key, catchingUp("db-4")); d != catchUpPoll {
+		t.Fatalf("a learner catching up is looked at after %v, want %v: each look it waits beyond its catch-up adds to the step", d, catchUpPoll)
+	}
+	if d := r.retryAfter(key, kit.Waiting{Reason: "QuorumLost", RetryIn: time.Millisecond}); d != retryFloor {
+		t.Fatalf("a wait that ends in 1ms is looked at after %v, want no sooner than %v", d, retryFloor)
 	}
 	if d := r.retryAfter(key, unreachable); d != time.Second {
 		t.Fatalf("after progress the next failure waits %v, want the backoff to start again at 1s", d)

@@ -176,8 +176,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.forgetFailures(req.NamespacedName)
 	if progressed {
 		// A change to etcd alone (a promotion) changes no object the controller watches: look
-		// again soon to record its effect and take the next step.
-		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+		// again soon to record its effect and take the next step (the next learner of a
+		// scale-out by more than one).
+		return ctrl.Result{RequeueAfter: afterEtcdChange}, nil
 	}
 	return ctrl.Result{RequeueAfter: sooner(r.lookAgainAfter(cluster, view), view.discardedRetry)}, nil
 }
@@ -190,6 +191,10 @@ func (r *Reconciler) tendPVCs(ctx context.Context, c *etcdv1.EtcdCluster, v *clu
 	}
 	return r.releaseDiscardedData(ctx, c, v)
 }
+
+// afterEtcdChange is how soon a cluster is looked at again after a step that changed etcd
+// alone: the change is committed when the call returns.
+const afterEtcdChange = 100 * time.Millisecond
 
 // sooner is the shorter of two waits, a zero b counting as none.
 func sooner(a, b time.Duration) time.Duration {
@@ -343,9 +348,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // a minute, so that one stuck cluster does not take the workers from the others. Changes to
 // watched objects (a Secret created, a member's Pod ready) still wake the cluster at once;
 // any step that succeeds resets the backoff.
+// A wait that names when it ends (kit.Waiting.RetryIn) is looked at again then, no sooner
+// than retryFloor.
 const (
-	retryBase = time.Second
-	retryMax  = resyncPeriod
+	retryBase  = time.Second
+	retryMax   = resyncPeriod
+	retryFloor = 100 * time.Millisecond
 )
 
 // inMotionWaits are the wait reasons of work under way that ends by itself.
@@ -356,7 +364,7 @@ var inMotionWaits = map[string]bool{etcdv1.ReasonScaling: true, etcdv1.ReasonBoo
 func (r *Reconciler) retryAfter(key types.NamespacedName, stepErr error) time.Duration {
 	var waiting kit.Waiting
 	if errors.As(stepErr, &waiting) && waiting.RetryIn > 0 {
-		return min(max(waiting.RetryIn, retryBase), retryMax)
+		return min(max(waiting.RetryIn, retryFloor), retryMax)
 	}
 	if errors.As(stepErr, &waiting) && inMotionWaits[waiting.Reason] {
 		r.forgetFailures(key)

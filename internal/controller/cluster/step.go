@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -464,6 +465,16 @@ func addRefused(member string, total, healthy int) error {
 	return waitFor(etcdv1.ReasonMembersUnhealthy, "not adding %s: etcd calls the cluster unhealthy, %d of %d voters healthy", member, healthy, total)
 }
 
+// catchUpPoll is how often a learner that is catching up is asked to be promoted: a new
+// member of a small cluster catches up within a second of its start, and each look the
+// scale-out waits beyond that adds to every learner step.
+const catchUpPoll = 250 * time.Millisecond
+
+// catchingUp is the wait for a learner etcd will not promote yet.
+func catchingUp(name string) error {
+	return kit.Waiting{Reason: etcdv1.ReasonScaling, RetryIn: catchUpPoll, Message: fmt.Sprintf("learner %s is catching up", name)}
+}
+
 // promoteLearners promotes a started learner once etcd says it has caught up, if the quorum
 // of the larger voter set is healthy. In the same look, first, its Pod is made to refuse an
 // empty data directory (requireDataInPlace): never is a learner promoted whose Pod would let
@@ -485,7 +496,7 @@ func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster,
 		}
 		err := v.etcd.Promote(ctx, em.ID)
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
-			return true, waitFor(etcdv1.ReasonScaling, "learner %s is catching up", owner.Name)
+			return true, catchingUp(owner.Name)
 		}
 		if err != nil {
 			return true, fmt.Errorf("promoting %s: %w", owner.Name, err)
