@@ -72,6 +72,8 @@ func (b *bench) sweep(ctx context.Context) (*sweepResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The operator measured is this one: a restart or redeploy during the sweep fails it.
+	b.operatorStarted = first.value(processStarted)
 	r := &sweepResult{baseRSS: first.value(residentMemory)}
 	have := 0
 	for _, target := range b.opts.sweep {
@@ -314,11 +316,6 @@ func waitForEvery(ctx context.Context, timeout time.Duration, what string, check
 // runSweep is the bench in -sweep mode: the sweep, its report, and the teardown of what is
 // left, which must not stall either.
 func (b *bench) runSweep(ctx context.Context, started time.Time) error {
-	first, err := b.operatorMetrics(ctx)
-	if err != nil {
-		return err
-	}
-	b.operatorStarted = first.value(processStarted)
 	r, err := b.sweep(ctx)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	if _, werr := io.WriteString(tw, formatSweep(r, time.Since(started))); werr != nil {

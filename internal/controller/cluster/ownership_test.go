@@ -114,36 +114,42 @@ func harnessWith(t *testing.T, funcs interceptor.Funcs) *harness {
 	return h
 }
 
+// A child object the API server refuses (a quota) or fails to store (its Service CIDR used
+// up) holds the cluster back: Degraded says which object and why, rather than a status that
+// stays empty or a line in the operator's log.
 func TestAChildObjectTheAPIServerRefusesIsReportedInDegraded(t *testing.T) {
-	h := harnessWith(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if _, ok := obj.(*etcdv1.EtcdMember); ok {
+	for _, tc := range []struct {
+		name, object, cause string
+		refuse              func(obj client.Object) error // nil: stored
+	}{
+		{"quota", "EtcdMember db-1", "exceeded quota", func(obj client.Object) error {
+			if _, ok := obj.(*etcdv1.EtcdMember); !ok {
+				return nil
+			}
 			return apierrors.NewForbidden(schema.GroupResource{Group: etcdv1.GroupVersion.Group, Resource: "etcdmembers"}, obj.GetName(),
 				errorString("exceeded quota: objects, requested: count/etcdmembers.etcd-operator.cozystack.io=1"))
-		}
-		return c.Create(ctx, obj, opts...)
-	}})
-	h.reconcile()
-	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
-	if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonObjectRefused ||
-		!strings.Contains(deg.Message, "EtcdMember db-1") || !strings.Contains(deg.Message, "exceeded quota") {
-		t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming EtcdMember db-1 and the quota", deg.Status, deg.Reason, deg.Message)
-	}
-}
-
-// A Service the API server fails to store (its Service CIDR used up) holds the cluster back:
-// Degraded says which and why, rather than a status that stays empty.
-func TestAServiceTheAPIServerCannotStoreIsReportedInDegraded(t *testing.T) {
-	h := harnessWith(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if obj.GetName() == "db-client" {
+		}},
+		{"service range full", "Service db-client", "range is full", func(obj client.Object) error {
+			if obj.GetName() != "db-client" {
+				return nil
+			}
 			return apierrors.NewInternalError(errorString(`failed to allocate a serviceIP for Service "db-client": range is full`))
-		}
-		return c.Create(ctx, obj, opts...)
-	}})
-	h.reconcile()
-	deg := h.conditionOf("db", etcdv1.ConditionDegraded)
-	if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonObjectRefused ||
-		!strings.Contains(deg.Message, "Service db-client") || !strings.Contains(deg.Message, "range is full") {
-		t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming Service db-client and the full range", deg.Status, deg.Reason, deg.Message)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := harnessWith(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := tc.refuse(obj); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			}})
+			h.reconcile()
+			deg := h.conditionOf("db", etcdv1.ConditionDegraded)
+			if deg.Status != metav1.ConditionTrue || deg.Reason != etcdv1.ReasonObjectRefused ||
+				!strings.Contains(deg.Message, tc.object) || !strings.Contains(deg.Message, tc.cause) {
+				t.Fatalf("Degraded = %s/%s %q; want ObjectRefused naming %s and %q", deg.Status, deg.Reason, deg.Message, tc.object, tc.cause)
+			}
+		})
 	}
 }
 

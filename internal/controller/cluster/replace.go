@@ -21,12 +21,7 @@ import (
 )
 
 // reader reads around the cache: a decision that costs a member's data is confirmed live.
-func (r *Reconciler) reader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
+func (r *Reconciler) reader() client.Reader { return kit.Live(r.APIReader, r.Client) }
 
 // rebuildFromPVCs recreates, while etcd cannot be reached, the EtcdMember of every PVC that
 // records a member ID of this cluster and has no EtcdMember: after `kubectl delete

@@ -111,12 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reader reads around the cache when it can (APIReader).
-func (r *Reconciler) reader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
+func (r *Reconciler) reader() client.Reader { return kit.Live(r.APIReader, r.Client) }
 
 // advance takes the pass one step: it expires a finished pass, or waits for the cluster, its
 // turn and its members, or takes the next member.

@@ -24,3 +24,12 @@ func RecordAct(ctx context.Context, reader client.Reader, obj client.Object, wri
 		return write()
 	})
 }
+
+// Live is the reader that reads around the cache: apiReader, or cached when a reconciler has
+// none (unit tests).
+func Live(apiReader, cached client.Reader) client.Reader {
+	if apiReader != nil {
+		return apiReader
+	}
+	return cached
+}

@@ -51,12 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // live reads around the cache when it can (APIReader).
-func (r *Reconciler) live() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
+func (r *Reconciler) live() client.Reader { return kit.Live(r.APIReader, r.Client) }
 
 // Reconcile expires old snapshots, starts a due one unless another snapshot of the cluster is
 // running, and records what happened; it says at V(1) which snapshot it started or expired,

@@ -49,12 +49,7 @@ type Reconciler struct {
 }
 
 // live is the reader for objects the operator did not label.
-func (r *Reconciler) live() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
+func (r *Reconciler) live() client.Reader { return kit.Live(r.APIReader, r.Client) }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/status,verbs=get;update;patch
