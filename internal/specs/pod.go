@@ -165,9 +165,12 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 		// etcd's health endpoints live on the plaintext metrics port, so probes never need
 		// client certificates. /livez needs no quorum: a member waiting for its peers at
 		// bootstrap or after a pause is not killed; /readyz does.
-		StartupProbe:   httpProbe("/livez", 2, 150),
+		// Startup and readiness are asked every second: a new or restarted member is counted
+		// Ready, by the Service and by whoever waits on it, within a second of etcd saying so
+		// rather than two (etcd answers these from memory). Startup still allows 300 s.
+		StartupProbe:   httpProbe("/livez", 1, 300),
 		LivenessProbe:  httpProbe("/livez", 10, 3),
-		ReadinessProbe: httpProbe("/readyz", 2, 2),
+		ReadinessProbe: httpProbe("/readyz", 1, 3),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr(false),
 			ReadOnlyRootFilesystem:   ptr(true),

@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
@@ -137,5 +141,36 @@ func TestVersusReport(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
+	}
+}
+
+// A step starts from a cluster at rest: every Pod Ready since before the cut, none unready.
+func TestReadyLongEnough(t *testing.T) {
+	cut := time.Date(2026, 12, 5, 3, 0, 10, 0, time.UTC)
+	pod := func(name string, status corev1.ConditionStatus, at time.Time) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name = name
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(at)}}
+		return p
+	}
+	early, late := cut.Add(-time.Second), cut
+	cases := []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"every Pod ready long enough", []corev1.Pod{pod("db-1", corev1.ConditionTrue, early), pod("db-2", corev1.ConditionTrue, early)}, ""},
+		{"one ready only since the cut", []corev1.Pod{pod("db-1", corev1.ConditionTrue, early), pod("db-2", corev1.ConditionTrue, late)}, "pod db-2 has been ready only since"},
+		{"one not ready", []corev1.Pod{pod("db-1", corev1.ConditionFalse, early)}, "pod db-1 is not ready"},
+		{"one without a Ready condition", []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "db-3"}}}, "pod db-3 is not ready"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := readyLongEnough(tc.pods, cut)
+			if got := fmt.Sprint(err); (tc.want == "") != (err == nil) || !strings.Contains(got, tc.want) {
+				t.Fatalf("readyLongEnough = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -102,16 +102,16 @@ func TestAClientThatFoundNoMemberServingIsOpenedAgain(t *testing.T) {
 	}
 }
 
-// etcd refusing a learner as unhealthy is looked at again in a second while every voter
+// etcd refusing a learner as unhealthy is asked again every addRefusedPoll while every voter
 // answers (its 5-s connection window ends by itself), and backs off while one does not.
-func TestARefusedAddRetriesInASecondOnlyWhileEveryVoterIsHealthy(t *testing.T) {
+func TestARefusedAddRetriesSoonOnlyWhileEveryVoterIsHealthy(t *testing.T) {
 	cases := []struct {
 		name           string
 		total, healthy int
 		want           []time.Duration
 	}{
-		{"every voter healthy", 4, 4, []time.Duration{1, 1, 1, 1}},
-		{"a voter down", 4, 3, []time.Duration{1, 2, 4, 8}},
+		{"every voter healthy", 4, 4, []time.Duration{addRefusedPoll, addRefusedPoll, addRefusedPoll, addRefusedPoll}},
+		{"a voter down", 4, 3, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,10 +119,10 @@ func TestARefusedAddRetriesInASecondOnlyWhileEveryVoterIsHealthy(t *testing.T) {
 			key := types.NamespacedName{Namespace: "ns", Name: "db"}
 			var got []time.Duration
 			for range tc.want {
-				got = append(got, r.retryAfter(key, addRefused("db-5", tc.total, tc.healthy))/time.Second)
+				got = append(got, r.retryAfter(key, addRefused("db-5", tc.total, tc.healthy)))
 			}
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("retries after %v s, want %v", got, tc.want)
+				t.Fatalf("retries after %v, want %v", got, tc.want)
 			}
 		})
 	}

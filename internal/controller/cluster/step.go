@@ -455,15 +455,21 @@ func foundingWait(names []string, pods map[string]*corev1.Pod) error {
 // addRefused is the wait after etcd refused a learner as unhealthy. With its strict
 // reconfiguration check, etcd takes a new member only once its leader has been connected to
 // every voter for the last 5 s (etcd's HealthInterval): just after a promotion or a member's
-// restart that wait ends by itself, so while every voter answers the operator it is work in
-// motion, looked at again in a second, not a failure to back off from (which cost a
-// scale-out step 8 s). With a voter down it is a failure: the backoff applies.
+// restart that wait ends by itself, at a moment no object the operator watches reports. So
+// while every voter answers it is work in motion, asked again every addRefusedPoll (a refused
+// add costs etcd one membership read; a second between asks cost a scale-out right after a
+// lost Pod half a second on average), not a failure to back off from (which cost a scale-out
+// step 8 s). With a voter down it is a failure: the backoff applies.
 func addRefused(member string, total, healthy int) error {
 	if healthy == total {
-		return waitFor(etcdv1.ReasonScaling, "etcd does not take %s yet: its leader has not been connected to every voter for 5 s", member)
+		return kit.Waiting{Reason: etcdv1.ReasonScaling, RetryIn: addRefusedPoll,
+			Message: fmt.Sprintf("etcd does not take %s yet: its leader has not been connected to every voter for 5 s", member)}
 	}
 	return waitFor(etcdv1.ReasonMembersUnhealthy, "not adding %s: etcd calls the cluster unhealthy, %d of %d voters healthy", member, healthy, total)
 }
+
+// addRefusedPoll is how often an add etcd refused while every voter is healthy is tried again.
+const addRefusedPoll = 250 * time.Millisecond
 
 // catchUpPoll is how often a learner that is catching up is asked to be promoted: a new
 // member of a small cluster catches up within a second of its start, and each look the
