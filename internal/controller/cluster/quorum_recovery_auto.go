@@ -332,15 +332,23 @@ func (r *Reconciler) recoverAutomatically(ctx context.Context, c *etcdv1.EtcdClu
 		}
 		return true, kit.Waiting{Reason: etcdv1.ReasonQuorumLost, Message: quorumLostMessage(v.survivors) + "; " + d.why, RetryIn: d.wait}
 	}
-	patch := client.MergeFrom(c.DeepCopy())
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[etcdv1.AnnotationRecoverFrom] = d.source
-	if err := r.Patch(ctx, c, patch); err != nil {
+	if err := r.requestRecovery(ctx, c, d.source); err != nil {
 		return true, err
 	}
 	r.event(ctx, c, corev1.EventTypeWarning, etcdv1.ReasonAutomaticRecovery, "RecoverQuorum", "the quorum has been lost since %s: spec.quorumLoss.policy %s asks for the recovery from %s, the most advanced member that answers (%s=%s)",
 		since.UTC().Format(time.RFC3339), c.Spec.QuorumLoss.Policy, d.source, etcdv1.AnnotationRecoverFrom, d.source)
 	return true, nil
+}
+
+// requestRecovery writes the recover-from annotation onto the version of the cluster the
+// decision read, and onto no other: the recovery it starts discards what the other members
+// hold, so a spec changed since (the policy set to Manual, the grace period raised, the
+// cluster paused) must be looked at again, not overwritten. A conflict is the retry.
+func (r *Reconciler) requestRecovery(ctx context.Context, c *etcdv1.EtcdCluster, source string) error {
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[etcdv1.AnnotationRecoverFrom] = source
+	return r.Patch(ctx, c, patch)
 }

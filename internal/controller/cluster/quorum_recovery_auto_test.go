@@ -446,3 +446,21 @@ func TestAutomaticRecoveryCountsFromTheLossNotAnEarlierFalse(t *testing.T) {
 		})
 	}
 }
+
+// The automatic request is written onto the version of the cluster that was decided on: a
+// policy set to Manual since the look read the cluster is a conflict, and no recovery is asked.
+func TestAutomaticRecoveryRequestNotWrittenOverANewerSpec(t *testing.T) {
+	h := runningHarness(t)
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.QuorumLoss = &etcdv1.QuorumLossPolicy{Policy: etcdv1.QuorumLossRecoverFromMostAdvancedMember, GracePeriodSeconds: ptrTo[int32](60)}
+	})
+	decidedOn := h.clusterObj()
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.QuorumLoss.Policy = etcdv1.QuorumLossManual })
+	err := h.r.requestRecovery(context.Background(), decidedOn, "db-1")
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("requestRecovery over a newer spec = %v, want a conflict", err)
+	}
+	if from := h.clusterObj().Annotations[etcdv1.AnnotationRecoverFrom]; from != "" {
+		t.Fatalf("recovery from %s asked over a spec that no longer asks for it", from)
+	}
+}

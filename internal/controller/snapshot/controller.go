@@ -468,6 +468,15 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.
 	if !controllerutil.ContainsFinalizer(s, etcdv1.FinalizerSnapshotFile) {
 		return kit.Step{}, ctrl.Result{}, nil
 	}
+	if jobMade, err := r.snapshotJobMade(ctx, s); err != nil || jobMade {
+		// Recorded before the Job is stopped: once that Job is gone, nothing else would say
+		// that a file may have been written.
+		recorded := kit.Step{Name: "recordStarted", Changed: true, Facts: []any{"why", "its Job was made before the operator could record it"}}
+		if err == nil {
+			err = r.recordStarted(ctx, s, "its Job was made before the operator stopped; the snapshot is being deleted")
+		}
+		return recorded, ctrl.Result{}, err
+	}
 	deletes := deletesStoredFile(s)
 	if deletes {
 		step, done, err := r.deleteStoredFile(ctx, s)
@@ -478,6 +487,22 @@ func (r *Reconciler) finalize(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.
 	controllerutil.RemoveFinalizer(s, etcdv1.FinalizerSnapshotFile)
 	released := kit.Step{Name: "removeFinalizer", Changed: true, Facts: []any{"deletionPolicy", s.Spec.DeletionPolicy, "storedFileDeleted", deletes}}
 	return released, ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, s))
+}
+
+// snapshotJobMade says whether a snapshot not yet recorded as Started has its Job all the
+// same: the operator stopped between creating the Job and recording it (recordStarted), and
+// the Job may have written the file. Read live: this is the last look before the file would
+// be forgotten.
+func (r *Reconciler) snapshotJobMade(ctx context.Context, s *etcdv1.EtcdSnapshot) (bool, error) {
+	if s.Status.Phase != etcdv1.SnapshotPending && s.Status.Phase != "" {
+		return false, nil
+	}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionSnapshot)}
+	err := r.live().Get(ctx, key, &batchv1.Job{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // deletesStoredFile says whether a snapshot being deleted runs the delete Job: only with

@@ -418,6 +418,51 @@ func TestTheDeleteJobNamesTheOwnerAndOnlyOwnFilesAreDeleted(t *testing.T) {
 	}
 }
 
+// A snapshot deleted while still Pending, whose Job the operator made before it stopped and
+// could record it, may have a file: its Job is stopped and the delete Job runs, rather than
+// the file being forgotten. Without its Job it goes at once.
+func TestAPendingSnapshotWithItsJobHasItsFileDeleted(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		jobMade   bool
+		wantSteps []string
+	}{
+		{"its Job made", true, []string{"recordStarted", "stopSnapshotJob", "startDeleteJob"}},
+		{"no Job", false, []string{"removeFinalizer"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := pvcSnapshot()
+			s.UID, s.Spec.DeletionPolicy = "uid-1", etcdv1.SnapshotDelete
+			s.Finalizers = []string{etcdv1.FinalizerSnapshotFile}
+			s.Status.Phase = etcdv1.SnapshotPending
+			objs := []client.Object{s, availableCluster()}
+			if tc.jobMade {
+				objs = append(objs, specs.SnapshotJob(s, availableCluster(), "op:1", specs.ActionSnapshot))
+			}
+			r, api := harness(t, objs...)
+			if err := api.Delete(ctx, get(t, api)); err != nil {
+				t.Fatal(err)
+			}
+			var steps []string
+			for range tc.wantSteps {
+				got := &etcdv1.EtcdSnapshot{}
+				if err := api.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "s1"}, got); err != nil {
+					t.Fatal(err)
+				}
+				step, _, err := r.advance(ctx, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, step.Name)
+			}
+			if !slices.Equal(steps, tc.wantSteps) {
+				t.Fatalf("steps %v, want %v", steps, tc.wantSteps)
+			}
+		})
+	}
+}
+
 // A result that is missing is replaced by how the agent's container ended, so that the
 // status says what a person would otherwise look for in the Pod.
 func TestAgentEndSaysHowTheContainerEnded(t *testing.T) {
