@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -136,6 +137,8 @@ func (b *bench) timedRun(ctx context.Context, run int, times *samples) error {
 					return err
 				}
 				subjects[key] = s
+			} else if err := b.atRest(ctx, subjects[key].namespace()); err != nil {
+				return fmt.Errorf("%s, before %s: %w", side, st.metric, err)
 			}
 			d, milestones, err := b.measure(ctx, st, subjects[key])
 			if err != nil {
@@ -214,4 +217,39 @@ func selectSteps(all []step, pattern *regexp.Regexp) []step {
 		}
 	}
 	return kept
+}
+
+// etcdHealthInterval is etcd's HealthInterval: with strict reconfiguration, its default, etcd
+// takes a new member only once its leader has been connected to every voter this long.
+const etcdHealthInterval = 5 * time.Second
+
+// atRest waits, untimed, until every Pod of ns has been Ready for etcdHealthInterval (plus a
+// second: the API keeps the time in whole seconds). So a step that continues a cluster starts
+// from it at rest on both sides, and not inside the window etcd keeps after the step before,
+// in which it refuses new members: timed from the end of a bootstrap or a Pod loss, a
+// scale-out waited up to 5 s for etcd alone, and which side waited depended on how long the
+// other side's step had taken meanwhile (the faster side's cluster rests less), not on
+// either side's work.
+func (b *bench) atRest(ctx context.Context, ns string) error {
+	return waitFor(ctx, b.opts.timeout, ns+" at rest", func(ctx context.Context) error {
+		pods := &corev1.PodList{}
+		if err := b.k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		return readyLongEnough(pods.Items, time.Now().Add(-etcdHealthInterval-time.Second))
+	})
+}
+
+// readyLongEnough is nil when every Pod has been Ready since before since.
+func readyLongEnough(pods []corev1.Pod, since time.Time) error {
+	for _, p := range pods {
+		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+		if i < 0 || p.Status.Conditions[i].Status != corev1.ConditionTrue {
+			return fmt.Errorf("pod %s is not ready", p.Name)
+		}
+		if at := p.Status.Conditions[i].LastTransitionTime; !at.Time.Before(since) {
+			return fmt.Errorf("pod %s has been ready only since %s", p.Name, at.Format(time.RFC3339))
+		}
+	}
+	return nil
 }

@@ -12,12 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
@@ -120,39 +116,6 @@ func (b *bench) turn(ctx context.Context, side string, run int, chosen []step, t
 		}
 		logf("%-9s %-22s %6.2fs", side, st.metric, d.Seconds())
 		times.add(st.metric, side, d)
-	}
-	return nil
-}
-
-// etcdHealthInterval is etcd's HealthInterval: with strict reconfiguration, its default, etcd
-// takes a new member only once its leader has been connected to every voter this long.
-const etcdHealthInterval = 5 * time.Second
-
-// atRest waits, untimed, until every Pod of ns has been Ready for etcdHealthInterval (plus a
-// second: the API keeps the time in whole seconds). So each step after the first starts from
-// a cluster at rest, as each step of the floor does, and not inside the window etcd keeps after
-// the step before: timed from the end of the Pod-loss step, a scale-out waited up to 5 s for
-// etcd alone, and only the side whose Pod came back sooner paid it.
-func (b *bench) atRest(ctx context.Context, ns string) error {
-	return waitFor(ctx, b.opts.timeout, ns+" at rest", func(ctx context.Context) error {
-		pods := &corev1.PodList{}
-		if err := b.k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		return readyLongEnough(pods.Items, time.Now().Add(-etcdHealthInterval-time.Second))
-	})
-}
-
-// readyLongEnough is nil when every Pod has been Ready since before since.
-func readyLongEnough(pods []corev1.Pod, since time.Time) error {
-	for _, p := range pods {
-		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
-		if i < 0 || p.Status.Conditions[i].Status != corev1.ConditionTrue {
-			return fmt.Errorf("pod %s is not ready", p.Name)
-		}
-		if at := p.Status.Conditions[i].LastTransitionTime; !at.Time.Before(since) {
-			return fmt.Errorf("pod %s has been ready only since %s", p.Name, at.Format(time.RFC3339))
-		}
 	}
 	return nil
 }
