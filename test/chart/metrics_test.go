@@ -41,6 +41,14 @@ func TestServiceMonitorVerifiesTheOperatorsCertificate(t *testing.T) {
 	if _, found := ep["bearerTokenFile"]; found {
 		t.Error("the ServiceMonitor uses the deprecated bearerTokenFile")
 	}
+	checkScraper(t, objects, ep)
+	checkCertificate(t, objects, secret, host)
+	checkServesFrom(t, objects, secret)
+}
+
+// checkScraper: the endpoint sends the token of a ServiceAccount bound to the metrics reader role.
+func checkScraper(t *testing.T, objects map[string]*unstructured.Unstructured, ep map[string]any) {
+	t.Helper()
 	token := fullname + "-metrics-scraper-token"
 	if str(ep, "authorization", "type") != "Bearer" || str(ep, "authorization", "credentials", "name") != token || str(ep, "authorization", "credentials", "key") != "token" {
 		t.Errorf("authorization %v: want Bearer with %s's token", ep["authorization"], token)
@@ -55,6 +63,11 @@ func TestServiceMonitorVerifiesTheOperatorsCertificate(t *testing.T) {
 	if str(binding.Object, "roleRef", "name") != fullname+"-metrics-reader" {
 		t.Errorf("the scraper is bound to %v, want the metrics reader role", binding.Object["roleRef"])
 	}
+}
+
+// checkCertificate: cert-manager issues the serving certificate for host from the release's CA.
+func checkCertificate(t *testing.T, objects map[string]*unstructured.Unstructured, secret, host string) {
+	t.Helper()
 	cert := mustGet(t, objects, "Certificate/operators/"+secret)
 	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
 	if str(cert.Object, "spec", "secretName") != secret || !slices.Contains(dnsNames, host) {
@@ -68,7 +81,6 @@ func TestServiceMonitorVerifiesTheOperatorsCertificate(t *testing.T) {
 	if isCA, _, _ := unstructured.NestedBool(mustGet(t, objects, "Certificate/operators/"+fullname+"-metrics-ca").Object, "spec", "isCA"); !isCA {
 		t.Error("the release's CA certificate is no CA")
 	}
-	checkServesFrom(t, objects, secret)
 }
 
 // checkServesFrom: the operator is told to serve the certificate of the Secret it mounts.

@@ -114,7 +114,7 @@ func TestDescribe(t *testing.T) {
 			},
 		},
 		{name: "a key without a comment", yaml: "name: x\n# A group.\ngroup: {port: 1}\n# V.\nenv: []\n# L.\nselector: {}\n", err: "name has no comment"},
-		{name: "a key the chart does not have", yaml: "# N.\nname: x\n# T.\nnmae: y\n", err: "nmae is no value"},
+		{name: "a key the chart does not have", yaml: "# N.\nname: x\n# T.\nnames: y\n", err: "names is no value"},
 		{name: "a value values.yaml leaves out", yaml: "# N.\nname: x\n# A group.\ngroup: {port: 1}\n# V.\nenv: []\n", err: "lacks selector"},
 	}
 	for _, c := range cases {

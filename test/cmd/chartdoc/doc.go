@@ -45,7 +45,7 @@ func (d *describer) describe(mapping *yaml.Node, object map[string]any, prefix s
 		if comment != "" {
 			prop["description"] = comment
 		}
-		if err := d.value(path, key, value, prop, comment, parentDescribed || comment != ""); err != nil {
+		if err := d.value(path, value, prop, comment, parentDescribed || comment != ""); err != nil {
 			return err
 		}
 	}
@@ -59,7 +59,7 @@ func (d *describer) describe(mapping *yaml.Node, object map[string]any, prefix s
 
 // value adds the rows of one key: a group of the chart's own values is a row of its comment
 // and its values' rows; anything else (a Kubernetes object included) is one row.
-func (d *describer) value(path string, key, value *yaml.Node, prop map[string]any, comment string, described bool) error {
+func (d *describer) value(path string, value *yaml.Node, prop map[string]any, comment string, described bool) error {
 	if _, own := prop["properties"]; own {
 		if comment != "" {
 			d.rows = append(d.rows, row{Key: path, Description: comment})
