@@ -115,7 +115,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	}
 	operatorBefore := deploymentGeneration(t)
 
-	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reuse-values",
+	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reset-then-reuse-values",
 		"--set", "logLevel=debug", "--set", "maxConcurrentRolls=5", "--wait", "--timeout", "3m")
 	kubectl(t, helmNamespace, "rollout", "status", "deployment/"+helmFullname, "--timeout=3m")
 	if after := deploymentGeneration(t); after == operatorBefore {
@@ -124,7 +124,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	args := strings.Join(helmDeployment(t).Spec.Template.Spec.Containers[0].Args, " ")
 	for _, want := range []string{"--zap-log-level=debug", "--max-concurrent-rolls=5", "--max-concurrent-reconciles=6", "--zap-stacktrace-level=panic"} {
 		if !strings.Contains(args, want) {
-			t.Errorf("the upgraded operator's args lack %s (the changed values, and the install's kept by --reuse-values): %s", want, args)
+			t.Errorf("the upgraded operator's args lack %s (the changed values, and the install's kept by --reset-then-reuse-values): %s", want, args)
 		}
 	}
 	// The new operator looks at the cluster (scale it to prove it manages it), and no
