@@ -42,11 +42,13 @@ manifests: ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from the code
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: chart-sync
-chart-sync: ## Copy the generated CRDs and RBAC rules into the Helm chart (no hand copy).
+chart-sync: ## Copy the generated CRDs and RBAC rules into the Helm chart (no hand copy); write its values schema and README.
 	rm -f $(CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_reader_role.yaml $(CHART)/files/rbac/
 	mkdir -p $(CHART)/files/monitoring && cp deploy/monitoring/* $(CHART)/files/monitoring/
+	@# values.schema.json and README.md, from values.yaml and test/cmd/chartdoc/values.go.
+	$(GO_TEST_MODULE) run ./cmd/chartdoc -chart $(CURDIR)/$(CHART)
 
 .PHONY: verify-generated
 verify-generated: generate manifests chart-sync ## Fail when generated files (and the chart's copies) are stale.

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,6 +53,7 @@ import (
 type options struct {
 	metricsAddr        string
 	metricsSecure      bool
+	metricsCertPath    string
 	watchNamespaces    string
 	clusterSelector    string
 	probeAddr          string
@@ -85,6 +87,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers whose token may get /metrics (ClusterRole etcd-operator-metrics-reader); false serves plain HTTP to anyone")
+	flag.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "directory holding the metrics endpoint's serving certificate and key (tls.crt, tls.key), reloaded when they change; empty: a self-signed certificate made at start, which no scraper can verify")
 	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose EtcdClusters the operator manages; empty means all")
 	flag.StringVar(&o.clusterSelector, "cluster-selector", "", "label selector of the EtcdClusters the operator manages (for example shard=a, or 'tier in (gold,silver)'); empty means all. Another operator whose selector matches takes over a cluster whose labels this one no longer matches")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -115,6 +118,10 @@ func main() {
 		os.Exit(2)
 	}
 	if err := o.lease.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := checkMetricsCert(o.metricsCertPath); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -193,14 +200,30 @@ func run(o options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// metricsOptions: HTTPS with a self-signed certificate, and every request's bearer token
-// checked with the API server (TokenReview, then SubjectAccessReview for GET /metrics).
+// metricsOptions: HTTPS with the certificate in --metrics-cert-path (else a self-signed one),
+// and every request's bearer token checked with the API server (TokenReview, then
+// SubjectAccessReview for GET /metrics).
 func metricsOptions(o options) metricsserver.Options {
-	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, CertDir: o.metricsCertPath}
 	if o.metricsSecure {
 		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return opts
+}
+
+// checkMetricsCert refuses a --metrics-cert-path without tls.crt and tls.key: controller-runtime
+// would serve a self-signed certificate instead, and every scraper that verifies would fail
+// with nothing in the operator's log to say why.
+func checkMetricsCert(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("--metrics-cert-path %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // cacheOptions limits the informers to the watched namespaces, when given (the operator then

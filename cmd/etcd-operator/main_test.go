@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +162,29 @@ func TestClusterSelector(t *testing.T) {
 func TestControllersUseAFairQueue(t *testing.T) {
 	if o := controllerOptions(); o.UsePriorityQueue == nil || *o.UsePriorityQueue {
 		t.Fatalf("UsePriorityQueue %v: controller-runtime's priority queue starves the objects listed at start under a stream of events", o.UsePriorityQueue)
+	}
+}
+
+// --metrics-cert-path reaches the metrics server, and a directory without the certificate or
+// its key stops the operator at start instead of serving a self-signed one no scraper trusts.
+func TestMetricsCertPath(t *testing.T) {
+	if dir := metricsOptions(options{metricsCertPath: "/certs"}).CertDir; dir != "/certs" {
+		t.Errorf("CertDir = %q, want --metrics-cert-path", dir)
+	}
+	full, keyless := t.TempDir(), t.TempDir()
+	for dir, files := range map[string][]string{full: {"tls.crt", "tls.key"}, keyless: {"tls.crt"}} {
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		dir     string
+		refused bool
+	}{{"", false}, {full, false}, {keyless, true}, {filepath.Join(full, "missing"), true}} {
+		if err := checkMetricsCert(c.dir); (err != nil) != c.refused {
+			t.Errorf("checkMetricsCert(%q) = %v, want refused %v", c.dir, err, c.refused)
+		}
 	}
 }

@@ -21,29 +21,49 @@ import (
 
 const chartDir = "../../charts/etcd-operator"
 
+// fullname is what the chart names the objects of the release "eo": <release>-etcd-operator.
+const fullname = "eo-etcd-operator"
+
 func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := tryHelm(t, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return stdout
+}
+
+// tryHelm runs helm and returns what it wrote and how it ended.
+func tryHelm(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	bin := os.Getenv("HELM")
 	if bin == "" {
 		t.Fatal("HELM is not set: run through 'make test-chart', which builds helm")
 	}
-	var stdout, stderr bytes.Buffer
+	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// templateArgs are helm template's arguments for the release "eo" in "operators" with --set values.
+func templateArgs(chart string, sets ...string) []string {
+	args := []string{"template", "eo", chart, "--namespace", "operators"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
 	}
-	return stdout.String()
+	return args
 }
 
 // render runs helm template with --set values and returns the objects by "Kind/namespace/name".
 func render(t *testing.T, sets ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "eo", chartDir, "--namespace", "operators"}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	out := helm(t, args...)
+	return decode(helm(t, templateArgs(chartDir, sets...)...))
+}
+
+// decode reads helm template's output into objects by "Kind/namespace/name".
+func decode(out string) map[string]*unstructured.Unstructured {
 	objects := map[string]*unstructured.Unstructured{}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {
@@ -79,7 +99,7 @@ func mustGet(t *testing.T, objects map[string]*unstructured.Unstructured, key st
 
 func container(t *testing.T, objects map[string]*unstructured.Unstructured) map[string]any {
 	t.Helper()
-	ctrs, _, _ := unstructured.NestedSlice(mustGet(t, objects, "Deployment/operators/eo").Object, "spec", "template", "spec", "containers")
+	ctrs, _, _ := unstructured.NestedSlice(mustGet(t, objects, "Deployment/operators/"+fullname).Object, "spec", "template", "spec", "containers")
 	if len(ctrs) != 1 {
 		t.Fatalf("containers = %v", ctrs)
 	}
@@ -111,15 +131,17 @@ func generatedRules(t *testing.T, file string) []any {
 
 func TestChartLints(t *testing.T) {
 	helm(t, "lint", "--strict", chartDir)
-	helm(t, "lint", "--strict", chartDir, "--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true")
+	helm(t, "lint", "--strict", chartDir, "--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true",
+		"--set", "metrics.certificate.certManager.enabled=true", "--set", "replicas=2", "--set", "fullnameOverride=eo",
+		"--set", "serviceAccount.annotations.a=b", "--set", "podSecurityContext.runAsUser=null", "--set", "extraArgs={--zap-encoder=console}")
 }
 
 func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 	objects := render(t)
 	for _, key := range []string{
-		"ServiceAccount/operators/eo", "ClusterRole//eo-manager", "ClusterRoleBinding//eo-manager",
-		"Role/operators/eo-leader-election", "RoleBinding/operators/eo-leader-election",
-		"ClusterRole//eo-metrics-reader", "Service/operators/eo-metrics",
+		"ServiceAccount/operators/" + fullname, "ClusterRole//" + fullname + "-manager", "ClusterRoleBinding//" + fullname + "-manager",
+		"Role/operators/" + fullname + "-leader-election", "RoleBinding/operators/" + fullname + "-leader-election",
+		"ClusterRole//" + fullname + "-metrics-reader", "Service/operators/" + fullname + "-metrics",
 	} {
 		mustGet(t, objects, key)
 	}
@@ -144,11 +166,11 @@ func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 	if image := container(t, objects)["image"]; image != "ghcr.io/quorumkeeper/etcd-operator:dev" {
 		t.Errorf("image = %v, want the repository at the chart's appVersion", image)
 	}
-	rules, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//eo-manager").Object, "rules")
+	rules, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//"+fullname+"-manager").Object, "rules")
 	if !reflect.DeepEqual(rules, generatedRules(t, "role.yaml")) {
 		t.Errorf("the chart's manager rules differ from config/rbac/role.yaml: run make chart-sync")
 	}
-	rules, _, _ = unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//eo-metrics-reader").Object, "rules")
+	rules, _, _ = unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//"+fullname+"-metrics-reader").Object, "rules")
 	if !reflect.DeepEqual(rules, generatedRules(t, "metrics_reader_role.yaml")) {
 		t.Errorf("the chart's metrics-reader rules differ from config/rbac")
 	}
@@ -156,14 +178,14 @@ func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 
 func TestWatchNamespacesUseRoles(t *testing.T) {
 	objects := render(t, "watchNamespaces={team-a,team-b}")
-	if _, ok := objects["ClusterRole//eo-manager"]; ok {
+	if _, ok := objects["ClusterRole//"+fullname+"-manager"]; ok {
 		t.Error("a cluster-wide manager ClusterRole is rendered with watchNamespaces set")
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
-		mustGet(t, objects, "Role/"+ns+"/eo-manager")
-		mustGet(t, objects, "RoleBinding/"+ns+"/eo-manager")
+		mustGet(t, objects, "Role/"+ns+"/"+fullname+"-manager")
+		mustGet(t, objects, "RoleBinding/"+ns+"/"+fullname+"-manager")
 	}
-	rules, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//eo-manager-cluster-scoped").Object, "rules")
+	rules, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//"+fullname+"-manager-cluster-scoped").Object, "rules")
 	var resources []string
 	for _, r := range rules {
 		for _, res := range r.(map[string]any)["resources"].([]any) {
@@ -207,10 +229,10 @@ func TestValuesReachTheObjects(t *testing.T) {
 	objects := render(t,
 		"image.tag=v9.9.9", "replicas=2", "leaderElection.enabled=false", "logLevel=debug",
 		"extraLabels.team=storage", "etcdImageRepository=mirror.example/etcd",
-		"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
+		"metrics.serviceMonitor.enabled=true", "metrics.certificate.certManager.enabled=true", "metrics.podMonitor.enabled=true",
 		"resources.limits.memory=512Mi", "leaderElection.id=shard-b", "clusterSelector=shard=b",
 	)
-	deploy := mustGet(t, objects, "Deployment/operators/eo")
+	deploy := mustGet(t, objects, "Deployment/operators/"+fullname)
 	// The decoder reads numbers as JSON does (float64): compare their text.
 	if replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
 		t.Errorf("replicas = %v", replicas)
@@ -231,7 +253,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 	if mem, _, _ := unstructured.NestedString(container(t, objects), "resources", "limits", "memory"); mem != "512Mi" {
 		t.Errorf("memory limit = %q", mem)
 	}
-	for _, key := range []string{"Deployment/operators/eo", "ServiceMonitor/operators/eo", "PodMonitor/operators/eo-members", "ClusterRole//eo-manager"} {
+	for _, key := range []string{"Deployment/operators/" + fullname, "ServiceMonitor/operators/" + fullname, "PodMonitor/operators/" + fullname + "-members", "ClusterRole//" + fullname + "-manager"} {
 		if mustGet(t, objects, key).GetLabels()["team"] != "storage" {
 			t.Errorf("%s lacks the extra label", key)
 		}
@@ -243,11 +265,11 @@ func TestValuesReachTheObjects(t *testing.T) {
 	// The operator's series label each EtcdCluster's namespace "namespace"; without
 	// honorLabels Prometheus renames it exported_namespace and puts the operator's own there,
 	// and the alerts and the dashboard, which group by namespace, mix clusters up.
-	endpoints, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ServiceMonitor/operators/eo").Object, "spec", "endpoints")
+	endpoints, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ServiceMonitor/operators/"+fullname).Object, "spec", "endpoints")
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true {
 		t.Errorf("ServiceMonitor endpoints = %v, want one with honorLabels: true", endpoints)
 	}
-	port, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PodMonitor/operators/eo-members").Object, "spec", "podMetricsEndpoints")
+	port, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PodMonitor/operators/"+fullname+"-members").Object, "spec", "podMetricsEndpoints")
 	if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
 		t.Errorf("PodMonitor endpoints = %v, want the members' metrics port", port)
 	}
@@ -278,11 +300,11 @@ func TestCRDsAreTheGeneratedOnes(t *testing.T) {
 
 // The dashboard and alert rules of deploy/monitoring ship in the chart when asked for.
 func TestMonitoringObjects(t *testing.T) {
-	if objects := render(t); objects["PrometheusRule/operators/eo"] != nil || objects["ConfigMap/operators/eo-dashboard"] != nil {
+	if objects := render(t); objects["PrometheusRule/operators/"+fullname] != nil || objects["ConfigMap/operators/"+fullname+"-dashboard"] != nil {
 		t.Error("monitoring objects rendered though not enabled")
 	}
 	objects := render(t, "monitoring.grafanaDashboard.enabled=true", "monitoring.prometheusRule.enabled=true")
-	dashboard, _, _ := unstructured.NestedString(mustGet(t, objects, "ConfigMap/operators/eo-dashboard").Object, "data", "etcd-operator.json")
+	dashboard, _, _ := unstructured.NestedString(mustGet(t, objects, "ConfigMap/operators/"+fullname+"-dashboard").Object, "data", "etcd-operator.json")
 	want, err := os.ReadFile("../../deploy/monitoring/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +312,7 @@ func TestMonitoringObjects(t *testing.T) {
 	if strings.TrimSpace(dashboard) != strings.TrimSpace(string(want)) {
 		t.Error("the dashboard ConfigMap differs from deploy/monitoring/grafana-dashboard.json: run make chart-sync")
 	}
-	groups, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PrometheusRule/operators/eo").Object, "spec", "groups")
+	groups, _, _ := unstructured.NestedSlice(mustGet(t, objects, "PrometheusRule/operators/"+fullname).Object, "spec", "groups")
 	data, err := os.ReadFile("../../deploy/monitoring/prometheus-rules.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,9 +16,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/operatormetrics"
 )
 
 const (
@@ -57,18 +63,45 @@ func scaleKustomizeOperator(t *testing.T, replicas int) {
 	}
 }
 
-// The chart installed with helm (instead of config/default) runs an operator that manages
-// three clusters (3, 1 and 3 members); helm upgrade with a changed value rolls the operator
-// and restarts no etcd member of any of them.
+// helmValues are the non-default values the chart is installed with: each one's effect is
+// checked on the running release (checkHelmValues), and none keeps the operator from running.
+var helmValues = []string{
+	"image.repository=etcd-operator", "image.tag=dev",
+	"fullnameOverride=" + helmFullname,
+	"replicas=2", // and with it the PodDisruptionBudget
+	"serviceAccount.name=" + helmFullname + "-sa",
+	`serviceAccount.annotations.e2e\.example/identity=helm`,
+	"podLabels.e2e=helm",
+	"extraEnv[0].name=E2E_MARKER", "extraEnv[0].value=helm",
+	"extraArgs={--zap-stacktrace-level=panic}",
+	"leaderElection.id=eo-helm",
+	"maxConcurrentReconciles=6", "maxConcurrentRolls=3",
+	"logTimeEncoding=rfc3339",
+	// cert-manager is one of the local cluster's add-ons in make test-e2e.
+	"metrics.certificate.certManager.enabled=true",
+}
+
+// helmFullname names the release's objects: another name than the release's, as
+// fullnameOverride does.
+const helmFullname = "eo-helm-operator"
+
+// The chart installed with helm (instead of config/default) and non-default values runs an
+// operator that manages three clusters (3, 1 and 3 members); helm upgrade with changed values
+// rolls the operator and restarts no etcd member of any of them.
 func TestHelmInstallAndUpgrade(t *testing.T) {
 	scaleKustomizeOperator(t, 0)
 	t.Cleanup(func() { scaleKustomizeOperator(t, 1) })
-	helm(t, "install", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--create-namespace",
-		"--set", "image.repository=etcd-operator", "--set", "image.tag=dev", "--wait", "--timeout", "3m")
+	install := []string{"install", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--create-namespace", "--wait", "--timeout", "3m"}
+	for _, v := range helmValues {
+		install = append(install, "--set", v)
+	}
+	helm(t, install...)
 	t.Cleanup(func() {
 		helm(t, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait")
 		kubectl(t, kustomizeNS, "delete", "namespace", helmNamespace, "--wait=false")
 	})
+	checkHelmValues(t)
+	checkVerifiedMetrics(t)
 
 	ns := namespace(t)
 	sizes := map[string]int32{"helm": 3, "helm-one": 1, "helm-three": 3}
@@ -82,18 +115,17 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	}
 	operatorBefore := deploymentGeneration(t)
 
-	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reuse-values",
-		"--set", "logLevel=debug", "--wait", "--timeout", "3m")
-	kubectl(t, helmNamespace, "rollout", "status", "deployment/"+helmRelease, "--timeout=3m")
+	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reset-then-reuse-values",
+		"--set", "logLevel=debug", "--set", "maxConcurrentRolls=5", "--wait", "--timeout", "3m")
+	kubectl(t, helmNamespace, "rollout", "status", "deployment/"+helmFullname, "--timeout=3m")
 	if after := deploymentGeneration(t); after == operatorBefore {
 		t.Fatal("helm upgrade with a changed logLevel did not roll the operator's Deployment")
 	}
-	deploy := &appsv1.Deployment{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, deploy); err != nil {
-		t.Fatal(err)
-	}
-	if args := strings.Join(deploy.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--zap-log-level=debug") {
-		t.Fatalf("the upgraded operator's args: %s", args)
+	args := strings.Join(helmDeployment(t).Spec.Template.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--zap-log-level=debug", "--max-concurrent-rolls=5", "--max-concurrent-reconciles=6", "--zap-stacktrace-level=panic"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the upgraded operator's args lack %s (the changed values, and the install's kept by --reset-then-reuse-values): %s", want, args)
+		}
 	}
 	// The new operator looks at the cluster (scale it to prove it manages it), and no
 	// member's Pod was replaced or restarted on the way.
@@ -111,6 +143,91 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 			t.Errorf("member Pod %s changed across the operator's upgrade: %s -> %s", name, before, after[name])
 		}
 	}
+}
+
+// checkHelmValues: what helmValues asked for is on the running release.
+func checkHelmValues(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	deploy := helmDeployment(t)
+	pod := deploy.Spec.Template
+	if deploy.Status.ReadyReplicas != 2 {
+		t.Errorf("%d ready operator replicas, want 2", deploy.Status.ReadyReplicas)
+	}
+	sa := &corev1.ServiceAccount{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmFullname + "-sa"}, sa); err != nil {
+		t.Error(err)
+	} else if sa.Annotations["e2e.example/identity"] != "helm" || pod.Spec.ServiceAccountName != sa.Name {
+		t.Errorf("ServiceAccount %s annotations %v, the Pods' %q", sa.Name, sa.Annotations, pod.Spec.ServiceAccountName)
+	}
+	// The disruption controller counts the Pods the budget selects: the operator's two, one
+	// of which a drain may evict.
+	eventually(t, time.Minute, "the PodDisruptionBudget over the operator's 2 Pods", func() error {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmFullname}, pdb); err != nil {
+			return err
+		}
+		if pdb.Status.ExpectedPods != 2 || pdb.Status.DisruptionsAllowed != 1 {
+			return fmt.Errorf("expected Pods %d, disruptions allowed %d", pdb.Status.ExpectedPods, pdb.Status.DisruptionsAllowed)
+		}
+		return nil
+	})
+	ctr := pod.Spec.Containers[0]
+	if pod.Labels["e2e"] != "helm" || len(ctr.Env) != 1 || ctr.Env[0].Value != "helm" {
+		t.Errorf("Pod labels %v, env %v: want podLabels and extraEnv", pod.Labels, ctr.Env)
+	}
+	args := strings.Join(ctr.Args, " ")
+	for _, want := range []string{"--leader-election-id=eo-helm", "--max-concurrent-reconciles=6", "--max-concurrent-rolls=3",
+		"--zap-time-encoding=rfc3339", "--zap-stacktrace-level=panic", "--metrics-cert-path="} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the operator's args lack %s: %s", want, args)
+		}
+	}
+}
+
+// checkVerifiedMetrics: the operator serves the certificate cert-manager issued for its
+// metrics Service, which a client verifies against the Secret's ca.crt under the Service's
+// name, as the chart's ServiceMonitor has Prometheus do, and answers a metrics reader's token.
+func checkVerifiedMetrics(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(getSecret(t, helmNamespace, helmFullname+"-metrics-cert").Data["ca.crt"]) {
+		t.Fatal("no CA certificate in the metrics certificate's ca.crt")
+	}
+	serverName := helmFullname + "-metrics." + helmNamespace + ".svc"
+	token, err := operatormetrics.Token(ctx, kubeClientset(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraper := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
+	url := "https://" + net.JoinHostPort(operatorPodIPIn(t, helmNamespace), operatormetrics.Port) + "/metrics"
+	eventually(t, time.Minute, "a verified scrape of the helm release's operator", func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := scraper.Do(req)
+		if err != nil {
+			return err // a certificate that does not verify fails here
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+func helmDeployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	deploy := &appsv1.Deployment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: helmNamespace, Name: helmFullname}, deploy); err != nil {
+		t.Fatal(err)
+	}
+	return deploy
 }
 
 // memberPods maps each member Pod's name to its UID and container restarts.
@@ -133,9 +250,5 @@ func memberPods(t *testing.T, ns, cluster string) map[string]string {
 
 func deploymentGeneration(t *testing.T) int64 {
 	t.Helper()
-	deploy := &appsv1.Deployment{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, deploy); err != nil {
-		t.Fatal(err)
-	}
-	return deploy.Generation
+	return helmDeployment(t).Generation
 }

@@ -106,8 +106,14 @@ func kubeClientset(t *testing.T) kubernetes.Interface {
 
 func operatorPodIP(t *testing.T) string {
 	t.Helper()
+	return operatorPodIPIn(t, operatormetrics.Namespace)
+}
+
+// operatorPodIPIn is the address of a running operator Pod in namespace.
+func operatorPodIPIn(t *testing.T, namespace string) string {
+	t.Helper()
 	pods := &corev1.PodList{}
-	if err := k8s.List(context.Background(), pods, client.InNamespace(operatormetrics.Namespace),
+	if err := k8s.List(context.Background(), pods, client.InNamespace(namespace),
 		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +122,7 @@ func operatorPodIP(t *testing.T) string {
 			return p.Status.PodIP
 		}
 	}
-	t.Fatalf("no running operator Pod in %s", operatormetrics.Namespace)
+	t.Fatalf("no running operator Pod in %s", namespace)
 	return ""
 }
 
