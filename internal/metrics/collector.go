@@ -94,18 +94,31 @@ func (c *ClusterCollector) Collect(ch chan<- prometheus.Metric) {
 		exists[clusterKey{ec.Namespace, ec.Name}] = true
 		collectCluster(ch, ec)
 	}
+	c.collectSnapshots(ctx, ch, exists)
+	c.collectSchedules(ctx, ch, exists)
+}
+
+// collectSnapshots sends each existing cluster's last success: the snapshots of a cluster
+// that is gone (kept by their deletion policy) would otherwise age into an alert for ever.
+func (c *ClusterCollector) collectSnapshots(ctx context.Context, ch chan<- prometheus.Metric, exists map[clusterKey]bool) {
 	var snapshots etcdv1.EtcdSnapshotList
 	if err := c.Reader.List(ctx, &snapshots, client.UnsafeDisableDeepCopy); err != nil {
 		c.Log.Error(err, "listing EtcdSnapshots for metrics")
+		return
 	}
 	for key, at := range lastSuccess(snapshots.Items) {
 		if exists[key] {
 			ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, seconds(at), key.Namespace, key.Name)
 		}
 	}
+}
+
+// collectSchedules sends the schedules of existing clusters.
+func (c *ClusterCollector) collectSchedules(ctx context.Context, ch chan<- prometheus.Metric, exists map[clusterKey]bool) {
 	var schedules etcdv1.EtcdSnapshotScheduleList
 	if err := c.Reader.List(ctx, &schedules, client.UnsafeDisableDeepCopy); err != nil {
 		c.Log.Error(err, "listing EtcdSnapshotSchedules for metrics")
+		return
 	}
 	for i := range schedules.Items {
 		s := &schedules.Items[i]
