@@ -272,8 +272,11 @@ func scrapeOperator(t *testing.T, ip, token string) map[string]*dto.MetricFamily
 // scrape reads the operator at ip with a metrics reader's token.
 func scrape(ip, token string) (map[string]*dto.MetricFamily, error) {
 	status, body, err := operatormetrics.Get(context.Background(), ip, token)
-	if err != nil || status != http.StatusOK {
-		return nil, fmt.Errorf("scrape with a metrics reader's token: HTTP %d, %v: %.200s", status, err, body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape with a metrics reader's token: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("scrape with a metrics reader's token: HTTP %d: %.200s", status, body)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(bytes.NewReader(body))
