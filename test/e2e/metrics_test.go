@@ -115,26 +115,14 @@ func TestMetricsOfBackupsAndCertificates(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	const name = "watched"
-	replicas := int32(1)
-	c := &etcdv1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion, TLS: &etcdv1.EtcdClusterTLS{
-			Client: &etcdv1.ClientTLS{
-				ServerSecretRef:         &corev1.LocalObjectReference{Name: "watched-server"},
-				OperatorClientSecretRef: &corev1.LocalObjectReference{Name: "watched-operator"},
-			},
-			Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "watched-peer"}},
-		}},
-	}
+	c := byoCluster(ns, name, 1)
 	ca := testpki.NewCA(t)
-	loopback := []string{"127.0.0.1", "::1"}
-	// The server certificate expires first (in 6 hours, the CA in 24): it is the earliest.
+	// The server certificate expires first (in 6 hours, the others and the CA in 24).
 	serverEnd := time.Now().Add(6 * time.Hour).Truncate(time.Second)
-	requests := map[string]testpki.Request{
-		"watched-server":   {DNSNames: specs.ServerDNSNames(c, ""), IPs: loopback, NotAfter: serverEnd},
-		"watched-peer":     {DNSNames: specs.PeerDNSNames(c, ""), IPs: loopback},
-		"watched-operator": {CommonName: specs.OperatorClientCommonName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
-	}
+	requests := byoRequests(c)
+	server := requests["watched-server"]
+	server.NotAfter = serverEnd
+	requests["watched-server"] = server
 	leaves := map[string]*x509.Certificate{}
 	for secret, r := range requests {
 		data := ca.SecretData(t, r)
