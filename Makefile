@@ -135,8 +135,8 @@ test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd 
 	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./cmd/... ./bench/... ./etcdsim/...
 
 .PHONY: test-chart
-test-chart: ## helm lint and helm template of charts/etcd-operator, checked.
-	HELM="$$(hack/tool.sh helm)" $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./chart/
+test-chart: ## helm lint and helm template of charts/etcd-operator, checked; its alert rules under promtool's unit tests.
+	HELM="$$(hack/tool.sh helm)" PROMTOOL="$$(hack/tool.sh promtool)" $(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./chart/ ./monitoring/
 
 .PHONY: test-localcluster
 test-localcluster: ## The local cluster: its parts (as root), then the whole of it end to end.

@@ -2,7 +2,7 @@
 # Builds a pinned Go tool from the module proxy into a versioned cache outside the repository
 # and prints its path; a second call reuses the cached binary.
 #
-#   hack/tool.sh controller-gen | golangci-lint | helm
+#   hack/tool.sh controller-gen | golangci-lint | helm | promtool
 set -euo pipefail
 
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
@@ -11,7 +11,10 @@ case "${1:-}" in
 controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen version=v0.23.0 ;;
 golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 ;;
 helm) pkg=helm.sh/helm/v3/cmd/helm version=v3.22.0 ;;
-*) echo "usage: $0 controller-gen | golangci-lint | helm" >&2; exit 2 ;;
+# Prometheus' own rule checker and rule unit-test runner (promtool test rules): heavy, so built
+# here, outside both modules, rather than imported.
+promtool) pkg=github.com/prometheus/prometheus/cmd/promtool version=v0.316.0 ;;
+*) echo "usage: $0 controller-gen | golangci-lint | helm | promtool" >&2; exit 2 ;;
 esac
 
 dir="$CACHE/tools/$1-$version"

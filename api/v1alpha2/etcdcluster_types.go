@@ -622,6 +622,25 @@ type EtcdClusterStatus struct {
 	// +optional
 	SnapshotRecovery *SnapshotRecoveryStatus `json:"snapshotRecovery,omitempty"`
 
+	// CertificatesNotAfter is when the first certificate of the cluster's TLS Secrets expires:
+	// the earliest notAfter in status.certificates. Renew or replace that Secret before it;
+	// the operator's metric etcd_operator_certificate_expiry_timestamp_seconds and the alert
+	// EtcdCertificateExpiresSoon watch the same times (docs/observability.md).
+	// +optional
+	CertificatesNotAfter *metav1.Time `json:"certificatesNotAfter,omitempty"`
+
+	// Certificates are the expiry times of the certificates in every TLS Secret the cluster
+	// uses, cert-manager's or named in spec.tls: each Secret's tls.crt (its leaf, the first
+	// certificate) and, when present, ca.crt (the earliest of its bundle), as the operator
+	// last read them all. A Secret that is missing or unusable (TLSReady False) leaves the
+	// list as it was.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	// +listType=map
+	// +listMapKey=secret
+	// +listMapKey=key
+	Certificates []CertificateExpiry `json:"certificates,omitempty"`
+
 	// Members lists each member's ID, role, version and readiness. The bound, far above any
 	// useful cluster size, only lets the apiserver price the rule on spec.version that reads
 	// it.
@@ -641,6 +660,18 @@ type EtcdClusterStatus struct {
 	// write. They are kept, not pruned, so that their patches apply; this operator neither
 	// reads nor writes them (docs/compatibility.md).
 	CozystackCompatibleStatus `json:",inline"`
+}
+
+// CertificateExpiry is when one certificate in one of the cluster's TLS Secrets expires.
+type CertificateExpiry struct {
+	// Secret is the Secret's name, in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	Secret string `json:"secret"`
+	// Key is the Secret's key that holds the certificate: tls.crt or ca.crt.
+	// +kubebuilder:validation:MaxLength=64
+	Key string `json:"key"`
+	// NotAfter is the certificate's notAfter: from then on it is refused.
+	NotAfter metav1.Time `json:"notAfter"`
 }
 
 // SnapshotRecoveryStatus is a recovery from an EtcdSnapshot that the operator has begun.

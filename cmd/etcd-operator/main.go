@@ -187,7 +187,9 @@ func run(o options) error {
 	if err := mgr.Add(publishScope(mgr, o, selector)); err != nil {
 		return err
 	}
-	if err := crmetrics.Registry.Register(&metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics")}); err != nil {
+	// The cluster gauges come from the leader only: a standby's cache holds the same clusters.
+	collector := &metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics"), Elected: mgr.Elected()}
+	if err := crmetrics.Registry.Register(collector); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -196,7 +198,7 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting", "version", version.Version, "operator", claims.Me, "clusterSelector", o.clusterSelector)
+	ctrl.Log.Info("starting", "version", version.Version, "revision", version.Revision(), "operator", claims.Me, "clusterSelector", o.clusterSelector)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -9,6 +9,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/version"
 )
 
 // RBAC of the secure metrics endpoint: it authenticates a scraper's token and authorizes it
@@ -29,22 +31,28 @@ const namespace = "etcd_operator"
 
 // Names of the operator's own metrics, as Prometheus sees them.
 const (
-	ClusterConditionName  = namespace + "_cluster_condition"
-	ClusterInfoName       = namespace + "_cluster_info"
-	MembersName           = namespace + "_members"
-	MembersDesiredName    = namespace + "_cluster_members_desired"
-	MembershipChangesName = namespace + "_membership_changes_total"
-	ReconcileErrorsName   = namespace + "_reconcile_errors_total"
-	EventsName            = namespace + "_events_total"
-	TimeToAvailableName   = namespace + "_cluster_time_to_available_seconds"
-	SnapshotsName         = namespace + "_snapshots_total"
-	DefragsName           = namespace + "_defrags_total"
+	ClusterConditionName    = namespace + "_cluster_condition"
+	ClusterInfoName         = namespace + "_cluster_info"
+	MembersName             = namespace + "_members"
+	MembersDesiredName      = namespace + "_cluster_members_desired"
+	MembershipChangesName   = namespace + "_membership_changes_total"
+	ReconcileErrorsName     = namespace + "_reconcile_errors_total"
+	EventsName              = namespace + "_events_total"
+	TimeToAvailableName     = namespace + "_cluster_time_to_available_seconds"
+	SnapshotsName           = namespace + "_snapshots_total"
+	DefragsName             = namespace + "_defrags_total"
+	BuildInfoName           = namespace + "_build_info"
+	ClusterPhaseName        = namespace + "_cluster_phase"
+	SnapshotLastSuccessName = namespace + "_snapshot_last_success_timestamp_seconds"
+	ScheduleCreatedName     = namespace + "_snapshot_schedule_created_timestamp_seconds"
+	CertificateExpiryName   = namespace + "_certificate_expiry_timestamp_seconds"
 )
 
 // Names lists every metric the operator defines (histograms by their base name).
 var Names = []string{
 	ClusterConditionName, ClusterInfoName, MembersName, MembersDesiredName, MembershipChangesName, ReconcileErrorsName,
-	EventsName, TimeToAvailableName, SnapshotsName, DefragsName,
+	EventsName, TimeToAvailableName, SnapshotsName, DefragsName, BuildInfoName, ClusterPhaseName,
+	SnapshotLastSuccessName, ScheduleCreatedName, CertificateExpiryName,
 }
 
 // Results of an operation, the "result" label's values.
@@ -70,22 +78,36 @@ var (
 		Help:    "Seconds from an EtcdCluster's creation to its first Available=True.",
 		Buckets: []float64{2, 5, 10, 20, 30, 60, 120, 300, 600},
 	})
-	snapshots = counter(SnapshotsName, "EtcdSnapshots that reached Complete (success) or Failed (failure).", "result")
-	defrags   = counter(DefragsName, "EtcdDefrag passes that reached Complete (success) or Failed (failure: a member failed, or the cluster is gone).", "result")
+	snapshots = counter(SnapshotsName, "EtcdSnapshots that reached Complete (success) or Failed (failure), by the cluster they are of.",
+		"namespace", "cluster", "result")
+	defrags = counter(DefragsName, "EtcdDefrag passes that reached Complete (success) or Failed (failure: a member failed, or the cluster is gone).", "result")
 )
 
 func init() {
-	metrics.Registry.MustRegister(membershipChanges, reconcileErrors, events, timeToAvailable, snapshots, defrags)
+	metrics.Registry.MustRegister(membershipChanges, reconcileErrors, events, timeToAvailable, snapshots, defrags, buildInfo())
 }
 
-// SnapshotFinished counts an EtcdSnapshot whose final phase (failed or not) the snapshot
-// controller has just stored; stored is that status update's error, returned as is. Nothing
-// is counted when the update failed: the retry that stores it counts it, once.
-func SnapshotFinished(failed bool, stored error) error {
-	return finished(snapshots, failed, stored)
+// buildInfo is 1, labelled with what runs: every replica serves it, the leader or not, so
+// that a query can tell which build each one is (and absent() that none is scraped).
+func buildInfo() prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        BuildInfoName,
+		Help:        "1, labelled with the operator's version, the commit it was built from and the Go release that built it.",
+		ConstLabels: prometheus.Labels{"version": version.Version, "revision": version.Revision(), "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
 
-// DefragFinished is SnapshotFinished for an EtcdDefrag pass.
+// SnapshotFinished counts an EtcdSnapshot of the cluster namespace/cluster whose final phase
+// (failed or not) the snapshot controller has just stored; stored is that status update's
+// error, returned as is. Nothing is counted when the update failed: the retry that stores it
+// counts it, once.
+func SnapshotFinished(namespace, cluster string, failed bool, stored error) error {
+	return finished(snapshots.MustCurryWith(prometheus.Labels{"namespace": namespace, "cluster": cluster}), failed, stored)
+}
+
+// DefragFinished is SnapshotFinished for an EtcdDefrag pass, counted without its cluster.
 func DefragFinished(failed bool, stored error) error {
 	return finished(defrags, failed, stored)
 }

@@ -87,7 +87,11 @@ func TestAlertRules(t *testing.T) {
 			checkNames(t, "alert "+r.Alert, r.Expr)
 		}
 	}
-	for _, want := range []string{"EtcdNoLeader", "EtcdQuorumAtRisk", "EtcdDatabaseNearQuota", "EtcdMemberDown", "EtcdSnapshotsFailing"} {
+	for _, want := range []string{
+		"EtcdNoLeader", "EtcdQuorumAtRisk", "EtcdDatabaseNearQuota", "EtcdMemberDown", "EtcdSnapshotsFailing",
+		// issue 21: the operator down, backups too old or never taken, certificates expiring
+		"EtcdOperatorDown", "EtcdSnapshotTooOld", "EtcdSnapshotNeverSucceeded", "EtcdCertificateExpiresSoon",
+	} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s; alerts: %v", want, alerts)
 		}
@@ -135,6 +139,10 @@ func TestGrafanaDashboard(t *testing.T) {
 		"etcd_server_leader_changes_seen_total", "etcd_server_quota_backend_bytes", "etcd_disk_wal_fsync_duration_seconds_bucket",
 		"etcd_disk_backend_commit_duration_seconds_bucket", "etcd_server_proposals_committed_total",
 		MembersName, MembershipChangesName, ReconcileErrorsName, ClusterInfoName,
+		// and what the alerts of issue 21 watch: leaders, the quota, the operator's builds,
+		// phases, backups' age and schedules, certificates
+		"etcd_server_has_leader", "etcd_mvcc_db_total_size_in_bytes", BuildInfoName, ClusterPhaseName,
+		SnapshotLastSuccessName, ScheduleCreatedName, SnapshotsName, CertificateExpiryName,
 	} {
 		if !used[want] {
 			t.Errorf("the dashboard shows no %s", want)

@@ -32,6 +32,8 @@ type Request struct {
 	IPs        []string
 	// Usages default to server and client auth, what etcd members need on either port.
 	Usages []x509.ExtKeyUsage
+	// NotAfter ends the certificate's validity; a day from now when zero.
+	NotAfter time.Time
 }
 
 // Leaf is an issued certificate with its key.
@@ -68,9 +70,13 @@ func (ca *CA) Issue(t testing.TB, r Request) Leaf {
 	if len(usages) == 0 {
 		usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	}
+	notAfter := r.NotAfter
+	if notAfter.IsZero() {
+		notAfter = time.Now().Add(24 * time.Hour)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: r.CommonName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages, DNSNames: r.DNSNames,
 	}
 	for _, ip := range r.IPs {

@@ -74,7 +74,7 @@ var helmValues = []string{
 	"podLabels.e2e=helm",
 	"extraEnv[0].name=E2E_MARKER", "extraEnv[0].value=helm",
 	"extraArgs={--zap-stacktrace-level=panic}",
-	"leaderElection.id=eo-helm",
+	"leaderElection.id=" + helmRelease,
 	"maxConcurrentReconciles=6", "maxConcurrentRolls=3",
 	"logTimeEncoding=rfc3339",
 	// cert-manager is one of the local cluster's add-ons in make test-e2e.
@@ -202,7 +202,7 @@ func checkVerifiedMetrics(t *testing.T) {
 	}
 	scraper := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
-	url := "https://" + net.JoinHostPort(operatorPodIPIn(t, helmNamespace), operatormetrics.Port) + "/metrics"
+	url := "https://" + net.JoinHostPort(operatorPodIPIn(t, helmNamespace, helmRelease), operatormetrics.Port) + "/metrics"
 	eventually(t, time.Minute, "a verified scrape of the helm release's operator", func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

@@ -118,37 +118,21 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	const name = "byo"
-	replicas := int32(3)
-	c := &etcdv1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion, TLS: &etcdv1.EtcdClusterTLS{
-			Client: &etcdv1.ClientTLS{
-				ServerSecretRef:         &corev1.LocalObjectReference{Name: "byo-server"},
-				OperatorClientSecretRef: &corev1.LocalObjectReference{Name: "byo-operator"},
-			},
-			Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "byo-peer"}},
-		}},
-	}
+	c := byoCluster(ns, name, 3)
 	ca := testpki.NewCA(t)
-	loopback := []string{"127.0.0.1", "::1"}
-	server := testpki.Request{DNSNames: specs.ServerDNSNames(c, ""), IPs: loopback}
-	clientOnly := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	for secret, r := range map[string]testpki.Request{
-		"byo-server":   server,
-		"byo-peer":     {DNSNames: specs.PeerDNSNames(c, ""), IPs: loopback},
-		"byo-operator": {CommonName: specs.OperatorClientCommonName, Usages: clientOnly},
-	} {
+	requests := byoRequests(c)
+	for secret, r := range requests {
 		create(t, tlsSecret(ns, secret, ca.SecretData(t, r)))
 	}
 	create(t, c)
 	waitSettled(t, ns, name, 3, 5*time.Minute)
 
-	app := ca.Issue(t, testpki.Request{CommonName: "app", Usages: clientOnly})
+	app := ca.Issue(t, testpki.Request{CommonName: "app", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	a := access{TLS: clientTLS(t, ca.PEM, app.CertPEM, app.KeyPEM, clientServiceHost(ns, name))}
 	w := startWriterWith(t, ns, name, name, a)
 	time.Sleep(2 * time.Second) // some writes before the change, too
 
-	renewed := ca.SecretData(t, server)
+	renewed := ca.SecretData(t, requests["byo-server"])
 	s := getSecret(t, ns, "byo-server")
 	s.Data = renewed
 	if err := k8s.Update(context.Background(), s); err != nil {
@@ -161,6 +145,33 @@ func TestTLSBringYourOwnSecrets(t *testing.T) {
 	waitServed(t, ns, name, specs.ClientPort, a.TLS, renewedCert.SerialNumber.String())
 	if failed := w.stopAndVerify(t, 20); failed != 0 {
 		t.Fatalf("%d writes failed while the server certificate was replaced", failed)
+	}
+}
+
+// byoCluster is a cluster of the given size whose TLS Secrets are the user's own:
+// <name>-server, <name>-operator (the operator's client certificate) and <name>-peer.
+func byoCluster(ns, name string, replicas int32) *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: etcdv1.EtcdClusterSpec{Replicas: &replicas, Version: etcdVersion, TLS: &etcdv1.EtcdClusterTLS{
+			Client: &etcdv1.ClientTLS{
+				ServerSecretRef:         &corev1.LocalObjectReference{Name: name + "-server"},
+				OperatorClientSecretRef: &corev1.LocalObjectReference{Name: name + "-operator"},
+			},
+			Peer: &etcdv1.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: name + "-peer"}},
+		}},
+	}
+}
+
+// byoRequests are the certificates of byoCluster's Secrets, by Secret name: the server's and
+// the peer's for the members' names and the loopback addresses, the operator's for client
+// authentication only.
+func byoRequests(c *etcdv1.EtcdCluster) map[string]testpki.Request {
+	loopback := []string{"127.0.0.1", "::1"}
+	return map[string]testpki.Request{
+		c.Name + "-server":   {DNSNames: specs.ServerDNSNames(c, ""), IPs: loopback},
+		c.Name + "-peer":     {DNSNames: specs.PeerDNSNames(c, ""), IPs: loopback},
+		c.Name + "-operator": {CommonName: specs.OperatorClientCommonName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
 	}
 }
 

@@ -449,7 +449,7 @@ func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res a
 	setReady(s, metav1.ConditionTrue, etcdv1.ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
 	r.event(ctx, s, corev1.EventTypeNormal, etcdv1.ReasonCompleted, "snapshot stored at %s (%d bytes, revision %d)", res.URI, res.SizeBytes, res.Revision)
 	completed := kit.Step{Name: "complete", Changed: true, Facts: []any{"uri", res.URI, "sizeBytes", res.SizeBytes, "revision", res.Revision, "member", res.Member}}
-	return completed, ctrl.Result{}, metrics.SnapshotFinished(false, r.Status().Update(ctx, s))
+	return completed, ctrl.Result{}, metrics.SnapshotFinished(s.Namespace, s.Spec.ClusterRef.Name, false, r.Status().Update(ctx, s))
 }
 
 // fail ends the snapshot Failed for reason; its step says why.
@@ -460,7 +460,7 @@ func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, m
 	r.event(ctx, s, corev1.EventTypeWarning, reason, "%s", msg)
 	log.FromContext(ctx).Info("snapshot failed", "reason", reason, "message", msg)
 	failed := kit.Step{Name: "fail", Changed: true, Facts: []any{"reason", reason, "message", msg}}
-	return failed, ctrl.Result{}, metrics.SnapshotFinished(true, r.Status().Update(ctx, s))
+	return failed, ctrl.Result{}, metrics.SnapshotFinished(s.Namespace, s.Spec.ClusterRef.Name, true, r.Status().Update(ctx, s))
 }
 
 // finalize deletes the stored file through a delete Job when the policy says so, then lets go.

@@ -60,9 +60,17 @@ func (t *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, _ kit.Facts
 	if c.Spec.TLS == nil {
 		return nil
 	}
-	p, blocking, err := t.tlsProblem(ctx, c)
+	var found expiries
+	p, blocking, err := t.tlsProblem(ctx, c, &found)
 	if err != nil {
 		return err
+	}
+	if !blocking {
+		// Every Secret was read: what they hold is the whole list. A blocking problem stops
+		// the look at the first bad Secret, and the list stays as the last whole look left it.
+		if err := recordExpiries(ctx, t.objects.Client, c, found); err != nil {
+			return err
+		}
 	}
 	cond := metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady,
 		Message: "every certificate Secret exists with tls.crt, tls.key and ca.crt"}
@@ -96,8 +104,9 @@ func problemf(reason, format string, args ...any) *problem {
 // the members or the operator need is missing or unusable) or only the issuing of new
 // certificates. Every Certificate is asked for before any Secret is checked, so that
 // cert-manager issues them all at once. When a Secret is missing because its issuer is
-// broken, the issuer is named: it is what needs the fix.
-func (t *Component) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *problem, blocking bool, err error) {
+// broken, the issuer is named: it is what needs the fix. The certificates' expiry times of
+// the Secrets it reads are added to found.
+func (t *Component) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster, found *expiries) (p *problem, blocking bool, err error) {
 	issued := specs.Certificates(c, t.clusterDomain)
 	certs := make([]*unstructured.Unstructured, len(issued))
 	var issuing *problem
@@ -132,7 +141,7 @@ func (t *Component) tlsProblem(ctx context.Context, c *etcdv1.EtcdCluster) (p *p
 		if i < len(certs) {
 			cert = certs[i]
 		}
-		sp, err := t.checkTLSSecret(ctx, c, s, cert)
+		sp, err := t.checkTLSSecret(ctx, c, s, cert, found)
 		if err != nil {
 			return nil, false, err
 		}
@@ -281,8 +290,9 @@ func (t *Component) correctCertificate(ctx context.Context, have, want *unstruct
 }
 
 // checkTLSSecret requires the Secret with parseable keys. For an issued Secret, cert (the
-// Certificate) explains a missing Secret: cert-manager has not issued it yet, or why not.
-func (t *Component) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s tlsSecret, cert *unstructured.Unstructured) (*problem, error) {
+// Certificate) explains a missing Secret: cert-manager has not issued it yet, or why not. A
+// usable Secret's expiry times are added to found.
+func (t *Component) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s tlsSecret, cert *unstructured.Unstructured, found *expiries) (*problem, error) {
 	secret := &corev1.Secret{}
 	err := t.objects.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.name}, secret)
 	if apierrors.IsNotFound(err) {
@@ -296,7 +306,11 @@ func (t *Component) checkTLSSecret(ctx context.Context, c *etcdv1.EtcdCluster, s
 	if err != nil {
 		return nil, err
 	}
-	return secretKeysProblem(secret, s), nil
+	if p := secretKeysProblem(secret, s); p != nil {
+		return p, nil
+	}
+	found.add(secret)
+	return nil, nil
 }
 
 func keyList(needCA bool) string {
