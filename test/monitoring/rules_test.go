@@ -1,6 +1,6 @@
 // Package monitoring checks the alert rules of deploy/monitoring (which make chart-sync copies
-// into the chart) with Prometheus' own promtool, which make test-chart builds from the module
-// proxy (PROMTOOL): the rules load, and each alert fires where its unit tests say and stays
+// into the chart) with Prometheus' own promtool (PROMTOOL), which make test-chart unpacks from
+// Debian's prometheus package: the rules load, and each alert fires where its unit tests say and stays
 // quiet where they say, with the labels and annotations they render.
 package monitoring
 
@@ -24,7 +24,7 @@ func promtool(t *testing.T, args ...string) {
 	t.Helper()
 	bin := os.Getenv("PROMTOOL")
 	if bin == "" {
-		t.Fatal("PROMTOOL is not set: run through 'make test-chart', which builds promtool")
+		t.Fatal("PROMTOOL is not set: run through 'make test-chart', which provides promtool (hack/tool.sh promtool)")
 	}
 	var out bytes.Buffer
 	cmd := exec.Command(bin, args...)
