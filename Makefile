@@ -14,15 +14,24 @@ GO_TEST_FLAGS ?= -count=1
 LOCALCLUSTER_LOCK ?= /tmp/etcd-operator-localcluster.lock
 export LOCALCLUSTER_LOCK
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# A release is VERSION=vMAJOR.MINOR.PATCH[-PRERELEASE] (make release refuses anything else).
+# Without it, a development version of the same form names the commit: v0.0.0-dev-<sha>[-dirty].
+VERSION ?= v0.0.0-dev$(shell git describe --always --dirty --exclude='*' 2>/dev/null | sed 's/^/-/')
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 DIST ?= dist
 CHART = charts/etcd-operator
-# Chart versions are SemVer: v1.2.3 -> 1.2.3, anything else -> 0.0.0-<it>.
-CHART_VERSION ?= $(shell echo '$(VERSION)' | sed -E 's/^v//; /^[0-9]+[.][0-9]+[.][0-9]+/!s/^/0.0.0-/')
-IMAGE ?= ghcr.io/quorumkeeper/etcd-operator:$(VERSION)
+# The image's repository; its tag is VERSION.
+IMAGE ?= ghcr.io/quorumkeeper/etcd-operator
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
-# The one set of binary flags for make build and make image: static, version stamped.
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# Where the krew manifest downloads the plugin's archives from (+ /VERSION/ARCHIVE); empty:
+# the GitHub release of VERSION.
+PLUGIN_URL ?=
+# Where make push puts the chart (as helm push oci://CHART_REPO); empty: a charts repository
+# beside IMAGE's (ghcr.io/org/etcd-operator -> ghcr.io/org/charts).
+CHART_REPO ?=
+# The one set of binary flags for make build and make image: static, version stamped (make
+# release builds with the same flags: test/release/build.go).
 GO_BUILD = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION)"
 # Go commands of the test module; -o paths given to it are absolute, as it runs in test/.
 GO_TEST_MODULE = go -C test
@@ -84,16 +93,19 @@ image: ## The operator's OCI image (IMAGE_PLATFORMS, no container daemon) under 
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o bin/$${p/\//-}/etcd-operator ./cmd/etcd-operator >&2; \
 	done
 	@$(GO_TEST_MODULE) build -o $(CURDIR)/bin/image-builder ./cmd/image
-	@bin/image-builder build -out $(DIST) -ref $(IMAGE) -version $(VERSION) -revision "$(REVISION)" \
+	@bin/image-builder build -out $(DIST) -ref $(IMAGE):$(VERSION) -version $(VERSION) -revision "$(REVISION)" \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=bin/$(subst /,-,$(p))/etcd-operator)
 
 .PHONY: release
-release: ## dist/install.yaml (config/default with IMAGE) and the packaged Helm chart.
-	@mkdir -p $(DIST)
-	"$$(hack/testbed.sh envtest | tail -n1)/kubectl" kustomize config/default | \
-		sed 's|image: etcd-operator:dev|image: $(IMAGE)|' >$(DIST)/install.yaml
-	"$$(hack/tool.sh helm)" package $(CHART) --version $(CHART_VERSION) --app-version $(VERSION) -d $(DIST)
-	@echo $(DIST)/install.yaml
+release: ## One release of VERSION into DIST: the image (OCI layout, IMAGE:VERSION), install.yaml, the chart, the plugin's archives and krew manifest (test/cmd/release).
+	$(GO_TEST_MODULE) run ./cmd/release build -root $(CURDIR) -out $(abspath $(DIST)) -version '$(VERSION)' -image '$(IMAGE)' \
+		-revision '$(REVISION)' -image-platforms '$(IMAGE_PLATFORMS)' -plugin-platforms '$(PLUGIN_PLATFORMS)' \
+		$(if $(PLUGIN_URL),-download-url '$(PLUGIN_URL)')
+
+.PHONY: push
+push: ## Push DIST's image to IMAGE:VERSION and its chart to CHART_REPO (PLAIN_HTTP=1: a registry without TLS).
+	$(GO_TEST_MODULE) run ./cmd/release push -dist $(abspath $(DIST)) -version '$(VERSION)' -image '$(IMAGE)' \
+		-chart-repo '$(CHART_REPO)' $(if $(PLAIN_HTTP),-plain-http)
 
 .PHONY: plugin
 plugin: ## Build the kubectl etcd plugin into bin/kubectl-etcd (put bin/ on PATH to use it).
@@ -128,11 +140,11 @@ test: ## Everything CI runs, tier by tier; each tier's time at the end.
 	@hack/test-all.sh $(TEST_TIERS)
 
 .PHONY: test-unit
-test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, commands and etcd simulator.
+test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, release, commands and etcd simulator.
 	hack/testbed.sh etcd >/dev/null
 	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
-	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./cmd/... ./bench/... ./etcdsim/...
+	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/...
 
 .PHONY: test-chart
 test-chart: ## helm lint and helm template of charts/etcd-operator, checked; its alert rules under promtool's unit tests.

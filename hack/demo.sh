@@ -11,8 +11,8 @@ kubeconfig=$(hack/local-up.sh | tail -n1)
 export KUBECONFIG=$kubeconfig
 kubectl="$(hack/testbed.sh kube | tail -n1)/kubectl"
 
-step "deploying the operator (config/default)"
-"$kubectl" apply --server-side --force-conflicts -k config/default >/dev/null
+step "deploying the operator (config/local: config/default with the image built from this checkout)"
+"$kubectl" apply --server-side --force-conflicts -k config/local >/dev/null
 "$kubectl" -n etcd-operator-system rollout status deployment/etcd-operator --timeout=180s
 
 step "applying config/samples/etcdcluster.yaml"

@@ -18,7 +18,7 @@ echo "[images] building the operator's image and the toolbox" >&2
 # The operator runs from its OCI image, built as make image builds it (for this machine's
 # platform only) and unpacked: the image's files, entrypoint and env are what the node runs.
 platform=linux/$(go env GOARCH)
-layout=$(make --no-print-directory image IMAGE_PLATFORMS="$platform" DIST="$bin/image" IMAGE=etcd-operator:dev | tail -n1)
+layout=$(make --no-print-directory image IMAGE_PLATFORMS="$platform" DIST="$bin/image" IMAGE=etcd-operator | tail -n1)
 # make image has just built the image builder (test/cmd/image) into bin/image-builder.
 operator=$("$bin/image-builder" unpack -layout "$layout" -platform "$platform" -dir "$bin/image/root" -key etcd-operator:dev)
 CGO_ENABLED=0 go -C test build -o "$bin/toolbox" ./localcluster/toolbox

@@ -163,7 +163,7 @@ func TestDefaultsInstallClusterWideWithSecureMetrics(t *testing.T) {
 			t.Errorf("args %v: %s by default, want every cluster of every namespace", got, a)
 		}
 	}
-	if image := container(t, objects)["image"]; image != "ghcr.io/quorumkeeper/etcd-operator:dev" {
+	if image := container(t, objects)["image"]; image != "ghcr.io/quorumkeeper/etcd-operator:v0.3.0" {
 		t.Errorf("image = %v, want the repository at the chart's appVersion", image)
 	}
 	rules, _, _ := unstructured.NestedSlice(mustGet(t, objects, "ClusterRole//"+fullname+"-manager").Object, "rules")

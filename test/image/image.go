@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -38,6 +39,17 @@ type Spec struct {
 	// Created is the time written into the config and the layer's files (reproducible builds
 	// pass SOURCE_DATE_EPOCH).
 	Created time.Time
+}
+
+// Created is SOURCE_DATE_EPOCH when set (reproducible builds), else now: the date of an
+// image and of the archives released with it.
+func Created() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(sec, 0).UTC()
+		}
+	}
+	return time.Now().UTC().Truncate(time.Second)
 }
 
 // Labels are the image's labels: the OCI annotation keys, and the version as Kubernetes

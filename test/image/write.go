@@ -69,18 +69,7 @@ func FromLayout(dir, platform string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	top, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	topManifest, err := top.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	if len(topManifest.Manifests) != 1 {
-		return nil, fmt.Errorf("%s holds %d entries, want the one index Write makes", dir, len(topManifest.Manifests))
-	}
-	idx, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+	idx, err := Index(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -94,4 +83,20 @@ func FromLayout(dir, platform string) (v1.Image, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s has no image for %s", dir, platform)
+}
+
+// Index is the multi-platform index that Write put in an OCI layout.
+func Index(dir string) (v1.ImageIndex, error) {
+	top, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := top.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(manifest.Manifests) != 1 {
+		return nil, fmt.Errorf("%s holds %d entries, want the one index Write makes", dir, len(manifest.Manifests))
+	}
+	return top.ImageIndex(manifest.Manifests[0].Digest)
 }

@@ -11,9 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -50,7 +48,7 @@ func build(args []string) error {
 	ver := fs.String("version", "dev", "version for the labels")
 	revision := fs.String("revision", "", "source commit for the labels")
 	_ = fs.Parse(args)
-	spec := image.Spec{Binaries: map[string]string{}, Version: *ver, Revision: *revision, Created: created()}
+	spec := image.Spec{Binaries: map[string]string{}, Version: *ver, Revision: *revision, Created: image.Created()}
 	for _, arg := range fs.Args() {
 		platform, path, ok := strings.Cut(arg, "=")
 		if !ok {
@@ -71,16 +69,6 @@ func build(args []string) error {
 	}
 	fmt.Println(written.Layout) // last line: the layout, as make image promises
 	return nil
-}
-
-// created is SOURCE_DATE_EPOCH when set (reproducible builds), else now.
-func created() time.Time {
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return time.Unix(sec, 0).UTC()
-		}
-	}
-	return time.Now().UTC().Truncate(time.Second)
 }
 
 // localImage is one entry of the local cluster's image map (test/localcluster/node.Image).
