@@ -5,11 +5,13 @@
 //	go -C test run ./cmd/chartdoc -chart "$PWD/charts/etcd-operator"
 //
 // The schema is derived from the Go types in values.go, the values' comments in values.yaml
-// describe them; the README is README.md.gotmpl with the table of values filled in.
+// describe them; the README is README.md.gotmpl (next to this file, so that the chart holds
+// only what it ships) with the table of values filled in.
 package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,6 +24,9 @@ import (
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 )
+
+//go:embed README.md.gotmpl
+var readmeTemplateText string
 
 func main() {
 	chart := flag.String("chart", "", "the chart's directory")
@@ -41,11 +46,7 @@ func run(chart string) error {
 	if err != nil {
 		return err
 	}
-	readme, err := os.ReadFile(filepath.Join(chart, "README.md.gotmpl"))
-	if err != nil {
-		return err
-	}
-	schema, doc, err := generate(valuesYAML, string(readme))
+	schema, doc, err := generate(valuesYAML, readmeTemplateText)
 	if err != nil {
 		return err
 	}
