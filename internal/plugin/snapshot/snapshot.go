@@ -56,9 +56,7 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.Print(done.Status, func(w *tabwriter.Writer) {
-				cli.Row(w, "%s\t%s\t%d bytes\t%s\n", done.Name, done.Status.Artifact.URI, done.Status.Artifact.SizeBytes, done.Status.Artifact.Checksum)
-			})
+			return o.Print(snapshotPrintout(done))
 		},
 	}
 	fl := cmd.Flags()
@@ -120,6 +118,19 @@ func waitSnapshot(ctx context.Context, k *cli.Kube, snap *etcdv1.EtcdSnapshot, t
 		return nil, fmt.Errorf("EtcdSnapshot %s failed: %s", snap.Name, msg)
 	}
 	return got, nil
+}
+
+// snapshotPrintout is a stored snapshot for -o: one line (wide adds its revision, member
+// and etcd version), JSON or YAML of its status, or its name.
+func snapshotPrintout(done *etcdv1.EtcdSnapshot) cli.Printout {
+	st := done.Status
+	return cli.Printout{Value: st, Names: cli.Named(cli.ResourceEtcdSnapshot, done.Name), Table: func(w *tabwriter.Writer, wide bool) {
+		cli.Row(w, "%s\t%s\t%d bytes\t%s", done.Name, st.Artifact.URI, st.Artifact.SizeBytes, st.Artifact.Checksum)
+		if wide {
+			cli.Row(w, "\trevision %d\t%s\tetcd %s", st.Revision, cli.Dash(st.Member), cli.Dash(st.EtcdVersion))
+		}
+		cli.Row(w, "\n")
+	}}
 }
 
 func newSnapshotSaveCommand(o *cli.Options) *cobra.Command {
