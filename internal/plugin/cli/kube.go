@@ -125,6 +125,14 @@ func explainSecretError(err error) error {
 	return err
 }
 
+// Replicas is the cluster's member count as the operator reads spec.replicas (3 when unset).
+func Replicas(c *etcdv1.EtcdCluster) int32 {
+	if c.Spec.Replicas == nil {
+		return 3
+	}
+	return *c.Spec.Replicas
+}
+
 // PodReady is whether the Pod reports itself ready.
 func PodReady(p corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
