@@ -95,7 +95,7 @@ release: ## dist/install.yaml (config/default with IMAGE) and the packaged Helm 
 
 .PHONY: plugin
 plugin: ## Build the kubectl etcd plugin into bin/kubectl-etcd (put bin/ on PATH to use it).
-	CGO_ENABLED=0 go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+	CGO_ENABLED=0 go build -ldflags "-X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION) -X github.com/quorumkeeper/etcd-operator/internal/version.Revision=$(REVISION)" -o bin/kubectl-etcd ./cmd/kubectl-etcd
 
 ##@ Test bed
 

@@ -20,8 +20,11 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/recovercmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replace"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replicas"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/restart"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/status"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/versioncmd"
+	"github.com/quorumkeeper/etcd-operator/internal/version"
 )
 
 // NewRootCommand is `kubectl etcd` with every subcommand.
@@ -33,6 +36,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl etcd"},
+		// --version, as Cozystack's plugin has it; `kubectl etcd version` says more.
+		Version: version.Version,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -42,6 +47,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		alarm.NewCmd(o), moveleader.NewCmd(o), snapshot.NewCmd(o),
 		replicas.NewPauseCmd(o), replicas.NewResumeCmd(o), replicas.NewAddMemberCmd(o), replicas.NewRemoveMemberCmd(o),
 		replace.NewCmd(o), recovercmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
+		versioncmd.NewCmd(o), restart.NewCmd(o),
 	)
 	return root
 }

@@ -7,3 +7,7 @@ package version
 
 // Version is the operator's release ("dev" for a build without the Makefile's flags).
 var Version = "dev"
+
+// Revision is the commit the binary was built from, where the build stamps it (`make plugin`
+// does); "" otherwise, when `kubectl etcd version` falls back to what Go recorded.
+var Revision = ""
