@@ -14,12 +14,14 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/convertcmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/discarded"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/logs"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/members"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/migratecmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/moveleader"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/recovercmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replace"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replicas"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/report"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/restart"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/status"
@@ -47,7 +49,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		alarm.NewCmd(o), moveleader.NewCmd(o), snapshot.NewCmd(o),
 		replicas.NewPauseCmd(o), replicas.NewResumeCmd(o), replicas.NewAddMemberCmd(o), replicas.NewRemoveMemberCmd(o),
 		replace.NewCmd(o), recovercmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
-		versioncmd.NewCmd(o), restart.NewCmd(o),
+		versioncmd.NewCmd(o), restart.NewCmd(o), logs.NewCmd(o), report.NewCmd(o),
 	)
 	return root
 }

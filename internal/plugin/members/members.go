@@ -28,11 +28,12 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.Print(printout(memberRows(members)))
+			return o.Print(printout(Rows(members)))
 		}))
 }
 
-func memberRows(members []etcd.Member) []MemberRow {
+// Rows are etcd's member list as the command prints it.
+func Rows(members []etcd.Member) []MemberRow {
 	rows := make([]MemberRow, 0, len(members))
 	for _, m := range members {
 		rows = append(rows, MemberRow{ID: m.IDHex(), Name: m.Name, Started: m.IsStarted(), Learner: m.IsLearner, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs})

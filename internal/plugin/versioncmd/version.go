@@ -73,15 +73,20 @@ func NewCmd(o *cli.Options) *cobra.Command {
 		Short: "The plugin's version and revision, the operator's (from its Deployments) and the API server's",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := Info{Plugin: pluginBuild(debug.ReadBuildInfo())}
-			if !f.clientOnly {
-				lookUp(cmd.Context(), o, &info)
-			}
-			return o.Print(printout(info))
+			return o.Print(printout(Of(cmd.Context(), o, f.clientOnly)))
 		},
 	}
 	cmd.Flags().BoolVar(&f.clientOnly, "client", false, "the plugin's version only; ask no server")
 	return cmd
+}
+
+// Of is the answer of `kubectl etcd version` (with clientOnly, the plugin's build alone).
+func Of(ctx context.Context, o *cli.Options, clientOnly bool) Info {
+	info := Info{Plugin: pluginBuild(debug.ReadBuildInfo())}
+	if !clientOnly {
+		lookUp(ctx, o, &info)
+	}
+	return info
 }
 
 // lookUp fills in the operator's and the server's versions, or why they could not be read.
