@@ -8,6 +8,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,7 +88,7 @@ func etcdFiles(o *cli.Options, cluster string) func(context.Context) (map[string
 
 // writeTo writes the report into file ("-": out), removing a file left incomplete.
 func writeTo(ctx context.Context, o *cli.Options, src Source, cluster string, now time.Time, file string) error {
-	var w io.Writer = o.Out
+	w := o.Out
 	var f *os.File
 	if file != "-" {
 		var err error
@@ -147,6 +148,35 @@ func Write(ctx context.Context, src Source, cluster string, now time.Time, w io.
 		return 0, nil, err
 	}
 	return len(names), b.problems, gz.Close()
+}
+
+// Files are the files of a report as Write makes it (a tar.gz of one directory), by their
+// name inside that directory, and the directory's name: what a person finds on unpacking it.
+func Files(r io.Reader) (dir string, files map[string]string, err error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return "", nil, err
+	}
+	tr := tar.NewReader(gz)
+	files = map[string]string{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return dir, files, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			return "", nil, err
+		}
+		top, name, _ := strings.Cut(h.Name, "/")
+		if dir != "" && top != dir {
+			return "", nil, fmt.Errorf("%s is outside the report's directory %s", h.Name, dir)
+		}
+		dir, files[name] = top, string(body)
+	}
 }
 
 func readme(cluster, namespace string, now time.Time, problems []string) string {

@@ -1,12 +1,11 @@
 package report
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -110,30 +109,11 @@ func fakeSource(t *testing.T) Source {
 // untar is the report's files by their name inside its directory.
 func untar(t *testing.T, data []byte) map[string]string {
 	t.Helper()
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
+	dir, files, err := Files(bytes.NewReader(data))
+	if err != nil || dir != "db-report-20260102-030405" {
+		t.Fatalf("report in directory %q: %v", dir, err)
 	}
-	tr := tar.NewReader(gz)
-	files := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, name, _ := strings.Cut(h.Name, "/")
-		if dir != "db-report-20260102-030405" {
-			t.Errorf("file %s outside the report's directory", h.Name)
-		}
-		files[name] = string(body)
-	}
+	return files
 }
 
 // No value of any Secret of the namespace (but user names and certificates: publicKeys) is in
@@ -149,19 +129,8 @@ func TestReportHoldsNoSecretData(t *testing.T) {
 	if len(files) != n {
 		t.Errorf("Write says %d files, the tarball has %d", n, len(files))
 	}
-	for _, s := range seededSecrets() {
-		for key, v := range s.Data {
-			if slices.Contains(publicKeys, key) {
-				continue
-			}
-			for _, form := range []string{string(v), base64.StdEncoding.EncodeToString(v)} {
-				for name, body := range files {
-					if strings.Contains(body, form) {
-						t.Errorf("%s holds the value of Secret %s key %s (%q)", name, s.Name, key, form)
-					}
-				}
-			}
-		}
+	for _, leak := range secretValuesIn(files) {
+		t.Error(leak)
 	}
 	for name, body := range files {
 		for _, leak := range []string{"abc.def.ghi", "sssh", "PRIVATE KEY-----\nMHc", "tok-from-env-123"} {
@@ -181,6 +150,26 @@ func TestReportHoldsNoSecretData(t *testing.T) {
 	if len(problems) != 0 {
 		t.Errorf("problems %v", problems)
 	}
+}
+
+// secretValuesIn says which file holds which seeded Secret's value, as it is or in base64.
+func secretValuesIn(files map[string]string) []string {
+	var leaks []string
+	for _, s := range seededSecrets() {
+		for key, v := range s.Data {
+			if slices.Contains(publicKeys, key) {
+				continue
+			}
+			for _, form := range []string{string(v), base64.StdEncoding.EncodeToString(v)} {
+				for name, body := range files {
+					if strings.Contains(body, form) {
+						leaks = append(leaks, fmt.Sprintf("%s holds the value of Secret %s key %s (%q)", name, s.Name, key, form))
+					}
+				}
+			}
+		}
+	}
+	return leaks
 }
 
 // The report holds the cluster's objects, and only its.

@@ -71,17 +71,8 @@ func (f *flags) run(ctx context.Context, o *cli.Options, s *cli.Session) error {
 func (f *flags) follow(ctx context.Context, o *cli.Options, k *cli.Kube, name string, before map[string]types.UID) error {
 	reported, lastWord := map[string]bool{}, ""
 	var st rollState
-	var c *etcdv1.EtcdCluster
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, f.timeout, false, func(ctx context.Context) (bool, error) {
-		var err error
-		if c, err = k.Cluster(ctx, name); err != nil {
-			return false, err
-		}
-		members, err := k.Members(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		pods, err := k.Pods(ctx, name)
+		c, members, pods, err := k.Observe(ctx, name)
 		if err != nil {
 			return false, err
 		}

@@ -70,7 +70,7 @@ func TestPluginBuild(t *testing.T) {
 
 func TestVersionPrintout(t *testing.T) {
 	info := Info{Plugin: Build{Version: "v0.4.0", Revision: "abc", GoVersion: "go1.26", Platform: "linux/amd64"},
-		Operators: []OperatorVersion{{Namespace: "ops", Deployment: "etcd-operator", Image: "i:v0.4.0", Version: "v0.4.0", Replicas: 2, Ready: 2, ImageIDs: []string{"sha256:abc"}}},
+		Operators:   []OperatorVersion{{Namespace: "ops", Deployment: "etcd-operator", Image: "i:v0.4.0", Version: "v0.4.0", Replicas: 2, Ready: 2, ImageIDs: []string{"sha256:abc"}}},
 		ServerError: "connection refused"}
 	for output, want := range map[string][]string{
 		"":     {"plugin:", "v0.4.0", "revision abc", "operator:", "ops/etcd-operator", "2/2 ready", "server:", "unknown: connection refused"},
