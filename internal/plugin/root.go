@@ -57,8 +57,10 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 // The rows `-o json` prints, under the names they had in this package, for callers that
 // decode them (the e2e tests do).
 type (
-	ClusterStatus = status.ClusterStatus
-	StatusRow     = status.StatusRow
-	MemberRow     = members.MemberRow
-	AlarmRow      = alarm.AlarmRow
+	ClusterStatus   = status.ClusterStatus
+	StatusRow       = status.StatusRow
+	MemberRow       = members.MemberRow
+	AlarmRow        = alarm.AlarmRow
+	VersionInfo     = versioncmd.Info
+	OperatorVersion = versioncmd.OperatorVersion
 )
