@@ -109,7 +109,7 @@ push: ## Push DIST's image to IMAGE:VERSION and its chart to CHART_REPO (PLAIN_H
 
 .PHONY: plugin
 plugin: ## Build the kubectl etcd plugin into bin/kubectl-etcd (put bin/ on PATH to use it).
-	CGO_ENABLED=0 go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+	CGO_ENABLED=0 go build -ldflags "-X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION) -X github.com/quorumkeeper/etcd-operator/internal/version.StampedRevision=$(REVISION)" -o bin/kubectl-etcd ./cmd/kubectl-etcd
 
 ##@ Test bed
 

@@ -93,6 +93,14 @@ const AnnotationAllowOtherClusterSnapshot = "etcd-operator.cozystack.io/recover-
 // its Pod and volume and adds a new member, one step at a time).
 const AnnotationReplace = "etcd-operator.cozystack.io/replace"
 
+// AnnotationRestartedAt on an EtcdCluster asks the operator for a rolling restart of every
+// member: its value (`kubectl etcd restart` writes the time, RFC 3339) is part of each member
+// Pod's fingerprint (AnnotationPodTemplateHash), so a new value makes every Pod outdated and
+// the operator's own roll restarts them, one at a time, followers first, the leader last after
+// handing leadership away, each only while every member is up and every voter healthy. Like
+// kubectl's restartedAt of a Deployment; the value is not read otherwise.
+const AnnotationRestartedAt = "etcd-operator.cozystack.io/restarted-at"
+
 // AnnotationPausedReplicas on an EtcdCluster remembers the member count `kubectl etcd pause`
 // stopped, so that `resume` brings back the same size.
 const AnnotationPausedReplicas = "etcd-operator.cozystack.io/paused-replicas"

@@ -14,14 +14,19 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/convertcmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/defrag"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/discarded"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/logs"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/members"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/migratecmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/moveleader"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/recovercmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replace"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replicas"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/report"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/restart"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/status"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/versioncmd"
+	"github.com/quorumkeeper/etcd-operator/internal/version"
 )
 
 // NewRootCommand is `kubectl etcd` with every subcommand.
@@ -33,6 +38,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl etcd"},
+		// --version, as Cozystack's plugin has it; `kubectl etcd version` says more.
+		Version: version.Version,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -42,6 +49,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		alarm.NewCmd(o), moveleader.NewCmd(o), snapshot.NewCmd(o),
 		replicas.NewPauseCmd(o), replicas.NewResumeCmd(o), replicas.NewAddMemberCmd(o), replicas.NewRemoveMemberCmd(o),
 		replace.NewCmd(o), recovercmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
+		versioncmd.NewCmd(o), restart.NewCmd(o), logs.NewCmd(o), report.NewCmd(o),
 	)
 	return root
 }
@@ -49,8 +57,10 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 // The rows `-o json` prints, under the names they had in this package, for callers that
 // decode them (the e2e tests do).
 type (
-	ClusterStatus = status.ClusterStatus
-	StatusRow     = status.StatusRow
-	MemberRow     = members.MemberRow
-	AlarmRow      = alarm.AlarmRow
+	ClusterStatus   = status.ClusterStatus
+	StatusRow       = status.StatusRow
+	MemberRow       = members.MemberRow
+	AlarmRow        = alarm.AlarmRow
+	VersionInfo     = versioncmd.Info
+	OperatorVersion = versioncmd.OperatorVersion
 )

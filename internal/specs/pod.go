@@ -116,6 +116,10 @@ type podInputs struct {
 	Tolerations               []corev1.Toleration
 	NodeSelector              map[string]string
 	PriorityClassName         string
+	// RestartedAt is the cluster's AnnotationRestartedAt: a new value rolls every member.
+	// Left out when empty, so that a cluster never restarted keeps the fingerprint it had
+	// before the field existed and an operator upgrade rolls nothing.
+	RestartedAt string `json:",omitempty"`
 }
 
 // templateHash fingerprints a member's podInputs. encoding/json writes map keys in order, so
@@ -136,6 +140,7 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
 		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
 		NodeSelector: s.NodeSelector, PriorityClassName: s.PriorityClassName,
+		RestartedAt: c.Annotations[etcdv1.AnnotationRestartedAt],
 	})
 	if err != nil {
 		panic(fmt.Sprintf("pod inputs always marshal: %v", err))

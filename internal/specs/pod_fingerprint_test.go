@@ -98,6 +98,9 @@ func TestPodFingerprintCoversWhatTheUserDecides(t *testing.T) {
 			c.Spec.TLS = &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "s"}}}
 		},
 		"Auth": func(c *etcdv1.EtcdCluster) { c.Spec.Auth = &etcdv1.AuthSpec{Enabled: true} },
+		"RestartedAt": func(c *etcdv1.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1.AnnotationRestartedAt: "2026-01-02T03:04:05Z"}
+		},
 	}
 	for name, edit := range changed {
 		if hashOf(cluster(edit), PodOptions{}) == base {
@@ -192,5 +195,21 @@ func TestQuotaDefaultsToHalfTheVolume(t *testing.T) {
 		if len(quotas) != 1 || quotas[0] != tt.want {
 			t.Errorf("size %s, quota %q: %v, want [%s]", tt.size, tt.quota, quotas, tt.want)
 		}
+	}
+}
+
+// `kubectl etcd restart` rolls every member by a new AnnotationRestartedAt; a cluster without
+// it keeps the fingerprint its Pods were built with before the annotation existed (this value,
+// from that release), so that upgrading the operator restarts no member.
+func TestRestartedAtRollsOnlyWhenSet(t *testing.T) {
+	if got := hashOf(cluster(), PodOptions{}); got != "cef772965b74b334" {
+		t.Errorf("fingerprint of a cluster never restarted = %s; it changed, so an operator upgrade would roll every member", got)
+	}
+	at := func(v string) func(*etcdv1.EtcdCluster) {
+		return func(c *etcdv1.EtcdCluster) { c.Annotations = map[string]string{etcdv1.AnnotationRestartedAt: v} }
+	}
+	first, second := hashOf(cluster(at("2026-01-02T03:04:05Z")), PodOptions{}), hashOf(cluster(at("2026-01-02T03:09:00Z")), PodOptions{})
+	if first == second {
+		t.Error("a second restart leaves the fingerprint of the first: it would restart nothing")
 	}
 }

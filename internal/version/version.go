@@ -10,10 +10,17 @@ import "runtime/debug"
 // Version is the operator's release ("dev" for a build without the Makefile's flags).
 var Version = "dev"
 
-// Revision is the source's commit the binary was built from, as the go command records it in
-// every binary built in a git checkout (make build and make image are); "" when unknown (a
+// StampedRevision is the commit a build stamps with -X (make plugin does: Go records none in
+// a git worktree, nor with -buildvcs=false); "" otherwise.
+var StampedRevision = ""
+
+// Revision is the source's commit the binary was built from: the stamped one, else as the go
+// command records it in every binary built in a git checkout (make build and make image are); "" when unknown (a
 // build outside one, or with -buildvcs=false), "-dirty" after it when the checkout had changes.
 func Revision() string {
+	if StampedRevision != "" {
+		return StampedRevision
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""

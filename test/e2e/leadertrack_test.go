@@ -32,11 +32,17 @@ type leaderTracker struct {
 // trackLeader starts following the cluster's leader and returns once it is known.
 func trackLeader(t *testing.T, ns, cluster string) *leaderTracker {
 	t.Helper()
-	cli := dialClusterWith(t, ns, cluster, access{})
+	return trackLeaderWith(t, ns, cluster, access{})
+}
+
+// trackLeaderWith is trackLeader of a cluster reached with a (TLS, auth).
+func trackLeaderWith(t *testing.T, ns, cluster string, a access) *leaderTracker {
+	t.Helper()
+	cli := dialClusterWith(t, ns, cluster, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	lt := &leaderTracker{stop: cancel, done: make(chan struct{})}
-	go lt.follow(ctx, cli, ns, cluster)
+	go lt.follow(ctx, cli, ns, cluster, a)
 	eventually(t, time.Minute, "etcd naming the leader of "+cluster, func() error {
 		lt.mu.Lock()
 		defer lt.mu.Unlock()
@@ -48,12 +54,12 @@ func trackLeader(t *testing.T, ns, cluster string) *leaderTracker {
 	return lt
 }
 
-func (lt *leaderTracker) follow(ctx context.Context, cli *clientv3.Client, ns, cluster string) {
+func (lt *leaderTracker) follow(ctx context.Context, cli *clientv3.Client, ns, cluster string, a access) {
 	defer close(lt.done)
 	tick := time.NewTicker(leaderPollEvery)
 	defer tick.Stop()
 	for {
-		if leader, term, ok := askLeader(ctx, cli, ns, cluster); ok {
+		if leader, term, ok := askLeader(ctx, cli, ns, cluster, a); ok {
 			lt.mu.Lock()
 			if n := len(lt.leaders); n == 0 || lt.leaders[n-1].Leader != leader || lt.leaders[n-1].Term != term {
 				lt.leaders = append(lt.leaders, robustness.LeaderSample{At: time.Now(), Leader: leader, Term: term})
@@ -71,9 +77,9 @@ func (lt *leaderTracker) follow(ctx context.Context, cli *clientv3.Client, ns, c
 // askLeader asks every member the client Service lists for its status and believes the one
 // in the newest raft term that names a leader: a member that has not heard of an election
 // yet still names the old leader.
-func askLeader(ctx context.Context, cli *clientv3.Client, ns, cluster string) (leader, term uint64, ok bool) {
+func askLeader(ctx context.Context, cli *clientv3.Client, ns, cluster string, a access) (leader, term uint64, ok bool) {
 	lookup, cancel := context.WithTimeout(ctx, time.Second)
-	endpoints, err := clientServiceEndpoints(lookup, ns, cluster, access{})
+	endpoints, err := clientServiceEndpoints(lookup, ns, cluster, a)
 	cancel()
 	if err != nil {
 		return 0, 0, false
@@ -125,11 +131,17 @@ type rollWatch struct {
 // asked for right after.
 func watchRoll(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster) *rollWatch {
 	t.Helper()
+	return watchRollWith(t, ns, cluster, before, access{})
+}
+
+// watchRollWith is watchRoll of a cluster reached with a (TLS, auth).
+func watchRollWith(t *testing.T, ns, cluster string, before *etcdv1.EtcdCluster, a access) *rollWatch {
+	t.Helper()
 	var names []string
 	for _, m := range before.Status.Members {
 		names = append(names, m.Name)
 	}
-	rw := &rollWatch{leaders: trackLeader(t, ns, cluster), ids: etcdIDs(t, before)}
+	rw := &rollWatch{leaders: trackLeaderWith(t, ns, cluster, a), ids: etcdIDs(t, before)}
 	rw.pods = trackMemberPods(t, ns, cluster, names)
 	rw.start = time.Now()
 	return rw

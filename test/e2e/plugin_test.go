@@ -103,17 +103,8 @@ func hexID(t *testing.T, n json.Number) string {
 // add/remove-member and replace-member.
 func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
 	t.Parallel()
-	bin := buildPlugin(t)
-	ns := namespace(t)
-	journeyCA(t, ns)
-	applyJourney(t, ns, "etcd-cluster-auth.yaml")
-	waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
-	waitAuthEnabled(t, ns)
-	password := string(getSecret(t, ns, "secure-root").Data["password"])
-	members := []string{journeyCluster + "-1", journeyCluster + "-2", journeyCluster + "-3"}
-
-	p := pluginRun{bin: bin, ns: ns, password: password, members: members}
-	p.leader = checkPluginStatus(t, bin, ns, password, members)
+	p := securePluginRun(t)
+	p.leader = checkPluginStatus(t, p.bin, p.ns, p.password, p.members)
 	t.Run("members", p.pluginMembers)
 	t.Run("compact", p.pluginCompact)
 	t.Run("defrag --all, leader last", p.pluginDefrag)
@@ -130,6 +121,21 @@ func TestPluginAgainstTLSAndAuthCluster(t *testing.T) {
 type pluginRun struct {
 	bin, ns, password, leader string
 	members                   []string
+}
+
+// securePluginRun builds the plugin and brings up the journey's cluster with mutual TLS and
+// auth, settled, in a namespace of the test's own.
+func securePluginRun(t *testing.T) pluginRun {
+	t.Helper()
+	bin := buildPlugin(t)
+	ns := namespace(t)
+	journeyCA(t, ns)
+	applyJourney(t, ns, "etcd-cluster-auth.yaml")
+	waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
+	waitAuthEnabled(t, ns)
+	password := string(getSecret(t, ns, "secure-root").Data["password"])
+	members := []string{journeyCluster + "-1", journeyCluster + "-2", journeyCluster + "-3"}
+	return pluginRun{bin: bin, ns: ns, password: password, members: members}
 }
 
 func (p pluginRun) pluginMembers(t *testing.T) {
@@ -196,10 +202,16 @@ func (p pluginRun) pluginMoveLeader(t *testing.T) {
 
 func (p pluginRun) pluginSnapshotSave(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "secure.db")
-	out := mustPlugin(t, p.bin, p.ns, "snapshot", "save", journeyCluster, file)
+	checkSavedSnapshot(t, file, mustPlugin(t, p.bin, p.ns, "snapshot", "save", journeyCluster, file))
+}
+
+// checkSavedSnapshot: the command that saved the snapshot to file said how large it is, and
+// it is a sound snapshot.
+func checkSavedSnapshot(t *testing.T, file, out string) {
+	t.Helper()
 	fi, err := os.Stat(file)
 	if err != nil || fi.Size() == 0 || !strings.Contains(out, fmt.Sprintf("%d bytes", fi.Size())) {
-		t.Fatalf("snapshot save said %q; file %v %v", out, fi, err)
+		t.Fatalf("saving %s said %q; file %v %v", file, out, fi, err)
 	}
 	checkSnapshotFile(t, file)
 }

@@ -1,6 +1,7 @@
 package alarm
 
 import (
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,9 @@ import (
 // AlarmRow is one raised alarm.
 type AlarmRow struct {
 	MemberID string `json:"memberID"`
-	Alarm    string `json:"alarm"`
+	// Member is the member's name in etcd's member list ("" when etcd no longer lists it).
+	Member string `json:"member,omitempty"`
+	Alarm  string `json:"alarm"`
 }
 
 // NewCmd is `kubectl etcd alarm list|disarm`.
@@ -24,13 +27,11 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := alarmRows(alarms)
-			return o.Print(rows, func(w *tabwriter.Writer) {
-				cli.Row(w, "MEMBER ID\tALARM\n")
-				for _, r := range rows {
-					cli.Row(w, "%s\t%s\n", r.MemberID, r.Alarm)
-				}
-			})
+			_, members, err := s.Etcd.MemberList(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return o.Print(alarmPrintout(alarmRows(alarms, members)))
 		}))
 	disarm := o.Command("disarm CLUSTER", "Disarm every alarm (after freeing space: compact and defrag first)", cobra.ExactArgs(1), 0,
 		o.WithSession(func(cmd *cobra.Command, s *cli.Session, _ []string) error {
@@ -53,10 +54,32 @@ func NewCmd(o *cli.Options) *cobra.Command {
 	return cmd
 }
 
-func alarmRows(alarms []etcd.Alarm) []AlarmRow {
+// alarmRows are the raised alarms, each with the name etcd lists its member under.
+func alarmRows(alarms []etcd.Alarm, members []etcd.Member) []AlarmRow {
+	names := make(map[uint64]string, len(members))
+	for _, m := range members {
+		names[m.ID] = m.Name
+	}
 	rows := make([]AlarmRow, 0, len(alarms))
 	for _, a := range alarms {
-		rows = append(rows, AlarmRow{MemberID: etcd.FormatID(a.MemberID), Alarm: a.Type})
+		rows = append(rows, AlarmRow{MemberID: etcd.FormatID(a.MemberID), Member: names[a.MemberID], Alarm: a.Type})
 	}
 	return rows
+}
+
+// alarmPrintout is the alarms for -o: the table (no extra columns for wide), JSON or YAML of
+// the rows, or the names of the members with an alarm, each once.
+func alarmPrintout(rows []AlarmRow) cli.Printout {
+	var names []string
+	for _, r := range rows {
+		if r.Member != "" && !slices.Contains(names, r.Member) {
+			names = append(names, r.Member)
+		}
+	}
+	return cli.Printout{Value: rows, Names: cli.Named(cli.ResourceEtcdMember, names...), Table: func(w *tabwriter.Writer, _ bool) {
+		cli.Row(w, "MEMBER ID\tMEMBER\tALARM\n")
+		for _, r := range rows {
+			cli.Row(w, "%s\t%s\t%s\n", r.MemberID, cli.Dash(r.Member), r.Alarm)
+		}
+	}}
 }

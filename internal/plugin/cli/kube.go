@@ -85,6 +85,23 @@ func (k *Kube) Members(ctx context.Context, cluster string) ([]etcdv1.EtcdMember
 	return list.Items, nil
 }
 
+// Observe reads the cluster, its members and their Pods.
+func (k *Kube) Observe(ctx context.Context, cluster string) (*etcdv1.EtcdCluster, []etcdv1.EtcdMember, map[string]corev1.Pod, error) {
+	c, err := k.Cluster(ctx, cluster)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	members, err := k.Members(ctx, cluster)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pods, err := k.Pods(ctx, cluster)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, members, pods, nil
+}
+
 // Pods are a cluster's member Pods by name.
 func (k *Kube) Pods(ctx context.Context, cluster string) (map[string]corev1.Pod, error) {
 	list := &corev1.PodList{}
@@ -123,6 +140,14 @@ func explainSecretError(err error) error {
 		return fmt.Errorf("reading the cluster's TLS and auth Secrets: %w", err)
 	}
 	return err
+}
+
+// Replicas is the cluster's member count as the operator reads spec.replicas (3 when unset).
+func Replicas(c *etcdv1.EtcdCluster) int32 {
+	if c.Spec.Replicas == nil {
+		return 3
+	}
+	return *c.Spec.Replicas
 }
 
 // PodReady is whether the Pod reports itself ready.

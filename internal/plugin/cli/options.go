@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -34,17 +36,19 @@ func NewOptions(out, errOut io.Writer) *Options {
 func (o *Options) AddFlags(root *cobra.Command) {
 	flags := root.PersistentFlags()
 	o.Kubectl.AddFlags(flags)
-	flags.StringVarP(&o.Output, "output", "o", "", "output format: table (default), json or yaml")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	flags.StringVarP(&o.Output, "output", "o", "", "output format of commands that print objects: table (default), wide, json, yaml or name")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(OutputFormats, cobra.ShellCompDirectiveNoFileComp))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return o.checkOutput() }
 }
 
+// OutputFormats are the values -o takes.
+var OutputFormats = []string{"table", "wide", "json", "yaml", "name"}
+
 func (o *Options) checkOutput() error {
-	switch o.Output {
-	case "", "table", "json", "yaml":
+	if o.Output == "" || slices.Contains(OutputFormats, o.Output) {
 		return nil
 	}
-	return fmt.Errorf("--output %q: use json, yaml or leave it out for a table", o.Output)
+	return fmt.Errorf("--output %q: use one of %s, or leave it out for a table", o.Output, strings.Join(OutputFormats, ", "))
 }
 
 // Command is a subcommand whose first argument is a cluster (completed from the namespace)

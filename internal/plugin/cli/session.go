@@ -118,15 +118,7 @@ func (o *Options) Load(ctx context.Context, cluster string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := k.Cluster(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	members, err := k.Members(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	pods, err := k.Pods(ctx, cluster)
+	c, members, pods, err := k.Observe(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}

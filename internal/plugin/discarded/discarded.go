@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -56,18 +57,33 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if release {
 				return deleteDiscarded(ctx, o, k, rows)
 			}
-			return o.Print(rows, func(w *tabwriter.Writer) {
-				cli.Row(w, "PVC\tMEMBER\tMEMBER ID\tKEPT SINCE\n")
-				for _, r := range rows {
-					cli.Row(w, "%s\t%s\t%s\t%s\n", r.PVC, r.Member, r.MemberID, r.KeptSince)
-				}
-				if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionDiscardedDataKept); cond != nil {
-					cli.Row(w, "\n%s\n", cond.Message)
-				}
-			})
+			return o.Print(discardedPrintout(rows, meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionDiscardedDataKept)))
 		}))
 	cmd.Flags().BoolVar(&release, "delete", false, "delete the kept PVCs (their data is gone for good)")
 	return cmd
+}
+
+// discardedPrintout is the kept PVCs for -o: the table (wide adds each one's etcd cluster ID)
+// with the DiscardedDataKept condition's word under it, JSON or YAML of the rows, or the
+// PVCs' names.
+func discardedPrintout(rows []discardedRow, cond *metav1.Condition) cli.Printout {
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		names = append(names, r.PVC)
+	}
+	return cli.Printout{Value: rows, Names: cli.Named(cli.ResourcePVC, names...), Table: func(w *tabwriter.Writer, wide bool) {
+		head, extra := "", func(discardedRow) string { return "" }
+		if wide {
+			head, extra = "\tCLUSTER ID", func(r discardedRow) string { return "\t" + cli.Dash(r.ClusterID) }
+		}
+		cli.Row(w, "PVC\tMEMBER\tMEMBER ID\tKEPT SINCE%s\n", head)
+		for _, r := range rows {
+			cli.Row(w, "%s\t%s\t%s\t%s%s\n", r.PVC, r.Member, r.MemberID, r.KeptSince, extra(r))
+		}
+		if cond != nil {
+			cli.Row(w, "\n%s\n", cond.Message)
+		}
+	}}
 }
 
 // deleteDiscarded deletes each kept PVC, that very object (its UID), and says so.

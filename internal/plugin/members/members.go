@@ -28,24 +28,36 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := memberRows(members)
-			return o.Print(rows, func(w *tabwriter.Writer) {
-				cli.Row(w, "ID\tNAME\tSTATUS\tLEARNER\tPEER URLS\tCLIENT URLS\n")
-				for _, r := range rows {
-					state := "started"
-					if !r.Started {
-						state = "unstarted"
-					}
-					cli.Row(w, "%s\t%s\t%s\t%t\t%s\t%s\n", r.ID, cli.Dash(r.Name), state, r.Learner, strings.Join(r.PeerURLs, ","), strings.Join(r.ClientURLs, ","))
-				}
-			})
+			return o.Print(printout(Rows(members)))
 		}))
 }
 
-func memberRows(members []etcd.Member) []MemberRow {
+// Rows are etcd's member list as the command prints it.
+func Rows(members []etcd.Member) []MemberRow {
 	rows := make([]MemberRow, 0, len(members))
 	for _, m := range members {
 		rows = append(rows, MemberRow{ID: m.IDHex(), Name: m.Name, Started: m.IsStarted(), Learner: m.IsLearner, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs})
 	}
 	return rows
+}
+
+// printout is etcd's member list for -o: the table (it has no extra columns for wide), JSON
+// or YAML of the rows, or the members' names (a member added but not started has none yet).
+func printout(rows []MemberRow) cli.Printout {
+	var names []string
+	for _, r := range rows {
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+	}
+	return cli.Printout{Value: rows, Names: cli.Named(cli.ResourceEtcdMember, names...), Table: func(w *tabwriter.Writer, _ bool) {
+		cli.Row(w, "ID\tNAME\tSTATUS\tLEARNER\tPEER URLS\tCLIENT URLS\n")
+		for _, r := range rows {
+			state := "started"
+			if !r.Started {
+				state = "unstarted"
+			}
+			cli.Row(w, "%s\t%s\t%s\t%t\t%s\t%s\n", r.ID, cli.Dash(r.Name), state, r.Learner, strings.Join(r.PeerURLs, ","), strings.Join(r.ClientURLs, ","))
+		}
+	}}
 }

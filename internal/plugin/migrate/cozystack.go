@@ -16,6 +16,12 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
+// CozystackOperatorImage is in the image of Cozystack's etcd-operator as published
+// (ghcr.io/cozystack/etcd-operator) and as Cozystack's platform ships it
+// (ghcr.io/cozystack/cozystack/etcd-operator). Its Deployment carries the same
+// app.kubernetes.io/name label as this operator's, so the image tells them apart.
+const CozystackOperatorImage = "cozystack/etcd-operator"
+
 // CozystackFinalizer is the finalizer Cozystack's etcd-operator puts on its EtcdMembers: its
 // member controller removes the member from etcd before letting the object go. Nothing
 // removes it once that operator is stopped, so adoption takes it off.

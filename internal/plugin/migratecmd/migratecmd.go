@@ -36,10 +36,8 @@ type migrateFlags struct {
 	force        bool
 }
 
-// cozystackOperatorImage is in the image of Cozystack's etcd-operator as published
-// (ghcr.io/cozystack/etcd-operator) and as Cozystack's platform ships it
-// (ghcr.io/cozystack/cozystack/etcd-operator).
-const cozystackOperatorImage = "cozystack/etcd-operator"
+// cozystackOperatorImage: see migrate.CozystackOperatorImage.
+const cozystackOperatorImage = migrate.CozystackOperatorImage
 
 func newMigrateCozystackCommand(o *cli.Options) *cobra.Command {
 	f := &migrateFlags{}

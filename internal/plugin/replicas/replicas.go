@@ -15,7 +15,7 @@ import (
 func NewPauseCmd(o *cli.Options) *cobra.Command {
 	return o.Command("pause CLUSTER", "Stop every member (spec.replicas 0); data and identities stay for resume",
 		cobra.ExactArgs(1), 0, o.WithCluster(func(ctx context.Context, k *cli.Kube, c *etcdv1.EtcdCluster) error {
-			n := replicasOf(c)
+			n := cli.Replicas(c)
 			if n == 0 {
 				return fmt.Errorf("cluster %s is already paused", c.Name)
 			}
@@ -32,8 +32,8 @@ func NewResumeCmd(o *cli.Options) *cobra.Command {
 	var replicas int32
 	cmd := o.Command("resume CLUSTER", "Start a paused cluster again with the member count it had",
 		cobra.ExactArgs(1), 0, o.WithCluster(func(ctx context.Context, k *cli.Kube, c *etcdv1.EtcdCluster) error {
-			if replicasOf(c) != 0 {
-				return fmt.Errorf("cluster %s is not paused (spec.replicas %d)", c.Name, replicasOf(c))
+			if cli.Replicas(c) != 0 {
+				return fmt.Errorf("cluster %s is not paused (spec.replicas %d)", c.Name, cli.Replicas(c))
 			}
 			n, err := resumeReplicas(c.Annotations[etcdv1.AnnotationPausedReplicas], replicas)
 			if err != nil {
@@ -66,7 +66,7 @@ func NewRemoveMemberCmd(o *cli.Options) *cobra.Command {
 func scaleCommand(o *cli.Options, use, short string, delta int32) *cobra.Command {
 	var force bool
 	cmd := o.Command(use, short, cobra.ExactArgs(1), 0, o.WithCluster(func(ctx context.Context, k *cli.Kube, c *etcdv1.EtcdCluster) error {
-		current := replicasOf(c)
+		current := cli.Replicas(c)
 		if current == 0 {
 			return fmt.Errorf("cluster %s is paused: kubectl etcd resume %s first", c.Name, c.Name)
 		}
@@ -82,13 +82,6 @@ func scaleCommand(o *cli.Options, use, short string, delta int32) *cobra.Command
 	}))
 	cmd.Flags().BoolVar(&force, "force", false, "change the member count even when the quorum could be lost")
 	return cmd
-}
-
-func replicasOf(c *etcdv1.EtcdCluster) int32 {
-	if c.Spec.Replicas == nil {
-		return 3
-	}
-	return *c.Spec.Replicas
 }
 
 // patchReplicas sets spec.replicas and annotations (nil deletes) in one patch (Kube.PatchCluster).

@@ -32,11 +32,23 @@ type snapshotFlags struct {
 func NewCmd(o *cli.Options) *cobra.Command {
 	f := &snapshotFlags{}
 	cmd := &cobra.Command{
-		Use:               "snapshot CLUSTER (--s3-bucket ... | --pvc ...)",
-		Short:             "Take a snapshot through the operator (an EtcdSnapshot) and wait until it is stored",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: o.CompleteClusterThenMember(0),
+		Use:   "snapshot CLUSTER (PATH | --s3-bucket ... | --pvc ...)",
+		Short: "Take a snapshot through the operator (an EtcdSnapshot) and wait until it is stored; with PATH, stream one to a local file",
+		Args:  cobra.RangeArgs(1, 2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 1 {
+				return nil, cobra.ShellCompDirectiveDefault // PATH: a local file
+			}
+			return o.CompleteClusterThenMember(0)(cmd, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			local, err := f.localFile(args)
+			if err != nil {
+				return err
+			}
+			if local {
+				return saveLocal(o)(cmd, args)
+			}
 			k, err := o.Kube()
 			if err != nil {
 				return err
@@ -56,9 +68,7 @@ func NewCmd(o *cli.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.Print(done.Status, func(w *tabwriter.Writer) {
-				cli.Row(w, "%s\t%s\t%d bytes\t%s\n", done.Name, done.Status.Artifact.URI, done.Status.Artifact.SizeBytes, done.Status.Artifact.Checksum)
-			})
+			return o.Print(snapshotPrintout(done))
 		},
 	}
 	fl := cmd.Flags()
@@ -122,9 +132,40 @@ func waitSnapshot(ctx context.Context, k *cli.Kube, snap *etcdv1.EtcdSnapshot, t
 	return got, nil
 }
 
+// snapshotPrintout is a stored snapshot for -o: one line (wide adds its revision, member
+// and etcd version), JSON or YAML of its status, or its name.
+func snapshotPrintout(done *etcdv1.EtcdSnapshot) cli.Printout {
+	st := done.Status
+	return cli.Printout{Value: st, Names: cli.Named(cli.ResourceEtcdSnapshot, done.Name), Table: func(w *tabwriter.Writer, wide bool) {
+		cli.Row(w, "%s\t%s\t%d bytes\t%s", done.Name, st.Artifact.URI, st.Artifact.SizeBytes, st.Artifact.Checksum)
+		if wide {
+			cli.Row(w, "\trevision %d\t%s\tetcd %s", st.Revision, cli.Dash(st.Member), cli.Dash(st.EtcdVersion))
+		}
+		cli.Row(w, "\n")
+	}}
+}
+
+// localFile says whether the command streams a snapshot to a local file: `snapshot CLUSTER
+// PATH`, as Cozystack's plugin has `snapshot PATH`, is `snapshot save CLUSTER PATH`; a PATH
+// and a destination of the operator's exclude each other.
+func (f *snapshotFlags) localFile(args []string) (bool, error) {
+	if len(args) < 2 {
+		return false, nil
+	}
+	if f.s3Bucket != "" || f.pvc != "" {
+		return false, fmt.Errorf("a local PATH (%s) and --s3-bucket or --pvc exclude each other: the first streams a snapshot here, the others have the operator store one", args[1])
+	}
+	return true, nil
+}
+
 func newSnapshotSaveCommand(o *cli.Options) *cobra.Command {
 	return o.Command("save CLUSTER FILE", "Stream a snapshot from the leader to a local file",
-		cobra.ExactArgs(2), 0, o.WithSession(func(cmd *cobra.Command, s *cli.Session, args []string) error {
-			return s.SaveSnapshot(cmd.Context(), o.Out, args[1])
-		}))
+		cobra.ExactArgs(2), 0, saveLocal(o))
+}
+
+// saveLocal streams a snapshot from the cluster's leader (args[0]) into the file args[1].
+func saveLocal(o *cli.Options) func(*cobra.Command, []string) error {
+	return o.WithSession(func(cmd *cobra.Command, s *cli.Session, args []string) error {
+		return s.SaveSnapshot(cmd.Context(), o.Out, args[1])
+	})
 }

@@ -33,3 +33,24 @@ func TestSnapshotFlagsMakeOneDestination(t *testing.T) {
 		}
 	}
 }
+
+// `snapshot CLUSTER PATH` streams to a local file, as `snapshot save CLUSTER PATH`; with a
+// destination of the operator's it is refused.
+func TestSnapshotPathIsALocalFile(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		flags  snapshotFlags
+		local  bool
+		refuse bool
+	}{
+		{[]string{"db"}, snapshotFlags{s3Bucket: "b"}, false, false},
+		{[]string{"db", "/tmp/db.snap"}, snapshotFlags{}, true, false},
+		{[]string{"db", "/tmp/db.snap"}, snapshotFlags{s3Bucket: "b"}, false, true},
+		{[]string{"db", "/tmp/db.snap"}, snapshotFlags{pvc: "p"}, false, true},
+	} {
+		local, err := tc.flags.localFile(tc.args)
+		if local != tc.local || (err != nil) != tc.refuse {
+			t.Errorf("args %v, flags %+v: local %t, %v; want local %t, refused %t", tc.args, tc.flags, local, err, tc.local, tc.refuse)
+		}
+	}
+}

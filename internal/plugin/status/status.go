@@ -33,6 +33,8 @@ type StatusRow struct {
 	Alarms      []string `json:"alarms,omitempty"`
 	Pod         string   `json:"pod,omitempty"`
 	Node        string   `json:"node,omitempty"`
+	PodIP       string   `json:"podIP,omitempty"`
+	Restarts    int32    `json:"restarts"`
 	Ready       bool     `json:"ready"`
 	Error       string   `json:"error,omitempty"`
 }
@@ -50,15 +52,28 @@ func NewCmd(o *cli.Options) *cobra.Command {
 	return o.Command("status CLUSTER",
 		"One table of every member (ID, version, DB size, leader, raft, alarms, Pod) and the cluster's conditions",
 		cobra.ExactArgs(1), 0, o.WithSession(func(cmd *cobra.Command, s *cli.Session, _ []string) error {
-			st, err := clusterStatus(cmd.Context(), s)
+			st, err := Of(cmd.Context(), s)
 			if err != nil {
 				return err
 			}
-			return o.Print(st, func(w *tabwriter.Writer) { writeStatus(w, st) })
+			return o.Print(Printout(st))
 		}))
 }
 
-func clusterStatus(ctx context.Context, s *cli.Session) (ClusterStatus, error) {
+// Printout is the status for -o: the table (wide adds each Pod's IP and restarts), JSON or
+// YAML of the whole answer, or the members' names.
+func Printout(st ClusterStatus) cli.Printout {
+	names := make([]string, 0, len(st.Members))
+	for _, r := range st.Members {
+		names = append(names, r.Name)
+	}
+	return cli.Printout{Value: st, Table: func(w *tabwriter.Writer, wide bool) { writeStatus(w, st, wide) },
+		Names: cli.Named(cli.ResourceEtcdMember, names...)}
+}
+
+// Of is the status of the session's cluster: each member's own answer joined with the
+// operator's view, as `kubectl etcd status` prints it (the report bundles it too).
+func Of(ctx context.Context, s *cli.Session) (ClusterStatus, error) {
 	alarms, err := s.Etcd.Alarms(ctx)
 	if err != nil {
 		return ClusterStatus{}, fmt.Errorf("alarm list: %w", err)
@@ -74,7 +89,12 @@ func statusRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods map[str
 	for _, m := range members {
 		row := StatusRow{Name: m.Name, MemberID: m.Status.MemberID, Endpoint: specs.ClientURL(c, m.Name)}
 		if p, ok := pods[m.Name]; ok {
-			row.Pod, row.Node, row.Ready = p.Name, p.Spec.NodeName, cli.PodReady(p)
+			row.Pod, row.Node, row.PodIP, row.Ready = p.Name, p.Spec.NodeName, p.Status.PodIP, cli.PodReady(p)
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == specs.ContainerName {
+					row.Restarts = cs.RestartCount
+				}
+			}
 		}
 		if a, ok := answers[m.Name]; ok && a.Err == nil {
 			st := a.Status
@@ -98,19 +118,24 @@ func statusRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods map[str
 	return rows
 }
 
-func writeStatus(w *tabwriter.Writer, st ClusterStatus) {
-	cli.Row(w, "NAME\tMEMBER ID\tENDPOINT\tVERSION\tDB SIZE\tIN USE\tLEADER\tRAFT TERM\tRAFT INDEX\tLEARNER\tALARMS\tPOD\tNODE\tREADY\n")
+func writeStatus(w *tabwriter.Writer, st ClusterStatus, wide bool) {
+	extraHead, extra := "", func(StatusRow) string { return "" }
+	if wide {
+		extraHead = "\tPOD IP\tRESTARTS"
+		extra = func(r StatusRow) string { return fmt.Sprintf("\t%s\t%d", cli.Dash(r.PodIP), r.Restarts) }
+	}
+	cli.Row(w, "NAME\tMEMBER ID\tENDPOINT\tVERSION\tDB SIZE\tIN USE\tLEADER\tRAFT TERM\tRAFT INDEX\tLEARNER\tALARMS\tPOD\tNODE\tREADY%s\n", extraHead)
 	for _, r := range st.Members {
 		alarms := strings.Join(r.Alarms, ",")
 		if alarms == "" {
 			alarms = "-"
 		}
 		if r.Error != "" {
-			cli.Row(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%t\n", r.Name, cli.Dash(r.MemberID), r.Endpoint, "error: "+r.Error, cli.Dash(r.Pod), cli.Dash(r.Node), r.Ready)
+			cli.Row(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%t%s\n", r.Name, cli.Dash(r.MemberID), r.Endpoint, "error: "+r.Error, cli.Dash(r.Pod), cli.Dash(r.Node), r.Ready, extra(r))
 			continue
 		}
-		cli.Row(w, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%d\t%d\t%t\t%s\t%s\t%s\t%t\n", r.Name, r.MemberID, r.Endpoint, r.Version,
-			cli.HumanBytes(r.DBSize), cli.HumanBytes(r.DBSizeInUse), r.Leader, r.RaftTerm, r.RaftIndex, r.Learner, alarms, cli.Dash(r.Pod), cli.Dash(r.Node), r.Ready)
+		cli.Row(w, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%d\t%d\t%t\t%s\t%s\t%s\t%t%s\n", r.Name, r.MemberID, r.Endpoint, r.Version,
+			cli.HumanBytes(r.DBSize), cli.HumanBytes(r.DBSizeInUse), r.Leader, r.RaftTerm, r.RaftIndex, r.Learner, alarms, cli.Dash(r.Pod), cli.Dash(r.Node), r.Ready, extra(r))
 	}
 	_ = w.Flush()
 	if len(st.Conditions) > 0 {
