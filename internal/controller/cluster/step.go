@@ -474,7 +474,7 @@ const addRefusedPoll = 250 * time.Millisecond
 // catchUpPoll is how often a learner that is catching up is asked to be promoted: a new
 // member of a small cluster catches up within a second of its start, and each look the
 // scale-out waits beyond that adds to every learner step.
-const catchUpPoll = 250 * time.Millisecond
+const catchUpPoll = 100 * time.Millisecond
 
 // catchingUp is the wait for a learner etcd will not promote yet.
 func catchingUp(name string) error {

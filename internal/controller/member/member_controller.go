@@ -48,6 +48,9 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// Claims says which clusters are this operator's; it acts on every cluster when nil.
 	Claims *kit.Claims
+
+	// silent holds the clusters whose etcd did not just answer (silences).
+	silent silences
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/finalizers,verbs=update
@@ -423,9 +426,17 @@ func (r *Reconciler) othersToAsk(ctx context.Context, c *etcdv1.EtcdCluster, m *
 // member with no ID yet has not joined; one that etcd no longer lists was removed and must
 // not start under that ID either. An error when etcd cannot be asked.
 func (r *Reconciler) joined(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if m.Status.MemberID == "" {
+		return false, nil // never added: etcd need not be asked
+	}
+	key := client.ObjectKeyFromObject(c)
+	if err := r.silent.recent(key, time.Now()); err != nil {
+		return false, err
+	}
+	listCtx, cancel := context.WithTimeout(ctx, silenceHeld)
 	defer cancel()
 	cli, id, list, err := r.etcdMembers(listCtx, c, m)
+	r.silent.note(key, time.Now(), err)
 	if cli == nil || err != nil {
 		return false, err
 	}
