@@ -252,6 +252,10 @@ const (
 	ReasonStorageError          = "StorageError"
 	ReasonClusterNotAvailable   = "ClusterNotAvailable"
 	ReasonInvalidArguments      = "InvalidArguments"
+
+	// ReasonCredentialsUnavailable: no credentials Secret is named and the default chain
+	// gave no credentials (web identity refused, no container endpoint, no instance role).
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
 )
 
 // Reasons of EtcdSnapshotSchedule Ready.
