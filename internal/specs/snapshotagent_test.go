@@ -100,7 +100,9 @@ func TestAgentJobsRunAsTheirServiceAccount(t *testing.T) {
 		}
 		api := volumeNamed(take.Volumes, "api-access")
 		if api == nil || *api.Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != agentTokenSeconds ||
-			!slices.ContainsFunc(take.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "api-access" && m.MountPath == serviceAccountTokenDir }) {
+			!slices.ContainsFunc(take.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == "api-access" && m.MountPath == serviceAccountTokenDir
+			}) {
 			t.Errorf("%s: the snapshot Job lacks its short-lived API token: %+v", tc.name, api)
 		}
 		if volumeNamed(del.Volumes, "api-access") != nil || *del.AutomountServiceAccountToken || *take.AutomountServiceAccountToken {
