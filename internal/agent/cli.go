@@ -142,7 +142,8 @@ func runSnapshot(ctx context.Context, req request.Snapshot, f fileOwner) Result 
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: req.ScratchDir})
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: req.ScratchDir,
+		Progress: progressSink(req.ReportProgress, f.owner)})
 }
 
 // removeSnapshot deletes a snapshot file, with what is recorded beside it and its partial
