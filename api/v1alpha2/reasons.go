@@ -226,6 +226,7 @@ const (
 	ReasonClusterNotFound           = "ClusterNotFound"
 	ReasonPVCNotFound               = "PVCNotFound"
 	ReasonCredentialsSecretNotFound = "CredentialsSecretNotFound"
+	ReasonServiceAccountNotFound    = "ServiceAccountNotFound"
 	ReasonDeadlineExceeded          = "DeadlineExceeded"
 	ReasonAgentFailed               = "AgentFailed"
 	ReasonInProgress                = "InProgress"
