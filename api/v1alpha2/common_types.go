@@ -53,8 +53,8 @@ type S3SnapshotLocation struct {
 	Key string `json:"key,omitempty"`
 
 	// CredentialsSecretRef names a Secret in the same namespace holding static keys,
-	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and optionally AWS_SESSION_TOKEN and the CA
-	// bundle ca.crt). Leave it out to use the default credential chain instead: web identity
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and optionally the CA bundle ca.crt of an
+	// https endpoint. Leave it out to use the default credential chain instead: web identity
 	// (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, as IRSA injects them for the
 	// serviceAccountName below), the container credentials endpoint (ECS, EKS Pod Identity),
 	// or the node's instance role (instance metadata).
