@@ -64,7 +64,7 @@ type S3SnapshotLocation struct {
 	// ServiceAccountName is the ServiceAccount in the same namespace that the agents reading
 	// or writing this location run as (the snapshot and delete Jobs, the verify Job, the
 	// restoring member's Pod), for workload identity: IRSA's eks.amazonaws.com/role-arn
-	// annotation, GKE's iam.gke.io/gcp-service-account. It must exist before they start, and
+	// annotation, or an EKS Pod Identity association. It must exist before they start, and
 	// for a restore source as long as the restored member's Pod does. Absent: the snapshot
 	// Job runs as a ServiceAccount the operator makes for it, the others as the namespace's
 	// default; none gets a cloud identity.
