@@ -468,20 +468,27 @@ const endExcerpt = 200
 
 // agentEnd says how the agent's container in each of pods ended, for a result that is
 // missing: its exit code and reason (OOMKilled, StartError, Error) and the start of what it
-// left as its message, or the Pod's phase and reason when the container never ran.
+// left as its message, or the Pod's phase and reason when the container never ran; the
+// Pod's own reason and message too when it has one (Evicted, with the kubelet's word on the
+// scratch volume that outgrew its limit).
 func agentEnd(pods []corev1.Pod) string {
 	if len(pods) == 0 {
 		return "no Pod of the Job is left"
 	}
 	var ends []string
 	for _, p := range pods {
-		end := fmt.Sprintf("Pod %s %s", p.Name, p.Status.Phase)
+		why := ""
 		if p.Status.Reason != "" {
-			end += " (" + p.Status.Reason + ")"
+			why = " (" + p.Status.Reason
+			if msg := strings.TrimSpace(p.Status.Message); msg != "" {
+				why += ": " + excerpt(msg, endExcerpt)
+			}
+			why += ")"
 		}
+		end := fmt.Sprintf("Pod %s %s%s", p.Name, p.Status.Phase, why)
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
-				end = fmt.Sprintf("Pod %s: container %s exited with code %d (%s)", p.Name, cs.Name, t.ExitCode, t.Reason)
+				end = fmt.Sprintf("Pod %s%s: container %s exited with code %d (%s)", p.Name, why, cs.Name, t.ExitCode, t.Reason)
 				if msg := strings.TrimSpace(t.Message); msg != "" {
 					end += ": " + excerpt(msg, endExcerpt)
 				}
