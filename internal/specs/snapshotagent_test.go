@@ -84,42 +84,51 @@ func volumeNamed(vols []corev1.Volume, name string) *corev1.Volume {
 func TestAgentJobsRunAsTheirServiceAccount(t *testing.T) {
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}}
 	for _, tc := range []struct {
-		name, named, secret            string
-		wantSnapshot, wantDelete       string
-		wantKeysFromSecret             bool
-		wantSnapshotResources, wantCPU string
+		name, named, secret      string
+		wantSnapshot, wantOthers string
+		wantKeysFromSecret       bool
 	}{
-		{"operator's own, static keys", "", "creds", "nightly-snapshot-" + shortHash("nightly"), "", true, "64Mi", "50m"},
-		{"workload identity, default chain", "etcd-backup", "", "etcd-backup", "etcd-backup", false, "64Mi", "50m"},
+		{"operator's own, static keys", "", "creds", "nightly-snapshot-" + shortHash("nightly"), "", true},
+		{"workload identity, default chain", "etcd-backup", "", "etcd-backup", "etcd-backup", false},
 	} {
-		s := s3Snapshot(tc.named, tc.secret)
-		take := SnapshotJob(s, c, "op:1", ActionSnapshot).Spec.Template.Spec
-		del := SnapshotJob(s, c, "op:1", ActionDelete).Spec.Template.Spec
-		if take.ServiceAccountName != tc.wantSnapshot || del.ServiceAccountName != tc.wantDelete {
-			t.Errorf("%s: snapshot Job as %q, delete Job as %q; want %q and %q", tc.name, take.ServiceAccountName, del.ServiceAccountName, tc.wantSnapshot, tc.wantDelete)
-		}
-		api := volumeNamed(take.Volumes, "api-access")
-		if api == nil || *api.Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != agentTokenSeconds ||
-			!slices.ContainsFunc(take.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
-				return m.Name == "api-access" && m.MountPath == serviceAccountTokenDir
-			}) {
-			t.Errorf("%s: the snapshot Job lacks its short-lived API token: %+v", tc.name, api)
-		}
-		if volumeNamed(del.Volumes, "api-access") != nil || *del.AutomountServiceAccountToken || *take.AutomountServiceAccountToken {
-			t.Errorf("%s: a token beside the snapshot Job's projected one", tc.name)
-		}
-		hasKeys := slices.ContainsFunc(take.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "AWS_ACCESS_KEY_ID" })
-		if hasKeys != tc.wantKeysFromSecret {
-			t.Errorf("%s: AWS_ACCESS_KEY_ID from a Secret: %v, want %v", tc.name, hasKeys, tc.wantKeysFromSecret)
-		}
-		r := take.Containers[0].Resources
-		if r.Requests.Memory().String() != tc.wantSnapshotResources || r.Requests.Cpu().String() != tc.wantCPU {
-			t.Errorf("%s: resources %v", tc.name, r)
-		}
-		verify := VerifyJob(c, s, etcdv1.MemberRestore{Source: s.Spec.Destination}, "op:1").Spec.Template.Spec
-		if verify.ServiceAccountName != tc.wantDelete || volumeNamed(verify.Volumes, "api-access") != nil {
-			t.Errorf("%s: verify Job as %q", tc.name, verify.ServiceAccountName)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			s := s3Snapshot(tc.named, tc.secret)
+			take := SnapshotJob(s, c, "op:1", ActionSnapshot).Spec.Template.Spec
+			if take.ServiceAccountName != tc.wantSnapshot {
+				t.Errorf("snapshot Job as %q, want %q", take.ServiceAccountName, tc.wantSnapshot)
+			}
+			checkShortLivedToken(t, take)
+			hasKeys := slices.ContainsFunc(take.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "AWS_ACCESS_KEY_ID" })
+			if hasKeys != tc.wantKeysFromSecret {
+				t.Errorf("AWS_ACCESS_KEY_ID from a Secret: %v, want %v", hasKeys, tc.wantKeysFromSecret)
+			}
+			if r := take.Containers[0].Resources; !equality.Semantic.DeepEqual(r, DefaultAgentResources()) {
+				t.Errorf("resources %v, want the defaults", r)
+			}
+			del := SnapshotJob(s, c, "op:1", ActionDelete).Spec.Template.Spec
+			verify := VerifyJob(c, s, etcdv1.MemberRestore{Source: s.Spec.Destination}, "op:1").Spec.Template.Spec
+			for name, pod := range map[string]corev1.PodSpec{"delete": del, "verify": verify} {
+				if pod.ServiceAccountName != tc.wantOthers || volumeNamed(pod.Volumes, "api-access") != nil || *pod.AutomountServiceAccountToken {
+					t.Errorf("%s Job as %q, with a token: want %q without", name, pod.ServiceAccountName, tc.wantOthers)
+				}
+			}
+		})
+	}
+}
+
+// checkShortLivedToken: the snapshot Job's only token is the projected one, where client-go
+// reads it.
+func checkShortLivedToken(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	api := volumeNamed(pod.Volumes, "api-access")
+	mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "api-access" && m.MountPath == serviceAccountTokenDir
+	})
+	if api == nil || *api.Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != agentTokenSeconds || !mounted {
+		t.Errorf("the snapshot Job lacks its short-lived API token: %+v", api)
+	}
+	if *pod.AutomountServiceAccountToken {
+		t.Error("the snapshot Job has the automounted token too")
 	}
 }
 

@@ -40,39 +40,48 @@ func exists(t *testing.T, api client.Client, obj client.Object) bool {
 // says the whole file.
 func TestTheAgentsAccessLastsAsLongAsItsJob(t *testing.T) {
 	for _, named := range []string{"", "etcd-backup"} {
-		objs := []client.Object{s3Snapshot(named), availableCluster()}
-		if named != "" {
-			objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: named, Namespace: "ns"}})
-		}
-		r, api := harness(t, objs...)
-		reconcileTimes(t, r, 2)
-		s := get(t, api)
-		sa, role, binding := specs.SnapshotAgentAccess(s)
-		if !exists(t, api, role) || !exists(t, api, binding) || (sa != nil && !exists(t, api, sa)) {
-			t.Fatalf("named %q: the agent's access was not made", named)
-		}
-		if !metav1.IsControlledBy(role, s) || !metav1.IsControlledBy(binding, s) {
-			t.Errorf("named %q: the access is not owned by the snapshot", named)
-		}
-		job := &batchv1.Job{}
-		if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionSnapshot)}, job); err != nil {
-			t.Fatal(err)
-		}
-		if got := job.Spec.Template.Spec.ServiceAccountName; got != binding.Subjects[0].Name {
-			t.Errorf("named %q: the Job runs as %q, the grant is %q's", named, got, binding.Subjects[0].Name)
-		}
-		finishJob(t, api, false, "", `{"uri":"s3://b/ns/main/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7}`)
-		reconcileTimes(t, r, 1)
-		s = get(t, api)
-		if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Progress == nil || s.Status.Progress.Percent != 100 || s.Status.Progress.BytesWritten != 42 {
-			t.Errorf("named %q: completed with %s, progress %+v", named, s.Status.Phase, s.Status.Progress)
-		}
-		if exists(t, api, &rbacv1.RoleBinding{ObjectMeta: binding.ObjectMeta}) || exists(t, api, &rbacv1.Role{ObjectMeta: role.ObjectMeta}) {
-			t.Errorf("named %q: the grant outlived the snapshot's Job", named)
-		}
-		if named != "" && !exists(t, api, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: named, Namespace: "ns"}}) {
-			t.Errorf("the named ServiceAccount was deleted")
-		}
+		t.Run("named "+named, func(t *testing.T) {
+			objs := []client.Object{s3Snapshot(named), availableCluster()}
+			if named != "" {
+				objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: named, Namespace: "ns"}})
+			}
+			r, api := harness(t, objs...)
+			reconcileTimes(t, r, 2)
+			checkGranted(t, api, get(t, api))
+			finishJob(t, api, false, "", `{"uri":"s3://b/ns/main/s1.db","sizeBytes":42,"checksum":"`+goodSum+`","revision":7}`)
+			reconcileTimes(t, r, 1)
+			s := get(t, api)
+			if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Progress == nil || s.Status.Progress.Percent != 100 || s.Status.Progress.BytesWritten != 42 {
+				t.Errorf("completed with %s, progress %+v", s.Status.Phase, s.Status.Progress)
+			}
+			_, role, binding := specs.SnapshotAgentAccess(s)
+			if exists(t, api, &rbacv1.RoleBinding{ObjectMeta: binding.ObjectMeta}) || exists(t, api, &rbacv1.Role{ObjectMeta: role.ObjectMeta}) {
+				t.Errorf("the grant outlived the snapshot's Job")
+			}
+			if named != "" && !exists(t, api, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: named, Namespace: "ns"}}) {
+				t.Errorf("the named ServiceAccount was deleted")
+			}
+		})
+	}
+}
+
+// checkGranted: the agent's access exists, owned by the snapshot, and the Job runs as the
+// ServiceAccount it grants.
+func checkGranted(t *testing.T, api client.Client, s *etcdv1.EtcdSnapshot) {
+	t.Helper()
+	sa, role, binding := specs.SnapshotAgentAccess(s)
+	if !exists(t, api, role) || !exists(t, api, binding) || (sa != nil && !exists(t, api, sa)) {
+		t.Fatalf("the agent's access was not made")
+	}
+	if !metav1.IsControlledBy(role, s) || !metav1.IsControlledBy(binding, s) {
+		t.Errorf("the access is not owned by the snapshot")
+	}
+	job := &batchv1.Job{}
+	if err := api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: specs.SnapshotJobName("s1", specs.ActionSnapshot)}, job); err != nil {
+		t.Fatal(err)
+	}
+	if got := job.Spec.Template.Spec.ServiceAccountName; got != binding.Subjects[0].Name {
+		t.Errorf("the Job runs as %q, the grant is %q's", got, binding.Subjects[0].Name)
 	}
 }
 
