@@ -52,9 +52,26 @@ type S3SnapshotLocation struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 
-	// CredentialsSecretRef names a Secret in the same namespace holding AWS_ACCESS_KEY_ID and
-	// AWS_SECRET_ACCESS_KEY.
-	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+	// CredentialsSecretRef names a Secret in the same namespace holding static keys,
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and optionally the CA bundle ca.crt of an
+	// https endpoint. Leave it out to use the default credential chain instead: web identity
+	// (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, as IRSA injects them for the
+	// serviceAccountName below), the container credentials endpoint (ECS, EKS Pod Identity),
+	// or the node's instance role (instance metadata).
+	// +optional
+	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef,omitzero"`
+
+	// ServiceAccountName is the ServiceAccount in the same namespace that the agents reading
+	// or writing this location run as (the snapshot and delete Jobs, the verify Job, the
+	// restoring member's Pod), for workload identity: IRSA's eks.amazonaws.com/role-arn
+	// annotation, or an EKS Pod Identity association. It must exist before they start, and
+	// for a restore source as long as the restored member's Pod does. Absent: the snapshot
+	// Job runs as a ServiceAccount the operator makes for it, the others as the namespace's
+	// default; none gets a cloud identity.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="serviceAccountName must be the name of a ServiceAccount: lowercase letters, digits, '-' and '.', for example etcd-backup"
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// Region of the bucket; stores that ignore regions accept any value.
 	// +optional

@@ -45,6 +45,11 @@ type EtcdSnapshotScheduleSpec struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	DeletionPolicy SnapshotDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Resources of the snapshot agent of every EtcdSnapshot the schedule creates (their
+	// spec.resources).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // SnapshotRetention bounds the complete snapshots a schedule keeps. Without either field every

@@ -226,6 +226,7 @@ const (
 	ReasonClusterNotFound           = "ClusterNotFound"
 	ReasonPVCNotFound               = "PVCNotFound"
 	ReasonCredentialsSecretNotFound = "CredentialsSecretNotFound"
+	ReasonServiceAccountNotFound    = "ServiceAccountNotFound"
 	ReasonDeadlineExceeded          = "DeadlineExceeded"
 	ReasonAgentFailed               = "AgentFailed"
 	ReasonInProgress                = "InProgress"
@@ -252,6 +253,10 @@ const (
 	ReasonStorageError          = "StorageError"
 	ReasonClusterNotAvailable   = "ClusterNotAvailable"
 	ReasonInvalidArguments      = "InvalidArguments"
+
+	// ReasonCredentialsUnavailable: no credentials Secret is named and the default chain
+	// gave no credentials (web identity refused, no container endpoint, no instance role).
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
 )
 
 // Reasons of EtcdSnapshotSchedule Ready.

@@ -30,8 +30,10 @@ const (
 	EnvS3CA            = request.EnvS3CA
 )
 
-// openStore opens the store a request names: a directory (a mounted PVC) or S3, with the
-// credentials and CA bundle from the environment.
+// openStore opens the store a request names: a directory (a mounted PVC) or S3, with the CA
+// bundle from the environment and the credentials the default chain finds there
+// (snapshotstore.ChooseCredentials): the credentials Secret's keys, or else the Pod's cloud
+// identity.
 func openStore(s request.Store) (snapshotstore.Store, error) {
 	if s.Dir != "" {
 		return snapshotstore.DirStore{Root: s.Dir}, nil
@@ -39,10 +41,7 @@ func openStore(s request.Store) (snapshotstore.Store, error) {
 	if s.S3Endpoint == "" || s.S3Bucket == "" {
 		return nil, errors.New("either --dir or --s3-endpoint and --s3-bucket are needed")
 	}
-	cfg := snapshotstore.S3Config{
-		Endpoint: s.S3Endpoint, Bucket: s.S3Bucket, Region: s.S3Region, ForcePathStyle: s.S3PathStyle,
-		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretKey: os.Getenv(EnvSecretKey),
-	}
+	cfg := snapshotstore.S3Config{Endpoint: s.S3Endpoint, Bucket: s.S3Bucket, Region: s.S3Region, ForcePathStyle: s.S3PathStyle}
 	switch {
 	case s.S3CAFile != "":
 		pem, err := os.ReadFile(s.S3CAFile)
@@ -143,7 +142,8 @@ func runSnapshot(ctx context.Context, req request.Snapshot, f fileOwner) Result 
 	if err != nil {
 		return Result{Reason: etcdv1.ReasonClusterNotAvailable, Message: err.Error()}
 	}
-	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: req.ScratchDir})
+	return TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: st, Name: f.name, URI: f.uri, Owner: f.owner, ScratchDir: req.ScratchDir,
+		Progress: progressSink(req.ReportProgress, f.owner)})
 }
 
 // removeSnapshot deletes a snapshot file, with what is recorded beside it and its partial

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
@@ -25,6 +26,10 @@ type scratchFile struct {
 	written int64
 	done    bool
 	err     error // why writing stopped; nil once the whole stream passed etcd's hash check
+
+	// handed counts what the store read of the file: the upload's progress (parts are read
+	// as they are sent), more than the file when a part is sent again.
+	handed atomic.Int64
 }
 
 func createScratch(dir string) (*scratchFile, error) {
@@ -86,6 +91,13 @@ func (s *scratchFile) await(off int64) (int64, error) {
 	return s.written, io.EOF
 }
 
+// stored is how much of the file the store has taken: what it read, at most what is written.
+func (s *scratchFile) stored() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(s.handed.Load(), s.written)
+}
+
 // reader reads the file from its start, as far as it is written, and ends where the verified
 // stream ended.
 func (s *scratchFile) reader() (io.ReadCloser, error) {
@@ -109,6 +121,7 @@ func (r *scratchReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.f.ReadAt(p[:min(int64(len(p)), size-r.off)], r.off)
 	r.off += int64(n)
+	r.s.handed.Add(int64(n))
 	if errors.Is(err, io.EOF) && n > 0 {
 		err = nil // only what is written was asked for
 	}
@@ -117,7 +130,11 @@ func (r *scratchReader) Read(p []byte) (int, error) {
 
 // ReadAt and Await make the reader a snapshotstore.GrowingFile: the S3 store uploads parts of it
 // from where they lie in the file.
-func (r *scratchReader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r *scratchReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.f.ReadAt(p, off)
+	r.s.handed.Add(int64(n))
+	return n, err
+}
 
 func (r *scratchReader) Await(off int64) (int64, error) { return r.s.await(off) }
 

@@ -27,6 +27,10 @@ type SnapshotJob struct {
 	// ScratchDir holds the snapshot file between etcd and the store; the system's temporary
 	// directory when empty.
 	ScratchDir string
+	// Progress receives the snapshot's progress on Throttle's terms (DefaultThrottle when
+	// zero); none is reported when nil.
+	Progress ProgressSink
+	Throttle Throttle
 }
 
 // MemberState is what the agent learned about one voter before choosing where to snapshot.
@@ -37,7 +41,9 @@ type MemberState struct {
 	AppliedIndex uint64
 	Version      string
 	ClusterID    uint64
-	Err          error
+	// DBSize is the size of the member's database file: what its snapshot will be.
+	DBSize int64
+	Err    error
 }
 
 // ChooseMember picks the member to stream the snapshot from: a voter that answered and has
@@ -94,6 +100,7 @@ func inspectMembers(ctx context.Context, cli *clientv3.Client) ([]MemberState, e
 			st.AppliedIndex = resp.RaftAppliedIndex
 			st.Version = resp.Version
 			st.ClusterID = resp.Header.ClusterId
+			st.DBSize = resp.DbSize
 		}
 		out = append(out, st)
 	}
@@ -117,6 +124,9 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		return Result{Reason: snapshotstore.Reason(err), Message: fmt.Sprintf("creating the scratch file: %v", err)}
 	}
 	defer scratch.remove()
+	meter := &progressMeter{expected: member.DBSize + snapshotHashSize, written: scratch.stored}
+	stopReporting := startReporting(ctx, job.Progress, meter, job.Throttle)
+	defer stopReporting()
 	tmp, version, failure := streamAndStore(ctx, cli, member, job, scratch)
 	if tmp == "" {
 		return failure
@@ -127,7 +137,8 @@ func TakeSnapshot(ctx context.Context, job SnapshotJob) Result {
 		_ = job.Store.Remove(ctx, tmp)
 		return Result{Reason: etcdv1.ReasonSnapshotCorrupt, Message: err.Error()}
 	}
-	if _, _, err := snapshotstore.VerifyStored(ctx, job.Store, tmp, sr.Checksum()); err != nil {
+	// The read-back counts as the second half of the work.
+	if _, _, err := snapshotstore.VerifyStored(ctx, countingStore{Store: job.Store, n: &meter.verified}, tmp, sr.Checksum()); err != nil {
 		_ = job.Store.Remove(ctx, tmp)
 		return storeFailure("verifying the stored copy", err)
 	}

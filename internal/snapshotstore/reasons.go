@@ -24,6 +24,9 @@ func Reason(err error) string {
 	var hostname x509.HostnameError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, ErrCredentialsUnavailable):
+		// First: the chain's own failure may be a TLS or network error of its endpoint.
+		return etcdv1.ReasonCredentialsUnavailable
 	case errors.Is(err, ErrBucketNotFound):
 		return etcdv1.ReasonBucketNotFound
 	case errors.Is(err, ErrNotFound):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -20,8 +21,10 @@ type S3Config struct {
 	Bucket         string
 	Region         string
 	ForcePathStyle bool
-	AccessKeyID    string
-	SecretKey      string
+	// AccessKeyID and SecretKey, when both set, are the credentials; else the default chain
+	// finds them (ChooseCredentials).
+	AccessKeyID string
+	SecretKey   string
 	// CAPEM, when set, is the only CA trusted for an https endpoint.
 	CAPEM []byte
 }
@@ -69,7 +72,7 @@ func NewS3Store(cfg S3Config) (*S3Store, error) {
 		lookup = minio.BucketLookupPath
 	}
 	cli, err := minio.New(u.Host, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretKey, ""),
+		Creds:        credentials.New(ChooseCredentials(cfg, os.Getenv).provider(cfg.Region)),
 		Secure:       secure,
 		Transport:    transport,
 		Region:       cfg.Region,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 )
 
 // Store holds snapshot files by name (an S3 key or a path relative to a volume's root).
@@ -39,6 +40,15 @@ type Store interface {
 // OwnerOf is the owner recorded with a snapshot file: the EtcdSnapshot's namespace, name and
 // UID. The UID tells apart two EtcdSnapshots of one name, one deleted and one created again.
 func OwnerOf(namespace, name, uid string) string { return namespace + "/" + name + "/" + uid }
+
+// ParseOwner reads an owner OwnerOf wrote; ok is false for anything else.
+func ParseOwner(owner string) (namespace, name, uid string, ok bool) {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
 
 // MayDelete says whether the EtcdSnapshot owner (OwnerOf), whose status recorded checksum
 // for its file ("" when it recorded none), may delete a stored file with recordedOwner and

@@ -52,6 +52,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr(int64(30)),
 			EnableServiceLinks:            ptr(false),
+			ServiceAccountName:            restoreServiceAccount(c, m),
 			AutomountServiceAccountToken:  ptr(false),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   ptr(true),
@@ -335,11 +336,7 @@ func DefaultResources() corev1.ResourceRequirements {
 }
 
 func resources(c *etcdv1.EtcdCluster) corev1.ResourceRequirements {
-	r := c.Spec.Resources
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return DefaultResources()
-	}
-	return *r.DeepCopy()
+	return orDefault(c.Spec.Resources, DefaultResources())
 }
 
 // clientCASecret is the member's MemberTLS.ClientCASecretName: the member's own record, not

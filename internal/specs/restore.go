@@ -148,6 +148,17 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 	}
 }
 
+// restoreServiceAccount is the ServiceAccount of a member's Pod: the one its restore source
+// names for workload identity (the restore init container reads the source as it), else the
+// namespace's default. It stays with the Pod, as a source PVC does: the Pod keeps its restore
+// init containers.
+func restoreServiceAccount(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
+	if restore := RestoreSource(c, m); restore != nil {
+		return StoreServiceAccount(restore.Source)
+	}
+	return ""
+}
+
 func restoreVolumes(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.Volume {
 	restore := RestoreSource(c, m)
 	if restore == nil {
@@ -178,11 +189,15 @@ func SourceURI(loc etcdv1.SnapshotLocation) string {
 const SecretKeyS3CA = "ca.crt"
 
 // snapshotStore is an agent's store, environment and volumes for a snapshot location: S3
-// settings with credentials from the named Secret, or the PVC mounted at mountPath.
+// settings with credentials from the named Secret (none named: the agent's default chain
+// finds them, snapshotstore.ChooseCredentials), or the PVC mounted at mountPath.
 func snapshotStore(loc etcdv1.SnapshotLocation, mountPath string, readOnly bool) (request.Store, []corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
 	if loc.S3 != nil {
 		s3 := loc.S3
 		store := request.Store{S3Endpoint: s3.Endpoint, S3Bucket: s3.Bucket, S3Region: s3.Region, S3PathStyle: s3.ForcePathStyle}
+		if s3.CredentialsSecretRef.Name == "" {
+			return store, nil, nil, nil
+		}
 		// Optional for a restore (readOnly): the seed's Pod keeps its restore init containers,
 		// and must still start once the restore is done and the Secret is gone; the agent then
 		// does nothing, and while it must restore a missing key is reported as rejected

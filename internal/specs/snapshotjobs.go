@@ -92,9 +92,11 @@ func StoredSnapshotName(s *etcdv1.EtcdSnapshot) string {
 }
 
 // SnapshotJob is the Job that takes the snapshot (action snapshot) or deletes its stored file
-// (action delete). It runs as non-root with a read-only root filesystem and no
-// service-account token; secrets reach it as files and environment variables from Secrets,
-// never in its arguments.
+// (action delete). It runs as non-root with a read-only root filesystem, as the ServiceAccount
+// the destination names (workload identity) or, taking the snapshot, as the one the operator
+// made for it (SnapshotAgentAccess); only the Job that takes the snapshot has an API token,
+// short-lived, to write its progress. Secrets reach it as files and environment variables
+// from Secrets, never in its arguments.
 func SnapshotJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action string) *batchv1.Job {
 	deadline := SnapshotDeadlineSeconds(s)
 	req := request.Snapshot{
@@ -114,14 +116,19 @@ func SnapshotJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action st
 	var mounts []corev1.VolumeMount
 	var vols []corev1.Volume
 	takes := action == ActionSnapshot && c != nil
+	serviceAccount := StoreServiceAccount(s.Spec.Destination)
 	if takes {
 		req.Endpoints, req.CAFile, req.CertFile, req.KeyFile = etcdClientOf(c)
-		req.ScratchDir = scratchDir
+		req.ScratchDir, req.ReportProgress = scratchDir, true
+		limit := ScratchSizeLimit(c)
 		mounts = append(mounts, corev1.VolumeMount{Name: "scratch", MountPath: scratchDir})
-		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}})
 		env = append(env, passwordEnv(c)...)
 		m, v := tlsVolumes(c)
 		mounts, vols = append(mounts, m...), append(vols, v...)
+		apiMount, apiVol := apiAccess()
+		mounts, vols = append(mounts, apiMount), append(vols, apiVol)
+		serviceAccount = SnapshotAgentServiceAccount(s)
 	}
 	store, se, sm, sv := snapshotStore(s.Spec.Destination, snapshotDir, false)
 	req.Store, env, mounts, vols = store, append(env, se...), append(mounts, sm...), append(vols, sv...)
@@ -130,7 +137,8 @@ func SnapshotJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action st
 		maps.Copy(labels, SnapshotAgentLabels(c.Name)) // the cluster's NetworkPolicy admits it
 	}
 	meta := metav1.ObjectMeta{Name: SnapshotJobName(s.Name, action), Namespace: s.Namespace, Labels: labels}
-	return agentJob(meta, deadline, corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts}, vols, clusterPullSecrets(c))
+	agent := corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts, Resources: AgentResources(s.Spec.Resources)}
+	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: serviceAccount})
 }
 
 // VerifyJob reads the file a member would restore (restore, as the recovery records it: the
@@ -150,13 +158,22 @@ func VerifyJob(c *etcdv1.EtcdCluster, s *etcdv1.EtcdSnapshot, restore etcdv1.Mem
 			etcdv1.LabelAction: ActionVerify, etcdv1.LabelManagedBy: ManagerName},
 		Annotations: map[string]string{etcdv1.AnnotationVerifiedSum: restore.Checksum},
 	}
-	return agentJob(meta, deadline, corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts}, vols, clusterPullSecrets(c))
+	agent := corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts, Resources: AgentResources(s.Spec.Resources)}
+	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: StoreServiceAccount(restore.Source)})
 }
 
-// agentJob is a Job of one agent container (its args, env and mounts given) in the operator's
-// image: run once, as non-root with a read-only root filesystem and no service-account token,
-// its result in the container's termination message.
-func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, vols []corev1.Volume, pullSecrets []corev1.LocalObjectReference) *batchv1.Job {
+// agentPod is what an agent Job's Pod has beside its container.
+type agentPod struct {
+	vols        []corev1.Volume
+	pullSecrets []corev1.LocalObjectReference
+	// serviceAccount is the Pod's; "" for the namespace's default.
+	serviceAccount string
+}
+
+// agentJob is a Job of one agent container (its args, env, mounts and resources given) in
+// the operator's image: run once, as non-root with a read-only root filesystem and without
+// the automounted service-account token, its result in the container's termination message.
+func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, pod agentPod) *batchv1.Job {
 	agent.Name, agent.TerminationMessagePolicy = "agent", corev1.TerminationMessageReadFile
 	agent.SecurityContext = &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
@@ -172,6 +189,7 @@ func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, vo
 				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
+					ServiceAccountName:           pod.serviceAccount,
 					AutomountServiceAccountToken: ptr(false),
 					EnableServiceLinks:           ptr(false),
 					SecurityContext: &corev1.PodSecurityContext{
@@ -180,8 +198,8 @@ func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, vo
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers:       []corev1.Container{agent},
-					Volumes:          vols,
-					ImagePullSecrets: pullSecrets,
+					Volumes:          pod.vols,
+					ImagePullSecrets: pod.pullSecrets,
 				},
 			},
 		},

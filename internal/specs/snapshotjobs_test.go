@@ -76,7 +76,9 @@ func TestStoredFileFollowsTheArtifact(t *testing.T) {
 
 // The agents' argv, to the byte, as the operator has always given them: a running
 // cluster's Jobs and its restored members' Pods must not change with an upgrade (a Pod whose
-// init container's args change is rolled).
+// init container's args change is rolled). One change, made on purpose: the snapshot Job
+// reports its progress (--report-progress) since this release; a snapshot Job is made once,
+// by the operator whose own image it runs, so no Job made earlier changes.
 func TestTheAgentsArgvStayAsEarlierReleasesWroteThem(t *testing.T) {
 	s3 := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Endpoint: "https://s3.example", Bucket: "b", Key: "etcd/", Region: "eu-1",
 		ForcePathStyle: true, CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}
@@ -99,7 +101,7 @@ func TestTheAgentsArgvStayAsEarlierReleasesWroteThem(t *testing.T) {
 		got, wants []string
 	}{
 		{"snapshot with mutual TLS to S3", SnapshotJob(s, mtls, "op:1", ActionSnapshot).Spec.Template.Spec.Containers[0].Args,
-			[]string{"snapshot-agent", "--name=etcd/ns/main/nightly.db", "--uri=s3://b/etcd/ns/main/nightly.db", "--timeout=1790s", "--owner=ns/nightly/u1", "--endpoints=https://main-client.ns.svc:2379", "--ca-file=/etc/etcd/server-ca/ca.crt", "--cert-file=/etc/etcd/client-tls/tls.crt", "--key-file=/etc/etcd/client-tls/tls.key", "--scratch-dir=/scratch", "--s3-endpoint=https://s3.example", "--s3-bucket=b", "--s3-region=eu-1", "--s3-path-style"}},
+			[]string{"snapshot-agent", "--name=etcd/ns/main/nightly.db", "--uri=s3://b/etcd/ns/main/nightly.db", "--timeout=1790s", "--owner=ns/nightly/u1", "--endpoints=https://main-client.ns.svc:2379", "--ca-file=/etc/etcd/server-ca/ca.crt", "--cert-file=/etc/etcd/client-tls/tls.crt", "--key-file=/etc/etcd/client-tls/tls.key", "--scratch-dir=/scratch", "--report-progress", "--s3-endpoint=https://s3.example", "--s3-bucket=b", "--s3-region=eu-1", "--s3-path-style"}},
 		{"delete from a PVC", SnapshotJob(deleted, nil, "op:1", ActionDelete).Spec.Template.Spec.Containers[0].Args,
 			[]string{"snapshot-agent", "--name=snaps/nightly.db", "--uri=pvc://backups/snaps/nightly.db", "--timeout=1790s", "--owner=ns/nightly/u1", "--delete", "--checksum=sha256:abc", "--dir=/snapshots"}},
 		{"verify", VerifyJob(mtls, s, etcdv1.MemberRestore{Checksum: "sha256:abc", Source: minio}, "op:1").Spec.Template.Spec.Containers[0].Args,

@@ -44,6 +44,9 @@ type Server struct {
 type Options struct {
 	// TLS serves https with a certificate of a fresh test CA for 127.0.0.1.
 	TLS bool
+	// Env is added to the server's environment (KEY=value): MINIO_IDENTITY_OPENID_* for
+	// web identity, say.
+	Env []string
 }
 
 var (
@@ -127,6 +130,7 @@ func Start(t testing.TB, o Options) *Server {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_UPDATE=off", "MINIO_BROWSER=off")
+	cmd.Env = append(cmd.Env, o.Env...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -117,6 +117,16 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		newSnapshot("ok-snap-delete", func(s *etcdv1.EtcdSnapshot) {
 			s.Spec.DeletionPolicy, s.Spec.ActiveDeadlineSeconds = etcdv1.SnapshotDelete, ptr[int64](600)
 		}),
+		// No credentials Secret: the default chain, with the named ServiceAccount's identity.
+		newSnapshot("ok-snap-irsa", func(s *etcdv1.EtcdSnapshot) {
+			s.Spec.Destination.S3.CredentialsSecretRef, s.Spec.Destination.S3.ServiceAccountName = corev1.LocalObjectReference{}, "etcd-backup"
+			s.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: *qtyPtr("512Mi")}}
+		}),
+		newCluster("ok-restore-instance-role", withRestore(etcdv1.RestoreSource{S3: func() *etcdv1.S3SnapshotLocation {
+			l := s3("example/nightly.db")
+			l.CredentialsSecretRef = corev1.LocalObjectReference{}
+			return l
+		}()})),
 		newSchedule("ok-sched-s3"),
 		newSchedule("ok-sched-pvc", func(s *etcdv1.EtcdSnapshotSchedule) {
 			s.Spec.Destination = etcdv1.SnapshotLocation{PVC: pvc("nightly")}

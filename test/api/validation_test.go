@@ -113,6 +113,7 @@ func invalidCreates() []invalidCreate {
 		{"snapshot to an empty bucket name", newSnapshot("sn06", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.Bucket = "" }), "spec.destination.s3.bucket in body should be at least 3 chars long"},
 		{"snapshot with an unknown deletion policy", newSnapshot("sn07", func(s *etcdv1.EtcdSnapshot) { s.Spec.DeletionPolicy = "Purge" }), `spec.deletionPolicy: Unsupported value: "Purge"`},
 		{"snapshot with a 10 s deadline", newSnapshot("sn08", func(s *etcdv1.EtcdSnapshot) { s.Spec.ActiveDeadlineSeconds = ptr[int64](10) }), "spec.activeDeadlineSeconds in body should be greater than or equal to 30"},
+		{"snapshot as an invalid ServiceAccount", newSnapshot("sn09", func(s *etcdv1.EtcdSnapshot) { s.Spec.Destination.S3.ServiceAccountName = "Etcd_Backup" }), "serviceAccountName must be the name of a ServiceAccount"},
 		// EtcdSnapshotSchedule
 		{"schedule with six cron fields", newSchedule("sc01", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Schedule = "0 0 3 * * *" }), "spec.schedule must be a 5-field cron expression"},
 		{"schedule with four cron fields", newSchedule("sc02", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Schedule = "0 3 * *  " }), "spec.schedule must be a 5-field cron expression"},

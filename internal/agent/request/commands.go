@@ -26,8 +26,11 @@ type Snapshot struct {
 	CAFile, CertFile, KeyFile string
 	// ScratchDir holds the snapshot file between etcd and the store.
 	ScratchDir string
-	Store      Store
-	Run        Run
+	// ReportProgress writes the agent's progress into the status of the EtcdSnapshot Owner
+	// names, with the Pod's ServiceAccount token.
+	ReportProgress bool
+	Store          Store
+	Run            Run
 }
 
 // Args is the agent's argv for the request.
@@ -44,6 +47,9 @@ func (r Snapshot) Args() []string {
 	args = append(args, optional("cert-file", r.CertFile)...)
 	args = append(args, optional("key-file", r.KeyFile)...)
 	args = append(args, optional("scratch-dir", r.ScratchDir)...)
+	if r.ReportProgress {
+		args = append(args, "--report-progress")
+	}
 	args = append(args, r.Store.args()...)
 	return append(args, r.Run.resultFileArgs()...)
 }
@@ -64,6 +70,7 @@ func ParseSnapshot(args []string) (Snapshot, error) {
 		fs.StringVar(&r.CertFile, "cert-file", "", "client certificate (mutual TLS)")
 		fs.StringVar(&r.KeyFile, "key-file", "", "client key (mutual TLS)")
 		fs.StringVar(&r.ScratchDir, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
+		fs.BoolVar(&r.ReportProgress, "report-progress", false, "write progress into the status of the EtcdSnapshot --owner names, with the Pod's ServiceAccount token")
 	})
 	return r, err
 }

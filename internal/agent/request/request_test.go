@@ -20,7 +20,7 @@ func TestParseReadsBackWhatArgsWrote(t *testing.T) {
 	snapshots := []Snapshot{
 		{},
 		{Name: "k.db", URI: "s3://b/k.db", Owner: "ns/s/u", Endpoints: []string{"https://a:2379", "https://b:2379"},
-			CAFile: "/ca", CertFile: "/crt", KeyFile: "/key", ScratchDir: "/scratch", Store: allS3, Run: run},
+			CAFile: "/ca", CertFile: "/crt", KeyFile: "/key", ScratchDir: "/scratch", ReportProgress: true, Store: allS3, Run: run},
 		{Name: "k.db", URI: "pvc://c/k.db", Owner: "ns/s/u", Delete: true, Checksum: "sha256:abc", Store: dir, Run: oddRun},
 	}
 	for _, r := range snapshots {

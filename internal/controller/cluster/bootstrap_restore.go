@@ -78,6 +78,50 @@ func restoreContainerFailure(pod *corev1.Pod) string {
 	return ""
 }
 
+// restoreProgress says where each founding member's restore is, from its Pod, while the
+// cluster has not formed: for the Available condition's message while it bootstraps. The
+// restore runs in the member's Pod, which has no API access, so what it says is what the
+// kubelet reports of the restore init container: not started, restoring since when (and
+// which attempt), done. It changes only when the restore does, so the status is not
+// rewritten on every look.
+func restoreProgress(c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember, pods map[string]*corev1.Pod) string {
+	if c.Status.ClusterID != "" {
+		return ""
+	}
+	var states []string
+	for _, m := range members {
+		restore := specs.RestoreSource(c, m)
+		if restore == nil {
+			continue
+		}
+		states = append(states, fmt.Sprintf("member %s %s", m.Name, restoreState(pods[m.Name], specs.SourceURI(restore.Source))))
+	}
+	return strings.Join(states, "; ")
+}
+
+// restoreState is where the restore of uri is in pod (nil: not created yet).
+func restoreState(pod *corev1.Pod, uri string) string {
+	if pod == nil {
+		return "is to restore " + uri + " once its Pod is created"
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name != specs.RestoreContainerName {
+			continue
+		}
+		attempt := ""
+		if cs.RestartCount > 0 {
+			attempt = fmt.Sprintf(" (attempt %d)", cs.RestartCount+1)
+		}
+		switch {
+		case cs.State.Running != nil:
+			return fmt.Sprintf("is restoring %s since %s%s: downloading, verifying, etcdutl snapshot restore", uri, cs.State.Running.StartedAt.UTC().Format(time.RFC3339), attempt)
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			return "restored " + uri + "; etcd is starting"
+		}
+	}
+	return fmt.Sprintf("is to restore %s once its Pod starts (Pod %s)", uri, pod.Status.Phase)
+}
+
 // restoreFailed reports whether Available says the bootstrap restore failed.
 func restoreFailed(c *etcdv1.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)

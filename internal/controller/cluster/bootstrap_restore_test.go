@@ -49,6 +49,59 @@ func TestRestoreContainerFailureReadsTheAgentsResult(t *testing.T) {
 	}
 }
 
+// The Bootstrapping message says where the seed's restore is, from its restore init
+// container: not started, running since when and which attempt, done; a formed cluster and
+// a member that restores nothing say nothing.
+func TestRestoreProgressSaysWhereTheSeedIs(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	initStatus := func(restarts int32, state corev1.ContainerState) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "install-restore-agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}},
+			{Name: "restore", RestartCount: restarts, State: state},
+		}}}
+	}
+	src := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Bucket: "b", Key: "k.db"}}
+	seed := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-1"}, Spec: etcdv1.EtcdMemberSpec{Bootstrap: etcdv1.MemberBootstrap{
+		InitialClusterState: etcdv1.InitialClusterStateNew, Restore: &etcdv1.MemberRestore{Source: src}}}}
+	joiner := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-2"}, Spec: etcdv1.EtcdMemberSpec{Bootstrap: etcdv1.MemberBootstrap{
+		InitialClusterState: etcdv1.InitialClusterStateExisting}}}
+	forming := &etcdv1.EtcdCluster{}
+	for _, tc := range []struct {
+		name    string
+		cluster *etcdv1.EtcdCluster
+		pod     *corev1.Pod
+		want    string
+	}{
+		{"no Pod yet", forming, nil, "member r-1 is to restore s3://b/k.db once its Pod is created"},
+		{"the agent is being installed", forming, &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, "member r-1 is to restore s3://b/k.db once its Pod starts (Pod Pending)"},
+		{"restoring", forming, initStatus(0, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: since}}),
+			"member r-1 is restoring s3://b/k.db since 2026-05-01T12:00:00Z: downloading, verifying, etcdutl snapshot restore"},
+		{"restoring again", forming, initStatus(2, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: since}}),
+			"member r-1 is restoring s3://b/k.db since 2026-05-01T12:00:00Z (attempt 3): downloading, verifying, etcdutl snapshot restore"},
+		{"restored", forming, initStatus(0, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}), "member r-1 restored s3://b/k.db; etcd is starting"},
+		{"formed", &etcdv1.EtcdCluster{Status: etcdv1.EtcdClusterStatus{ClusterID: "abc"}}, initStatus(0, corev1.ContainerState{}), ""},
+	} {
+		got := restoreProgress(tc.cluster, []*etcdv1.EtcdMember{seed, joiner}, map[string]*corev1.Pod{"r-1": tc.pod, "r-2": {}})
+		if got != tc.want {
+			t.Errorf("%s:\n %q\nwant\n %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Bootstrapping's message carries the restore's progress; a failure wins with RestoreFailed.
+func TestBootstrappingSaysHowTheRestoreGoes(t *testing.T) {
+	c := &etcdv1.EtcdCluster{}
+	const progress = "member r-1 is restoring s3://b/k.db since 2026-05-01T12:00:00Z"
+	got := availableCondition(c, &clusterView{restoreProgress: progress}, 3)
+	if got.Reason != etcdv1.ReasonBootstrapping || !strings.HasSuffix(got.Message, ": "+progress) {
+		t.Errorf("restoring: %s %q", got.Reason, got.Message)
+	}
+	got = availableCondition(c, &clusterView{restoreProgress: progress, restoreFailure: "member r-1: CredentialsUnavailable: ..."}, 3)
+	if got.Reason != etcdv1.ReasonRestoreFailed {
+		t.Errorf("failed: %s %q", got.Reason, got.Message)
+	}
+}
+
 func TestResolveRestore(t *testing.T) {
 	s3Dest := etcdv1.SnapshotLocation{S3: &etcdv1.S3SnapshotLocation{Endpoint: "https://s3.example", Bucket: "b", Key: "nightly/",
 		CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}, Region: "r", ForcePathStyle: true}}

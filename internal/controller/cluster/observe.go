@@ -41,6 +41,8 @@ type clusterView struct {
 	clientErr error // why no client could be opened, e.g. etcd.ErrAuthFailed
 	// restoreFailure is why the bootstrap snapshot could not be restored ("" when it was not).
 	restoreFailure string
+	// restoreProgress is where the founding member's restore is (restoreProgress).
+	restoreProgress string
 	// restoreSource is what the founding member of a restored cluster is to restore, while it
 	// is still to be created; nil otherwise, or when restoreFailure says why it cannot be.
 	restoreSource *etcdv1.MemberRestore
@@ -142,6 +144,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members
 		return nil, err
 	}
 	view.restoreFailure = restoreFailure(c, members, view.pods)
+	view.restoreProgress = restoreProgress(c, members, view.pods)
 	src, unusable, err := r.observeRestore(ctx, c, members)
 	if err != nil {
 		return nil, err

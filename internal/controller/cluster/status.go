@@ -116,6 +116,9 @@ func availableCondition(c *etcdv1.EtcdCluster, v *clusterView, replicas int) met
 		available.Reason, available.Message = etcdv1.ReasonRestoreFailed, restoreSubject(c)+" failed, no member serves: "+v.restoreFailure
 	case !v.reachable && c.Status.ClusterID == "":
 		available.Reason, available.Message = etcdv1.ReasonBootstrapping, "the founding members have not formed the cluster yet"
+		if v.restoreProgress != "" {
+			available.Message += ": " + v.restoreProgress
+		}
 	case !v.reachable && v.clientErr != nil:
 		available.Reason, available.Message = etcdv1.ReasonUnreachable, "no etcd client could be opened: "+v.clientErr.Error()
 	case !v.reachable:

@@ -251,7 +251,7 @@ func (r *Reconciler) start(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule,
 		},
 		Spec: etcdv1.EtcdSnapshotSpec{
 			ClusterRef: sc.Spec.ClusterRef, Destination: *sc.Spec.Destination.DeepCopy(),
-			DeletionPolicy: sc.Spec.DeletionPolicy,
+			DeletionPolicy: sc.Spec.DeletionPolicy, Resources: sc.Spec.Resources.DeepCopy(),
 		},
 	}
 	if s.Spec.DeletionPolicy == "" {

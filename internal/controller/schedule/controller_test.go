@@ -6,7 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,7 +81,8 @@ func TestScheduleRunsOnceAtATimeAndExpiresOldSnapshots(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "sched-uid", CreationTimestamp: metav1.NewTime(created)},
 		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"}, Schedule: "* * * * *",
 			Destination: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "b"}},
-			Retention:   etcdv1.SnapshotRetention{KeepLast: &keep}},
+			Retention:   etcdv1.SnapshotRetention{KeepLast: &keep},
+			Resources:   &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
 	}
 	f := newScheduleFixture(t, sc, created.Add(10*time.Minute+30*time.Second), nil) // ten runs missed
 	api, reconcile, snapshots := f.api, f.reconcile, f.snapshots
@@ -120,6 +123,9 @@ func checkKeptTwo(t *testing.T, api client.Client, sc *etcdv1.EtcdSnapshotSchedu
 		}
 		if s.Spec.DeletionPolicy != etcdv1.SnapshotDelete || !metav1.IsControlledBy(&s, sc) {
 			t.Errorf("snapshot %s: policy %q, owned %v", s.Name, s.Spec.DeletionPolicy, metav1.IsControlledBy(&s, sc))
+		}
+		if !equality.Semantic.DeepEqual(s.Spec.Resources, sc.Spec.Resources) {
+			t.Errorf("snapshot %s: resources %v, the schedule's %v", s.Name, s.Spec.Resources, sc.Spec.Resources)
 		}
 	}
 	if complete != 2 {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,8 @@ func (r *Reconciler) live() client.Reader { return kit.Live(r.APIReader, r.Clien
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=create;delete
 
 // SetupWithManager watches EtcdSnapshots and their agent Jobs, found by label: the snapshot
 // Job is owned by its EtcdSnapshot, but the delete Job must outlive it and is not, so an
@@ -233,7 +236,10 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Ste
 		return r.waitForCluster(ctx, s, c)
 	}
 	job := specs.SnapshotJob(s, c, r.AgentImage, specs.ActionSnapshot)
-	started := kit.Step{Name: "startJob", Changed: true, Facts: []any{"job", job.Name}}
+	started := kit.Step{Name: "startJob", Changed: true, Facts: []any{"job", job.Name, "serviceAccount", job.Spec.Template.Spec.ServiceAccountName}}
+	if err := r.grantAgentAccess(ctx, s); err != nil {
+		return kit.Step{Name: "grantAgentAccess"}, ctrl.Result{}, err
+	}
 	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
 		return started, ctrl.Result{}, err
 	}
@@ -261,7 +267,8 @@ func (r *Reconciler) recordStarted(ctx context.Context, s *etcdv1.EtcdSnapshot, 
 	})
 }
 
-// missingInput finds a PVC or credentials Secret that does not exist.
+// missingInput finds a PVC, credentials Secret or ServiceAccount that does not exist: the
+// Job would otherwise wait for it until its deadline.
 func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (string, string, error) {
 	d := s.Spec.Destination
 	if d.PVC != nil {
@@ -271,12 +278,63 @@ func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (
 		}
 		return "", "", err
 	}
-	name := d.S3.CredentialsSecretRef.Name
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &corev1.Secret{})
-	if apierrors.IsNotFound(err) {
-		return etcdv1.ReasonCredentialsSecretNotFound, fmt.Sprintf("Secret %s, named by spec.destination.s3.credentialsSecretRef, does not exist: create it with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", name), nil
+	if name := d.S3.CredentialsSecretRef.Name; name != "" {
+		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return etcdv1.ReasonCredentialsSecretNotFound, fmt.Sprintf("Secret %s, named by spec.destination.s3.credentialsSecretRef, does not exist: create it with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or leave credentialsSecretRef out to use the Pod's cloud identity", name), nil
+		}
+		if err != nil {
+			return "", "", err
+		}
 	}
-	return "", "", err
+	if name := d.S3.ServiceAccountName; name != "" {
+		err := r.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &corev1.ServiceAccount{})
+		if apierrors.IsNotFound(err) {
+			return etcdv1.ReasonServiceAccountNotFound, fmt.Sprintf("ServiceAccount %s, named by spec.destination.s3.serviceAccountName, does not exist: create it (with its cloud identity's annotation) or name another", name), nil
+		}
+		return "", "", err
+	}
+	return "", "", nil
+}
+
+// agentAccess is what lets the snapshot's agent write its progress (specs.SnapshotAgentAccess):
+// the ServiceAccount first (when the operator makes it), the binding last.
+func agentAccess(s *etcdv1.EtcdSnapshot) []client.Object {
+	sa, role, binding := specs.SnapshotAgentAccess(s)
+	if sa == nil {
+		return []client.Object{role, binding}
+	}
+	return []client.Object{sa, role, binding}
+}
+
+// grantAgentAccess makes the agent's access, owned by the snapshot so that it goes with it.
+// One of an earlier EtcdSnapshot of the same name, not yet collected, grants the same.
+func (r *Reconciler) grantAgentAccess(ctx context.Context, s *etcdv1.EtcdSnapshot) error {
+	for _, obj := range agentAccess(s) {
+		if err := controllerutil.SetControllerReference(s, obj, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// revokeAgentAccess deletes the agent's access once the snapshot ended: a ServiceAccount the
+// destination names keeps no grant beyond the Job. Only a snapshot that started has any.
+func (r *Reconciler) revokeAgentAccess(ctx context.Context, s *etcdv1.EtcdSnapshot) error {
+	if s.Status.Phase != etcdv1.SnapshotStarted {
+		return nil
+	}
+	objs := agentAccess(s)
+	slices.Reverse(objs) // the binding first: from then on nothing is granted
+	for _, obj := range objs {
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitForCluster keeps the snapshot Pending while its cluster is not Available, and fails it
@@ -410,20 +468,27 @@ const endExcerpt = 200
 
 // agentEnd says how the agent's container in each of pods ended, for a result that is
 // missing: its exit code and reason (OOMKilled, StartError, Error) and the start of what it
-// left as its message, or the Pod's phase and reason when the container never ran.
+// left as its message, or the Pod's phase and reason when the container never ran; the
+// Pod's own reason and message too when it has one (Evicted, with the kubelet's word on the
+// scratch volume that outgrew its limit).
 func agentEnd(pods []corev1.Pod) string {
 	if len(pods) == 0 {
 		return "no Pod of the Job is left"
 	}
 	var ends []string
 	for _, p := range pods {
-		end := fmt.Sprintf("Pod %s %s", p.Name, p.Status.Phase)
+		why := ""
 		if p.Status.Reason != "" {
-			end += " (" + p.Status.Reason + ")"
+			why = " (" + p.Status.Reason
+			if msg := strings.TrimSpace(p.Status.Message); msg != "" {
+				why += ": " + excerpt(msg, endExcerpt)
+			}
+			why += ")"
 		}
+		end := fmt.Sprintf("Pod %s %s%s", p.Name, p.Status.Phase, why)
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
-				end = fmt.Sprintf("Pod %s: container %s exited with code %d (%s)", p.Name, cs.Name, t.ExitCode, t.Reason)
+				end = fmt.Sprintf("Pod %s%s: container %s exited with code %d (%s)", p.Name, why, cs.Name, t.ExitCode, t.Reason)
 				if msg := strings.TrimSpace(t.Message); msg != "" {
 					end += ": " + excerpt(msg, endExcerpt)
 				}
@@ -442,8 +507,12 @@ func excerpt(s string, n int) string {
 }
 
 func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res agent.Result) (kit.Step, ctrl.Result, error) {
+	if err := r.revokeAgentAccess(ctx, s); err != nil {
+		return kit.Step{Name: "revokeAgentAccess"}, ctrl.Result{}, err
+	}
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.CompletionTime = etcdv1.SnapshotComplete, &now
+	s.Status.Progress = &etcdv1.SnapshotProgress{BytesExpected: res.SizeBytes, BytesWritten: res.SizeBytes, BytesVerified: res.SizeBytes, Percent: 100, UpdateTime: &now}
 	s.Status.Artifact = &etcdv1.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum}
 	s.Status.Revision, s.Status.ClusterID, s.Status.Member, s.Status.EtcdVersion = res.Revision, res.ClusterID, res.Member, res.EtcdVersion
 	setReady(s, metav1.ConditionTrue, etcdv1.ReasonSucceeded, fmt.Sprintf("stored and verified at %s: %d bytes, revision %d, from member %s", res.URI, res.SizeBytes, res.Revision, res.Member))
@@ -454,6 +523,9 @@ func (r *Reconciler) complete(ctx context.Context, s *etcdv1.EtcdSnapshot, res a
 
 // fail ends the snapshot Failed for reason; its step says why.
 func (r *Reconciler) fail(ctx context.Context, s *etcdv1.EtcdSnapshot, reason, msg string) (kit.Step, ctrl.Result, error) {
+	if err := r.revokeAgentAccess(ctx, s); err != nil {
+		return kit.Step{Name: "revokeAgentAccess"}, ctrl.Result{}, err
+	}
 	now := metav1.NewTime(r.Now())
 	s.Status.Phase, s.Status.CompletionTime, s.Status.Artifact = etcdv1.SnapshotFailed, &now, nil
 	setReady(s, metav1.ConditionFalse, reason, msg)

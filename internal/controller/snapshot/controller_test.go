@@ -472,6 +472,7 @@ func TestAgentEndSaysHowTheContainerEnded(t *testing.T) {
 	pod := func(name string, phase corev1.PodPhase, reason string, cs ...corev1.ContainerStatus) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: phase, Reason: reason, ContainerStatuses: cs}}
 	}
+	evicted := func(p corev1.Pod, msg string) corev1.Pod { p.Status.Message = msg; return p }
 	long := strings.Repeat("x", endExcerpt+50)
 	cases := []struct {
 		name string
@@ -486,6 +487,9 @@ func TestAgentEndSaysHowTheContainerEnded(t *testing.T) {
 		{"a long message is cut", []corev1.Pod{pod("j-a", corev1.PodFailed, "", terminated(1, "Error", long))},
 			"Pod j-a: container agent exited with code 1 (Error): " + long[:endExcerpt] + "..."},
 		{"evicted before it ran", []corev1.Pod{pod("j-a", corev1.PodFailed, "Evicted")}, "Pod j-a Failed (Evicted)"},
+		{"evicted for its scratch volume", []corev1.Pod{evicted(pod("j-a", corev1.PodFailed, "Evicted", terminated(137, "Error", "")),
+			`Usage of EmptyDir volume "scratch" exceeds the limit "627Mi".`)},
+			`Pod j-a (Evicted: Usage of EmptyDir volume "scratch" exceeds the limit "627Mi".): container agent exited with code 137 (Error)`},
 		{"two Pods", []corev1.Pod{pod("j-a", corev1.PodFailed, "Evicted"), pod("j-b", corev1.PodFailed, "", terminated(2, "Error", ""))},
 			"Pod j-a Failed (Evicted); Pod j-b: container agent exited with code 2 (Error)"},
 	}

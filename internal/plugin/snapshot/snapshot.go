@@ -22,7 +22,7 @@ import (
 type snapshotFlags struct {
 	name                                  string
 	s3Endpoint, s3Bucket, s3Key, s3Region string
-	s3Credentials                         string
+	s3Credentials, s3ServiceAccount       string
 	s3PathStyle                           bool
 	pvc, pvcSubPath                       string
 	timeout                               time.Duration
@@ -64,7 +64,7 @@ func NewCmd(o *cli.Options) *cobra.Command {
 				return cli.ExplainForbidden(err, "create etcdsnapshots.etcd-operator.cozystack.io")
 			}
 			cli.Say(o.Err, "created EtcdSnapshot %s, waiting up to %s\n", snap.Name, f.timeout)
-			done, err := waitSnapshot(cmd.Context(), k, snap, f.timeout)
+			done, err := waitSnapshot(cmd.Context(), k, snap, f.timeout, newProgressView(o.Err))
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,8 @@ func NewCmd(o *cli.Options) *cobra.Command {
 	fl.StringVar(&f.s3Bucket, "s3-bucket", "", "S3 bucket")
 	fl.StringVar(&f.s3Key, "s3-key", "", "S3 key (prefix) of the snapshot object")
 	fl.StringVar(&f.s3Region, "s3-region", "", "S3 region")
-	fl.StringVar(&f.s3Credentials, "s3-credentials-secret", "", "Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	fl.StringVar(&f.s3Credentials, "s3-credentials-secret", "", "Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: the agent's cloud identity)")
+	fl.StringVar(&f.s3ServiceAccount, "s3-service-account", "", "ServiceAccount the agent runs as, for workload identity (IRSA, GKE)")
 	fl.BoolVar(&f.s3PathStyle, "s3-force-path-style", false, "path-style S3 URLs (MinIO, Ceph)")
 	fl.StringVar(&f.pvc, "pvc", "", "PersistentVolumeClaim to store the snapshot on, instead of S3")
 	fl.StringVar(&f.pvcSubPath, "pvc-sub-path", "", "path of the snapshot inside the PVC")
@@ -98,25 +99,28 @@ func (f *snapshotFlags) object(namespace, cluster string) (*etcdv1.EtcdSnapshot,
 	}
 	switch {
 	case (f.s3Bucket != "") == (f.pvc != ""):
-		return nil, errors.New("name exactly one destination: --s3-bucket (with --s3-endpoint and --s3-credentials-secret) or --pvc")
+		return nil, errors.New("name exactly one destination: --s3-bucket (with --s3-endpoint, and --s3-credentials-secret or --s3-service-account unless the nodes' role may write) or --pvc")
 	case f.pvc != "":
 		snap.Spec.Destination.PVC = &etcdv1.PVCSnapshotLocation{ClaimName: f.pvc, SubPath: f.pvcSubPath}
 	default:
 		snap.Spec.Destination.S3 = &etcdv1.S3SnapshotLocation{
 			Endpoint: f.s3Endpoint, Bucket: f.s3Bucket, Key: f.s3Key, Region: f.s3Region, ForcePathStyle: f.s3PathStyle,
-			CredentialsSecretRef: corev1.LocalObjectReference{Name: f.s3Credentials},
+			CredentialsSecretRef: corev1.LocalObjectReference{Name: f.s3Credentials}, ServiceAccountName: f.s3ServiceAccount,
 		}
 	}
 	return snap, nil
 }
 
-// waitSnapshot waits until the operator stored the snapshot or gave up.
-func waitSnapshot(ctx context.Context, k *cli.Kube, snap *etcdv1.EtcdSnapshot, timeout time.Duration) (*etcdv1.EtcdSnapshot, error) {
+// waitSnapshot waits until the operator stored the snapshot or gave up, showing its progress
+// on view (the agent writes it at most every 2 s, as often as this looks).
+func waitSnapshot(ctx context.Context, k *cli.Kube, snap *etcdv1.EtcdSnapshot, timeout time.Duration, view *progressView) (*etcdv1.EtcdSnapshot, error) {
 	got := &etcdv1.EtcdSnapshot{}
+	defer view.end()
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(snap), got); err != nil {
 			return false, err
 		}
+		view.show(got)
 		return got.Status.Phase == etcdv1.SnapshotComplete || got.Status.Phase == etcdv1.SnapshotFailed, nil
 	})
 	if err != nil {

@@ -11,13 +11,13 @@ import (
 )
 
 func TestSnapshotFlagsMakeOneDestination(t *testing.T) {
-	s3 := &snapshotFlags{name: "nightly", s3Endpoint: "https://s3.example.com", s3Bucket: "b", s3Key: "db", s3Credentials: "creds", s3PathStyle: true}
+	s3 := &snapshotFlags{name: "nightly", s3Endpoint: "https://s3.example.com", s3Bucket: "b", s3Key: "db", s3Credentials: "creds", s3ServiceAccount: "etcd-backup", s3PathStyle: true}
 	snap, err := s3.object("ns", "db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &etcdv1.S3SnapshotLocation{Endpoint: "https://s3.example.com", Bucket: "b", Key: "db", ForcePathStyle: true,
-		CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}, ServiceAccountName: "etcd-backup"}
 	if snap.Name != "nightly" || snap.Namespace != "ns" || snap.Spec.ClusterRef.Name != "db" || snap.Spec.Destination.PVC != nil ||
 		!reflect.DeepEqual(snap.Spec.Destination.S3, want) {
 		t.Fatalf("S3 snapshot %+v %+v", snap.ObjectMeta, snap.Spec.Destination.S3)
