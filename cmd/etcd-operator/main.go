@@ -188,7 +188,7 @@ func run(o options) error {
 		return err
 	}
 	// The cluster gauges come from the leader only: a standby's cache holds the same clusters.
-	collector := &metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics"), Elected: mgr.Elected()}
+	collector := &metrics.ClusterCollector{Reader: mgr.GetClient(), Log: ctrl.Log.WithName("metrics"), Elected: mgr.Elected(), Selector: selector}
 	if err := crmetrics.Registry.Register(collector); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -52,6 +53,10 @@ type ClusterCollector struct {
 	// always does. Until then it reports nothing: a standby's cache holds the same clusters,
 	// and two replicas serving them would double every sum an alert or a dashboard takes.
 	Elected <-chan struct{}
+	// Selector is the operator's --cluster-selector, nil for every cluster: one it does not
+	// match is another shard's, whose operator reports it; reporting it here too would count
+	// it twice and page for a cluster this operator does not manage.
+	Selector labels.Selector
 }
 
 // Describe sends the descriptors of the cluster gauges.
@@ -91,6 +96,9 @@ func (c *ClusterCollector) Collect(ch chan<- prometheus.Metric) {
 	exists := map[clusterKey]bool{}
 	for i := range clusters.Items {
 		ec := &clusters.Items[i]
+		if c.Selector != nil && !c.Selector.Matches(labels.Set(ec.Labels)) {
+			continue
+		}
 		exists[clusterKey{ec.Namespace, ec.Name}] = true
 		collectCluster(ch, ec)
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -254,6 +255,31 @@ func TestClusterCollectorReportsOnlyWhileLeading(t *testing.T) {
 	close(elected)
 	if n := testutil.CollectAndCount(c, ClusterInfoName, SnapshotLastSuccessName); n != 2 {
 		t.Fatalf("the leader reported %d cluster_info and last-success series, want 2", n)
+	}
+}
+
+// An operator with --cluster-selector reports only the clusters it selects, and their
+// snapshots: the others are another shard's, whose operator reports them.
+func TestClusterCollectorReportsOnlyTheClustersItSelects(t *testing.T) {
+	mine := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "prod", Labels: map[string]string{"shard": "a"}}}
+	theirs := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "prod", Labels: map[string]string{"shard": "b"}}}
+	objs := []client.Object{mine, theirs, snapshot("prod", "sa", "a", etcdv1.SnapshotComplete, 100), snapshot("prod", "sb", "b", etcdv1.SnapshotComplete, 200)}
+	reader := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+	for _, tc := range []struct {
+		name     string
+		selector labels.Selector
+		want     int
+	}{
+		{"every cluster", nil, 2},
+		{"shard a", labels.SelectorFromSet(labels.Set{"shard": "a"}), 1},
+	} {
+		c := &ClusterCollector{Reader: reader, Selector: tc.selector}
+		if n := testutil.CollectAndCount(c, ClusterInfoName); n != tc.want {
+			t.Errorf("%s: %d cluster_info series, want %d", tc.name, n, tc.want)
+		}
+		if n := testutil.CollectAndCount(c, SnapshotLastSuccessName); n != tc.want {
+			t.Errorf("%s: %d last-success series, want %d", tc.name, n, tc.want)
+		}
 	}
 }
 

@@ -51,7 +51,28 @@ func (h *harness) setMemoryRequest(q string) {
 	})
 }
 
+// A change that reaches the members' Pods (a spec field, or a restart asked for with
+// AnnotationRestartedAt, as kubectl etcd restart does) restarts them one at a time, the
+// followers first, the leader last after leadership moved away.
 func TestChangedPodSpecRestartsOneMemberAtATimeLeaderLast(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(h *harness)
+	}{
+		{"a spec field", func(h *harness) { h.setMemoryRequest("512Mi") }},
+		{"a restart asked for", func(h *harness) {
+			c := h.clusterObj()
+			c.Annotations = map[string]string{etcdv1.AnnotationRestartedAt: "2026-12-05T04:00:00Z"}
+			if err := h.api.Update(context.Background(), c); err != nil {
+				h.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { restartsOneAtATimeLeaderLast(t, tc.change) })
+	}
+}
+
+func restartsOneAtATimeLeaderLast(t *testing.T, change func(h *harness)) {
 	h := runningHarness(t)
 	h.startPods()
 	h.reconcile()
@@ -61,7 +82,7 @@ func TestChangedPodSpecRestartsOneMemberAtATimeLeaderLast(t *testing.T) {
 	_, list, _ := h.etcd.MemberList(context.Background())
 	leader := list[0] // db-1
 	h.etcd.SetLeader(leader.ID)
-	h.setMemoryRequest("512Mi")
+	change(h)
 
 	var restarted []string
 	for range 3 {
