@@ -186,14 +186,14 @@ func quoteMatches(quote, message string, prefix bool) bool {
 	return true
 }
 
-// matchingMessage returns the first of messages the quote matches, and whether one does.
-func matchingMessage(quote string, msgs []string, prefix bool) (string, bool) {
+// anyMatches says whether the quote matches one of messages.
+func anyMatches(quote string, msgs []string, prefix bool) bool {
 	for _, m := range msgs {
 		if quoteMatches(quote, m, prefix) {
-			return m, true
+			return true
 		}
 	}
-	return "", false
+	return false
 }
 
 // scalarDefault is a field's CRD default as a doc writes it ("3", "Retain", `""`), or false
