@@ -2,6 +2,7 @@ package docs
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,7 +28,7 @@ func TestNamespacedInstallGrantsTheClusterScopedRules(t *testing.T) {
 	want := ruleSet(role.Rules, chartClusterScoped(t))
 	cr, ok := objects["ClusterRole/"+role.Name+"-cluster-scoped"]
 	if !ok {
-		t.Fatalf("install.md shows no ClusterRole %s-cluster-scoped; it has %v", role.Name, keys(objects))
+		t.Fatalf("install.md shows no ClusterRole %s-cluster-scoped; it has %v", role.Name, slices.Sorted(maps.Keys(objects)))
 	}
 	got := ruleSet(readObject[rbacv1.ClusterRole](t, cr).Rules, nil)
 	if !reflect.DeepEqual(got, want) {
@@ -142,15 +143,6 @@ func readObject[T any](t *testing.T, doc string) T {
 		t.Fatalf("%v in %q", err, doc)
 	}
 	return obj
-}
-
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // versionFloorRE is the oldest etcd the CRD's message names.
