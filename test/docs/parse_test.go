@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCells(t *testing.T) {
@@ -167,5 +168,43 @@ func TestTLSJourneyIsAWalkthrough(t *testing.T) {
 	}
 	if len(w.Commands) < 20 {
 		t.Errorf("tls-journey.md has %d commands to run: blocks lost their run markers", len(w.Commands))
+	}
+}
+
+func TestCommandVerdict(t *testing.T) {
+	t.Parallel()
+	ok := Command{Text: "etcdctl put a b", Output: "OK"}
+	refused := Command{Text: "etcdctl put a b", Fails: true, Error: "permission denied"}
+	prose := Command{Text: "kubectl get etcd"}
+	for _, c := range []struct {
+		cmd            Command
+		stdout, stderr string
+		failed, kept   bool
+	}{
+		{ok, "OK\n", "", false, true},
+		{ok, "OK\n", "", true, false},
+		{ok, "Error\n", "", false, false},
+		{refused, "", "Error: etcdserver: permission denied", true, true},
+		{refused, "OK", "", false, false},
+		{refused, "", "Error: context deadline exceeded", true, false},
+		{prose, "anything", "", false, true},
+		{prose, "", "NotFound", true, false},
+	} {
+		if got := c.cmd.Verdict(c.stdout, c.stderr, c.failed); (got == "") != c.kept {
+			t.Errorf("%+v printing %q, %q, failed %v: verdict %q, want kept=%v", c.cmd, c.stdout, c.stderr, c.failed, got, c.kept)
+		}
+	}
+}
+
+func TestCommandTimeout(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]time.Duration{
+		"kubectl wait --for=condition=Available etcd/x --timeout=5m": 6 * time.Minute,
+		"kubectl wait --for=delete pod/x --timeout=30s":              90 * time.Second,
+		"kubectl get etcd": 2 * time.Minute,
+	} {
+		if got := (Command{Text: text}).Timeout(); got != want {
+			t.Errorf("Timeout of %q = %s, want %s", text, got, want)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package docs
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // A walkthrough is a document whose shell blocks a reader runs in order, in one shell, on the
@@ -178,4 +181,35 @@ func isWord(line string, i int) bool {
 	before := i == 0 || strings.ContainsRune(" \t;", rune(line[i-1]))
 	after := i == len(line)-1 || strings.ContainsRune(" \t;", rune(line[i+1]))
 	return before && after
+}
+
+// Verdict compares what a command did with what its comment promises: "" when it kept it.
+// failed says that it ended with a non-zero status.
+func (c Command) Verdict(stdout, stderr string, failed bool) string {
+	switch {
+	case c.Fails && !failed:
+		return "succeeded; the walkthrough says it fails with " + c.Error
+	case c.Fails && !strings.Contains(stdout+stderr, c.Error):
+		return fmt.Sprintf("failed without saying %q", c.Error)
+	case !c.Fails && failed:
+		return "failed: " + strings.TrimSpace(stderr)
+	case c.Output != "" && strings.TrimSpace(stdout) != c.Output:
+		return fmt.Sprintf("printed %q; the walkthrough says %q", strings.TrimSpace(stdout), c.Output)
+	}
+	return ""
+}
+
+// timeoutRE is a command's own --timeout (kubectl wait's).
+var timeoutRE = regexp.MustCompile(`--timeout=(\d+)(s|m)\b`)
+
+// Timeout is how long a command may take: its own --timeout and a minute more, or two
+// minutes.
+func (c Command) Timeout() time.Duration {
+	m := timeoutRE.FindStringSubmatch(c.Text)
+	if m == nil {
+		return 2 * time.Minute
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"s": time.Second, "m": time.Minute}[m[2]]
+	return time.Duration(n)*unit + time.Minute
 }
