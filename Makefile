@@ -140,11 +140,11 @@ test: ## Everything CI runs, tier by tier; each tier's time at the end.
 	@hack/test-all.sh $(TEST_TIERS)
 
 .PHONY: test-unit
-test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, release, commands and etcd simulator.
+test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, release, commands, etcd simulator, and the docs held to the CRDs and code.
 	hack/testbed.sh etcd >/dev/null
 	hack/testbed.sh minio >/dev/null
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
-	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/...
+	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/... ./docs/...
 
 .PHONY: test-chart
 test-chart: ## helm lint and helm template of charts/etcd-operator, checked; its alert rules under promtool's unit tests.

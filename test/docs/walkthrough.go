@@ -1,0 +1,215 @@
+package docs
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A walkthrough is a document whose shell blocks a reader runs in order, in one shell, on the
+// files its YAML blocks name. Every ```sh block of it carries a marker on the line above:
+//
+//	<!-- walkthrough: run -->          the test runs each of its commands, in order
+//	<!-- walkthrough: skip REASON -->  the test does not run it, for the reason given
+//
+// A command's trailing comment may state what it does, in two checked forms:
+//
+//	etcdctl put greeting hello   # OK                 one word: exactly what it prints
+//	etcdctl put greeting hello   # Error: permission denied
+//	                                                  it fails, and says that
+//
+// Any other comment is prose. A command waits with `kubectl wait`, never with sleep.
+
+// Walkthrough is what a test needs to run a walkthrough as written.
+type Walkthrough struct {
+	// Files are the YAML blocks whose first line is "# NAME", by NAME: what the commands apply.
+	Files map[string]string
+	// Commands are the commands of the run blocks, in order.
+	Commands []Command
+}
+
+// Command is one shell command of a run block.
+type Command struct {
+	Text string // as written, on one or more lines, its trailing comment included
+	Line int    // its first line in the document
+	// Output is the exact output its trailing comment promises (trimmed); empty: none.
+	Output string
+	// Fails says that it fails; Error is what its output says then.
+	Fails bool
+	Error string
+}
+
+// ParseWalkthrough reads a walkthrough: its files, and the commands of its run blocks. An
+// unmarked shell block, an unknown marker, or a command that never ends is an error.
+func ParseWalkthrough(markdown string) (Walkthrough, error) {
+	w := Walkthrough{Files: map[string]string{}}
+	for _, b := range Blocks(markdown) {
+		switch b.Lang {
+		case "yaml":
+			if name, ok := fileName(b.Text); ok {
+				w.Files[name] = b.Text + "\n"
+			}
+		case "sh":
+			cmds, err := runCommands(b)
+			if err != nil {
+				return w, err
+			}
+			w.Commands = append(w.Commands, cmds...)
+		}
+	}
+	if len(w.Commands) == 0 {
+		return w, fmt.Errorf("no block is marked <!-- walkthrough: run -->")
+	}
+	return w, nil
+}
+
+// fileName is the NAME of a YAML block whose first line is "# NAME" (one word).
+func fileName(text string) (string, bool) {
+	first, _, _ := strings.Cut(text, "\n")
+	name, ok := strings.CutPrefix(first, "# ")
+	return name, ok && name != "" && !strings.ContainsAny(name, " \t")
+}
+
+// runCommands returns the commands of a shell block marked run; none for one marked skip.
+func runCommands(b Block) ([]Command, error) {
+	switch {
+	case b.Marker == "run":
+		return SplitCommands(b.Text, b.Line)
+	case strings.HasPrefix(b.Marker, "skip ") && len(strings.TrimSpace(b.Marker)) > len("skip "):
+		return nil, nil
+	case b.Marker == "":
+		return nil, fmt.Errorf("line %d: a sh block without a marker: put <!-- walkthrough: run --> or <!-- walkthrough: skip REASON --> on the line above it", b.Line-1)
+	default:
+		return nil, fmt.Errorf("line %d: unknown walkthrough marker %q: run, or skip with a reason", b.Line-1, b.Marker)
+	}
+}
+
+// SplitCommands splits a shell block into its commands: a command goes on over the next line
+// while a quote or a brace group ({ ... }) is open, or its line ends in "\", "|", "&&" or
+// "||". first is the block's first line in the document.
+func SplitCommands(text string, first int) ([]Command, error) {
+	var out []Command
+	var s shellScan
+	var cur []string
+	start := 0
+	for i, line := range strings.Split(text, "\n") {
+		if len(cur) == 0 && strings.TrimSpace(line) == "" {
+			continue
+		}
+		if len(cur) == 0 {
+			start = first + i
+		}
+		cur = append(cur, line)
+		code, comment := s.line(line)
+		if s.open() || continues(code) {
+			continue
+		}
+		out = append(out, newCommand(strings.Join(cur, "\n"), start, comment))
+		cur = nil
+	}
+	if len(cur) > 0 {
+		return nil, fmt.Errorf("line %d: the command %q never ends (an open quote, brace or continuation)", start, strings.Join(cur, "\n"))
+	}
+	return out, nil
+}
+
+func continues(code string) bool {
+	code = strings.TrimSpace(code)
+	for _, end := range []string{`\`, "|", "&&"} {
+		if strings.HasSuffix(code, end) {
+			return true
+		}
+	}
+	return false
+}
+
+// newCommand is a command with what its trailing comment promises.
+func newCommand(text string, line int, comment string) Command {
+	c := Command{Text: text, Line: line}
+	comment = strings.TrimSpace(comment)
+	switch {
+	case strings.HasPrefix(comment, "Error: "):
+		c.Fails, c.Error = true, strings.TrimPrefix(comment, "Error: ")
+	case comment != "" && !strings.ContainsAny(comment, " \t"):
+		c.Output = comment
+	}
+	return c
+}
+
+// shellScan follows the shell's quoting across the lines of one command, as far as a
+// walkthrough needs: single and double quotes, backslash escapes, comments, and brace groups
+// written as words ("f() {" ... "}").
+type shellScan struct {
+	single, double bool
+	braces         int
+}
+
+func (s *shellScan) open() bool { return s.single || s.double || s.braces > 0 }
+
+// line scans one line and returns its code and its comment (after an unquoted "#" that
+// starts a word).
+func (s *shellScan) line(line string) (code, comment string) {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case s.single:
+			s.single = c != '\''
+		case c == '\\':
+			i++
+		case s.double:
+			s.double = c != '"'
+		case c == '\'':
+			s.single = true
+		case c == '"':
+			s.double = true
+		case c == '#' && wordStart(line, i):
+			return line[:i], line[i+1:]
+		case (c == '{' || c == '}') && isWord(line, i):
+			s.braces += map[byte]int{'{': 1, '}': -1}[c]
+		}
+	}
+	return line, ""
+}
+
+func wordStart(line string, i int) bool { return i == 0 || line[i-1] == ' ' || line[i-1] == '\t' }
+
+// isWord says whether the character at i stands alone between blanks (or ";", or the line's
+// ends): a brace that opens or closes a group, not one of ${x} or '{...}'.
+func isWord(line string, i int) bool {
+	before := i == 0 || strings.ContainsRune(" \t;", rune(line[i-1]))
+	after := i == len(line)-1 || strings.ContainsRune(" \t;", rune(line[i+1]))
+	return before && after
+}
+
+// Verdict compares what a command did with what its comment promises: "" when it kept it.
+// failed says that it ended with a non-zero status.
+func (c Command) Verdict(stdout, stderr string, failed bool) string {
+	switch {
+	case c.Fails && !failed:
+		return "succeeded; the walkthrough says it fails with " + c.Error
+	case c.Fails && !strings.Contains(stdout+stderr, c.Error):
+		return fmt.Sprintf("failed without saying %q", c.Error)
+	case !c.Fails && failed:
+		return "failed: " + strings.TrimSpace(stderr)
+	case c.Output != "" && strings.TrimSpace(stdout) != c.Output:
+		return fmt.Sprintf("printed %q; the walkthrough says %q", strings.TrimSpace(stdout), c.Output)
+	}
+	return ""
+}
+
+// timeoutRE is a command's own --timeout (kubectl wait's).
+var timeoutRE = regexp.MustCompile(`--timeout=(\d+)(s|m)\b`)
+
+// Timeout is how long a command may take: its own --timeout and a minute more, or two
+// minutes.
+func (c Command) Timeout() time.Duration {
+	m := timeoutRE.FindStringSubmatch(c.Text)
+	if m == nil {
+		return 2 * time.Minute
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"s": time.Second, "m": time.Minute}[m[2]]
+	return time.Duration(n)*unit + time.Minute
+}
