@@ -543,3 +543,20 @@ func TestAMemberNotReadyYetIsLookedAtAgainSoon(t *testing.T) {
 		t.Fatalf("at rest: looks again after %v, want %v", after, resyncPeriod)
 	}
 }
+
+// A learner etcd lists but that has not started is looked for every catchUpPoll once its Pod
+// runs (its start changes no watched object), and at the pace of work in motion before.
+func TestALearnerNotStartedIsLookedForSoonOnceItsPodRuns(t *testing.T) {
+	h := runningHarness(t)
+	h.setReplicas(4)
+	h.reconcile() // creates db-4
+	h.reconcile() // adds it as a learner
+	h.setPod("db-4", corev1.PodPending, false)
+	if d := h.reconcileAfter(); d != retryBase {
+		t.Fatalf("a learner whose Pod is pending is looked at again after %v, want %v", d, retryBase)
+	}
+	h.setPod("db-4", corev1.PodRunning, false)
+	if d := h.reconcileAfter(); d != catchUpPoll {
+		t.Fatalf("a learner whose Pod runs is looked at again after %v, want %v", d, catchUpPoll)
+	}
+}

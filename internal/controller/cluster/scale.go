@@ -68,7 +68,7 @@ func (r *Reconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *cluste
 		return false, waitFor(etcdv1.ReasonScaling, "a member is being removed")
 	}
 	if len(v.learners()) > 0 {
-		return false, waitFor(etcdv1.ReasonScaling, "a learner is catching up")
+		return false, learnerStarting(c, v)
 	}
 	if len(active) == replicas {
 		return false, nil
@@ -256,4 +256,25 @@ func (v *clusterView) removalCandidate(c *etcdv1.EtcdCluster) *etcdv1.EtcdMember
 		return follower
 	}
 	return leader
+}
+
+// learnerStarting is the wait for a learner that promoteLearners passed over because it has
+// not started (etcd lists it without a name until its process publishes one). That start
+// changes no object the operator watches: while the learner's Pod runs it is a moment away,
+// and it is looked for every catchUpPoll; a look a second later cost every learner step of a
+// scale-out a second about half the time, the new Pod then missing its next readiness probe
+// (a learner is not ready until promoted). Before its Pod runs, the Pod's start wakes the
+// cluster, and the look is a second away as for any work in motion.
+func learnerStarting(c *etcdv1.EtcdCluster, v *clusterView) error {
+	w := kit.Waiting{Reason: etcdv1.ReasonScaling, Message: "a learner is catching up"}
+	for _, em := range v.learners() {
+		owner := v.ownerOf(c, em)
+		if owner == nil {
+			continue
+		}
+		if pod := v.pods[owner.Name]; pod != nil && pod.Status.Phase == corev1.PodRunning {
+			w.RetryIn = catchUpPoll
+		}
+	}
+	return w
 }
