@@ -30,10 +30,11 @@ const (
 
 var zones = []string{"zone-a", "zone-b", "zone-c", "zone-d", "zone-e"}
 
-func kubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
-func readyFile(dir string) string      { return filepath.Join(dir, "ready") }
-func pidFile(dir string) string        { return filepath.Join(dir, "supervisor.pid") }
-func imagesFile(dir string) string     { return filepath.Join(dir, "images.yaml") }
+func kubeconfigPath(dir string) string  { return filepath.Join(dir, "kubeconfig") }
+func readyFile(dir string) string       { return filepath.Join(dir, "ready") }
+func pidFile(dir string) string         { return filepath.Join(dir, "supervisor.pid") }
+func imagesFile(dir string) string      { return filepath.Join(dir, "images.yaml") }
+func pulledImagesDir(dir string) string { return filepath.Join(dir, "pulled-images") }
 
 // supervise runs the whole local cluster in this process until SIGTERM or SIGINT, then stops
 // it in order: Pods, node agents, control plane, network.
@@ -201,7 +202,7 @@ func startAgents(ctx context.Context, wg *sync.WaitGroup, o options, cp *localcl
 			Dir:     filepath.Join(o.dir, "nodes", name),
 			Network: netCfg, PodCIDR: podCIDR, HostIP: hostIP, APIPort: apiPort,
 			ListenPort: firstNodePort + i, ServingCertFile: serving, ServingKeyFile: key, ClientCAFile: cp.CAFile(),
-			ImagesFile: imagesFile(o.dir), Marker: marker(o.dir),
+			ImagesFile: imagesFile(o.dir), PullDir: pulledImagesDir(o.dir), Marker: marker(o.dir),
 		}}
 		if err := n.start(ctx, wg); err != nil {
 			return nil, err

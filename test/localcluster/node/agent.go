@@ -44,7 +44,10 @@ type Config struct {
 	ClientCAFile    string // CA of the apiserver's kubelet-client certificate: nobody else gets in
 
 	ImagesFile string // image map, read at every container start
-	Marker     string // KEY=VALUE in every process's environment, for the sweep
+	// PullDir caches the images pulled from a registry on the loopback (an image the map
+	// does not have); "" = no pulling, such an image is ErrImagePull.
+	PullDir string
+	Marker  string // KEY=VALUE in every process's environment, for the sweep
 }
 
 // Agent is a running node agent.

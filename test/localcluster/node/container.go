@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ type containerRun struct {
 	ready    bool
 	started  bool // the startup probe (if any) has succeeded
 	stopping bool
+	imageID  string // what the image reference resolved to at the last start
 }
 
 func newContainerRun(pod *podRun, spec *corev1.Container, init bool, declared *corev1.Pod) *containerRun {
@@ -113,7 +115,7 @@ func (c *containerRun) shouldRestart(code int) bool {
 // runOnce starts the container, runs its probes and waits for it to exit. It returns the exit
 // code and how long it ran, or why it could not be started.
 func (c *containerRun) runOnce(ctx context.Context) (int, time.Duration, error) {
-	spec, err := c.containerSpec()
+	spec, err := c.containerSpec(ctx)
 	if err != nil {
 		c.setState(waiting(startFailureReason(err), err.Error()))
 		return 0, 0, err
@@ -153,7 +155,8 @@ func exitReason(code int) string {
 
 // startFailureReason maps a failure before start to the waiting reason kubectl users know.
 func startFailureReason(err error) string {
-	if strings.Contains(err.Error(), "image map") {
+	var pull *pullError
+	if errors.As(err, &pull) {
 		return "ErrImagePull"
 	}
 	return "CreateContainerConfigError"

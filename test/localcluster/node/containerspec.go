@@ -1,6 +1,8 @@
 package node
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,17 +16,19 @@ import (
 )
 
 // containerSpec turns a Pod's container into what the runtime starts.
-func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
+func (c *containerRun) containerSpec(ctx context.Context) (runtime.ContainerSpec, error) {
 	r := c.pod
-	images, err := LoadImages(r.p.cfg.ImagesFile)
+	img, imageID, err := r.p.image(ctx, c.spec.Image)
 	if err != nil {
 		return runtime.ContainerSpec{}, err
 	}
-	img, ok := images.Resolve(c.spec.Image)
-	if !ok {
-		return runtime.ContainerSpec{}, fmt.Errorf("image %q is not in the local cluster's image map %s", c.spec.Image, r.p.cfg.ImagesFile)
+	c.mu.Lock()
+	c.imageID = imageID
+	c.mu.Unlock()
+	uid, gid, groups, err := identity(r.pod, c.spec, img.User)
+	if err != nil {
+		return runtime.ContainerSpec{}, err
 	}
-	uid, gid, groups := identity(r.pod, c.spec)
 	if nonRootRequired(r.pod, c.spec) && uid == 0 {
 		return runtime.ContainerSpec{}, fmt.Errorf("container %s has runAsNonRoot and would run as root: set runAsUser", c.spec.Name)
 	}
@@ -47,7 +51,7 @@ func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
 		RootFiles:          img.Files,
 		Args:               expandAll(img.command(c.spec.Command, c.spec.Args), env),
 		Env:                env,
-		WorkingDir:         c.spec.WorkingDir,
+		WorkingDir:         cmp.Or(c.spec.WorkingDir, img.WorkingDir),
 		Mounts:             mounts,
 		HostsFile:          r.hostsFile(),
 		ResolvConf:         r.resolvFile(),
@@ -63,8 +67,14 @@ func (c *containerRun) containerSpec() (runtime.ContainerSpec, error) {
 func ptrTrue(b *bool) bool { return b != nil && *b }
 
 // identity is the user, group and supplementary groups the container runs as: the container's
-// security context over the Pod's, root by default (as an image without USER would).
-func identity(pod *corev1.Pod, ctr *corev1.Container) (uid, gid int, groups []int) {
+// security context over the Pod's over the image's USER, root when none says (as an image
+// without USER would).
+func identity(pod *corev1.Pod, ctr *corev1.Container, imageUser string) (uid, gid int, groups []int, err error) {
+	if runAsUser(pod, ctr) == nil {
+		if uid, gid, err = parseImageUser(imageUser); err != nil {
+			return 0, 0, nil, err
+		}
+	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
 			uid = int(*psc.RunAsUser)
@@ -87,7 +97,37 @@ func identity(pod *corev1.Pod, ctr *corev1.Container) (uid, gid int, groups []in
 			gid = int(*csc.RunAsGroup)
 		}
 	}
-	return uid, gid, groups
+	return uid, gid, groups, nil
+}
+
+func runAsUser(pod *corev1.Pod, ctr *corev1.Container) *int64 {
+	if csc := ctr.SecurityContext; csc != nil && csc.RunAsUser != nil {
+		return csc.RunAsUser
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		return psc.RunAsUser
+	}
+	return nil
+}
+
+// parseImageUser reads an image's USER: "", "uid" or "uid:gid", numeric. A user name would
+// need the image's /etc/passwd; the images run here have numeric users (the operator's is
+// 65532:65532), so a name is refused rather than guessed.
+func parseImageUser(user string) (uid, gid int, err error) {
+	if user == "" {
+		return 0, 0, nil
+	}
+	u, g, hasGroup := strings.Cut(user, ":")
+	if uid, err = strconv.Atoi(u); err != nil || uid < 0 {
+		return 0, 0, fmt.Errorf("image user %q: the local cluster runs only numeric users", user)
+	}
+	if !hasGroup {
+		return uid, 0, nil
+	}
+	if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
+		return 0, 0, fmt.Errorf("image user %q: the local cluster runs only numeric groups", user)
+	}
+	return uid, gid, nil
 }
 
 func nonRootRequired(pod *corev1.Pod, ctr *corev1.Container) bool {

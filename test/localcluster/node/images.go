@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -18,6 +19,10 @@ type Image struct {
 	Cmd        []string `json:"cmd,omitempty"`
 	// Env is the image's environment, e.g. PATH.
 	Env []string `json:"env,omitempty"`
+	// User ("uid" or "uid:gid", numeric) and WorkingDir are the image's defaults, which the
+	// Pod's securityContext and workingDir override.
+	User       string `json:"user,omitempty"`
+	WorkingDir string `json:"workingDir,omitempty"`
 }
 
 // Images maps image references ("repository:tag") to images.
@@ -34,6 +39,28 @@ func LoadImages(path string) (Images, error) {
 		return nil, fmt.Errorf("parsing the image map %s: %w", path, err)
 	}
 	return images, nil
+}
+
+// image finds what a container's image reference stands for, and its ID for the status: the
+// image map first (images built from this checkout), else a pull from a registry on this
+// machine's loopback. Any failure is a pullError.
+func (p *provider) image(ctx context.Context, ref string) (Image, string, error) {
+	images, err := LoadImages(p.cfg.ImagesFile)
+	if err != nil {
+		return Image{}, "", &pullError{err}
+	}
+	if img, ok := images.Resolve(ref); ok {
+		return img, ref, nil
+	}
+	notMapped := fmt.Errorf("image %q is not in the local cluster's image map %s", ref, p.cfg.ImagesFile)
+	if p.cfg.PullDir == "" {
+		return Image{}, "", &pullError{notMapped}
+	}
+	img, id, err := newPuller(p.cfg.PullDir).pull(ctx, ref)
+	if err != nil {
+		return Image{}, "", &pullError{fmt.Errorf("%w; %w", notMapped, err)}
+	}
+	return img, id, nil
 }
 
 // Resolve finds an image by reference. A reference without a tag means ":latest"; a registry

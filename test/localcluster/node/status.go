@@ -1,6 +1,8 @@
 package node
 
 import (
+	"cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -76,7 +78,7 @@ func (c *containerRun) status() corev1.ContainerStatus {
 	s := corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
-		ImageID:              c.spec.Image,
+		ImageID:              cmp.Or(c.imageID, c.spec.Image),
 		State:                c.state,
 		LastTerminationState: c.last,
 		Ready:                running && c.ready,
