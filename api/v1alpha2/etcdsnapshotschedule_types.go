@@ -28,7 +28,7 @@ type EtcdSnapshotScheduleSpec struct {
 	// Destination is where every snapshot goes: an S3 key prefix or a PVC directory; each
 	// snapshot is stored as <prefix>/<namespace>/<cluster>/<snapshot name>.db on S3,
 	// <directory>/<snapshot name>.db on a PVC.
-	// +kubebuilder:validation:XValidation:rule="!has(self.s3) || !has(self.s3.key) || !self.s3.key.endsWith('.db')",message="spec.destination.s3.key of a schedule is a key prefix: every snapshot gets its own key <prefix><snapshot name>.db; a key ending in .db would be overwritten"
+	// +kubebuilder:validation:XValidation:rule="!has(self.s3) || !has(self.s3.key) || !self.s3.key.endsWith('.db')",message="spec.destination.s3.key of a schedule is a key prefix: every snapshot gets its own key <prefix>/<namespace>/<cluster>/<snapshot name>.db; a key ending in .db would be overwritten"
 	Destination SnapshotLocation `json:"destination"`
 
 	// Retention says which complete snapshots to keep; failed ones are deleted with the next
