@@ -46,14 +46,7 @@ var installDocVersionRE = regexp.MustCompile(`^make release VERSION=(\S+)`)
 // checkout, as the doc's commands say, and removed at the end.
 func TestInstallDocAsWritten(t *testing.T) {
 	t.Parallel()
-	doc, err := docs.Read("docs/install.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := docs.ParseWalkthrough(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := readWalkthrough(t, "docs/install.md")
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://") // 127.0.0.1:PORT

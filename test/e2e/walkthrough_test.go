@@ -36,14 +36,7 @@ const journeyAuthNamespace = "etcd-auth"
 // comment says. Uses cert-manager (hack/e2e.sh installs it) and the namespace etcd-auth.
 func TestTLSJourneyAsWritten(t *testing.T) {
 	t.Parallel()
-	doc, err := docs.Read("docs/tls-journey.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := docs.ParseWalkthrough(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := readWalkthrough(t, "docs/tls-journey.md")
 	ns := namespace(t)
 	claimAuthNamespace(t)
 	dir := t.TempDir()
@@ -71,6 +64,20 @@ func runWalkthrough(t *testing.T, doc string, sh *shell, cmds []docs.Command, ch
 			check(c)
 		}
 	}
+}
+
+// readWalkthrough reads and parses the walkthrough at path, from the checkout's root.
+func readWalkthrough(t *testing.T, path string) docs.Walkthrough {
+	t.Helper()
+	var w docs.Walkthrough
+	doc, err := docs.Read(path)
+	if err == nil {
+		w, err = docs.ParseWalkthrough(doc)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return w
 }
 
 // judge is the command's verdict on a run that ended, or why the run did not end.
