@@ -96,7 +96,13 @@ func claimReleaseOutputs(t *testing.T, root string) {
 		t.Fatalf("%s is there (%v): install.md's tar writes it", crds, err)
 	}
 	aside := dist + ".before-" + t.Name()
-	kept := os.Rename(dist, aside) == nil
+	_, err := os.Stat(dist)
+	kept := err == nil
+	if kept {
+		if err := os.Rename(dist, aside); err != nil {
+			t.Fatalf("moving the checkout's dist/ aside: %v", err)
+		}
+	}
 	t.Cleanup(func() {
 		_ = os.RemoveAll(crds)
 		_ = os.RemoveAll(dist)
