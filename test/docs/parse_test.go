@@ -201,10 +201,40 @@ func TestCommandTimeout(t *testing.T) {
 	for text, want := range map[string]time.Duration{
 		"kubectl wait --for=condition=Available etcd/x --timeout=5m": 6 * time.Minute,
 		"kubectl wait --for=delete pod/x --timeout=30s":              90 * time.Second,
-		"kubectl get etcd": 2 * time.Minute,
+		"kubectl get etcd":            2 * time.Minute,
+		"make release VERSION=v0.3.0": 15 * time.Minute,
 	} {
 		if got := (Command{Text: text}).Timeout(); got != want {
 			t.Errorf("Timeout of %q = %s, want %s", text, got, want)
 		}
+	}
+}
+
+// registryRE is the placeholder registry of install.md, with what precedes it.
+var registryRE = regexp.MustCompile(`(\$\{REGISTRY:-)?registry\.example`)
+
+// docs/install.md is a walkthrough test/e2e runs as written: every shell block is marked, the
+// release is made, pushed, installed with helm, its CRDs applied and uninstalled, and every
+// run command names the placeholder registry as ${REGISTRY:-registry.example}, through which
+// the test gives its own.
+func TestInstallDocIsAWalkthrough(t *testing.T) {
+	t.Parallel()
+	w, err := ParseWalkthrough(readDoc(t, "docs/install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for _, c := range w.Commands {
+		fields := strings.Fields(c.Text)
+		ran = append(ran, strings.Join(fields[:min(2, len(fields))], " "))
+		for _, m := range registryRE.FindAllStringSubmatch(c.Text, -1) {
+			if m[1] == "" {
+				t.Errorf("install.md:%d: %q names registry.example: write ${REGISTRY:-registry.example}", c.Line, c.Text)
+			}
+		}
+	}
+	want := []string{"make release", "make push", "helm install", "tar -xzf", "kubectl apply", "helm uninstall"}
+	if !reflect.DeepEqual(ran, want) {
+		t.Errorf("install.md runs %q, want %q: blocks lost or gained their run markers", ran, want)
 	}
 }

@@ -202,11 +202,15 @@ func (c Command) Verdict(stdout, stderr string, failed bool) string {
 // timeoutRE is a command's own --timeout (kubectl wait's).
 var timeoutRE = regexp.MustCompile(`--timeout=(\d+)(s|m)\b`)
 
-// Timeout is how long a command may take: its own --timeout and a minute more, or two
+// Timeout is how long a command may take: its own --timeout and a minute more; a make
+// command, which builds (a release compiles the operator and the plugin), 15 minutes; else two
 // minutes.
 func (c Command) Timeout() time.Duration {
 	m := timeoutRE.FindStringSubmatch(c.Text)
-	if m == nil {
+	switch {
+	case m == nil && strings.HasPrefix(c.Text, "make "):
+		return 15 * time.Minute
+	case m == nil:
 		return 2 * time.Minute
 	}
 	n, _ := strconv.Atoi(m[1])

@@ -36,14 +36,7 @@ const journeyAuthNamespace = "etcd-auth"
 // comment says. Uses cert-manager (hack/e2e.sh installs it) and the namespace etcd-auth.
 func TestTLSJourneyAsWritten(t *testing.T) {
 	t.Parallel()
-	doc, err := docs.Read("docs/tls-journey.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := docs.ParseWalkthrough(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := readWalkthrough(t, "docs/tls-journey.md")
 	ns := namespace(t)
 	claimAuthNamespace(t)
 	dir := t.TempDir()
@@ -52,14 +45,39 @@ func TestTLSJourneyAsWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sh := startShell(t, dir, walkthroughEnv(t, dir, ns, w))
-	for _, c := range w.Commands {
+	sh := startShell(t, dir, dir, walkthroughEnv(t, dir, ns, w))
+	runWalkthrough(t, "tls-journey.md", sh, w.Commands, nil)
+}
+
+// runWalkthrough runs the commands in order in sh and stops the test at the first that does
+// not do what the document says; after each one that did, check (when not nil) looks at
+// what it left in the cluster. doc names the document in the log.
+func runWalkthrough(t *testing.T, doc string, sh *shell, cmds []docs.Command, check func(docs.Command)) {
+	t.Helper()
+	for _, c := range cmds {
 		stdout, stderr, err := sh.run(c.Text, c.Timeout())
-		t.Logf("tls-journey.md:%d: %s\n%s%s", c.Line, c.Text, stdout, stderr)
+		t.Logf("%s:%d: %s\n%s%s", doc, c.Line, c.Text, stdout, stderr)
 		if msg := judge(c, stdout, stderr, err); msg != "" {
-			t.Fatalf("tls-journey.md:%d: %s: %s", c.Line, c.Text, msg)
+			t.Fatalf("%s:%d: %s: %s", doc, c.Line, c.Text, msg)
+		}
+		if check != nil {
+			check(c)
 		}
 	}
+}
+
+// readWalkthrough reads and parses the walkthrough at path, from the checkout's root.
+func readWalkthrough(t *testing.T, path string) docs.Walkthrough {
+	t.Helper()
+	var w docs.Walkthrough
+	doc, err := docs.Read(path)
+	if err == nil {
+		w, err = docs.ParseWalkthrough(doc)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return w
 }
 
 // judge is the command's verdict on a run that ended, or why the run did not end.
@@ -168,10 +186,11 @@ const shellLoop = `while IFS= read -r __walkthrough_cmd; do
   echo "$?"
 done`
 
-func startShell(t *testing.T, dir string, env []string) *shell {
+// startShell starts a shell in cwd that keeps its commands and their output under dir.
+func startShell(t *testing.T, dir, cwd string, env []string) *shell {
 	t.Helper()
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", shellLoop)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir, cmd.Env = cwd, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children die with it
 	control, err := cmd.StdinPipe()
 	if err != nil {
