@@ -28,7 +28,7 @@ var otherMetrics = []string{"controller_runtime_reconcile_time_seconds", "proces
 var (
 	metricName = regexp.MustCompile(`\b(etcd_[a-z_]+|controller_runtime_[a-z_]+|process_[a-z_]+)\b`)
 	// labelLists are label matchers and by/on/without lists: their names are labels, not metrics.
-	labelLists = regexp.MustCompile(`\{[^}]*\}|\b(by|on|without|ignoring)\s*\([^)]*\)`)
+	labelLists = regexp.MustCompile(`\{[^}]*\}|\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)`)
 )
 
 // metricNames lists the metric names an expression uses.
@@ -90,7 +90,7 @@ func TestAlertRules(t *testing.T) {
 	for _, want := range []string{
 		"EtcdNoLeader", "EtcdQuorumAtRisk", "EtcdDatabaseNearQuota", "EtcdMemberDown", "EtcdSnapshotsFailing",
 		// issue 21: the operator down, backups too old or never taken, certificates expiring
-		"EtcdOperatorDown", "EtcdSnapshotTooOld", "EtcdSnapshotNeverSucceeded", "EtcdCertificateExpiresSoon",
+		"EtcdOperatorDown", "EtcdSnapshotTooOld", "EtcdSnapshotNeverSucceeded", "EtcdCertificateExpiresSoon", "EtcdVolumeNearFull",
 	} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s; alerts: %v", want, alerts)
