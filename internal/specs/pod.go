@@ -136,7 +136,7 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	}
 	s := &c.Spec
 	data, err := json.Marshal(podInputs{
-		Format: PodFormat, Member: member, TLS: s.TLS, Auth: s.Auth, Resources: s.Resources,
+		Format: PodFormat, Member: member, TLS: podTLS(s.TLS), Auth: s.Auth, Resources: s.Resources,
 		AdditionalMetadata: s.AdditionalMetadata, Affinity: s.Affinity,
 		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
 		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
@@ -148,6 +148,18 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
+}
+
+// podTLS is spec.tls as far as it reaches a Pod: the certificates' lifetime
+// (validityDuration, renewBefore) reaches only the cert-manager Certificates, and a renewed
+// certificate is read by etcd without a restart, so changing it rolls no member.
+func podTLS(t *etcdv1.EtcdClusterTLS) *etcdv1.EtcdClusterTLS {
+	if t == nil {
+		return nil
+	}
+	out := t.DeepCopy()
+	out.ValidityDuration, out.RenewBefore = "", ""
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
