@@ -20,6 +20,10 @@ import (
 // Paths inside the etcd container.
 const (
 	serverTLSDir   = "/etc/etcd/tls/server"
+	// GuideServerTLSDir is where the official etcd operator's deployment guide has etcdctl
+	// read the server certificate (--cacert=/etc/etcd/certs/server/ca.crt ...): the same
+	// Secret is mounted there too, read-only, so that its commands work as written.
+	GuideServerTLSDir = "/etc/etcd/certs/server"
 	peerTLSDir     = "/etc/etcd/tls/peer"
 	clientCATLSDir = "/etc/etcd/tls/client-ca"
 	etcdUser       = 65532 // the "nonroot" user of distroless images, which etcd's are
@@ -43,7 +47,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        m.Name,
 			Namespace:   m.Namespace,
-			Labels:      withMetadata(MemberLabels(c.Name, m.Name), extraLabels(c)),
+			Labels:      withMetadata(memberPodLabels(c, m), extraLabels(c)),
 			Annotations: withMetadata(nil, extraAnnotations(c)),
 		},
 		Spec: corev1.PodSpec{
@@ -78,6 +82,16 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 	pod.Annotations[etcdv1.AnnotationPodTemplateHash] = templateHash(c, m)
 	pod.Annotations[etcdv1.AnnotationInitialCluster] = m.Spec.Bootstrap.InitialCluster
 	return pod
+}
+
+// memberPodLabels are a member Pod's own labels: the member's, and the official operator's
+// `controller: <cluster>` (etcdv1.LabelGuideController) that its guide selects Pods by. Not
+// its `app` label: a StatefulSet of the official operator selects app and controller
+// together, so it never counts these Pods as its own.
+func memberPodLabels(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) map[string]string {
+	labels := MemberLabels(c.Name, m.Name)
+	labels[etcdv1.LabelGuideController] = c.Name
+	return labels
 }
 
 func copyMap(in map[string]string) map[string]string {
@@ -364,7 +378,8 @@ func clientCASecret(m *etcdv1.EtcdMember) string {
 func volumeMounts(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.VolumeMount {
 	mounts := []corev1.VolumeMount{{Name: "data", MountPath: DataDir}}
 	if ClientTLS(c) {
-		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
+		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
+			corev1.VolumeMount{Name: "server-tls", MountPath: GuideServerTLSDir, ReadOnly: true})
 		if clientCASecret(m) != "" {
 			mounts = append(mounts, corev1.VolumeMount{Name: "client-ca", MountPath: clientCATLSDir, ReadOnly: true})
 		}
