@@ -47,31 +47,35 @@ func TestMemberPodsAnswerTheGuidesCommands(t *testing.T) {
 			if _, ok := pod.Labels["app"]; ok {
 				t.Error("the Pod carries app=: a StatefulSet of the official operator (selector app and controller) could count it as its own")
 			}
-			var etcdMount, guideMount *corev1.VolumeMount
-			for i, vm := range pod.Spec.Containers[0].VolumeMounts {
-				switch vm.MountPath {
-				case serverTLSDir:
-					etcdMount = &pod.Spec.Containers[0].VolumeMounts[i]
-				case GuideServerTLSDir:
-					guideMount = &pod.Spec.Containers[0].VolumeMounts[i]
-				}
-			}
-			if !tc.mounted {
-				if guideMount != nil {
-					t.Errorf("%s is mounted without client TLS", GuideServerTLSDir)
-				}
-				return
-			}
-			if guideMount == nil || etcdMount == nil {
-				t.Fatalf("mounts %v: want the server Secret at %s and %s", pod.Spec.Containers[0].VolumeMounts, serverTLSDir, GuideServerTLSDir)
-			}
-			if guideMount.Name != etcdMount.Name || !guideMount.ReadOnly || guideMount.SubPath != "" {
-				t.Errorf("%s mounts %+v; want the volume %q etcd reads, whole and read-only", GuideServerTLSDir, *guideMount, etcdMount.Name)
-			}
-			if len(pod.Spec.Volumes) != 2 {
-				t.Errorf("%d volumes: the guide's path must reuse the server Secret's volume, not add one", len(pod.Spec.Volumes))
-			}
+			checkGuideMount(t, pod, tc.mounted)
 		})
+	}
+}
+
+// checkGuideMount: with client TLS (mounted), the guide's path is the server Secret's volume
+// etcd reads, whole and read-only, and no volume of its own; without, it is not there.
+func checkGuideMount(t *testing.T, pod *corev1.Pod, mounted bool) {
+	t.Helper()
+	mounts := map[string]corev1.VolumeMount{}
+	for _, vm := range pod.Spec.Containers[0].VolumeMounts {
+		mounts[vm.MountPath] = vm
+	}
+	guide, ok := mounts[GuideServerTLSDir]
+	if !mounted {
+		if ok {
+			t.Errorf("%s is mounted without client TLS", GuideServerTLSDir)
+		}
+		return
+	}
+	etcd, etcdOK := mounts[serverTLSDir]
+	if !ok || !etcdOK {
+		t.Fatalf("mounts %v: want the server Secret at %s and %s", pod.Spec.Containers[0].VolumeMounts, serverTLSDir, GuideServerTLSDir)
+	}
+	if guide.Name != etcd.Name || !guide.ReadOnly || guide.SubPath != "" {
+		t.Errorf("%s mounts %+v; want the volume %q etcd reads, whole and read-only", GuideServerTLSDir, guide, etcd.Name)
+	}
+	if len(pod.Spec.Volumes) != 2 {
+		t.Errorf("%d volumes: the guide's path must reuse the server Secret's volume, not add one", len(pod.Spec.Volumes))
 	}
 }
 

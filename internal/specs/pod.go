@@ -20,14 +20,15 @@ import (
 // Paths inside the etcd container.
 const (
 	serverTLSDir   = "/etc/etcd/tls/server"
-	// GuideServerTLSDir is where the official etcd operator's deployment guide has etcdctl
-	// read the server certificate (--cacert=/etc/etcd/certs/server/ca.crt ...): the same
-	// Secret is mounted there too, read-only, so that its commands work as written.
-	GuideServerTLSDir = "/etc/etcd/certs/server"
 	peerTLSDir     = "/etc/etcd/tls/peer"
 	clientCATLSDir = "/etc/etcd/tls/client-ca"
 	etcdUser       = 65532 // the "nonroot" user of distroless images, which etcd's are
 )
+
+// GuideServerTLSDir is where the official etcd operator's deployment guide has etcdctl read
+// the server certificate (--cacert=/etc/etcd/certs/server/ca.crt ...): the same Secret is
+// mounted there too, read-only, so that its commands work as written.
+const GuideServerTLSDir = "/etc/etcd/certs/server"
 
 // PodOptions are the operator-wide settings a Pod depends on.
 type PodOptions struct {
