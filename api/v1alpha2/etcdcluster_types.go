@@ -17,7 +17,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || (has(self.tls) && has(self.tls.client))",message="spec.auth.enabled requires spec.tls.client: the root password must not cross a plaintext connection; configure client TLS or disable auth"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || has(self.auth.rootCredentialsSecretRef)",message="spec.auth.enabled requires spec.auth.rootCredentialsSecretRef: name a Secret holding the root user's password"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || self.storage.medium != 'Memory'",message="spec.bootstrap.restore needs persistent storage: with spec.storage.medium Memory a restarted member would restore the snapshot again and lose later writes; use medium \"\" (PVC)"
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || self.tls == oldSelf.tls)",message="spec.tls cannot be added, removed or changed on an existing cluster yet: the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || (has(self.tls.client) == has(oldSelf.tls.client) && (!has(self.tls.client) || self.tls.client == oldSelf.tls.client) && has(self.tls.peer) == has(oldSelf.tls.peer) && (!has(self.tls.peer) || self.tls.peer == oldSelf.tls.peer)))",message="spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can): the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
 // +kubebuilder:validation:XValidation:rule="!has(self.quorumLoss) || !has(self.quorumLoss.policy) || self.quorumLoss.policy != 'RecoverFromMostAdvancedMember' || self.storage.medium != 'Memory'",message="spec.quorumLoss.policy RecoverFromMostAdvancedMember needs persistent storage: a tmpfs member loses its data when its Pod restarts with --force-new-cluster; use policy Manual, or medium \"\" (PVC)"
@@ -346,6 +346,9 @@ type StorageSpec struct {
 }
 
 // EtcdClusterTLS configures TLS for each of etcd's two ports independently.
+//
+// +kubebuilder:validation:XValidation:rule="(!has(self.validityDuration) && !has(self.renewBefore)) || (has(self.client) && has(self.client.certManager)) || (has(self.peer) && has(self.peer.certManager))",message="spec.tls.validityDuration and spec.tls.renewBefore apply only to certificates cert-manager issues: set spec.tls.client.certManager or spec.tls.peer.certManager, or leave them out (your own Secrets' certificates last as long as you made them)"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || !self.renewBefore.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || (has(self.validityDuration) && !self.validityDuration.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')) || duration(self.renewBefore) < (has(self.validityDuration) ? duration(self.validityDuration) : duration('2160h'))",message="spec.tls.renewBefore must be shorter than spec.tls.validityDuration (2160h when unset): cert-manager refuses a certificate that is due for renewal as soon as it is issued"
 type EtcdClusterTLS struct {
 	// Client is TLS on the client port 2379.
 	// +optional
@@ -354,6 +357,28 @@ type EtcdClusterTLS struct {
 	// Peer is TLS on the peer port 2380; always mutual.
 	// +optional
 	Peer *PeerTLS `json:"peer,omitempty"`
+
+	// ValidityDuration is how long each certificate cert-manager issues for the cluster
+	// (server, peer, the operator's client certificate) is valid: a Go duration in hours,
+	// minutes or seconds, such as 8760h for a year; at least 1h (cert-manager's minimum).
+	// Absent means 2160h (90 days). The official etcd operator's
+	// certManagerCfg.validityDuration. It may change on a running cluster: the Certificates
+	// follow, no member restarts.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="spec.tls.validityDuration must be a duration in hours, minutes or seconds, such as 8760h (a year) or 2160h (90 days); days are not a unit: write 365 days as 8760h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1h')",message="spec.tls.validityDuration must be at least 1h: cert-manager refuses shorter certificates"
+	// +optional
+	ValidityDuration string `json:"validityDuration,omitempty"`
+
+	// RenewBefore is how long before a certificate expires cert-manager renews it: a Go
+	// duration such as 720h; at least 5m (cert-manager's minimum) and shorter than
+	// validityDuration. Absent means 720h (30 days), or a third of validityDuration when
+	// that is shorter than 90 days (cert-manager's own default ratio).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="spec.tls.renewBefore must be a duration in hours, minutes or seconds, such as 720h (30 days)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('5m')",message="spec.tls.renewBefore must be at least 5m: cert-manager refuses to renew closer to expiry"
+	// +optional
+	RenewBefore string `json:"renewBefore,omitempty"`
 }
 
 // ClientTLS takes the server certificate from a Secret or from cert-manager. A client

@@ -13,6 +13,12 @@ const (
 	LabelRole      = "etcd-operator.cozystack.io/role"
 )
 
+// LabelGuideController is the label the official etcd operator (operator.etcd.io) puts on its
+// Pods, with the cluster's name; its deployment guide selects a cluster's Pods with
+// `-l controller=NAME`. Member Pods carry it too, so that those commands find the same
+// Pods here. Member Pods only: the guide takes the first Pod it selects as a member.
+const LabelGuideController = "controller"
+
 // LabelSnapshotOf marks a snapshot agent's Pod with the cluster it reads: the cluster's
 // NetworkPolicy admits such Pods to the client port.
 const LabelSnapshotOf = "etcd-operator.cozystack.io/snapshot-of"

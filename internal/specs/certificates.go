@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -20,10 +22,39 @@ var (
 // is cert-manager's default ratio too) leaves a month in which a broken issuer shows up as a
 // not-ready Certificate long before anything expires. Renewal costs nothing: etcd loads the
 // certificate files at every handshake and the operator reads its Secret at every client.
+// spec.tls.validityDuration and renewBefore change them (CertificateLifetime).
 const (
 	CertificateDuration    = "2160h" // 90 days
 	CertificateRenewBefore = "720h"  // 30 days
 )
+
+// CertificateLifetime is the duration and renew-before of every Certificate the cluster asks
+// cert-manager for: spec.tls.validityDuration and renewBefore as written, else the defaults
+// above. A validityDuration without renewBefore renews 30 days early, or at two thirds of the
+// lifetime (cert-manager's own ratio) when a third of it is shorter than 30 days, so that a
+// short lifetime never gets a renew-before cert-manager refuses. The API's rules have made
+// sure both are Go durations; one that does not parse here gets the defaults.
+func CertificateLifetime(c *etcdv1.EtcdCluster) (duration, renewBefore string) {
+	duration, renewBefore = CertificateDuration, CertificateRenewBefore
+	t := c.Spec.TLS
+	if t == nil {
+		return duration, renewBefore
+	}
+	if t.ValidityDuration != "" {
+		d, err := time.ParseDuration(t.ValidityDuration)
+		if err != nil {
+			return CertificateDuration, CertificateRenewBefore
+		}
+		duration = t.ValidityDuration
+		if third := d / 3; third < 30*24*time.Hour {
+			renewBefore = third.String()
+		}
+	}
+	if t.RenewBefore != "" {
+		renewBefore = t.RenewBefore
+	}
+	return duration, renewBefore
+}
 
 // Keys of a kubernetes.io/tls Secret as cert-manager writes them.
 const (
@@ -130,7 +161,7 @@ func Certificates(c *etcdv1.EtcdCluster, domain string) []IssuedCertificate {
 // certificates.
 func ServerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstructured {
 	ref := clientTLS(c).CertManager.ServerIssuerRef
-	spec := certificateSpec(ServerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
+	spec := certificateSpec(c, ServerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
 	spec["dnsNames"] = toAny(ServerDNSNames(c, domain))
 	spec["ipAddresses"] = []any{"127.0.0.1", "::1"}
 	return certificate(c, ServerSecretName(c), spec)
@@ -140,7 +171,7 @@ func ServerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstr
 // certificate (peer TLS is always mutual).
 func PeerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstructured {
 	ref := c.Spec.TLS.Peer.CertManager.IssuerRef
-	spec := certificateSpec(PeerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
+	spec := certificateSpec(c, PeerSecretName(c), ref, []any{"digital signature", "server auth", "client auth"})
 	spec["dnsNames"] = toAny(PeerDNSNames(c, domain))
 	spec["ipAddresses"] = []any{"127.0.0.1", "::1"}
 	return certificate(c, PeerSecretName(c), spec)
@@ -151,7 +182,7 @@ func PeerCertificate(c *etcdv1.EtcdCluster, domain string) *unstructured.Unstruc
 // is accepted from any address.
 func OperatorClientCertificate(c *etcdv1.EtcdCluster) *unstructured.Unstructured {
 	ref := *clientTLS(c).CertManager.OperatorClientIssuerRef
-	spec := certificateSpec(OperatorClientSecretName(c), ref, []any{"digital signature", "client auth"})
+	spec := certificateSpec(c, OperatorClientSecretName(c), ref, []any{"digital signature", "client auth"})
 	spec["commonName"] = OperatorClientCommonName
 	return certificate(c, OperatorClientSecretName(c), spec)
 }
@@ -199,15 +230,16 @@ func orDefaultDomain(domain string) string {
 	return domain
 }
 
-func certificateSpec(secretName string, ref etcdv1.IssuerReference, usages []any) map[string]any {
+func certificateSpec(c *etcdv1.EtcdCluster, secretName string, ref etcdv1.IssuerReference, usages []any) map[string]any {
 	kind := ref.Kind
 	if kind == "" {
 		kind = IssuerGVK.Kind
 	}
+	duration, renewBefore := CertificateLifetime(c)
 	return map[string]any{
 		"secretName":  secretName,
-		"duration":    CertificateDuration,
-		"renewBefore": CertificateRenewBefore,
+		"duration":    duration,
+		"renewBefore": renewBefore,
 		// A new key at every renewal, so a leaked key is only good until the next one.
 		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
 		"usages":     usages,

@@ -248,3 +248,38 @@ func TestMembersTrustTheClientIssuersCA(t *testing.T) {
 		})
 	}
 }
+
+// spec.tls.validityDuration and renewBefore reach every Certificate as written; a lifetime
+// without renewBefore renews 30 days early, or at two thirds when that is sooner, so that
+// cert-manager never gets a renewBefore as long as the certificate.
+func TestCertificateLifetimeFollowsTheSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		validity, renew       string
+		wantDuration, wantRen string
+	}{
+		{"defaults", "", "", "2160h", "720h"},
+		{"the guide's ten years", "87600h", "", "87600h", "720h"},
+		{"a year renewed two months early", "8760h", "1440h", "8760h", "1440h"},
+		{"ninety days exactly", "2160h", "", "2160h", "720h"},
+		{"a short lifetime renews at two thirds", "3h", "", "3h", "1h0m0s"},
+		{"thirty days renews at two thirds", "720h", "", "720h", "240h0m0s"},
+		{"renewBefore alone", "", "100h", "2160h", "100h"},
+		{"a lifetime that does not parse falls back", "365d", "", "2160h", "720h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(certManagerTLS)
+			c.Spec.TLS.ValidityDuration, c.Spec.TLS.RenewBefore = tc.validity, tc.renew
+			certs := Certificates(c, "")
+			if len(certs) != 3 {
+				t.Fatalf("%d certificates, want 3", len(certs))
+			}
+			for _, ic := range certs {
+				d, r := str(t, ic.Object, "spec", "duration"), str(t, ic.Object, "spec", "renewBefore")
+				if d != tc.wantDuration || r != tc.wantRen {
+					t.Errorf("%s: duration %q renewBefore %q, want %q %q", ic.SecretName, d, r, tc.wantDuration, tc.wantRen)
+				}
+			}
+		})
+	}
+}

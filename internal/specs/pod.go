@@ -25,6 +25,11 @@ const (
 	etcdUser       = 65532 // the "nonroot" user of distroless images, which etcd's are
 )
 
+// GuideServerTLSDir is where the official etcd operator's deployment guide has etcdctl read
+// the server certificate (--cacert=/etc/etcd/certs/server/ca.crt ...): the same Secret is
+// mounted there too, read-only, so that its commands work as written.
+const GuideServerTLSDir = "/etc/etcd/certs/server"
+
 // PodOptions are the operator-wide settings a Pod depends on.
 type PodOptions struct {
 	ImageRepository string
@@ -43,7 +48,7 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        m.Name,
 			Namespace:   m.Namespace,
-			Labels:      withMetadata(MemberLabels(c.Name, m.Name), extraLabels(c)),
+			Labels:      withMetadata(memberPodLabels(c, m), extraLabels(c)),
 			Annotations: withMetadata(nil, extraAnnotations(c)),
 		},
 		Spec: corev1.PodSpec{
@@ -78,6 +83,16 @@ func Pod(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, opts PodOptions) *corev1.P
 	pod.Annotations[etcdv1.AnnotationPodTemplateHash] = templateHash(c, m)
 	pod.Annotations[etcdv1.AnnotationInitialCluster] = m.Spec.Bootstrap.InitialCluster
 	return pod
+}
+
+// memberPodLabels are a member Pod's own labels: the member's, and the official operator's
+// `controller: <cluster>` (etcdv1.LabelGuideController) that its guide selects Pods by. Not
+// its `app` label: a StatefulSet of the official operator selects app and controller
+// together, so it never counts these Pods as its own.
+func memberPodLabels(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) map[string]string {
+	labels := MemberLabels(c.Name, m.Name)
+	labels[etcdv1.LabelGuideController] = c.Name
+	return labels
 }
 
 func copyMap(in map[string]string) map[string]string {
@@ -136,7 +151,7 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	}
 	s := &c.Spec
 	data, err := json.Marshal(podInputs{
-		Format: PodFormat, Member: member, TLS: s.TLS, Auth: s.Auth, Resources: s.Resources,
+		Format: PodFormat, Member: member, TLS: podTLS(s.TLS), Auth: s.Auth, Resources: s.Resources,
 		AdditionalMetadata: s.AdditionalMetadata, Affinity: s.Affinity,
 		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
 		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
@@ -148,6 +163,18 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
+}
+
+// podTLS is spec.tls as far as it reaches a Pod: the certificates' lifetime
+// (validityDuration, renewBefore) reaches only the cert-manager Certificates, and a renewed
+// certificate is read by etcd without a restart, so changing it rolls no member.
+func podTLS(t *etcdv1.EtcdClusterTLS) *etcdv1.EtcdClusterTLS {
+	if t == nil {
+		return nil
+	}
+	out := t.DeepCopy()
+	out.ValidityDuration, out.RenewBefore = "", ""
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -352,7 +379,8 @@ func clientCASecret(m *etcdv1.EtcdMember) string {
 func volumeMounts(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.VolumeMount {
 	mounts := []corev1.VolumeMount{{Name: "data", MountPath: DataDir}}
 	if ClientTLS(c) {
-		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true})
+		mounts = append(mounts, corev1.VolumeMount{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
+			corev1.VolumeMount{Name: "server-tls", MountPath: GuideServerTLSDir, ReadOnly: true})
 		if clientCASecret(m) != "" {
 			mounts = append(mounts, corev1.VolumeMount{Name: "client-ca", MountPath: clientCATLSDir, ReadOnly: true})
 		}

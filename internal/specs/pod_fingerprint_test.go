@@ -213,3 +213,24 @@ func TestRestartedAtRollsOnlyWhenSet(t *testing.T) {
 		t.Error("a second restart leaves the fingerprint of the first: it would restart nothing")
 	}
 }
+
+// The certificates' lifetime reaches the Certificates only: etcd reads a renewed certificate
+// at the next handshake, so changing spec.tls.validityDuration or renewBefore restarts no
+// member, and a cluster that sets them keeps the fingerprint of one that does not.
+func TestCertificateLifetimeRollsNoMember(t *testing.T) {
+	base := hashOf(cluster(certManagerTLS), PodOptions{})
+	for name, edit := range map[string]func(*etcdv1.EtcdCluster){
+		"validityDuration": func(c *etcdv1.EtcdCluster) { certManagerTLS(c); c.Spec.TLS.ValidityDuration = "87600h" },
+		"renewBefore":      func(c *etcdv1.EtcdCluster) { certManagerTLS(c); c.Spec.TLS.RenewBefore = "100h" },
+	} {
+		if hashOf(cluster(edit), PodOptions{}) != base {
+			t.Errorf("setting spec.tls.%s changes the fingerprint: every member would restart for a certificate it reloads anyway", name)
+		}
+	}
+	c := cluster(certManagerTLS)
+	c.Spec.TLS.ValidityDuration = "87600h"
+	_ = hashOf(c, PodOptions{})
+	if c.Spec.TLS.ValidityDuration != "87600h" {
+		t.Error("the fingerprint cleared the cluster's own spec.tls.validityDuration")
+	}
+}

@@ -74,6 +74,16 @@ func withIssuedClientTLS(issuerName string) clusterEdit {
 	return withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer(issuerName)}})
 }
 
+// withLifetime sets spec.tls.validityDuration and renewBefore ("" leaves one out).
+func withLifetime(validity, renewBefore string) clusterEdit {
+	return func(c *etcdv1.EtcdCluster) {
+		if c.Spec.TLS == nil {
+			c.Spec.TLS = &etcdv1.EtcdClusterTLS{}
+		}
+		c.Spec.TLS.ValidityDuration, c.Spec.TLS.RenewBefore = validity, renewBefore
+	}
+}
+
 func withAuth(a etcdv1.AuthSpec) clusterEdit {
 	return func(c *etcdv1.EtcdCluster) { c.Spec.Auth = &a }
 }

@@ -88,6 +88,9 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}),
 			withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})),
 		newCluster("ok-auth-off", withAuth(etcdv1.AuthSpec{Enabled: false})),
+		newCluster("ok-lifetime", withIssuedClientTLS("ca"), withLifetime("87600h", "720h")),
+		newCluster("ok-shortest-lifetime", withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("ca")}}), withLifetime("1h", "5m")),
+		newCluster("ok-renew-only", withIssuedClientTLS("ca"), withLifetime("", "2159h")),
 		newCluster("ok-restore-s3", withRestore(etcdv1.RestoreSource{S3: s3("example/nightly.db")})),
 		newCluster("ok-restore-pvc", withRestore(etcdv1.RestoreSource{PVC: pvc("snapshots/example.db")})),
 		newCluster("ok-restore-snapshot", withRestore(etcdv1.RestoreSource{SnapshotRef: ref("nightly-1764547200")})),
@@ -180,6 +183,22 @@ func TestStorageGrowthIsAccepted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The certificates' lifetime may change on a running cluster, though the rest of spec.tls
+// may not; the rest still may not change along with it.
+func TestCertificateLifetimeMayChange(t *testing.T) {
+	c := newCluster("lifetime-edits", withIssuedClientTLS("ca"))
+	requireCreate(t, c)
+	for _, l := range [][2]string{{"8760h", ""}, {"8760h", "1440h"}, {"", "100h"}, {"", ""}} {
+		withLifetime(l[0], l[1])(c)
+		if err := k8s.Update(t.Context(), c); err != nil {
+			t.Fatalf("validityDuration %q renewBefore %q refused: %v", l[0], l[1], err)
+		}
+	}
+	withLifetime("4380h", "")(c)
+	withIssuedClientTLS("other-ca")(c)
+	requireInvalid(t, k8s.Update(t.Context(), c), "spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can)")
 }
 
 func TestAllowedClusterEditsAreAccepted(t *testing.T) {

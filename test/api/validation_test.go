@@ -53,6 +53,14 @@ func invalidCreates() []invalidCreate {
 		{"peer auto TLS with a Secret", newCluster("t08", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer"), AutoTLS: true})), "spec.tls.peer needs exactly one source"},
 		{"issuer of unknown kind", newCluster("t06", withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: etcdv1.IssuerReference{Name: "ca", Kind: "Vault"}}})), `spec.tls.client.certManager.serverIssuerRef.kind: Unsupported value: "Vault"`},
 		{"issuer without name", newCluster("t07", withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("")}})), "spec.tls.peer.certManager.issuerRef.name in body should be at least 1 chars long"},
+		// spec.tls.validityDuration, spec.tls.renewBefore
+		{"lifetime in days", newCluster("t09", withIssuedClientTLS("ca"), withLifetime("365d", "")), "spec.tls.validityDuration must be a duration in hours, minutes or seconds"},
+		{"lifetime below cert-manager's hour", newCluster("t10", withIssuedClientTLS("ca"), withLifetime("59m", "")), "spec.tls.validityDuration must be at least 1h"},
+		{"renewBefore that is no duration", newCluster("t11", withIssuedClientTLS("ca"), withLifetime("", "a month")), "spec.tls.renewBefore must be a duration in hours, minutes or seconds"},
+		{"renewBefore below cert-manager's 5m", newCluster("t12", withIssuedClientTLS("ca"), withLifetime("", "4m59s")), "spec.tls.renewBefore must be at least 5m"},
+		{"renewBefore as long as the lifetime", newCluster("t13", withIssuedClientTLS("ca"), withLifetime("8760h", "8760h")), "spec.tls.renewBefore must be shorter than spec.tls.validityDuration (2160h when unset)"},
+		{"renewBefore beyond the default lifetime", newCluster("t14", withIssuedClientTLS("ca"), withLifetime("", "2160h")), "spec.tls.renewBefore must be shorter than spec.tls.validityDuration"},
+		{"lifetime for the user's own Secrets", newCluster("t15", withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("srv")}), withLifetime("8760h", "")), "spec.tls.validityDuration and spec.tls.renewBefore apply only to certificates cert-manager issues"},
 		// spec.auth
 		{"auth without client TLS", newCluster("a01", withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth.enabled requires spec.tls.client"},
 		{"auth with peer TLS only", newCluster("a02", withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")}), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth.enabled requires spec.tls.client"},

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,10 +216,55 @@ func convertTLS(c *etcdv1.EtcdCluster, t *tlsSpec) []string {
 		Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ref, OperatorClientIssuerRef: ref.DeepCopy()}},
 		Peer:   &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: ref}},
 	}
-	if cm.ValidityDuration != "" {
-		return []string{fmt.Sprintf("spec.tls...validityDuration %s has no counterpart: certificates last 90 days and are renewed 30 days early (docs/tls.md)", cm.ValidityDuration)}
+	if cm.ValidityDuration == "" {
+		return nil
 	}
-	return nil
+	lifetime, note := validityDuration(cm.ValidityDuration)
+	c.Spec.TLS.ValidityDuration = lifetime
+	if note == "" {
+		return nil
+	}
+	return []string{note}
+}
+
+// daysRE is a duration that starts with days, as the official operator's API documents its
+// validityDuration ("100d12h"); Go's durations, which its operator and this one parse, have
+// no days.
+var daysRE = regexp.MustCompile(`^([0-9]+)d(.*)$`)
+
+// apiDurationRE is the form spec.tls.validityDuration takes (the CRD's rule).
+var apiDurationRE = regexp.MustCompile(`^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$`)
+
+// validityDuration is certManagerCfg.validityDuration as spec.tls.validityDuration: a Go
+// duration as it is, one written with days (or in a form the API does not take, such as
+// "+5h") in hours; and a note when it was rewritten or cannot be carried (then it is left
+// out and the default applies).
+func validityDuration(v string) (string, string) {
+	const field = "spec.tls.providerCfg.certManagerCfg.validityDuration"
+	d, err := time.ParseDuration(v)
+	if m := daysRE.FindStringSubmatch(v); err != nil && m != nil {
+		days, _ := strconv.Atoi(m[1])
+		rest := time.Duration(0)
+		if m[2] != "" {
+			rest, err = time.ParseDuration(m[2])
+		} else {
+			err = nil
+		}
+		d = time.Duration(days)*24*time.Hour + rest
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Sprintf("%s %q is no duration; left out: certificates last 90 days (spec.tls.validityDuration, docs/tls.md)", field, v)
+	case d < time.Hour:
+		return "", fmt.Sprintf("%s %s is below cert-manager's minimum of 1h; left out: certificates last 90 days (spec.tls.validityDuration, docs/tls.md)", field, v)
+	case apiDurationRE.MatchString(v):
+		return v, ""
+	}
+	written := d.String()
+	if d%time.Hour == 0 {
+		written = fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return written, fmt.Sprintf("%s %s is spec.tls.validityDuration %s: durations here are in hours, minutes and seconds", field, v, written)
 }
 
 // Options maps etcd flags onto typed options; it returns the flags without a counterpart.

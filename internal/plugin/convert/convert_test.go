@@ -50,8 +50,9 @@ func TestConvertTheGuidesCluster(t *testing.T) {
 		Replicas: &replicas, Version: "3.5.35",
 		Storage: etcdv1.StorageSpec{Size: &size, StorageClassName: &class},
 		TLS: &etcdv1.EtcdClusterTLS{
-			Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ref, OperatorClientIssuerRef: &ref}},
-			Peer:   &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: ref}},
+			Client:           &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ref, OperatorClientIssuerRef: &ref}},
+			Peer:             &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: ref}},
+			ValidityDuration: "87600h",
 		},
 		Options: &etcdv1.EtcdOptions{AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "24h"},
 	}
@@ -59,10 +60,13 @@ func TestConvertTheGuidesCluster(t *testing.T) {
 		t.Errorf("converted %s/%s\n got %+v\nwant %+v", c.Namespace, c.Name, c.Spec, want)
 	}
 	notes := strings.Join(results[0].Notes, "\n")
-	for _, want := range []string{"volumeSizeLimit 20Gi", "validityDuration 87600h"} {
+	for _, want := range []string{"volumeSizeLimit 20Gi"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
+	}
+	if strings.Contains(notes, "validityDuration") {
+		t.Errorf("validityDuration 87600h is carried as it is, yet a note speaks of it:\n%s", notes)
 	}
 	out, err := YAML(results)
 	if err != nil {
@@ -140,5 +144,40 @@ func TestOtherKindsAreRefused(t *testing.T) {
 	}
 	if _, err := Manifests(strings.NewReader("")); err == nil {
 		t.Error("empty input accepted")
+	}
+}
+
+// certManagerCfg.validityDuration becomes spec.tls.validityDuration: a Go duration as it is,
+// the official API's days ("365d", "100d12h", as its docs and samples write them) in hours,
+// and what cannot be a certificate's lifetime left out with a note.
+func TestConvertCarriesTheCertificateLifetime(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, note string
+	}{
+		{"87600h", "87600h", ""},
+		{"1h30m", "1h30m", ""},
+		{"365d", "8760h", "validityDuration 365d is spec.tls.validityDuration 8760h"},
+		{"100d12h", "2412h", "validityDuration 100d12h is spec.tls.validityDuration 2412h"},
+		{"+5h", "5h", "validityDuration +5h is spec.tls.validityDuration 5h"},
+		{"30m", "", "30m is below cert-manager's minimum of 1h; left out"},
+		{"0d", "", "0d is below cert-manager's minimum of 1h; left out"},
+		{"a year", "", `"a year" is no duration; left out`},
+		{"1d2x", "", `"1d2x" is no duration; left out`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			manifest := strings.Replace(seed004, "validityDuration: 87600h", "validityDuration: "+tc.in, 1)
+			results, err := Manifests(strings.NewReader(manifest))
+			if err != nil || len(results) != 1 {
+				t.Fatalf("%v %v", results, err)
+			}
+			tls := results[0].Cluster.Spec.TLS
+			if tls == nil || tls.ValidityDuration != tc.want || tls.RenewBefore != "" {
+				t.Errorf("spec.tls %+v, want validityDuration %q and no renewBefore", tls, tc.want)
+			}
+			notes := strings.Join(results[0].Notes, "\n")
+			if tc.note == "" && strings.Contains(notes, "validityDuration") || !strings.Contains(notes, tc.note) {
+				t.Errorf("notes:\n%s\nwant one saying %q", notes, tc.note)
+			}
+		})
 	}
 }

@@ -206,3 +206,40 @@ func TestCertManagerReady(t *testing.T) {
 		t.Fatalf("an object without conditions: %v %q", ok, why)
 	}
 }
+
+// A lifetime changed on a running cluster reaches its existing Certificate (cert-manager
+// issues the next certificate with it), and the fields cert-manager or others added stay.
+func TestSyncCarriesAChangedLifetimeIntoTheCertificate(t *testing.T) {
+	t.Parallel()
+	c := peerFromClusterIssuer()
+	cl := childtest.Client(interceptor.Funcs{}, append(tlsSecrets(t, "server", "operator", "db-peer-tls"), c, clusterIssuer("True"))...)
+	if _, err := syncOnce(cl, c); err != nil {
+		t.Fatal(err)
+	}
+	cert := &unstructured.Unstructured{}
+	cert.SetGroupVersionKind(specs.CertificateGVK)
+	if err := childtest.Get(cl, "db-peer-tls", cert); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(cert.Object, "kept", "spec", "commonName"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Update(context.Background(), cert); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.TLS.ValidityDuration, c.Spec.TLS.RenewBefore = "8760h", "1440h"
+	if _, err := syncOnce(cl, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := childtest.Get(cl, "db-peer-tls", cert); err != nil {
+		t.Fatal(err)
+	}
+	field := func(name string) string {
+		v, _, _ := unstructured.NestedString(cert.Object, "spec", name)
+		return v
+	}
+	if field("duration") != "8760h" || field("renewBefore") != "1440h" || field("commonName") != "kept" {
+		t.Fatalf("Certificate spec after the change: duration %q renewBefore %q commonName %q; want 8760h, 1440h, kept",
+			field("duration"), field("renewBefore"), field("commonName"))
+	}
+}
