@@ -121,6 +121,7 @@ func One(raw map[string]any) (Result, error) {
 	if vnote != "" {
 		note("%s", vnote)
 	}
+	notes = append(notes, KnownIssues(version)...)
 	notes = append(notes, convertStorage(c, src.Spec.StorageSpec)...)
 	notes = append(notes, convertTLS(c, src.Spec.TLS)...)
 	opts, rest := Options(src.Spec.EtcdOptions)
@@ -159,6 +160,20 @@ func Version(v string) (string, string) {
 		return parsed.String(), fmt.Sprintf("spec.version %s: this operator runs etcd %s or newer in the 3.x line; upgrade the old cluster first", parsed, etcdversion.Oldest)
 	}
 	return parsed.String(), ""
+}
+
+// KnownIssues notes what the operator refuses on an etcd patch with a known bug, and the patch
+// to move to (docs/compatibility.md); none for a version without one.
+func KnownIssues(version string) []string {
+	v, ok := etcdversion.Parse(version)
+	if !ok {
+		return nil
+	}
+	if issue, bad := etcdversion.MembershipIssue(v); bad {
+		return []string{fmt.Sprintf("spec.version %s: %s (%s): the operator adds and promotes no member (no scale-out, no replacement) until every member runs %s or a newer %d.%d patch; everything else works",
+			v, issue.What, issue.Source, issue.FixedIn, issue.FixedIn.Major, issue.FixedIn.Minor)}
+	}
+	return nil
 }
 
 func convertStorage(c *etcdv1.EtcdCluster, s *storageSpec) []string {

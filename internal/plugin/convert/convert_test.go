@@ -87,6 +87,22 @@ func stripComments(b []byte) []byte {
 	return []byte(strings.Join(keep, "\n"))
 }
 
+func TestKnownIssues(t *testing.T) {
+	for in, want := range map[string]string{
+		"3.5.12":  "until every member runs 3.5.20",
+		"3.5.0":   "until every member runs 3.5.20",
+		"3.5.21":  "",
+		"3.6.16":  "",
+		"latest":  "",
+		"v3.5.19": "spec.version 3.5.19",
+	} {
+		got := strings.Join(KnownIssues(in), "\n")
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("KnownIssues(%q) = %q; want one containing %q", in, got, want)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for in, want := range map[string]struct{ v, note string }{
 		"v3.5.21": {"3.5.21", ""},

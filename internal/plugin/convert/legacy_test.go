@@ -83,7 +83,7 @@ func TestLegacyTranslation(t *testing.T) {
 	}
 	notes := strings.Join(results[0].Notes, "\n")
 	for _, want := range []string{"election-timeout=1000", "podDisruptionBudgetTemplate", "serverTrustedCASecret test-ca", "Secret test-root",
-		"priorityClassName", "connect to test-client"} {
+		"priorityClassName", "connect to test-client", "spec.version 3.5.12: etcd does not write a learner's promotion", "until every member runs 3.5.20"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
