@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
-	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
