@@ -107,6 +107,10 @@ const (
 	ReasonPodSpecChangeBlocked = "PodSpecChangeBlocked"
 	ReasonUpgrading            = "Upgrading"
 	ReasonUpgradeBlocked       = "UpgradeBlocked"
+	// ReasonMembershipUnsafe is Progressing's reason while a member is to be added, promoted or
+	// replaced on an etcd patch whose learner promotion is known to be broken: the message
+	// names the bug and the patch to move to. Everything else keeps working.
+	ReasonMembershipUnsafe = "MembershipUnsafe"
 	// ReasonReplacementRefused is Progressing's reason while a damaged member cannot be replaced
 	// because the remaining voters would not keep a healthy quorum.
 	ReasonReplacementRefused = "ReplacementRefused"

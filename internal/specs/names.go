@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 // ManagerName is the value of etcdv1.LabelManagedBy on what the operator makes; the ports and
@@ -28,9 +29,10 @@ const (
 // DefaultImageRepository is where etcd images come from unless the operator is told otherwise.
 const DefaultImageRepository = "quay.io/coreos/etcd"
 
-// Image is the etcd image of a version.
+// Image is the etcd image of a version, written with or without its leading "v" (3.5.21 and
+// v3.5.21 both name quay.io/coreos/etcd:v3.5.21).
 func Image(repository, version string) string {
-	return fmt.Sprintf("%s:v%s", repository, version)
+	return fmt.Sprintf("%s:v%s", repository, etcdversion.Canonical(version))
 }
 
 // MemberName is the name of a cluster's member with the given ordinal; it names the

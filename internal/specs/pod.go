@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 // Paths inside the etcd container.
@@ -180,6 +181,7 @@ func podTLS(t *etcdv1.EtcdClusterTLS) *etcdv1.EtcdClusterTLS {
 func ptr[T any](v T) *T { return &v }
 
 func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) corev1.Container {
+	probes := probesFor(m.Spec.Version)
 	return corev1.Container{
 		Name:    ContainerName,
 		Image:   image,
@@ -193,23 +195,53 @@ func etcdContainer(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, image string) co
 			{Name: "peer", ContainerPort: PeerPort},
 			{Name: "metrics", ContainerPort: MetricsPort},
 		},
-		Resources:    resources(c),
-		VolumeMounts: volumeMounts(c, m),
-		// etcd's health endpoints live on the plaintext metrics port, so probes never need
-		// client certificates. /livez needs no quorum: a member waiting for its peers at
-		// bootstrap or after a pause is not killed; /readyz does.
-		// Startup and readiness are asked every second: a new or restarted member is counted
-		// Ready, by the Service and by whoever waits on it, within a second of etcd saying so
-		// rather than two (etcd answers these from memory). Startup still allows 300 s.
-		StartupProbe:   httpProbe("/livez", 1, 300),
-		LivenessProbe:  httpProbe("/livez", 10, 3),
-		ReadinessProbe: httpProbe("/readyz", 1, 3),
+		Resources:      resources(c),
+		VolumeMounts:   volumeMounts(c, m),
+		StartupProbe:   probes.startup,
+		LivenessProbe:  probes.liveness,
+		ReadinessProbe: probes.readiness,
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr(false),
 			ReadOnlyRootFilesystem:   ptr(true),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// etcdProbes are the etcd container's startup, liveness and readiness probes.
+type etcdProbes struct{ startup, liveness, readiness *corev1.Probe }
+
+// probesFor picks the probes etcd's version serves. etcd's health endpoints live on the
+// plaintext metrics port, so probes never need client certificates. From 3.5.11
+// (etcdversion.HasLivezReadyz): /livez needs no quorum, so a member waiting for its peers at
+// bootstrap or after a pause is not killed; /readyz does. Before 3.5.11 etcd serves neither
+// (a 404) and only /health, which needs a leader and a quorum read and fails on an alarm: it
+// is the readiness probe there, and startup and liveness are whether the metrics port takes a
+// connection (etcd opens it before it joins its peers), so that waiting for a quorum or an
+// alarm never kills the member.
+// Startup and readiness are asked every second: a new or restarted member is counted Ready,
+// by the Service and by whoever waits on it, within a second of etcd saying so rather than
+// two (etcd answers these from memory). Startup still allows 300 s.
+func probesFor(version string) etcdProbes {
+	if v, ok := etcdversion.Parse(version); ok && !v.HasLivezReadyz() {
+		return etcdProbes{
+			startup:   tcpProbe(1, 300),
+			liveness:  tcpProbe(10, 3),
+			readiness: httpProbe("/health", 1, 3),
+		}
+	}
+	return etcdProbes{
+		startup:   httpProbe("/livez", 1, 300),
+		liveness:  httpProbe("/livez", 10, 3),
+		readiness: httpProbe("/readyz", 1, 3),
+	}
+}
+
+func tcpProbe(period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(MetricsPort)}},
+		PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 2,
 	}
 }
 

@@ -81,6 +81,13 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 		newCluster("ok-single", withReplicas(1)),
 		newCluster("ok-paused", withReplicas(0)),
 		newCluster("ok-seven", withReplicas(7), withVersion("3.5.35")),
+		// Every 3.5 patch, as the official guide writes it (with a v) and as Cozystack's
+		// fixtures and older operators run it; and 3.7.
+		newCluster("ok-oldest-35", withVersion("3.5.0")),
+		newCluster("ok-cozystack-fixture", withVersion("3.5.17")),
+		newCluster("ok-guide", withVersion("v3.5.21")),
+		newCluster("ok-37", withVersion("3.7.3")),
+		newCluster("ok-37-v", withVersion("v3.7.3")),
 		newCluster("ok-tmpfs", withStorage("512Mi", memory)),
 		newCluster("ok-smallest-tmpfs", withStorage("256Mi", memory)),
 		newCluster("ok-byo-mtls",
@@ -158,11 +165,11 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 }
 
 // A newer patch and the next minor are accepted, one after the other, from the oldest
-// accepted version.
+// accepted version, with or without a leading v.
 func TestVersionUpgradesAreAccepted(t *testing.T) {
-	c := newCluster("upgrades", withVersion("3.5.35"))
+	c := newCluster("upgrades", withVersion("3.5.0"))
 	requireCreate(t, c)
-	for _, v := range []string{"3.5.36", "3.6.15", "3.6.16", "3.7.0"} {
+	for _, v := range []string{"v3.5.21", "3.5.35", "3.5.36", "3.6.15", "v3.6.16", "3.7.0", "v3.7.3"} {
 		withVersion(v)(c)
 		if err := k8s.Update(t.Context(), c); err != nil {
 			t.Fatalf("the upgrade to %s was refused: %v", v, err)

@@ -27,12 +27,13 @@ func invalidCreates() []invalidCreate {
 		{"name with a dot", newCluster("db.orders"), "metadata.name must be a DNS label of at most 56 characters"},
 		{"name starting with a digit", newCluster("1db"), "metadata.name must be a DNS label of at most 56 characters that starts with a letter"},
 		// spec.version
-		{"version with v prefix", newCluster("v01", withVersion("v3.6.16")), "spec.version must be an etcd release X.Y.Z"},
+		{"version with two v", newCluster("v01", withVersion("vv3.6.16")), "spec.version must be an etcd release X.Y.Z, with or without a leading 'v', for example 3.6.16 or v3.5.21"},
 		{"version without patch", newCluster("v02", withVersion("3.6")), "spec.version must be an etcd release X.Y.Z"},
 		{"version empty", newCluster("v03", withVersion("")), "spec.version must be an etcd release X.Y.Z"},
-		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.35 or newer"},
-		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.35 or newer"},
-		{"version 3.5.34", newCluster("v07", withVersion("3.5.34")), "spec.version must be etcd 3.5.35 or newer in the 3.x line, for example 3.5.35 or 3.6.16: it is the oldest patch this operator is tested with (older 3.5 patches have known membership bugs); upgrade an older cluster to 3.5.35 before handing it to the operator"},
+		{"version 3.4", newCluster("v04", withVersion("3.4.30")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version 2.x", newCluster("v05", withVersion("2.3.8")), "spec.version must be etcd 3.5.0 or newer"},
+		{"version v3.4 with its v", newCluster("v07", withVersion("v3.4.30")), "spec.version must be etcd 3.5.0 or newer in the 3.x line, for example 3.5.21, 3.6.16 or 3.7.3: the operator does not run older releases; upgrade an older cluster to 3.5 before handing it to the operator"},
+		{"version 4.x", newCluster("v08", withVersion("4.0.0")), "spec.version must be etcd 3.5.0 or newer"},
 		{"version with suffix", newCluster("v06", withVersion("3.6.0-rc.1")), "spec.version must be an etcd release X.Y.Z"},
 		// spec.replicas, spec.progressDeadlineSeconds
 		{"negative replicas", newCluster("r01", withReplicas(-1)), "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
@@ -199,6 +200,7 @@ func invalidUpdates() []invalidUpdate {
 		{"change the restore source", newCluster("u15", withRestore(etcdv1.RestoreSource{S3: s3("a.db")})), onCluster(withRestore(etcdv1.RestoreSource{S3: s3("b.db")})), "spec.bootstrap is immutable"},
 		{"change the restore snapshot", newCluster("u15b", withRestore(etcdv1.RestoreSource{SnapshotRef: ref("a")})), onCluster(withRestore(etcdv1.RestoreSource{SnapshotRef: ref("b")})), "spec.bootstrap is immutable"},
 		{"skip a minor", newCluster("u22", withVersion("3.5.35")), onCluster(withVersion("3.7.0")), "spec.version cannot jump from 3.5.35 to 3.7.0: etcd upgrades one minor version at a time; set the newest patch of the next minor first, wait until status.version shows it, then set 3.7.0"},
+		{"skip a minor written with v", newCluster("u23", withVersion("v3.5.21")), onCluster(withVersion("v3.7.3")), "spec.version cannot jump from v3.5.21 to v3.7.3"},
 		{"retarget a snapshot", newSnapshot("u17"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.ClusterRef.Name = "other" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"move a snapshot's destination", newSnapshot("u21"), func(o client.Object) { o.(*etcdv1.EtcdSnapshot).Spec.Destination.S3.Key = "elsewhere/" }, "spec.clusterRef and spec.destination of an EtcdSnapshot are immutable"},
 		{"change the defrag rule", newDefrag("u18"), func(o client.Object) {
@@ -304,6 +306,8 @@ func TestVersionGoesDownOnlyToAVersionNoMemberRan(t *testing.T) {
 		{name: "below what every member runs", from: "3.6.16", to: "3.6.15", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
 		{name: "a minor a member ran", from: "3.6.16", to: "3.5.35", members: ran("3.5.35", "3.6.16", "3.5.35"), lowest: "3.5.35", want: "spec.version cannot go down from 3.6.16 to 3.5.35"},
 		{name: "below the recorded cluster version, no member listed", from: "3.6.16", to: "3.6.15", lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
+		{name: "written with v, below what every member runs", from: "v3.6.16", to: "v3.6.15", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16", want: "spec.version cannot go down from v3.6.16 to v3.6.15"},
+		{name: "the same version, its v taken off", from: "v3.6.16", to: "3.6.16", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(fmt.Sprintf("ver-%d", i), withVersion(tc.from))

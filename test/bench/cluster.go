@@ -27,6 +27,9 @@ const (
 	etcdVersion = "3.6.16"
 	// previousPatch is what the upgrade step starts from (the e2e upgrade tests' too).
 	previousPatch = "3.6.15"
+	// nextMinor is what the last upgrade step moves to from etcdVersion (the e2e test
+	// TestUpgradeFrom36To37's too).
+	nextMinor = "3.7.3"
 	// pollInterval bounds how late a measurement can see a state: both sides are polled alike.
 	pollInterval = 200 * time.Millisecond
 	// benchLabel marks the bench's namespaces, so that all of them are found and deleted.

@@ -57,6 +57,7 @@ var steps = []step{
 	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion), true},
 	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch), true},
 	{"upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgraded", 3, upgradeTo(3, etcdVersion), false},
+	{"upgrade " + etcdVersion + " -> " + nextMinor + ", 3 members", "upgraded", 3, upgradeTo(3, nextMinor), false},
 }
 
 // metricWiped is also set beside one learner step (metricLearnerStep) in the report.

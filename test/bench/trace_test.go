@@ -25,7 +25,9 @@ func TestSelectSteps(t *testing.T) {
 	}{
 		{"^bootstrap, 5", []string{"bootstrap, 5 members"}},
 		{"^Pod loss", []string{"bootstrap, 3 members", "scale-out 3 -> 4", metricLearnerStep, "Pod loss, 5 members"}},
-		{"^upgrade", []string{"bootstrap, 3 members at " + previousPatch, "upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members"}},
+		{"^upgrade", []string{"bootstrap, 3 members at " + previousPatch, "upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgrade " + etcdVersion + " -> " + nextMinor + ", 3 members"}},
+		{"^upgrade 3.6.15", []string{"bootstrap, 3 members at " + previousPatch, "upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members"}},
+		{"^upgrade 3.6.16 -> 3.7", []string{"bootstrap, 3 members at " + previousPatch, "upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgrade " + etcdVersion + " -> " + nextMinor + ", 3 members"}},
 		{"no such step", nil},
 	} {
 		got := metrics(selectSteps(steps, regexp.MustCompile(tc.pattern)))

@@ -194,10 +194,15 @@ func versionFloor(t *testing.T) (major, minor, patch int) {
 		major, _ = strconv.Atoi(m[1])
 		minor, _ = strconv.Atoi(m[2])
 		patch, _ = strconv.Atoi(m[3])
-		for _, cmp := range []string{
-			fmt.Sprintf("int(self.split('.')[0]) == %d", major),
-			fmt.Sprintf("int(self.split('.')[1]) == %d && int(self.split('.')[2]) >= %d", minor, patch),
-		} {
+		// The version as the rule reads it: without the leading v it may have.
+		const parts = "self.replace('v', '').split('.')"
+		cmps := []string{fmt.Sprintf("int(%s[0]) == %d", parts, major)}
+		if patch == 0 {
+			cmps = append(cmps, fmt.Sprintf("int(%s[1]) >= %d", parts, minor))
+		} else {
+			cmps = append(cmps, fmt.Sprintf("int(%s[1]) == %d && int(%s[2]) >= %d", parts, minor, parts, patch))
+		}
+		for _, cmp := range cmps {
 			if !strings.Contains(v.Rule, cmp) {
 				t.Fatalf("the rule of %q does not compare %s: %s", v.Message, cmp, v.Rule)
 			}

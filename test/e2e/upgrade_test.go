@@ -15,11 +15,14 @@ import (
 )
 
 // Versions the local cluster's image map has besides etcdVersion (hack/images.sh). Each is
-// built from source in CI, so there are only these two; newest35 is also the oldest version
-// the CRD accepts, which TestUpgradeFrom35To36 runs.
+// built from source in CI, so there are only these: the oldest and newest patch of each
+// minor the operator supports (3.6's newest is etcdVersion), and the previous 3.6 patch.
+// oldest35 is also the oldest version the CRD accepts, and serves neither /livez nor /readyz.
 const (
 	previousPatch = "3.6.15"
 	newest35      = "3.5.35"
+	oldest35      = "3.5.0"
+	etcd37        = "3.7.3"
 )
 
 func createClusterAt(t *testing.T, ns, name string, replicas int32, version string) {
@@ -128,6 +131,12 @@ func TestPatchUpgradeOfFive(t *testing.T) {
 // acknowledged write is read back; only the puts the restarts and elections explain may fail.
 func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
 	t.Helper()
+	upgradeUnderLoadTo(t, name, n, from, etcdVersion)
+}
+
+// upgradeUnderLoadTo is upgradeUnderLoad to the version to.
+func upgradeUnderLoadTo(t *testing.T, name string, n int32, from, to string) {
+	t.Helper()
 	ns := namespace(t)
 	createClusterAt(t, ns, name, n, from)
 	before := waitSettled(t, ns, name, n, 6*time.Minute)
@@ -136,8 +145,8 @@ func upgradeUnderLoad(t *testing.T, name string, n int32, from string) {
 	}
 	roll := watchRoll(t, ns, name, before)
 	w := startWriter(t, ns, name, name)
-	setVersion(t, ns, name, etcdVersion)
-	waitUpgraded(t, ns, name, etcdVersion, before)
+	setVersion(t, ns, name, to)
+	waitUpgraded(t, ns, name, to, before)
 	w.stopAndVerifyAtMost(t, 20, roll.check(t, "upgrade"))
 }
 

@@ -13,6 +13,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/children/retention"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -68,22 +69,16 @@ func retainedDataRefusal(c *etcdv1.EtcdCluster, kept []corev1.PersistentVolumeCl
 		return etcdv1.ReasonRetainedDataBlocksRestore, fmt.Sprintf("%s asks for a new cluster from a snapshot, but PVCs %s kept from an earlier EtcdCluster %s (etcd cluster %s) hold data of their own: nothing is created. Delete those PVCs to restore from the snapshot, or delete this EtcdCluster and create it without spec.bootstrap.restore to bring the kept data back",
 			src, list, c.Name, firstKey(clusterIDs))
 	}
-	if want, ok := parseVersion(c.Spec.Version); ok {
+	if want, ok := etcdversion.Parse(c.Spec.Version); ok {
 		for _, pvc := range kept {
-			have, ok := parseVersion(pvc.Annotations[etcdv1.AnnotationEtcdVersion])
-			if ok && newerMinor(have, want) {
+			have, ok := etcdversion.Parse(pvc.Annotations[etcdv1.AnnotationEtcdVersion])
+			if ok && have.NewerMinor(want) {
 				return etcdv1.ReasonRetainedDataNewer, fmt.Sprintf("PVC %s kept from an earlier EtcdCluster %s holds data etcd %s wrote (%s), and etcd cannot open data of a newer minor: nothing is created. Set spec.version to %d.%d or later to bring the kept data back, or delete the PVCs %s to start anew",
-					pvc.Name, c.Name, have, etcdv1.AnnotationEtcdVersion, have.major, have.minor, list)
+					pvc.Name, c.Name, have, etcdv1.AnnotationEtcdVersion, have.Major, have.Minor, list)
 			}
 		}
 	}
 	return "", ""
-}
-
-// newerMinor: a is of a later major or minor release than b (patches do not matter to the
-// data's format).
-func newerMinor(a, b version) bool {
-	return a.major > b.major || (a.major == b.major && a.minor > b.minor)
 }
 
 // adoptRetainedPVCs is the first bootstrap of a cluster that finds PVCs kept from an earlier

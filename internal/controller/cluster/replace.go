@@ -121,6 +121,11 @@ func (r *Reconciler) replaceDamaged(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return false, r.refuseReplacement(ctx, c, memberNamed(v.members, plan.member),
 			fmt.Sprintf("member %s must be replaced (%s), but not now: %s", plan.member, plan.why, plan.refusal))
 	}
+	// The replacement ends in a new learner: refused before the damaged member goes on a
+	// patch that cannot promote it safely.
+	if err := membershipBlocked(wantVersion(c), v.runningVersions()); err != nil {
+		return false, err
+	}
 	m := memberNamed(v.members, plan.member)
 	if still, err := r.stillDamaged(ctx, c, v, m); !still || err != nil {
 		return false, err

@@ -79,6 +79,9 @@ func (r *Reconciler) scale(ctx context.Context, c *etcdv1.EtcdCluster, v *cluste
 		if total, healthy := v.voters(); healthy+1 < etcd.Quorum(total+1) {
 			return false, waitFor(etcdv1.ReasonMembersUnhealthy, "not scaling out: %d of %d voters healthy", healthy, total)
 		}
+		if err := membershipBlocked(wantVersion(c), v.runningVersions()); err != nil {
+			return false, err
+		}
 		return true, r.scaleOut(ctx, c, v)
 	}
 	return r.scaleIn(ctx, c, v)

@@ -53,7 +53,7 @@ func (r *Reconciler) chooseStep(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 		return "waitForAdoption", false, err
 	}
 	replicas := int(ptrOr(c.Spec.Replicas, 3))
-	if name, done, err := firstStep(ctx, c, v, r.formingSteps(replicas)); name != "" {
+	if name, done, err := firstStep(ctx, c, v, r.formingSteps(replicas), nil); name != "" {
 		return name, done && err == nil, err
 	}
 	if replicas == 0 {
@@ -62,16 +62,38 @@ func (r *Reconciler) chooseStep(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 	if !v.reachable {
 		return r.withoutQuorum(ctx, c, v)
 	}
-	if name, done, err := firstStep(ctx, c, v, r.quorumSteps()); name != "" {
+	var held heldRefusal
+	if name, done, err := firstStep(ctx, c, v, r.quorumSteps(), &held); name != "" {
 		return name, done && err == nil, err
 	}
-	if done, err := r.scale(ctx, c, v, replicas); done || err != nil {
+	if done, err := r.scale(ctx, c, v, replicas); !held.hold("scale", done, err) && (done || err != nil) {
 		return "scale", done, err
 	}
 	if done, err := r.rollOutdatedPods(ctx, c, v); done || err != nil {
 		return "rollOutdatedPods", done, err
 	}
-	return "", false, nil
+	return held.name, false, held.err
+}
+
+// heldRefusal is the first membership change a step refused because the etcd patch makes it
+// unsafe (ReasonMembershipUnsafe): the steps after it still run, the rolling restart and the
+// upgrade among them, as moving to a fixed patch is the way out; the refusal is what the
+// reconcile reports only when none of them acts or waits.
+type heldRefusal struct {
+	name string
+	err  error
+}
+
+// hold keeps a step's result when it is such a refusal (the first one kept), and says so.
+func (h *heldRefusal) hold(name string, done bool, err error) bool {
+	var w kit.Waiting
+	if h == nil || done || !errors.As(err, &w) || w.Reason != etcdv1.ReasonMembershipUnsafe {
+		return false
+	}
+	if h.err == nil {
+		h.name, h.err = name, err
+	}
+	return true
 }
 
 // formingSteps come before anything that needs a quorum.
@@ -102,9 +124,9 @@ func (r *Reconciler) quorumSteps() []namedStep {
 
 // firstStep runs steps in order up to the first that acts or cannot: its name, whether it
 // changed something, and its error; "" when none did.
-func firstStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, steps []namedStep) (string, bool, error) {
+func firstStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, steps []namedStep, held *heldRefusal) (string, bool, error) {
 	for _, s := range steps {
-		if done, err := s.act(ctx, c, v); done || err != nil {
+		if done, err := s.act(ctx, c, v); !held.hold(s.name, done, err) && (done || err != nil) {
 			return s.name, done, err
 		}
 	}
@@ -116,7 +138,7 @@ func firstStep(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, steps
 func (r *Reconciler) withoutQuorum(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (string, bool, error) {
 	name, done, err := firstStep(ctx, c, v, []namedStep{
 		{"recoverAutomatically", r.recoverAutomatically}, {"recoverQuorum", r.recoverQuorum},
-	})
+	}, nil)
 	if name != "" {
 		return name, done && err == nil, err
 	}
@@ -268,7 +290,7 @@ func (r *Reconciler) newMember(c *etcdv1.EtcdCluster, name string, b etcdv1.Memb
 	m := &etcdv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.MemberLabels(c.Name, name)},
 		Spec: etcdv1.EtcdMemberSpec{
-			ClusterName: c.Name, Version: c.Spec.Version, Storage: *c.Spec.Storage.DeepCopy(), Bootstrap: b,
+			ClusterName: c.Name, Version: wantVersion(c), Storage: *c.Spec.Storage.DeepCopy(), Bootstrap: b,
 			TLS: memberTLS(c),
 		},
 	}
@@ -417,6 +439,9 @@ func (r *Reconciler) addPending(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 		if m.Status.MemberID != "" {
 			continue // it was in etcd and is gone: replaceDamaged replaces it
 		}
+		if err := membershipBlocked(wantVersion(c), v.runningVersions()); err != nil {
+			return false, err
+		}
 		added, _, err := v.etcd.AddLearner(ctx, []string{specs.PeerURL(c, m.Name)})
 		if errors.Is(err, etcd.ErrUnhealthyCluster) {
 			total, healthy := v.voters()
@@ -494,6 +519,9 @@ func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster,
 		total, healthy := v.voters()
 		if healthy+1 < etcd.Quorum(total+1) {
 			return true, waitFor(etcdv1.ReasonMembersUnhealthy, "not promoting %s: %d of %d voters healthy", owner.Name, healthy, total)
+		}
+		if err := membershipBlocked(wantVersion(c), v.runningVersions()); err != nil {
+			return false, err
 		}
 		// A learner's acks count toward no commit, so its Pod may name its peers until now;
 		// a voter's must not (requireDataInPlace).

@@ -2,14 +2,12 @@ package cluster
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 // An upgrade moves one member at a time to spec.version: the cluster controller writes the
@@ -20,44 +18,9 @@ import (
 // the upgrade knows lives in the EtcdMembers' specs and in etcd, so an operator that dies in
 // the middle resumes where it was.
 
-// minVersionFor36 is the oldest 3.5 patch etcd's upgrade guide allows a 3.6 upgrade from
-// (3.5.24 to 3.5.26 fix upgrade blockers: learners and zombie members).
-var minVersionFor36 = version{3, 5, 26}
-
 // maxApplyLag is how many entries a restarted member may be behind the leader's applied
 // index and still count as caught up: under a steady write load the two never meet exactly.
 const maxApplyLag = 100
-
-// version is an etcd release X.Y.Z.
-type version struct{ major, minor, patch int }
-
-func parseVersion(s string) (version, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
-		return version{}, false
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 {
-			return version{}, false
-		}
-		n[i] = v
-	}
-	return version{n[0], n[1], n[2]}, true
-}
-
-func (a version) less(b version) bool {
-	if a.major != b.major {
-		return a.major < b.major
-	}
-	if a.minor != b.minor {
-		return a.minor < b.minor
-	}
-	return a.patch < b.patch
-}
-
-func (a version) String() string { return fmt.Sprintf("%d.%d.%d", a.major, a.minor, a.patch) }
 
 // upgradeMember is what the upgrade decision needs to know of one member.
 type upgradeMember struct {
@@ -113,9 +76,9 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 // version (the member controller then replaces its Pod, replaceStuckPod). Waiting for its
 // health, as the next step of an upgrade does, would wait forever.
 func movedBeyondTarget(target string, pending []upgradeMember) string {
-	want, _ := parseVersion(target)
+	want, _ := etcdversion.Parse(target)
 	for _, m := range pending {
-		if spec, ok := parseVersion(m.spec); ok && want.less(spec) && m.running != m.spec {
+		if spec, ok := etcdversion.Parse(m.spec); ok && want.Less(spec) && m.running != m.spec {
 			return m.name
 		}
 	}
@@ -123,26 +86,29 @@ func movedBeyondTarget(target string, pending []upgradeMember) string {
 }
 
 // upgradeBlocked refuses what etcd does not support, whatever the spec's history: a target
-// older than a running member, more than one minor above the oldest running member, or 3.6
-// from a 3.5 patch older than 3.5.26. The CRD refuses these changes of spec.version; this
-// catches two changes made before the first one finished.
+// older than a running member, more than one minor above the oldest running member, or a
+// minor from a patch of the minor before that etcd does not upgrade from (3.6 needs 3.5.26,
+// 3.7 needs 3.6.11: etcdversion.UpgradeFloor). The CRD refuses the first two changes of
+// spec.version; this catches two changes made before the first one finished, and the third,
+// which only the running versions tell.
 func upgradeBlocked(target string, members []upgradeMember) error {
-	want, ok := parseVersion(target)
+	want, ok := etcdversion.Parse(target)
 	if !ok {
 		return waitFor(etcdv1.ReasonUpgradeBlocked, "spec.version %q is no X.Y.Z version", target)
 	}
+	floor, hasFloor := etcdversion.UpgradeFloor(want)
 	for _, m := range members {
-		running, ok := parseVersion(m.running)
+		running, ok := etcdversion.Parse(m.running)
 		if !ok {
 			continue
 		}
 		switch {
-		case want.less(running):
+		case want.Less(running):
 			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
-		case want.minor > running.minor+1:
-			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.minor+1)
-		case want.minor == 6 && running.minor == 5 && running.less(minVersionFor36):
-			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd requires 3.5.26 or later on every member before 3.6; set spec.version to the newest 3.5 patch and let it finish first", m.name, running)
+		case want.Minor > running.Minor+1:
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.Minor+1)
+		case hasFloor && running.SameMinor(floor) && running.Less(floor):
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd requires %s or later on every member before %d.%d; set spec.version to %s or a newer %d.%d patch and let it finish first", m.name, running, floor, want.Major, want.Minor, floor, floor.Major, floor.Minor)
 		}
 	}
 	return nil
@@ -151,23 +117,28 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 // upgradeNextMember moves the next member to spec.version, when the cluster is ready for it.
 func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	active := v.active()
-	if !anyOnOtherVersion(active, c.Spec.Version) {
+	target := wantVersion(c)
+	if !anyOnOtherVersion(active, target) {
 		return false, nil
 	}
-	name, err := planUpgrade(c.Spec.Version, upgradeMembers(c, v, active))
+	name, err := planUpgrade(target, upgradeMembers(c, v, active))
 	if name == "" || err != nil {
 		return false, err
 	}
 	m := memberNamed(active, name)
 	from := m.Spec.Version
 	patch := client.MergeFrom(m.DeepCopy())
-	m.Spec.Version = c.Spec.Version
+	m.Spec.Version = target
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return false, err
 	}
-	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, c.Spec.Version)
+	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, target)
 	return true, nil
 }
+
+// wantVersion is spec.version as EtcdMembers name it: without the leading "v" a user may
+// write (v3.5.21 is 3.5.21).
+func wantVersion(c *etcdv1.EtcdCluster) string { return etcdversion.Canonical(c.Spec.Version) }
 
 func anyOnOtherVersion(members []*etcdv1.EtcdMember, target string) bool {
 	for _, m := range members {
@@ -210,11 +181,11 @@ func applyLag(applied, leaderApplied uint64) uint64 {
 // clusterVersion is the lowest version of the members' summaries (what each reports, or last
 // reported while it does not answer), or previous when none is known.
 func clusterVersion(members []etcdv1.MemberSummary, previous string) string {
-	var lowest version
+	var lowest etcdversion.Version
 	found := false
 	for _, m := range members {
-		ver, ok := parseVersion(m.Version)
-		if ok && (!found || ver.less(lowest)) {
+		ver, ok := etcdversion.Parse(m.Version)
+		if ok && (!found || ver.Less(lowest)) {
 			lowest, found = ver, true
 		}
 	}

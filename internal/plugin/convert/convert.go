@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 // SourceAPIVersion is the API of the manifests Convert reads.
@@ -123,6 +124,7 @@ func One(raw map[string]any) (Result, error) {
 	if vnote != "" {
 		note("%s", vnote)
 	}
+	notes = append(notes, KnownIssues(version)...)
 	notes = append(notes, convertStorage(c, src.Spec.StorageSpec)...)
 	notes = append(notes, convertTLS(c, src.Spec.TLS)...)
 	opts, rest := Options(src.Spec.EtcdOptions)
@@ -147,27 +149,35 @@ func One(raw map[string]any) (Result, error) {
 	return Result{Cluster: c, Notes: notes}, nil
 }
 
-// Version drops a leading v; it notes versions this operator does not run.
+// Version drops a leading v; it notes versions this operator does not run (older than
+// 3.5.0, as spec.version's CEL rule in api/v1alpha2). Every 3.5 patch is kept as it is: the
+// operator runs it, refusing only what the patch makes unsafe (docs/compatibility.md).
 func Version(v string) (string, string) {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-	var major, minor, patch int
-	if n, _ := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); n != 3 || fmt.Sprintf("%d.%d.%d", major, minor, patch) != v {
+	v = strings.TrimSpace(v)
+	parsed, ok := etcdversion.Parse(v)
+	if !ok {
+		v = strings.TrimPrefix(v, "v")
 		return v, fmt.Sprintf("spec.version %q is no X.Y.Z release; set spec.version to one, for example 3.6.16", v)
 	}
-	if major != 3 || minor < 5 {
-		return v, fmt.Sprintf("spec.version %s: this operator runs etcd %s or newer; upgrade the old cluster first", v, oldestPatch)
+	if parsed.Less(etcdversion.Oldest) || parsed.Major != etcdversion.Oldest.Major {
+		return parsed.String(), fmt.Sprintf("spec.version %s: this operator runs etcd %s or newer in the 3.x line; upgrade the old cluster first", parsed, etcdversion.Oldest)
 	}
-	if minor == 5 && patch < oldestPatchOf35 {
-		return oldestPatch, fmt.Sprintf("spec.version %s is older than %s, the oldest patch this operator accepts: the new cluster runs %s (same minor); upgrade the old cluster to %s before moving its data", v, oldestPatch, oldestPatch, oldestPatch)
-	}
-	return v, ""
+	return parsed.String(), ""
 }
 
-// The oldest etcd this operator accepts (spec.version's CEL rule in api/v1alpha2).
-const (
-	oldestPatch     = "3.5.35"
-	oldestPatchOf35 = 35
-)
+// KnownIssues notes what the operator refuses on an etcd patch with a known bug, and the patch
+// to move to (docs/compatibility.md); none for a version without one.
+func KnownIssues(version string) []string {
+	v, ok := etcdversion.Parse(version)
+	if !ok {
+		return nil
+	}
+	if issue, bad := etcdversion.MembershipIssue(v); bad {
+		return []string{fmt.Sprintf("spec.version %s: %s (%s): the operator adds and promotes no member (no scale-out, no replacement) until every member runs %s or a newer %d.%d patch; everything else works",
+			v, issue.What, issue.Source, issue.FixedIn, issue.FixedIn.Major, issue.FixedIn.Minor)}
+	}
+	return nil
+}
 
 func convertStorage(c *etcdv1.EtcdCluster, s *storageSpec) []string {
 	if s == nil {

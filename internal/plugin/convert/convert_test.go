@@ -47,7 +47,7 @@ func TestConvertTheGuidesCluster(t *testing.T) {
 	ref := etcdv1.IssuerReference{Name: "etcd-ca-issuer", Kind: "Issuer"}
 	size, class, replicas := resource.MustParse("10Gi"), "sc-topolvm", int32(3)
 	want := etcdv1.EtcdClusterSpec{
-		Replicas: &replicas, Version: "3.5.35",
+		Replicas: &replicas, Version: "3.5.21",
 		Storage: etcdv1.StorageSpec{Size: &size, StorageClassName: &class},
 		TLS: &etcdv1.EtcdClusterTLS{
 			Client:           &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ref, OperatorClientIssuerRef: &ref}},
@@ -73,7 +73,7 @@ func TestConvertTheGuidesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back etcdv1.EtcdCluster
-	if err := yaml.UnmarshalStrict(stripComments(out), &back); err != nil || back.APIVersion != "etcd-operator.cozystack.io/v1alpha2" || back.Spec.Version != "3.5.35" {
+	if err := yaml.UnmarshalStrict(stripComments(out), &back); err != nil || back.APIVersion != "etcd-operator.cozystack.io/v1alpha2" || back.Spec.Version != "3.5.21" {
 		t.Fatalf("printed manifest does not read back: %v\n%s", err, out)
 	}
 	if strings.Contains(string(out), "status:") || strings.Contains(string(out), "creationTimestamp") {
@@ -91,12 +91,32 @@ func stripComments(b []byte) []byte {
 	return []byte(strings.Join(keep, "\n"))
 }
 
+func TestKnownIssues(t *testing.T) {
+	for in, want := range map[string]string{
+		"3.5.12":  "until every member runs 3.5.20",
+		"3.5.0":   "until every member runs 3.5.20",
+		"3.5.21":  "",
+		"3.6.16":  "",
+		"latest":  "",
+		"v3.5.19": "spec.version 3.5.19",
+	} {
+		got := strings.Join(KnownIssues(in), "\n")
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("KnownIssues(%q) = %q; want one containing %q", in, got, want)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for in, want := range map[string]struct{ v, note string }{
-		"v3.5.21": {"3.5.35", "older than 3.5.35"},
+		"v3.5.21": {"3.5.21", ""},
+		"3.5.0":   {"3.5.0", ""},
 		"v3.5.35": {"3.5.35", ""},
 		"3.6.16":  {"3.6.16", ""},
-		"v3.4.30": {"3.4.30", "3.5.35 or newer"},
+		"v3.7.3":  {"3.7.3", ""},
+		"v3.4.30": {"3.4.30", "3.5.0 or newer"},
+		"2.3.8":   {"2.3.8", "3.5.0 or newer"},
+		"4.0.0":   {"4.0.0", "3.5.0 or newer"},
 		"latest":  {"latest", "no X.Y.Z release"},
 		"3.6":     {"3.6", "no X.Y.Z release"},
 	} {

@@ -139,6 +139,7 @@ func legacyPod(c *etcdv1.EtcdCluster, src *legacySource) []string {
 		}
 		c.Spec.Resources = ctr.Resources
 	}
+	notes = append(notes, KnownIssues(c.Spec.Version)...)
 	c.Spec.Affinity = pt.Spec.Affinity
 	c.Spec.TopologySpreadConstraints = pt.Spec.TopologySpreadConstraints
 	c.Spec.ImagePullSecrets = pt.Spec.ImagePullSecrets

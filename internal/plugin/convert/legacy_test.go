@@ -66,7 +66,7 @@ func TestLegacyTranslation(t *testing.T) {
 	c := results[0].Cluster
 	replicas, size, class, quota := int32(3), resource.MustParse("10Gi"), "gp3", resource.MustParse("4294967296")
 	want := etcdv1.EtcdClusterSpec{
-		Replicas: &replicas, Version: "3.5.35",
+		Replicas: &replicas, Version: "3.5.12",
 		Storage:            etcdv1.StorageSpec{Size: &size, StorageClassName: &class},
 		Options:            &etcdv1.EtcdOptions{QuotaBackendBytes: &quota, AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "1h"},
 		Resources:          corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
@@ -83,7 +83,7 @@ func TestLegacyTranslation(t *testing.T) {
 	}
 	notes := strings.Join(results[0].Notes, "\n")
 	for _, want := range []string{"election-timeout=1000", "podDisruptionBudgetTemplate", "serverTrustedCASecret test-ca", "Secret test-root",
-		"priorityClassName", "connect to test-client"} {
+		"priorityClassName", "connect to test-client", "spec.version 3.5.12: etcd does not write a learner's promotion", "until every member runs 3.5.20"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

@@ -86,6 +86,27 @@ func TestPlanAenixBuildsTheClusterFromTheSpecAndThePods(t *testing.T) {
 	}
 }
 
+// A legacy cluster on the legacy operator's default etcd (3.5.12) is taken over at the
+// version it runs: nothing older than 3.5.0 is refused for its version.
+func TestPlanAenixTakesOverAnOld35Patch(t *testing.T) {
+	o := aenixObserved()
+	for _, pod := range o.Pods {
+		pod.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.5.12"
+	}
+	p := PlanAenix(o)
+	if len(p.Refusals) != 0 {
+		t.Fatalf("refusals %q", p.Refusals)
+	}
+	for _, m := range p.Members {
+		if m.Spec.Version != "3.5.12" {
+			t.Errorf("member %s spec.version %q, want 3.5.12", m.Member, m.Spec.Version)
+		}
+	}
+	if p.Cluster.Spec.Version != "3.5.12" {
+		t.Errorf("cluster spec.version %q, want 3.5.12", p.Cluster.Spec.Version)
+	}
+}
+
 func TestPlanAenixRefuses(t *testing.T) {
 	for name, tc := range map[string]struct {
 		change func(o *AenixObserved)
@@ -113,7 +134,7 @@ func TestPlanAenixRefuses(t *testing.T) {
 		"empty dir": {func(o *AenixObserved) {
 			o.Pods["lg-0"].Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 		}, "Pod lg-0 keeps its data on volume data, not on a PVC"},
-		"old etcd": {func(o *AenixObserved) { o.Pods["lg-0"].Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.5.12" }, "Pod lg-0 runs image quay.io/coreos/etcd:v3.5.12"},
+		"old etcd": {func(o *AenixObserved) { o.Pods["lg-0"].Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.4.30" }, "Pod lg-0 runs image quay.io/coreos/etcd:v3.4.30"},
 		"pods and spec disagree on the peer port": {func(o *AenixObserved) {
 			o.Legacy["spec"].(map[string]any)["security"] = map[string]any{"tls": map[string]any{"peerSecret": "p"}}
 		}, "the Pods protect the peer port as [auto] but spec.security.tls says secret"},

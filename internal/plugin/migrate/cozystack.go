@@ -13,6 +13,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -248,6 +249,8 @@ func planMember(o Observed, m *etcdv1.EtcdMember) (MemberChange, string) {
 	if change.Spec.Version == "" {
 		change.Spec.Version = o.Cluster.Spec.Version
 	}
+	// An EtcdMember names its version without the leading v spec.version may have.
+	change.Spec.Version = etcdversion.Canonical(change.Spec.Version)
 	return change, ""
 }
 

@@ -88,6 +88,25 @@ func TestPlanCozystackTakesIdentityFromThePods(t *testing.T) {
 	}
 }
 
+// A member whose Cozystack EtcdMember names no version takes the cluster's, which a person
+// may have written with its leading v: the EtcdMember gets it without.
+func TestPlanCozystackTakesTheClusterVersionWithoutItsV(t *testing.T) {
+	o := observed(false)
+	o.Cluster.Spec.Version = "v3.5.21"
+	for i := range o.Members {
+		o.Members[i].Spec.Version = ""
+	}
+	p := PlanCozystack(o)
+	if len(p.Refusals) != 0 || len(p.Members) != 2 {
+		t.Fatalf("plan: %+v", p)
+	}
+	for _, m := range p.Members {
+		if m.Spec.Version != "3.5.21" {
+			t.Errorf("member %s spec.version %q, want 3.5.21", m.Member, m.Spec.Version)
+		}
+	}
+}
+
 // observedTLS is observed(true) with the Secrets its Pods mount, from one CA, naming the
 // members and the client Service.
 func observedTLS(t *testing.T) Observed {

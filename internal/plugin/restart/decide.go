@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/cli"
 )
 
@@ -76,12 +77,13 @@ func scaling(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, progressing *me
 
 func upgrading(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, progressing *metav1.Condition) error {
 	var behind []string
+	want := etcdversion.Canonical(c.Spec.Version) // spec.version may have a leading v; members' never
 	for _, m := range members {
-		if m.Spec.Version != c.Spec.Version {
+		if m.Spec.Version != want {
 			behind = append(behind, m.Name+" "+m.Spec.Version)
 		}
 	}
-	if len(behind) > 0 || c.Status.Version != "" && c.Status.Version != c.Spec.Version || isTrue(progressing) && progressing.Reason == etcdv1.ReasonUpgrading {
+	if len(behind) > 0 || c.Status.Version != "" && c.Status.Version != want || isTrue(progressing) && progressing.Reason == etcdv1.ReasonUpgrading {
 		return fmt.Errorf("it is mid-upgrade to %s (status.version %s; members at another version: %s): wait until status.version is %s",
 			c.Spec.Version, cli.Dash(c.Status.Version), cli.Dash(strings.Join(behind, ", ")), c.Spec.Version)
 	}

@@ -55,6 +55,10 @@ func TestRefusalNamesWhatToWaitFor(t *testing.T) {
 		refuse string
 	}{
 		{"healthy and at rest", nil, ""},
+		{"at rest, spec.version written with a v", func(c *etcdv1.EtcdCluster, m []etcdv1.EtcdMember, _ map[string]corev1.Pod) []etcdv1.EtcdMember {
+			c.Spec.Version = "v" + c.Spec.Version
+			return m
+		}, ""},
 		{"paused", func(c *etcdv1.EtcdCluster, m []etcdv1.EtcdMember, _ map[string]corev1.Pod) []etcdv1.EtcdMember {
 			c.Spec.Replicas = new(int32)
 			return m
