@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/metrics"
 	"github.com/quorumkeeper/etcd-operator/test/operatormetrics"
 )
 
@@ -113,6 +115,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 		waitSettled(t, ns, name, n, 5*time.Minute)
 		maps.Copy(membersBefore, memberPods(t, ns, name))
 	}
+	checkLeaderGatedMetrics(t, ns)
 	operatorBefore := deploymentGeneration(t)
 
 	helm(t, "upgrade", helmRelease, "../../charts/etcd-operator", "--namespace", helmNamespace, "--reset-then-reuse-values",
@@ -185,37 +188,103 @@ func checkHelmValues(t *testing.T) {
 	}
 }
 
-// checkVerifiedMetrics: the operator serves the certificate cert-manager issued for its
-// metrics Service, which a client verifies against the Secret's ca.crt under the Service's
-// name, as the chart's ServiceMonitor has Prometheus do, and answers a metrics reader's token.
-func checkVerifiedMetrics(t *testing.T) {
+// verifiedScraper scrapes the helm release's replicas as the chart's ServiceMonitor has
+// Prometheus do: the certificate cert-manager issued for the metrics Service, verified against
+// the Secret's ca.crt under the Service's name, and a metrics reader's token.
+type verifiedScraper struct {
+	client *http.Client
+	token  string
+}
+
+func newVerifiedScraper(t *testing.T) verifiedScraper {
 	t.Helper()
-	ctx := context.Background()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(getSecret(t, helmNamespace, helmFullname+"-metrics-cert").Data["ca.crt"]) {
 		t.Fatal("no CA certificate in the metrics certificate's ca.crt")
 	}
 	serverName := helmFullname + "-metrics." + helmNamespace + ".svc"
-	token, err := operatormetrics.Token(ctx, kubeClientset(t))
+	token, err := operatormetrics.Token(context.Background(), kubeClientset(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	scraper := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
-	url := "https://" + net.JoinHostPort(operatorPodIPIn(t, helmNamespace, helmRelease), operatormetrics.Port) + "/metrics"
+	return verifiedScraper{token: token, client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}}
+}
+
+// scrape returns what the replica at ip serves; a certificate that does not verify fails.
+func (s verifiedScraper) scrape(ip string) (string, error) {
+	url := "https://" + net.JoinHostPort(ip, operatormetrics.Port) + "/metrics"
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return string(body), nil
+}
+
+// checkVerifiedMetrics: the leader answers a verified scrape.
+func checkVerifiedMetrics(t *testing.T) {
+	t.Helper()
+	scraper := newVerifiedScraper(t)
+	ip := operatorPodIPIn(t, helmNamespace, helmRelease)
 	eventually(t, time.Minute, "a verified scrape of the helm release's operator", func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		_, err := scraper.scrape(ip)
+		return err
+	})
+}
+
+// checkLeaderGatedMetrics: of the release's two replicas, only the leader serves the series
+// of the clusters in ns (two would double every sum over them); both serve build info, which
+// says a replica is up whether it leads or not.
+func checkLeaderGatedMetrics(t *testing.T, ns string) {
+	t.Helper()
+	scraper := newVerifiedScraper(t)
+	clusterSeries := metrics.ClusterInfoName + `{`
+	eventually(t, time.Minute, "cluster series from the leader only", func() error {
+		leader, err := leaderIP(helmNamespace, helmRelease)
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := scraper.Do(req)
-		if err != nil {
-			return err // a certificate that does not verify fails here
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(helmNamespace),
+			client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+			return err
 		}
-		defer func() { _ = resp.Body.Close() }()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		var served []string
+		for _, p := range pods.Items {
+			if p.Status.PodIP == "" || !p.DeletionTimestamp.IsZero() {
+				continue
+			}
+			body, err := scraper.scrape(p.Status.PodIP)
+			if err != nil {
+				return fmt.Errorf("replica %s: %w", p.Name, err)
+			}
+			if !strings.Contains(body, metrics.BuildInfoName+"{") {
+				return fmt.Errorf("replica %s serves no %s", p.Name, metrics.BuildInfoName)
+			}
+			ours := strings.Contains(body, clusterSeries) && strings.Contains(body, `namespace="`+ns+`"`)
+			switch {
+			case p.Status.PodIP == leader && !ours:
+				return fmt.Errorf("the leader %s serves no %s of namespace %s", p.Name, metrics.ClusterInfoName, ns)
+			case p.Status.PodIP != leader && strings.Contains(body, clusterSeries):
+				return fmt.Errorf("the standby %s serves cluster series too", p.Name)
+			}
+			served = append(served, p.Name)
+		}
+		if len(served) != 2 {
+			return fmt.Errorf("scraped replicas %v, want 2", served)
 		}
 		return nil
 	})
