@@ -105,4 +105,3 @@ func TestANewPodCarriesTheRoleLabelTheBudgetSelects(t *testing.T) {
 func (h *memberHarness) pdb() *policyv1.PodDisruptionBudget {
 	return get(h, specs.PDBName("db"), &policyv1.PodDisruptionBudget{})
 }
-
