@@ -28,6 +28,11 @@ const (
 	LegacyRoleLabelLearner = "Learner"
 )
 
+// KeyPrefix is the prefix of the operator's label and annotation keys. spec.additionalMetadata
+// never sets a key under it: such a label on an agent Pod would have the operator take it for
+// a member, and such an annotation on an EtcdMember would be an order (replace, remove).
+const KeyPrefix = "etcd-operator.cozystack.io/"
+
 // LabelSnapshotOf marks a snapshot agent's Pod with the cluster it reads: the cluster's
 // NetworkPolicy admits such Pods to the client port.
 const LabelSnapshotOf = "etcd-operator.cozystack.io/snapshot-of"
