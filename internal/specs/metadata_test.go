@@ -42,8 +42,8 @@ func metadataCluster() *etcdv1.EtcdCluster {
 // called for metadataCluster. TestEveryBuilderIsInTheMetadataTable fails when a builder is
 // missing here.
 var builders = map[string]func(c *etcdv1.EtcdCluster) []metav1.Object{
-	"Pod": func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(Pod(c, member(c, "db-1"), PodOptions{})) },
-	"PVC": func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(PVC(c, member(c, "db-1"))) },
+	"Pod":             func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(Pod(c, member(c, "db-1"), PodOptions{})) },
+	"PVC":             func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(PVC(c, member(c, "db-1"))) },
 	"HeadlessService": func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(HeadlessService(c)) },
 	"ClientService":   func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(ClientService(c)) },
 	"PDB": func(c *etcdv1.EtcdCluster) []metav1.Object {
