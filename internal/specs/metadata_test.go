@@ -133,37 +133,38 @@ func TestEveryBuilderCarriesAdditionalMetadata(t *testing.T) {
 				}
 				ownCarried := carriedMetadata(t, own[i])
 				for where, m := range carriedMetadata(t, obj) {
-					what := obj.GetName() + " " + where
-					if m.GetLabels()["team"] != "storage" || m.GetAnnotations()["owner"] != "team-a" {
-						t.Errorf("%s: labels %v, annotations %v: spec.additionalMetadata missing", what, m.GetLabels(), m.GetAnnotations())
-					}
-					for k, v := range ownCarried[where].GetLabels() {
-						if m.GetLabels()[k] != v {
-							t.Errorf("%s: the operator's label %s=%s lost to spec.additionalMetadata (%s)", what, k, v, m.GetLabels()[k])
-						}
-					}
-					for k, v := range ownCarried[where].GetAnnotations() {
-						// The Pod's fingerprint covers spec.additionalMetadata: it differs, as it should.
-						if m.GetAnnotations()[k] != v && k != etcdv1.AnnotationPodTemplateHash {
-							t.Errorf("%s: the operator's annotation %s=%s lost to spec.additionalMetadata", what, k, v)
-						}
-					}
-					for k, v := range m.GetLabels() {
-						if _, ours := ownCarried[where].GetLabels()[k]; !ours && strings.HasPrefix(k, etcdv1.KeyPrefix) {
-							t.Errorf("%s: label %s=%s taken from spec.additionalMetadata", what, k, v)
-						}
-					}
-					for k, v := range m.GetAnnotations() {
-						if _, ours := ownCarried[where].GetAnnotations()[k]; !ours && strings.HasPrefix(k, etcdv1.KeyPrefix) {
-							t.Errorf("%s: annotation %s=%s taken from spec.additionalMetadata", what, k, v)
-						}
-					}
+					checkCarried(t, obj.GetName()+" "+where, m, ownCarried[where])
 				}
 			}
 			if !reflect.DeepEqual(c, before) {
 				t.Error("the builder changed the cluster")
 			}
 		})
+	}
+}
+
+// checkCarried: m has spec.additionalMetadata's keys, every key own (the same object made
+// without it) has, with own's value, and no other key under the operator's prefix.
+func checkCarried(t *testing.T, what string, m, own metav1.Object) {
+	t.Helper()
+	if m.GetLabels()["team"] != "storage" || m.GetAnnotations()["owner"] != "team-a" {
+		t.Errorf("%s: labels %v, annotations %v: spec.additionalMetadata missing", what, m.GetLabels(), m.GetAnnotations())
+	}
+	for _, kv := range []struct {
+		kind      string
+		got, ours map[string]string
+	}{{"label", m.GetLabels(), own.GetLabels()}, {"annotation", m.GetAnnotations(), own.GetAnnotations()}} {
+		for k, v := range kv.ours {
+			// The Pod's fingerprint covers spec.additionalMetadata: it differs, as it should.
+			if kv.got[k] != v && k != etcdv1.AnnotationPodTemplateHash {
+				t.Errorf("%s: the operator's %s %s=%s lost to spec.additionalMetadata (%s)", what, kv.kind, k, v, kv.got[k])
+			}
+		}
+		for k, v := range kv.got {
+			if _, ours := kv.ours[k]; !ours && strings.HasPrefix(k, etcdv1.KeyPrefix) {
+				t.Errorf("%s: %s %s=%s taken from spec.additionalMetadata", what, kv.kind, k, v)
+			}
+		}
 	}
 }
 
@@ -192,6 +193,22 @@ func TestAdditionalMetadataSetsNoOperatorLabel(t *testing.T) {
 // TestEveryBuilderCarriesAdditionalMetadata instead of reaching a user.
 func TestEveryBuilderIsInTheMetadataTable(t *testing.T) {
 	t.Parallel()
+	files := parsePackage(t)
+	found := objectBuilders(files, knownObjectTypes(t), localStructs(files))
+	if len(found) < 10 {
+		t.Fatalf("found only the builders %v: the scan is broken", found)
+	}
+	for _, name := range found {
+		if builders[name] == nil {
+			t.Errorf("builder %s returns an object and is not in the additionalMetadata table (builders)", name)
+		}
+	}
+}
+
+// knownObjectTypes are "importpath.Name" of every kind the schemes know, and the unstructured
+// object and ObjectMeta.
+func knownObjectTypes(t *testing.T) map[string]bool {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -204,39 +221,51 @@ func TestEveryBuilderIsInTheMetadataTable(t *testing.T) {
 	for _, typ := range scheme.AllKnownTypes() {
 		known[typ.PkgPath()+"."+typ.Name()] = true
 	}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
+	return known
+}
+
+// parsePackage parses this package's non-test files.
+func parsePackage(t *testing.T) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parsed []*ast.File
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		file, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
 		}
-		parsed = append(parsed, file)
+		files = append(files, file)
 	}
-	// Struct types of this package that hold an object (IssuedCertificate).
+	return files
+}
+
+// localStructs are the package's struct types by name.
+func localStructs(files []*ast.File) map[string]*ast.StructType {
 	local := map[string]*ast.StructType{}
-	for _, file := range parsed {
-		for _, decl := range file.Decls {
-			if gd, ok := decl.(*ast.GenDecl); ok {
-				for _, spec := range gd.Specs {
-					if ts, ok := spec.(*ast.TypeSpec); ok {
-						if st, ok := ts.Type.(*ast.StructType); ok {
-							local[ts.Name.Name] = st
-						}
-					}
+	for _, file := range files {
+		ast.Inspect(file, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					local[ts.Name.Name] = st
 				}
 			}
-		}
+			return true
+		})
 	}
+	return local
+}
+
+// objectBuilders are the exported functions whose results include an object, sorted.
+func objectBuilders(files []*ast.File, known map[string]bool, local map[string]*ast.StructType) []string {
 	var found []string
-	for _, file := range parsed {
+	for _, file := range files {
 		imports := map[string]string{}
 		for _, imp := range file.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
@@ -246,49 +275,39 @@ func TestEveryBuilderIsInTheMetadataTable(t *testing.T) {
 			}
 			imports[name] = path
 		}
-		var isObject func(e ast.Expr, depth int) bool
-		isObject = func(e ast.Expr, depth int) bool {
-			switch x := e.(type) {
-			case *ast.StarExpr:
-				return isObject(x.X, depth)
-			case *ast.ArrayType:
-				return isObject(x.Elt, depth)
-			case *ast.SelectorExpr:
-				pkg, ok := x.X.(*ast.Ident)
-				return ok && known[imports[pkg.Name]+"."+x.Sel.Name]
-			case *ast.Ident:
-				st := local[x.Name]
-				if st == nil || depth > 0 {
-					return false
-				}
-				for _, f := range st.Fields.List {
-					if isObject(f.Type, depth+1) {
-						return true
-					}
-				}
-			}
-			return false
-		}
+		isObject := objectTypeTest(imports, known, local)
 		for _, decl := range file.Decls {
 			fd, ok := decl.(*ast.FuncDecl)
 			if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results == nil {
 				continue
 			}
-			for _, r := range fd.Type.Results.List {
-				if isObject(r.Type, 0) {
-					found = append(found, fd.Name.Name)
-					break
-				}
+			if slices.ContainsFunc(fd.Type.Results.List, func(r *ast.Field) bool { return isObject(r.Type, 0) }) {
+				found = append(found, fd.Name.Name)
 			}
 		}
 	}
 	slices.Sort(found)
-	if len(found) < 10 {
-		t.Fatalf("found only the builders %v: the scan is broken", found)
-	}
-	for _, name := range found {
-		if builders[name] == nil {
-			t.Errorf("builder %s returns an object and is not in the additionalMetadata table (builders)", name)
+	return found
+}
+
+// objectTypeTest says whether a type expression of a file with these imports is an object,
+// a pointer to or slice of one, or a local struct with a field that is.
+func objectTypeTest(imports map[string]string, known map[string]bool, local map[string]*ast.StructType) func(ast.Expr, int) bool {
+	var isObject func(e ast.Expr, depth int) bool
+	isObject = func(e ast.Expr, depth int) bool {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			return isObject(x.X, depth)
+		case *ast.ArrayType:
+			return isObject(x.Elt, depth)
+		case *ast.SelectorExpr:
+			pkg, ok := x.X.(*ast.Ident)
+			return ok && known[imports[pkg.Name]+"."+x.Sel.Name]
+		case *ast.Ident:
+			st := local[x.Name]
+			return st != nil && depth == 0 && slices.ContainsFunc(st.Fields.List, func(f *ast.Field) bool { return isObject(f.Type, depth+1) })
 		}
+		return false
 	}
+	return isObject
 }

@@ -126,10 +126,8 @@ func TestOldRoleLabelsMoveOverInPlace(t *testing.T) {
 	createCluster(t, ns, cluster, 3)
 	waitSettled(t, ns, cluster, 3, 4*time.Minute)
 	members := []string{cluster + "-1", cluster + "-2", cluster + "-3"}
-	for _, m := range statusVoters(getCluster(t, ns, cluster)) {
-		if !slices.Contains(members, m) {
-			t.Fatalf("voters %v, want %v", statusVoters(getCluster(t, ns, cluster)), members)
-		}
+	if got := statusVoters(getCluster(t, ns, cluster)); !slices.Equal(got, members) {
+		t.Fatalf("voters %v, want %v", got, members)
 	}
 	restarts := containerRestarts(t, ns, members)
 	uids := map[string]types.UID{}
@@ -137,9 +135,31 @@ func TestOldRoleLabelsMoveOverInPlace(t *testing.T) {
 		uids[m] = getPod(t, ns, m).UID
 	}
 
-	ctx := context.Background()
 	setOperatorReplicas(t, 0)
 	t.Cleanup(func() { setOperatorReplicas(t, 1) })
+	setBackToOldRoleValues(t, ns, cluster, members)
+	rec := recordRoleChanges(t, ns, cluster)
+	w := startWriter(t, ns, cluster, "legacy")
+	setOperatorReplicas(t, 1)
+	waitMovedOver(t, ns, cluster, members)
+	checkVotersSelectedAsCozystacks(t, ns, cluster, 3)
+	rec.finish(t)
+	if failed := w.stopAndVerify(t, 10); failed != 0 {
+		t.Errorf("%d writes failed while the labels moved over", failed)
+	}
+	for _, m := range members {
+		if pod := neverRestarted(t, ns, m, restarts[m]); pod.UID != uids[m] {
+			t.Errorf("Pod %s was replaced", m)
+		}
+	}
+	rec.replay(t, cluster, members, uids)
+}
+
+// setBackToOldRoleValues labels the members' Pods and the budget's selector as the operator
+// before Cozystack's values did.
+func setBackToOldRoleValues(t *testing.T, ns, cluster string, members []string) {
+	t.Helper()
+	ctx := context.Background()
 	for _, m := range members {
 		pod := getPod(t, ns, m)
 		patch := client.MergeFrom(pod.DeepCopy())
@@ -158,62 +178,20 @@ func TestOldRoleLabelsMoveOverInPlace(t *testing.T) {
 	if err := k8s.Patch(ctx, pdb, patch); err != nil {
 		t.Fatalf("setting the budget's selector back to the old value: %v", err)
 	}
+}
 
-	var mu sync.Mutex
-	var events []roleEvent
-	record := func(e roleEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		events = append(events, e)
-	}
-	rvOf := func(obj client.Object) uint64 {
-		rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-		if err != nil {
-			t.Errorf("resource version %q is not an etcd revision: %v", obj.GetResourceVersion(), err)
-		}
-		return rv
-	}
-	podWatch := watchChanges(t, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}},
-		func(list client.ObjectList) error {
-			for _, p := range list.(*corev1.PodList).Items {
-				v, ok := p.Labels[etcdv1.LabelRole]
-				record(roleEvent{rv: rvOf(&p), pod: p.Name, role: v, set: ok, uid: p.UID})
-			}
-			return nil
-		},
-		func(obj client.Object, deleted bool, _ time.Time) {
-			if deleted {
-				record(roleEvent{rv: rvOf(obj), pod: obj.GetName(), uid: ""})
-				return
-			}
-			v, ok := obj.GetLabels()[etcdv1.LabelRole]
-			record(roleEvent{rv: rvOf(obj), pod: obj.GetName(), role: v, set: ok, uid: obj.GetUID()})
-		})
-	pdbWatch := watchChanges(t, &policyv1.PodDisruptionBudgetList{}, []client.ListOption{client.InNamespace(ns), client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", cluster)}},
-		func(list client.ObjectList) error {
-			for _, p := range list.(*policyv1.PodDisruptionBudgetList).Items {
-				record(roleEvent{rv: rvOf(&p), selector: p.Spec.Selector.DeepCopy()})
-			}
-			return nil
-		},
-		func(obj client.Object, deleted bool, _ time.Time) {
-			var sel *metav1.LabelSelector
-			if !deleted {
-				sel = obj.(*policyv1.PodDisruptionBudget).Spec.Selector.DeepCopy()
-			}
-			record(roleEvent{rv: rvOf(obj), selector: sel})
-		})
-
-	w := startWriter(t, ns, cluster, "legacy")
-	setOperatorReplicas(t, 1)
+// waitMovedOver waits until every member's Pod carries Cozystack's voter value and the budget
+// selects by Cozystack's selector.
+func waitMovedOver(t *testing.T, ns, cluster string, members []string) {
+	t.Helper()
 	eventually(t, 3*time.Minute, "Pods and budget moved over", func() error {
 		for _, m := range members {
 			if v := getPod(t, ns, m).Labels[etcdv1.LabelRole]; v != etcdv1.RoleLabelVoter {
-				return fmt.Errorf("Pod %s has role %q", m, v)
+				return fmt.Errorf("pod %s has role %q", m, v)
 			}
 		}
 		have := &policyv1.PodDisruptionBudget{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, have); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: cluster}, have); err != nil {
 			return err
 		}
 		if s := have.Spec.Selector; len(s.MatchExpressions) != 0 || s.MatchLabels[etcdv1.LabelRole] != etcdv1.RoleLabelVoter {
@@ -221,55 +199,121 @@ func TestOldRoleLabelsMoveOverInPlace(t *testing.T) {
 		}
 		return nil
 	})
-	checkVotersSelectedAsCozystacks(t, ns, cluster, 3)
-	podWatch.finish(t)
-	pdbWatch.finish(t)
-	if failed := w.stopAndVerify(t, 10); failed != 0 {
-		t.Errorf("%d writes failed while the labels moved over", failed)
-	}
-	for _, m := range members {
-		if pod := neverRestarted(t, ns, m, restarts[m]); pod.UID != uids[m] {
-			t.Errorf("Pod %s was replaced", m)
-		}
-	}
+}
 
-	// Replay every change in the API server's order: the budget selects all three voters at
-	// every moment, and it was widened on the way (the move went through both values).
-	mu.Lock()
-	defer mu.Unlock()
-	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
+// roleChanges records the role labels of a cluster's Pods and its budget's selector through
+// watches, every change with its resource version.
+type roleChanges struct {
+	mu      sync.Mutex
+	events  []roleEvent
+	watches []*changeWatch
+	t       *testing.T
+}
+
+func (rc *roleChanges) record(obj client.Object, e roleEvent) {
+	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		rc.t.Errorf("resource version %q is not an etcd revision: %v", obj.GetResourceVersion(), err)
+	}
+	e.rv = rv
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.events = append(rc.events, e)
+}
+
+func podRoleEvent(obj client.Object, deleted bool) roleEvent {
+	if deleted {
+		return roleEvent{pod: obj.GetName()}
+	}
+	v, ok := obj.GetLabels()[etcdv1.LabelRole]
+	return roleEvent{pod: obj.GetName(), role: v, set: ok, uid: obj.GetUID()}
+}
+
+func recordRoleChanges(t *testing.T, ns, cluster string) *roleChanges {
+	t.Helper()
+	rc := &roleChanges{t: t}
+	rc.watches = append(rc.watches, watchChanges(t, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), client.MatchingLabels{etcdv1.LabelCluster: cluster}},
+		func(list client.ObjectList) error {
+			for i := range list.(*corev1.PodList).Items {
+				p := &list.(*corev1.PodList).Items[i]
+				rc.record(p, podRoleEvent(p, false))
+			}
+			return nil
+		},
+		func(obj client.Object, deleted bool, _ time.Time) { rc.record(obj, podRoleEvent(obj, deleted)) }))
+	pdbEvent := func(obj client.Object, deleted bool) roleEvent {
+		if deleted {
+			return roleEvent{}
+		}
+		return roleEvent{selector: obj.(*policyv1.PodDisruptionBudget).Spec.Selector.DeepCopy()}
+	}
+	rc.watches = append(rc.watches, watchChanges(t, &policyv1.PodDisruptionBudgetList{},
+		[]client.ListOption{client.InNamespace(ns), client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", cluster)}},
+		func(list client.ObjectList) error {
+			for i := range list.(*policyv1.PodDisruptionBudgetList).Items {
+				p := &list.(*policyv1.PodDisruptionBudgetList).Items[i]
+				rc.record(p, pdbEvent(p, false))
+			}
+			return nil
+		},
+		func(obj client.Object, deleted bool, _ time.Time) { rc.record(obj, pdbEvent(obj, deleted)) }))
+	return rc
+}
+
+func (rc *roleChanges) finish(t *testing.T) {
+	t.Helper()
+	for _, w := range rc.watches {
+		w.finish(t)
+	}
+}
+
+// replay goes through every change in the API server's order: the budget selects all the
+// members at every moment, no member's Pod is a new one, and the budget was widened on the
+// way (the move went through both values).
+func (rc *roleChanges) replay(t *testing.T, cluster string, members []string, uids map[string]types.UID) {
+	t.Helper()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	sort.SliceStable(rc.events, func(i, j int) bool { return rc.events[i].rv < rc.events[j].rv })
 	podLabels := map[string]map[string]string{}
 	var selector *metav1.LabelSelector
-	widened := false
-	for _, e := range events {
+	widened, budgetSeen := false, false
+	for _, e := range rc.events {
 		if e.pod == "" {
-			selector = e.selector
+			selector, budgetSeen = e.selector, true
 			widened = widened || (selector != nil && len(selector.MatchExpressions) > 0)
 		} else {
-			if e.uid != "" && e.uid != uids[e.pod] {
-				t.Errorf("at revision %d Pod %s is a new Pod", e.rv, e.pod)
+			if e.uid != uids[e.pod] {
+				t.Errorf("at revision %d Pod %s is gone or a new Pod", e.rv, e.pod)
 			}
-			l := map[string]string{etcdv1.LabelCluster: cluster, etcdv1.LabelName: "etcd", etcdv1.LabelInstance: cluster,
+			podLabels[e.pod] = map[string]string{etcdv1.LabelCluster: cluster, etcdv1.LabelName: "etcd", etcdv1.LabelInstance: cluster,
 				etcdv1.LabelManagedBy: "etcd-operator", etcdv1.LabelMember: e.pod}
 			if e.set {
-				l[etcdv1.LabelRole] = e.role
+				podLabels[e.pod][etcdv1.LabelRole] = e.role
 			}
-			podLabels[e.pod] = l
 		}
-		if selector == nil || len(podLabels) < len(members) {
-			continue // before the first look at both kinds
-		}
-		sel, err := metav1.LabelSelectorAsSelector(selector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range members {
-			if !sel.Matches(labels.Set(podLabels[m])) {
-				t.Errorf("at revision %d the budget (%v) does not select voter %s (role %q)", e.rv, selector, m, podLabels[m][etcdv1.LabelRole])
-			}
+		if budgetSeen && len(podLabels) == len(members) { // from the first look at both kinds on
+			checkBudgetSelects(t, e.rv, selector, members, podLabels)
 		}
 	}
 	if !widened {
 		t.Error("the budget never selected both voter values: the move skipped its widening")
+	}
+}
+
+func checkBudgetSelects(t *testing.T, rv uint64, selector *metav1.LabelSelector, members []string, podLabels map[string]map[string]string) {
+	t.Helper()
+	if selector == nil {
+		t.Errorf("at revision %d the cluster has no budget", rv)
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if !sel.Matches(labels.Set(podLabels[m])) {
+			t.Errorf("at revision %d the budget (%v) does not select voter %s (role %q)", rv, selector, m, podLabels[m][etcdv1.LabelRole])
+		}
 	}
 }
