@@ -83,7 +83,9 @@ func checkVotersSelectedAsCozystacks(t *testing.T, ns, cluster string, n int) {
 		if got := podsSelected(t, ns, pdbSel); !slices.Equal(got, voters) {
 			return fmt.Errorf("the PodDisruptionBudget selects %v, voters %v", got, voters)
 		}
-		if pdb.Status.ObservedGeneration != pdb.Generation || pdb.Status.ExpectedPods != int32(n) || pdb.Spec.MinAvailable.IntValue() != n/2+1 {
+		quorum := n/2 + 1
+		if pdb.Status.ObservedGeneration != pdb.Generation || pdb.Status.ExpectedPods != int32(n) || pdb.Spec.MinAvailable.IntValue() != quorum ||
+			pdb.Status.DisruptionsAllowed != int32(n-quorum) {
 			return fmt.Errorf("PodDisruptionBudget status %+v, minAvailable %v", pdb.Status, pdb.Spec.MinAvailable)
 		}
 		return nil
