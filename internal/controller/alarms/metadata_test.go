@@ -23,7 +23,7 @@ func TestRemediationPassCarriesAdditionalMetadata(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = etcdv1.AddToScheme(scheme)
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "db-uid"},
-		Spec: etcdv1.EtcdClusterSpec{AdditionalMetadata: &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"owner": "team-a"}}},
+		Spec:   etcdv1.EtcdClusterSpec{AdditionalMetadata: &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"owner": "team-a"}}},
 		Status: etcdv1.EtcdClusterStatus{Conditions: []metav1.Condition{{Type: etcdv1.ConditionAlarm, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonNoSpace, LastTransitionTime: metav1.Now()}}}}
 	member := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", Labels: specs.MemberLabels("db", "db-1")}, Spec: etcdv1.EtcdMemberSpec{ClusterName: "db"}}
 	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c, member).Build()
