@@ -108,7 +108,8 @@ func createTaggedCluster(t *testing.T, ns, cluster string) {
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
 		Replicas: ptr(int32(3)), Version: etcdVersion,
 		TLS: &etcdv1.EtcdClusterTLS{
-			Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer}},
+			// As the TLS journey's step 5 (TestSnapshotOfATLSAndAuthCluster takes snapshots of it).
+			Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer, OperatorClientIssuerRef: &issuer}},
 			Peer:   &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer}},
 		},
 		Auth:          &etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: cluster + "-root"}},
