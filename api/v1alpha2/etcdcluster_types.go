@@ -77,7 +77,8 @@ type EtcdClusterSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// AdditionalMetadata is merged into every object the operator creates for this cluster;
-	// the operator's own keys win over these.
+	// the operator's own keys win over these, and keys under etcd-operator.cozystack.io/ are
+	// ignored.
 	// +optional
 	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
 

@@ -1,7 +1,8 @@
 package v1alpha2
 
-// Label keys the operator owns; they win over spec.additionalMetadata. The values are a
-// compatibility contract: never change one.
+// Label keys the operator owns; they win over spec.additionalMetadata. The keys and values are
+// a compatibility contract: a value that must change (LabelRole's did, to Cozystack's) keeps
+// its old form named here and moves running clusters over without a gap.
 
 // Well-known labels (app.kubernetes.io) and the labels of every object a cluster owns.
 const (
@@ -18,6 +19,25 @@ const (
 // `-l controller=NAME`. Member Pods carry it too, so that those commands find the same
 // Pods here. Member Pods only: the guide takes the first Pod it selects as a member.
 const LabelGuideController = "controller"
+
+// RoleLabelVoter is LabelRole's value on a voter's Pod, as Cozystack's operator writes it and
+// its PodDisruptionBudget selects (`etcd-operator.cozystack.io/role=voter`). A learner's Pod,
+// and one whose role is not known yet, carries no LabelRole, as there.
+const RoleLabelVoter = "voter"
+
+// LegacyRoleLabelVoter and LegacyRoleLabelLearner are LabelRole's values before it took
+// Cozystack's: the member's role as its status shows it. Pods of clusters that ran under that
+// operator still carry them until the member controller relabels them in place; the
+// PodDisruptionBudget selects both voter values until no Pod carries an old one.
+const (
+	LegacyRoleLabelVoter   = "Voter"
+	LegacyRoleLabelLearner = "Learner"
+)
+
+// KeyPrefix is the prefix of the operator's label and annotation keys. spec.additionalMetadata
+// never sets a key under it: such a label on an agent Pod would have the operator take it for
+// a member, and such an annotation on an EtcdMember would be an order (replace, remove).
+const KeyPrefix = "etcd-operator.cozystack.io/"
 
 // LabelSnapshotOf marks a snapshot agent's Pod with the cluster it reads: the cluster's
 // NetworkPolicy admits such Pods to the client port.

@@ -249,8 +249,13 @@ func certificateSpec(c *etcdv1.EtcdCluster, secretName string, ref etcdv1.Issuer
 
 func certificate(c *etcdv1.EtcdCluster, name string, spec map[string]any) *unstructured.Unstructured {
 	labels := withMetadata(ClusterLabels(c.Name), extraLabels(c))
-	// The Secret carries the cluster's labels too, so `kubectl get secret -l` finds it.
-	spec["secretTemplate"] = map[string]any{"labels": toAnyMap(labels)}
+	// The Secret carries the cluster's labels too, so `kubectl get secret -l` finds it, and
+	// spec.additionalMetadata's annotations.
+	template := map[string]any{"labels": toAnyMap(labels)}
+	if a := withMetadata(nil, extraAnnotations(c)); len(a) > 0 {
+		template["annotations"] = toAnyMap(a)
+	}
+	spec["secretTemplate"] = template
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(CertificateGVK)
 	u.SetName(name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
@@ -168,7 +169,9 @@ func Selector(cluster string) string {
 func withMetadata(own map[string]string, extra map[string]string) map[string]string {
 	out := make(map[string]string, len(own)+len(extra))
 	for k, v := range extra {
-		out[k] = v
+		if !strings.HasPrefix(k, etcdv1.KeyPrefix) {
+			out[k] = v
+		}
 	}
 	for k, v := range own {
 		out[k] = v
@@ -177,17 +180,35 @@ func withMetadata(own map[string]string, extra map[string]string) map[string]str
 }
 
 func extraLabels(c *etcdv1.EtcdCluster) map[string]string {
-	if c.Spec.AdditionalMetadata == nil {
+	if c == nil || c.Spec.AdditionalMetadata == nil {
 		return nil
 	}
 	return c.Spec.AdditionalMetadata.Labels
 }
 
 func extraAnnotations(c *etcdv1.EtcdCluster) map[string]string {
-	if c.Spec.AdditionalMetadata == nil {
+	if c == nil || c.Spec.AdditionalMetadata == nil {
 		return nil
 	}
 	return c.Spec.AdditionalMetadata.Annotations
+}
+
+// WithAdditionalMetadata is meta with the cluster's spec.additionalMetadata merged into its
+// labels and annotations, the keys meta has (the operator's) winning, and none under
+// etcdv1.KeyPrefix taken from the user. c nil (a cluster gone): meta as it is. Every object
+// the operator makes for a cluster goes through it or objectMeta; meta is not changed.
+func WithAdditionalMetadata(c *etcdv1.EtcdCluster, meta metav1.ObjectMeta) metav1.ObjectMeta {
+	out := *meta.DeepCopy()
+	out.Labels = orNil(withMetadata(meta.Labels, extraLabels(c)))
+	out.Annotations = orNil(withMetadata(meta.Annotations, extraAnnotations(c)))
+	return out
+}
+
+func orNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // AdoptionOf is the spec.adopted a PVC records, nil for the PVC of a member this operator

@@ -87,16 +87,15 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 }
 
 // PDB keeps a quorum of the voters: a drain may evict only as many voters as the cluster can
-// lose. Learners are not counted: they carry the voter label only once promoted.
-func PDB(c *etcdv1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget {
-	selector := ClusterLabels(c.Name)
-	selector[etcdv1.LabelRole] = string(etcdv1.RoleVoter)
+// lose. Learners are not counted: they carry the voter label only once promoted. legacy: a Pod
+// of the cluster still carries an old role value (PDBSelector).
+func PDB(c *etcdv1.EtcdCluster, voters int32, legacy bool) *policyv1.PodDisruptionBudget {
 	minAvailable := intstr.FromInt32(pdbMinAvailable(c.Spec.Storage.Medium, voters))
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: objectMeta(c, PDBName(c.Name), ClusterLabels(c.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable,
-			Selector:     &metav1.LabelSelector{MatchLabels: selector},
+			Selector:     PDBSelector(c.Name, legacy),
 		},
 	}
 }

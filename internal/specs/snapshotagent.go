@@ -124,11 +124,12 @@ func snapshotAgentAccessName(s *etcdv1.EtcdSnapshot) string {
 // ServiceAccount, and that ServiceAccount when the operator makes it (nil when the
 // destination names one). The caller makes the EtcdSnapshot their owner, and deletes the
 // Role and its binding once the snapshot ended, so that a ServiceAccount the destination
-// names keeps the grant no longer than the Job runs.
-func SnapshotAgentAccess(s *etcdv1.EtcdSnapshot) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
-	meta := metav1.ObjectMeta{Name: snapshotAgentAccessName(s), Namespace: s.Namespace, Labels: map[string]string{
+// names keeps the grant no longer than the Job runs. They carry the spec.additionalMetadata of
+// c, the cluster the snapshot is of.
+func SnapshotAgentAccess(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	meta := WithAdditionalMetadata(c, metav1.ObjectMeta{Name: snapshotAgentAccessName(s), Namespace: s.Namespace, Labels: map[string]string{
 		etcdv1.LabelSnapshot: s.Name, etcdv1.LabelSnapshotUID: string(s.UID), etcdv1.LabelManagedBy: ManagerName,
-	}}
+	}})
 	var sa *corev1.ServiceAccount
 	if StoreServiceAccount(s.Spec.Destination) == "" {
 		// No token of its own: the Job mounts a short-lived one (apiAccess).

@@ -154,7 +154,7 @@ func TestSnapshotJobScratchAndResourcesFromTheSpecs(t *testing.T) {
 func TestSnapshotAgentAccessIsThisSnapshotsStatusOnly(t *testing.T) {
 	for _, named := range []string{"", "etcd-backup"} {
 		s := s3Snapshot(named, "")
-		sa, role, binding := SnapshotAgentAccess(s)
+		sa, role, binding := SnapshotAgentAccess(s, nil)
 		if (sa == nil) != (named != "") {
 			t.Errorf("named %q: operator ServiceAccount %v", named, sa)
 		}

@@ -136,9 +136,9 @@ func SnapshotJob(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster, image, action st
 	if takes {
 		maps.Copy(labels, SnapshotAgentLabels(c.Name)) // the cluster's NetworkPolicy admits it
 	}
-	meta := metav1.ObjectMeta{Name: SnapshotJobName(s.Name, action), Namespace: s.Namespace, Labels: labels}
+	meta := WithAdditionalMetadata(c, metav1.ObjectMeta{Name: SnapshotJobName(s.Name, action), Namespace: s.Namespace, Labels: labels})
 	agent := corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts, Resources: AgentResources(s.Spec.Resources)}
-	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: serviceAccount})
+	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: serviceAccount, annotations: orNil(withMetadata(nil, extraAnnotations(c)))})
 }
 
 // VerifyJob reads the file a member would restore (restore, as the recovery records it: the
@@ -152,14 +152,14 @@ func VerifyJob(c *etcdv1.EtcdCluster, s *etcdv1.EtcdSnapshot, restore etcdv1.Mem
 		Name: SourceName(restore.Source), URI: SourceURI(restore.Source), Checksum: restore.Checksum,
 		Store: store, Run: request.Run{Timeout: agentTimeout(deadline)},
 	}
-	meta := metav1.ObjectMeta{
+	meta := WithAdditionalMetadata(c, metav1.ObjectMeta{
 		Name: VerifyJobName(c.Name, s.Name), Namespace: c.Namespace,
 		Labels: map[string]string{etcdv1.LabelVerifyCluster: c.Name, etcdv1.LabelVerifySnapshotUID: string(s.UID),
 			etcdv1.LabelAction: ActionVerify, etcdv1.LabelManagedBy: ManagerName},
 		Annotations: map[string]string{etcdv1.AnnotationVerifiedSum: restore.Checksum},
-	}
+	})
 	agent := corev1.Container{Image: image, Args: req.Args(), Env: env, VolumeMounts: mounts, Resources: AgentResources(s.Spec.Resources)}
-	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: StoreServiceAccount(restore.Source)})
+	return agentJob(meta, deadline, agent, agentPod{vols: vols, pullSecrets: clusterPullSecrets(c), serviceAccount: StoreServiceAccount(restore.Source), annotations: orNil(withMetadata(nil, extraAnnotations(c)))})
 }
 
 // agentPod is what an agent Job's Pod has beside its container.
@@ -168,6 +168,9 @@ type agentPod struct {
 	pullSecrets []corev1.LocalObjectReference
 	// serviceAccount is the Pod's; "" for the namespace's default.
 	serviceAccount string
+	// annotations are the Pod's: the cluster's spec.additionalMetadata (its labels are the
+	// Job's).
+	annotations map[string]string
 }
 
 // agentJob is a Job of one agent container (its args, env, mounts and resources given) in
@@ -186,7 +189,7 @@ func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, po
 			ActiveDeadlineSeconds:   ptr(deadline),
 			TTLSecondsAfterFinished: ptr(int32(3600)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels, Annotations: pod.annotations},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					ServiceAccountName:           pod.serviceAccount,

@@ -150,14 +150,14 @@ func TestPDBKeepsQuorumOfVoters(t *testing.T) {
 		{"seven voters keep four", onPVC, 7, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pdb := PDB(cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Medium = tc.medium }), tc.voters)
+			pdb := PDB(cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Medium = tc.medium }), tc.voters, false)
 			if pdb.Spec.MinAvailable == nil || pdb.Spec.MaxUnavailable != nil {
 				t.Fatalf("minAvailable %v, maxUnavailable %v: want minAvailable only", pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable)
 			}
 			if got := pdb.Spec.MinAvailable.IntValue(); got != tc.want {
 				t.Errorf("%d voters, medium %q: minAvailable %d, want %d", tc.voters, tc.medium, got, tc.want)
 			}
-			if pdb.Spec.Selector.MatchLabels[etcdv1.LabelRole] != "Voter" {
+			if pdb.Spec.Selector.MatchLabels[etcdv1.LabelRole] != "voter" {
 				t.Errorf("PDB must select voters only: %v", pdb.Spec.Selector.MatchLabels)
 			}
 		})

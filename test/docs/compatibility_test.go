@@ -249,8 +249,8 @@ func checkLayout(here string, place func(string, snapshotstore.FileOf) string) e
 	return nil
 }
 
-// The labels compatibility.md names are the operator's, and the role's values are the
-// member roles it writes on Pods.
+// The labels compatibility.md names are the operator's, and the role's value is the one it
+// writes on voters' Pods (a learner's carries none).
 func TestCompatibilityLabelsAreTheOperators(t *testing.T) {
 	t.Parallel()
 	keys := []string{etcdv1.LabelCluster, etcdv1.LabelInstance, etcdv1.LabelRole}
@@ -262,7 +262,7 @@ func TestCompatibilityLabelsAreTheOperators(t *testing.T) {
 			if !slices.Contains(keys, key) {
 				t.Errorf("compatibility.md:%d: %q is none of the operator's labels %v", r.Line, key, keys)
 			}
-			roles := []string{string(etcdv1.RoleVoter), string(etcdv1.RoleLearner)}
+			roles := []string{etcdv1.RoleLabelVoter}
 			if key == etcdv1.LabelRole && !slices.Equal(CodeSpans(r.Cells[1]), roles) {
 				t.Errorf("compatibility.md:%d: the role label's values: the doc says %v, the operator writes %v", r.Line, CodeSpans(r.Cells[1]), roles)
 			}

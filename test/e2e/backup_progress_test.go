@@ -97,7 +97,7 @@ func checkSnapshotJob(t *testing.T, ns string, s *etcdv1.EtcdSnapshot) {
 // checkGrantRevoked: the Role and RoleBinding that let the agent write are gone.
 func checkGrantRevoked(t *testing.T, ns string, s *etcdv1.EtcdSnapshot) {
 	t.Helper()
-	_, role, binding := specs.SnapshotAgentAccess(s)
+	_, role, binding := specs.SnapshotAgentAccess(s, nil)
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: role.Name}, obj)
 		if !apierrors.IsNotFound(err) {

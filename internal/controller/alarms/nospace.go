@@ -131,7 +131,7 @@ func (r *Reconciler) start(ctx context.Context, c *etcdv1.EtcdCluster, name stri
 		return err
 	}
 	d := &etcdv1.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{etcdv1.LabelNoSpaceRemediation: c.Name}},
+		ObjectMeta: specs.WithAdditionalMetadata(c, metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{etcdv1.LabelNoSpaceRemediation: c.Name}}),
 		Spec:       etcdv1.EtcdDefragSpec{ClusterRef: corev1.LocalObjectReference{Name: c.Name}, Rule: &etcdv1.DefragRule{All: true}},
 	}
 	if err := controllerutil.SetControllerReference(c, d, r.Scheme()); err != nil {

@@ -82,7 +82,11 @@ type clusterView struct {
 // (what a step writes to a member, the Facts share).
 func (v *clusterView) childFacts() kit.Facts {
 	voters, _ := v.voters()
-	return kit.Facts{Voters: voters, Members: v.members, PVCs: v.pvcs}
+	legacy := false
+	for _, pod := range v.pods {
+		legacy = legacy || specs.HasLegacyRoleLabel(pod.Labels)
+	}
+	return kit.Facts{Voters: voters, Members: v.members, PVCs: v.pvcs, LegacyRoleLabels: legacy}
 }
 
 // answeredNot: a client was opened and no member answered through it.

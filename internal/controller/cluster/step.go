@@ -288,7 +288,7 @@ func memberNamed(members []*etcdv1.EtcdMember, name string) *etcdv1.EtcdMember {
 
 func (r *Reconciler) newMember(c *etcdv1.EtcdCluster, name string, b etcdv1.MemberBootstrap) *etcdv1.EtcdMember {
 	m := &etcdv1.EtcdMember{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.MemberLabels(c.Name, name)},
+		ObjectMeta: specs.WithAdditionalMetadata(c, metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.MemberLabels(c.Name, name)}),
 		Spec: etcdv1.EtcdMemberSpec{
 			ClusterName: c.Name, Version: wantVersion(c), Storage: *c.Spec.Storage.DeepCopy(), Bootstrap: b,
 			TLS: memberTLS(c),

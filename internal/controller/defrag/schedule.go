@@ -19,6 +19,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // ScheduleReconciler creates an EtcdDefrag at each time an EtcdCluster's spec.defrag names.
@@ -114,11 +115,11 @@ func passName(c *etcdv1.EtcdCluster, due time.Time) string {
 // create makes the pass due at due; it is owned by the cluster and goes with it.
 func (r *ScheduleReconciler) create(ctx context.Context, c *etcdv1.EtcdCluster, due time.Time) error {
 	d := &etcdv1.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{
+		ObjectMeta: specs.WithAdditionalMetadata(c, metav1.ObjectMeta{
 			Name: passName(c, due), Namespace: c.Namespace,
 			Labels:      map[string]string{etcdv1.LabelDefragSchedule: c.Name},
 			Annotations: map[string]string{etcdv1.AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
-		},
+		}),
 		Spec: etcdv1.EtcdDefragSpec{ClusterRef: corev1.LocalObjectReference{Name: c.Name}, Rule: c.Spec.Defrag.Rule.DeepCopy()},
 	}
 	if err := controllerutil.SetControllerReference(c, d, r.Scheme()); err != nil {

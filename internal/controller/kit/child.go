@@ -110,6 +110,10 @@ type Facts struct {
 	// the reconcile sees.
 	Members []*etcdv1.EtcdMember
 	PVCs    map[string]*corev1.PersistentVolumeClaim
+	// LegacyRoleLabels is true while a Pod of the cluster still carries a role label value
+	// of before Cozystack's (specs.HasLegacyRoleLabel): the PodDisruptionBudget then selects
+	// both voter values (specs.PDBSelector).
+	LegacyRoleLabels bool
 }
 
 // Objects reads and writes a cluster's child objects: through the cache-backed Client and,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -209,7 +210,7 @@ func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcd
 	if replaced, stuck, err := r.replaceStuckPod(ctx, c, m, pod); stuck || err != nil {
 		return replaced, ctrl.Result{}, err
 	}
-	relabeled, err := r.syncRoleLabel(ctx, pod, m)
+	relabeled, relabelWaits, err := r.syncRoleLabel(ctx, c, pod, m)
 	if err != nil {
 		return kit.Step{Name: "labelRole"}, ctrl.Result{}, err
 	}
@@ -218,6 +219,10 @@ func (r *Reconciler) tendPod(ctx context.Context, c *etcdv1.EtcdCluster, m *etcd
 		return kit.Step{Name: "stampAdoptedPod"}, ctrl.Result{}, err
 	}
 	step, res, err := r.mirrorPodState(ctx, m, pod)
+	if relabelWaits && (res.RequeueAfter == 0 || res.RequeueAfter > roleLabelRetry) {
+		res.RequeueAfter = roleLabelRetry
+		step.Facts = append(step.Facts, "roleLabelWaits", true)
+	}
 	if relabeled || stamped {
 		step.Changed = true
 		step.Facts = append(step.Facts, "roleLabeled", relabeled, "adoptedPodStamped", stamped)
@@ -386,7 +391,9 @@ func (r *Reconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 	if forceNew {
 		specs.ForceNewCluster(pod) // a quorum-loss recovery from this member's data
 	}
-	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
+	if labels, _ := specs.RoleLabels(pod.Labels, m.Status.Role); !r.roleLabelWaits(ctx, c, labels) {
+		pod.Labels = labels
+	} // else created without it: syncRoleLabel adds it once the budget selects it
 	created := kit.Step{Name: "createPod", Facts: []any{"pod", pod.Name, "requireData", requireData, "forceNewCluster", forceNew}}
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return created, ctrl.Result{}, err
@@ -409,16 +416,43 @@ func dataLostCondition(why string) metav1.Condition {
 		why+": the member is not started again under its ID; the operator replaces it when the quorum holds without it")
 }
 
-// syncRoleLabel keeps the Pod's role label equal to the member's role: the PDB counts voters.
-// True when it changed the label.
-func (r *Reconciler) syncRoleLabel(ctx context.Context, pod *corev1.Pod, m *etcdv1.EtcdMember) (bool, error) {
-	if m.Status.Role == "" || pod.Labels[etcdv1.LabelRole] == string(m.Status.Role) {
-		return false, nil
+// roleLabelRetry is how soon a Pod whose role label waits for the cluster's budget is looked
+// at again: the cluster controller widens the budget at its next reconcile.
+const roleLabelRetry = 2 * time.Second
+
+// syncRoleLabel keeps the Pod's role label as the member's role asks (specs.RoleLabels): the
+// PDB counts voters. A Pod still labelled with an old value is relabelled in place (a label
+// is no input of the Pod's template hash: nothing restarts). It waits while the cluster's
+// budget would not select the Pod with its new label (specs.RoleLabelWaits). changed: it
+// relabelled the Pod; wait: it did not, and looks again soon.
+func (r *Reconciler) syncRoleLabel(ctx context.Context, c *etcdv1.EtcdCluster, pod *corev1.Pod, m *etcdv1.EtcdMember) (changed, wait bool, err error) {
+	labels, differ := specs.RoleLabels(pod.Labels, m.Status.Role)
+	if !differ {
+		return false, false, nil
+	}
+	if r.roleLabelWaits(ctx, c, labels) {
+		return false, true, nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
-	pod.Labels[etcdv1.LabelRole] = string(m.Status.Role)
-	err := r.Patch(ctx, pod, patch)
-	return err == nil, err
+	pod.Labels = labels
+	err = r.Patch(ctx, pod, patch)
+	return err == nil, false, err
+}
+
+// roleLabelWaits reads the cluster's PodDisruptionBudget for specs.RoleLabelWaits: one the
+// cluster does not control, or none, holds nothing back. A read that fails holds back.
+func (r *Reconciler) roleLabelWaits(ctx context.Context, c *etcdv1.EtcdCluster, podLabels map[string]string) bool {
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.PDBName(c.Name)}, pdb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		return podLabels[etcdv1.LabelRole] == etcdv1.RoleLabelVoter
+	case !metav1.IsControlledBy(pdb, c):
+		return false
+	}
+	return specs.RoleLabelWaits(pdb, podLabels)
 }
 
 // imagePullReasons are the kubelet's reasons for an image it cannot get.

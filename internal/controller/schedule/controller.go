@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/cronplan"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 // Reconciler runs EtcdSnapshotSchedules.
@@ -244,11 +246,17 @@ func (r *Reconciler) expire(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule
 // start creates the run's EtcdSnapshot. Its name comes from the scheduled time, so a run
 // retried after a crash finds the snapshot it created instead of creating a second one.
 func (r *Reconciler) start(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, due time.Time) (string, error) {
+	// The cluster's spec.additionalMetadata, when the cluster is there to say (a snapshot of
+	// a cluster that is not fails on its own, with the reason).
+	var c *etcdv1.EtcdCluster
+	if have := (&etcdv1.EtcdCluster{}); r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.Spec.ClusterRef.Name}, have) == nil {
+		c = have
+	}
 	s := &etcdv1.EtcdSnapshot{
-		ObjectMeta: metav1.ObjectMeta{
+		ObjectMeta: specs.WithAdditionalMetadata(c, metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s-%d", sc.Name, due.Unix()), Namespace: sc.Namespace,
 			Labels: map[string]string{etcdv1.LabelSnapshotSchedule: sc.Name},
-		},
+		}),
 		Spec: etcdv1.EtcdSnapshotSpec{
 			ClusterRef: sc.Spec.ClusterRef, Destination: *sc.Spec.Destination.DeepCopy(),
 			DeletionPolicy: sc.Spec.DeletionPolicy, Resources: sc.Spec.Resources.DeepCopy(),

@@ -54,7 +54,7 @@ func TestTheAgentsAccessLastsAsLongAsItsJob(t *testing.T) {
 			if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Progress == nil || s.Status.Progress.Percent != 100 || s.Status.Progress.BytesWritten != 42 {
 				t.Errorf("completed with %s, progress %+v", s.Status.Phase, s.Status.Progress)
 			}
-			_, role, binding := specs.SnapshotAgentAccess(s)
+			_, role, binding := specs.SnapshotAgentAccess(s, nil)
 			if exists(t, api, &rbacv1.RoleBinding{ObjectMeta: binding.ObjectMeta}) || exists(t, api, &rbacv1.Role{ObjectMeta: role.ObjectMeta}) {
 				t.Errorf("the grant outlived the snapshot's Job")
 			}
@@ -69,7 +69,7 @@ func TestTheAgentsAccessLastsAsLongAsItsJob(t *testing.T) {
 // ServiceAccount it grants.
 func checkGranted(t *testing.T, api client.Client, s *etcdv1.EtcdSnapshot) {
 	t.Helper()
-	sa, role, binding := specs.SnapshotAgentAccess(s)
+	sa, role, binding := specs.SnapshotAgentAccess(s, nil)
 	if !exists(t, api, role) || !exists(t, api, binding) || (sa != nil && !exists(t, api, sa)) {
 		t.Fatalf("the agent's access was not made")
 	}

@@ -237,7 +237,7 @@ func (r *Reconciler) start(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.Ste
 	}
 	job := specs.SnapshotJob(s, c, r.AgentImage, specs.ActionSnapshot)
 	started := kit.Step{Name: "startJob", Changed: true, Facts: []any{"job", job.Name, "serviceAccount", job.Spec.Template.Spec.ServiceAccountName}}
-	if err := r.grantAgentAccess(ctx, s); err != nil {
+	if err := r.grantAgentAccess(ctx, s, c); err != nil {
 		return kit.Step{Name: "grantAgentAccess"}, ctrl.Result{}, err
 	}
 	if err := controllerutil.SetControllerReference(s, job, r.Scheme()); err != nil {
@@ -298,9 +298,10 @@ func (r *Reconciler) missingInput(ctx context.Context, s *etcdv1.EtcdSnapshot) (
 }
 
 // agentAccess is what lets the snapshot's agent write its progress (specs.SnapshotAgentAccess):
-// the ServiceAccount first (when the operator makes it), the binding last.
-func agentAccess(s *etcdv1.EtcdSnapshot) []client.Object {
-	sa, role, binding := specs.SnapshotAgentAccess(s)
+// the ServiceAccount first (when the operator makes it), the binding last. c is the cluster
+// whose spec.additionalMetadata they carry; nil where only their names matter.
+func agentAccess(s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) []client.Object {
+	sa, role, binding := specs.SnapshotAgentAccess(s, c)
 	if sa == nil {
 		return []client.Object{role, binding}
 	}
@@ -309,8 +310,8 @@ func agentAccess(s *etcdv1.EtcdSnapshot) []client.Object {
 
 // grantAgentAccess makes the agent's access, owned by the snapshot so that it goes with it.
 // One of an earlier EtcdSnapshot of the same name, not yet collected, grants the same.
-func (r *Reconciler) grantAgentAccess(ctx context.Context, s *etcdv1.EtcdSnapshot) error {
-	for _, obj := range agentAccess(s) {
+func (r *Reconciler) grantAgentAccess(ctx context.Context, s *etcdv1.EtcdSnapshot, c *etcdv1.EtcdCluster) error {
+	for _, obj := range agentAccess(s, c) {
 		if err := controllerutil.SetControllerReference(s, obj, r.Scheme()); err != nil {
 			return err
 		}
@@ -327,7 +328,7 @@ func (r *Reconciler) revokeAgentAccess(ctx context.Context, s *etcdv1.EtcdSnapsh
 	if s.Status.Phase != etcdv1.SnapshotStarted {
 		return nil
 	}
-	objs := agentAccess(s)
+	objs := agentAccess(s, nil)
 	slices.Reverse(objs) // the binding first: from then on nothing is granted
 	for _, obj := range objs {
 		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
@@ -590,6 +591,16 @@ func deletesStoredFile(s *etcdv1.EtcdSnapshot) bool {
 	return s.Status.Phase != etcdv1.SnapshotFailed || ready == nil || ready.Reason != etcdv1.ReasonSnapshotFileExists
 }
 
+// clusterIfAny is the snapshot's cluster, for the spec.additionalMetadata of its delete Job;
+// nil when it is gone (the Job deletes the file all the same).
+func (r *Reconciler) clusterIfAny(ctx context.Context, s *etcdv1.EtcdSnapshot) *etcdv1.EtcdCluster {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name}, c); err != nil {
+		return nil
+	}
+	return c
+}
+
 // deleteStoredFile runs the delete Job to its end; true once it ended well, and until then
 // the step it took. A snapshot Job still running is stopped first, so it cannot complete a
 // file after the delete.
@@ -608,7 +619,7 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 	job := &batchv1.Job{}
 	err = r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: specs.SnapshotJobName(s.Name, specs.ActionDelete)}, job)
 	if apierrors.IsNotFound(err) {
-		job = specs.SnapshotJob(s, nil, r.AgentImage, specs.ActionDelete)
+		job = specs.SnapshotJob(s, r.clusterIfAny(ctx, s), r.AgentImage, specs.ActionDelete)
 		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
 		started := kit.Step{Name: "startDeleteJob", Changed: true, Facts: []any{"job", job.Name, "uri", artifactURI(s)}}
 		return started, false, client.IgnoreAlreadyExists(r.Create(ctx, job))

@@ -119,7 +119,7 @@ func (a *Component) RecordApplied(ctx context.Context, c *etcdv1.EtcdCluster, pa
 	err := a.objects.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.RootAppliedSecretName(c.Name)}, s)
 	if apierrors.IsNotFound(err) {
 		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: specs.RootAppliedSecretName(c.Name), Namespace: c.Namespace, Labels: specs.ClusterLabels(c.Name)},
+			ObjectMeta: specs.WithAdditionalMetadata(c, metav1.ObjectMeta{Name: specs.RootAppliedSecretName(c.Name), Namespace: c.Namespace, Labels: specs.ClusterLabels(c.Name)}),
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{etcdaccess.RootPasswordKey: []byte(password)},
 		}

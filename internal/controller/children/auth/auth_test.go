@@ -169,3 +169,22 @@ func TestPending(t *testing.T) {
 		t.Fatal("Pending is for a cluster that is to have auth and has not got it yet")
 	}
 }
+
+// The applied-password Secret carries the cluster's spec.additionalMetadata.
+func TestRecordAppliedCarriesAdditionalMetadata(t *testing.T) {
+	t.Parallel()
+	ctx, c := context.Background(), withAuth(false)
+	c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"owner": "team-a"}}
+	cl := childtest.Client(interceptor.Funcs{}, c)
+	a, _ := component(cl)
+	if err := a.RecordApplied(ctx, c, "first"); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	if err := childtest.Get(cl, specs.RootAppliedSecretName("db"), s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels["team"] != "storage" || s.Annotations["owner"] != "team-a" || s.Labels[etcdv1.LabelCluster] != "db" {
+		t.Fatalf("applied-password Secret %+v", s.ObjectMeta)
+	}
+}

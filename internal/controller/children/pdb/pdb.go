@@ -24,7 +24,11 @@ type Component struct{ objects kit.Objects }
 func New(objects kit.Objects) *Component { return &Component{objects: objects} }
 
 // Sync keeps a PodDisruptionBudget over facts.Voters; a paused cluster (zero replicas) has
-// none, and one without voters yet keeps what it has.
+// none, and one without voters yet keeps what it has. Its selector selects the old voter role
+// value too while a Pod still carries an old one (facts.LegacyRoleLabels), so that a cluster
+// of an older operator moves over with every voter selected throughout: widened first, the
+// member controller relabels the Pods only once it is (specs.RoleLabelWaits), narrowed to
+// Cozystack's selector once none is left.
 func (p *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.Facts) error {
 	have := &policyv1.PodDisruptionBudget{}
 	exists, err := p.objects.GetOwned(ctx, c, specs.PDBName(c.Name), have, kind)
@@ -38,7 +42,7 @@ func (p *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, facts kit.F
 		}
 		return nil
 	}
-	want := specs.PDB(c, int32(facts.Voters))
+	want := specs.PDB(c, int32(facts.Voters), facts.LegacyRoleLabels)
 	if !exists {
 		return p.objects.CreateOwned(ctx, c, want, kind)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +37,7 @@ func TestSyncFollowsVotersAndPause(t *testing.T) {
 	}
 	have := &policyv1.PodDisruptionBudget{}
 	err := childtest.Get(cl, specs.PDBName("db"), have)
-	if err != nil || !metav1.IsControlledBy(have, c) || have.Spec.MinAvailable.String() != specs.PDB(c, 3).Spec.MinAvailable.String() {
+	if err != nil || !metav1.IsControlledBy(have, c) || have.Spec.MinAvailable.String() != specs.PDB(c, 3, false).Spec.MinAvailable.String() {
 		t.Fatalf("PodDisruptionBudget %+v, %v", have, err)
 	}
 	zero := int32(0)
@@ -52,7 +53,7 @@ func TestSyncFollowsVotersAndPause(t *testing.T) {
 func TestSyncReportsConflictAndRefusal(t *testing.T) {
 	t.Parallel()
 	c := childtest.Cluster()
-	cl := childtest.Client(interceptor.Funcs{}, specs.PDB(c, 3))
+	cl := childtest.Client(interceptor.Funcs{}, specs.PDB(c, 3, false))
 	childtest.ExpectProblem(t, New(childtest.Objects(cl)).Sync(context.Background(), c, kit.Facts{Voters: 3}), etcdv1.ReasonNameConflict)
 	refusing := childtest.Client(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return apierrors.NewForbidden(schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, "db", errQuota)
@@ -61,3 +62,41 @@ func TestSyncReportsConflictAndRefusal(t *testing.T) {
 }
 
 var errQuota = errors.New("exceeded quota: objects, requested: count/poddisruptionbudgets.policy=1")
+
+// The budget of a cluster whose Pods still carry old role values selects both voter values,
+// and Cozystack's selector once none is left; the budget is patched in place (the selector of
+// a policy/v1 PodDisruptionBudget is mutable), never deleted and created again.
+func TestSyncMovesTheSelectorOverFromOldRoleValues(t *testing.T) {
+	t.Parallel()
+	ctx, c := context.Background(), childtest.Cluster()
+	old := specs.PDB(c, 3, false)
+	old.Spec.Selector.MatchLabels[etcdv1.LabelRole] = etcdv1.LegacyRoleLabelVoter
+	old.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1.GroupVersion.WithKind("EtcdCluster"))}
+	deleted := false
+	cl := childtest.Client(interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+		deleted = true
+		return nil
+	}}, old)
+	p := New(childtest.Objects(cl))
+	for _, step := range []struct {
+		legacy bool
+		want   *metav1.LabelSelector
+	}{
+		{true, specs.PDBSelector("db", true)},
+		{false, specs.PDBSelector("db", false)},
+	} {
+		if err := p.Sync(ctx, c, kit.Facts{Voters: 3, LegacyRoleLabels: step.legacy}); err != nil {
+			t.Fatal(err)
+		}
+		have := &policyv1.PodDisruptionBudget{}
+		if err := childtest.Get(cl, specs.PDBName("db"), have); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(have.Spec.Selector, step.want) {
+			t.Errorf("old values left %v: selector %+v, want %+v", step.legacy, have.Spec.Selector, step.want)
+		}
+	}
+	if deleted {
+		t.Error("the budget was deleted to move its selector")
+	}
+}
