@@ -17,6 +17,16 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 )
 
+// Clock is the clock of the schedules; time.Now when nil.
+type Clock func() time.Time
+
+func (c Clock) now() time.Time {
+	if c != nil {
+		return c()
+	}
+	return time.Now()
+}
+
 // passMaker is what the two schedules of passes share, spec.defrag of an EtcdCluster and an
 // EtcdDefragPolicy: the passes of a schedule carry its label and the annotation of the time
 // they were due, and are named by that time, so a second attempt at the same time is a no-op.

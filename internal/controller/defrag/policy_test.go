@@ -12,10 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
@@ -134,9 +133,9 @@ func newPolicyFixture(t *testing.T, spec etcdv1.EtcdDefragPolicySpec) *policyFix
 	return f
 }
 
-func (f *policyFixture) reconcile() ctrl.Result {
+func (f *policyFixture) reconcile() reconcile.Result {
 	f.t.Helper()
-	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nightly"}})
+	res, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "nightly"}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -146,7 +145,7 @@ func (f *policyFixture) reconcile() ctrl.Result {
 func (f *policyFixture) policy() *etcdv1.EtcdDefragPolicy {
 	f.t.Helper()
 	p := &etcdv1.EtcdDefragPolicy{}
-	if err := f.h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "nightly"}, p); err != nil {
+	if err := f.h.api.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "nightly"}, p); err != nil {
 		f.t.Fatal(err)
 	}
 	return p
@@ -292,7 +291,7 @@ func TestPolicyPassesExpireAfterTheirTTL(t *testing.T) {
 	}
 	f.finish(passes[0], etcdv1.EtcdDefragPhaseComplete)
 	f.h.r.Now = func() time.Time { return f.now.Add(30 * time.Second) }
-	key := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&passes[0])}
+	key := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&passes[0])}
 	if _, err := f.h.r.Reconcile(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +357,7 @@ func TestPolicyWithAnInvalidScheduleSaysSo(t *testing.T) {
 // The policy of a cluster another operator claims is left alone; its claimant runs it.
 func TestPolicyOfAnotherOperatorsClusterIsLeftAlone(t *testing.T) {
 	f := newPolicyFixture(t, etcdv1.EtcdDefragPolicySpec{Schedule: "@every 1h"})
-	kittest.SetClaim(t, f.h.api, types.NamespacedName{Namespace: "ns", Name: "db"}, "ops-b/x")
+	kittest.SetClaim(t, f.h.api, client.ObjectKey{Namespace: "ns", Name: "db"}, "ops-b/x")
 	f.r.Claims = &kit.Claims{Me: "ops-a/x"}
 	f.now = f.created.Add(time.Hour + time.Second)
 	f.reconcile()
@@ -376,7 +375,7 @@ func TestEachReconcileOfADefragPolicyLogsWhatItDidWithTheTimeAtV1(t *testing.T) 
 	f := newPolicyFixture(t, etcdv1.EtcdDefragPolicySpec{Schedule: "@every 1h", StartingDeadlineSeconds: ptr(int64(10))})
 	due := f.created.Add(time.Hour)
 	f.now = due.Add(time.Minute)
-	line := kittest.NewLog(t, "etcddefragpolicy", "EtcdDefragPolicy", types.NamespacedName{Namespace: "ns", Name: "nightly"}).Reconcile(f.r)
+	line := kittest.NewLog(t, "etcddefragpolicy", "EtcdDefragPolicy", client.ObjectKey{Namespace: "ns", Name: "nightly"}).Reconcile(f.r)
 	if line["msg"] != "step taken" || line["step"] != string(tickMissed) || line["due"] != due.UTC().Format(time.RFC3339) ||
 		line["nextRun"] != due.Add(time.Hour).UTC().Format(time.RFC3339) || line["EtcdCluster"] == nil {
 		t.Errorf("want the missed time, the next run and the cluster: %v", line)
