@@ -2,6 +2,7 @@ package defrag
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -35,6 +36,8 @@ type passMaker struct {
 	owner client.Object
 	// label marks the owner's passes; its value is the owner's name.
 	label string
+	// labels are more labels of every pass.
+	labels map[string]string
 	// prefix begins every pass's name; the due time in Unix seconds ends it.
 	prefix string
 	// schedule is the cron expression, for the event.
@@ -60,10 +63,12 @@ func (m passMaker) list(ctx context.Context, r client.Reader) ([]etcdv1.EtcdDefr
 // create makes the pass due at due, owned by the owner, and says so in an event; created is
 // false when it exists already (an earlier attempt at the same time made it).
 func (m passMaker) create(ctx context.Context, c client.Client, rec events.EventRecorder, due time.Time) (created bool, err error) {
+	labels := map[string]string{m.label: m.owner.GetName()}
+	maps.Copy(labels, m.labels)
 	d := &etcdv1.EtcdDefrag{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.name(due), Namespace: m.owner.GetNamespace(),
-			Labels:      map[string]string{m.label: m.owner.GetName()},
+			Labels:      labels,
 			Annotations: map[string]string{etcdv1.AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
 		},
 		Spec: *m.spec.DeepCopy(),

@@ -206,9 +206,9 @@ func TestPolicyCreatesPassesSkipsForbiddenAndMissedTimesAndPrunes(t *testing.T) 
 		t.Fatalf("at the first time: %d passes, want 1", len(passes))
 	}
 	first := passes[0]
-	if first.Name != "nightly-"+itoa(tick.Unix()) || first.Spec.ClusterRef.Name != "db" || first.Spec.Rule == nil || !first.Spec.Rule.All ||
+	if first.Name != "nightly-"+itoa(tick.Unix()) || first.Spec.ClusterRef.Name != "db" || first.Labels[etcdv1.LabelCluster] != "db" || first.Spec.Rule == nil || !first.Spec.Rule.All ||
 		first.Spec.TTLSecondsAfterFinished == nil || *first.Spec.TTLSecondsAfterFinished != 600 || !metav1.IsControlledBy(&first, f.policy()) {
-		t.Fatalf("the pass %s %+v: want nightly-<due>, the policy's cluster, rule and TTL, controlled by the policy", first.Name, first.Spec)
+		t.Fatalf("the pass %s %+v: want nightly-<due>, the policy's cluster (and its label), rule and TTL, controlled by the policy", first.Name, first.Spec)
 	}
 	p := f.policy()
 	if p.Status.LastScheduleTime == nil || !p.Status.LastScheduleTime.Equal(&metav1.Time{Time: tick}) ||

@@ -171,11 +171,13 @@ func decideTick(sched cron.Schedule, last, now time.Time, spec *etcdv1.EtcdDefra
 	return t
 }
 
-// policyMaker makes the policy's passes: owned by the policy, with its rule and TTL.
+// policyMaker makes the policy's passes: owned by the policy, with its rule and TTL, and
+// labelled with its name and its cluster's, as Cozystack's operator labels them.
 func policyMaker(p *etcdv1.EtcdDefragPolicy) passMaker {
 	return passMaker{
 		owner: p, label: etcdv1.LabelDefragPolicy, prefix: p.Name + "-", schedule: p.Spec.Schedule,
-		spec: etcdv1.EtcdDefragSpec{ClusterRef: p.Spec.ClusterRef, Rule: p.Spec.Rule, TTLSecondsAfterFinished: p.Spec.TTLSecondsAfterFinished},
+		labels: map[string]string{etcdv1.LabelCluster: p.Spec.ClusterRef.Name},
+		spec:   etcdv1.EtcdDefragSpec{ClusterRef: p.Spec.ClusterRef, Rule: p.Spec.Rule, TTLSecondsAfterFinished: p.Spec.TTLSecondsAfterFinished},
 	}
 }
 
