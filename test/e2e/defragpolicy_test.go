@@ -52,21 +52,33 @@ func policyEvents(ns, policy, reason string) ([]eventsv1.Event, error) {
 	return out, nil
 }
 
-// Two EtcdDefragPolicies every minute on a paused cluster (no member runs, so a pass waits
-// Pending for ever): with Forbid, the first time makes one pass and the next times are
-// skipped with ConcurrencyForbidden, never a second pass; with startingDeadlineSeconds 0,
-// every time is found late (the operator acts a moment after it) and skipped with
-// MissedSchedule, consumed (lastScheduleTime moves on) and never started.
-func TestDefragPolicyForbidAndMissedDeadline(t *testing.T) {
-	t.Parallel()
+// pausedClusterWithPolicy is a namespace with a cluster "idle" of no replicas (no member
+// runs, so a pass of it waits Pending for ever) and an EtcdDefragPolicy of it every minute.
+func pausedClusterWithPolicy(t *testing.T, policy string, edit func(*etcdv1.EtcdDefragPolicySpec)) (string, *etcdv1.EtcdDefragPolicy) {
+	t.Helper()
 	ns := namespace(t)
 	create(t, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "idle", Namespace: ns},
 		Spec: etcdv1.EtcdClusterSpec{Replicas: ptr(int32(0)), Version: etcdVersion}})
-	createDefragPolicy(t, ns, "forbid", "idle", func(s *etcdv1.EtcdDefragPolicySpec) {
+	return ns, createDefragPolicy(t, ns, policy, "idle", edit)
+}
+
+// activeScheduled is nil when the policy's condition Active is True Scheduled.
+func activeScheduled(p *etcdv1.EtcdDefragPolicy) error {
+	c := meta.FindStatusCondition(p.Status.Conditions, etcdv1.DefragPolicyConditionActive)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonScheduled {
+		return fmt.Errorf("condition Active %+v, want True Scheduled", c)
+	}
+	return nil
+}
+
+// An EtcdDefragPolicy every minute with Forbid on a paused cluster: the first time makes one
+// pass, which waits; the next times are skipped with ConcurrencyForbidden, never a second
+// pass, and status.active names the waiting one.
+func TestDefragPolicyForbid(t *testing.T) {
+	t.Parallel()
+	ns, policy := pausedClusterWithPolicy(t, "forbid", func(s *etcdv1.EtcdDefragPolicySpec) {
 		s.ConcurrencyPolicy, s.StartingDeadlineSeconds = etcdv1.DefragConcurrencyForbid, ptr(int64(50))
 	})
-	late := createDefragPolicy(t, ns, "late", "idle", func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(0)) })
-
 	eventually(t, 200*time.Second, "policy forbid skipped a time for its waiting pass", func() error {
 		passes, err := policyPasses(ns, "forbid")
 		if err != nil {
@@ -87,22 +99,34 @@ func TestDefragPolicyForbidAndMissedDeadline(t *testing.T) {
 		}
 		return nil
 	})
-	p := &etcdv1.EtcdDefragPolicy{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "forbid"}, p); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(policy), policy); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Status.Active) != 1 {
-		t.Errorf("status.active %v, want the waiting pass", p.Status.Active)
+	if len(policy.Status.Active) != 1 {
+		t.Errorf("status.active %v, want the waiting pass", policy.Status.Active)
 	}
+}
 
+// An EtcdDefragPolicy every minute with startingDeadlineSeconds 0: every time is found late
+// (the operator acts a moment after it), skipped with a Warning MissedSchedule and consumed
+// (lastScheduleTime moves on); no pass is ever made.
+func TestDefragPolicyMissedDeadline(t *testing.T) {
+	t.Parallel()
+	ns, late := pausedClusterWithPolicy(t, "late", func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(0)) })
 	var first *metav1.Time
 	eventually(t, 200*time.Second, "policy late missed two times", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(late), late); err != nil {
 			return err
 		}
 		missed, err := policyEvents(ns, "late", etcdv1.ReasonMissedSchedule)
-		if err != nil || len(missed) == 0 || late.Status.LastScheduleTime == nil {
-			return fmt.Errorf("MissedSchedule events %d (%v), lastScheduleTime %v", len(missed), err, late.Status.LastScheduleTime)
+		if err != nil {
+			return err
+		}
+		if len(missed) == 0 || late.Status.LastScheduleTime == nil {
+			return fmt.Errorf("MissedSchedule events %d, lastScheduleTime %v", len(missed), late.Status.LastScheduleTime)
+		}
+		if missed[0].Type != corev1.EventTypeWarning {
+			t.Fatalf("MissedSchedule is a %s event, want Warning", missed[0].Type)
 		}
 		if first == nil {
 			first = late.Status.LastScheduleTime.DeepCopy()
@@ -110,17 +134,13 @@ func TestDefragPolicyForbidAndMissedDeadline(t *testing.T) {
 		if !late.Status.LastScheduleTime.After(first.Time) {
 			return fmt.Errorf("lastScheduleTime still %v", first)
 		}
-		if missed[0].Type != corev1.EventTypeWarning {
-			t.Fatalf("MissedSchedule is a %s event, want Warning", missed[0].Type)
-		}
 		return nil
 	})
 	if passes, err := policyPasses(ns, "late"); err != nil || len(passes) != 0 {
 		t.Fatalf("a policy whose every time is missed made %d passes (%v)", len(passes), err)
 	}
-	c := meta.FindStatusCondition(late.Status.Conditions, etcdv1.DefragPolicyConditionActive)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonScheduled {
-		t.Errorf("condition Active %+v, want True Scheduled", c)
+	if err := activeScheduled(late); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -173,19 +193,43 @@ func TestDefragPolicyRunsPassesAndKeepsItsHistory(t *testing.T) {
 	}
 }
 
+// useNamespace creates the namespace name unless it exists, and deletes it after the test if
+// it created it.
+func useNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err := k8s.Create(context.Background(), ns)
+	if apierrors.IsAlreadyExists(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+}
+
+// waitDefragComplete waits until the EtcdDefrag is Complete.
+func waitDefragComplete(t *testing.T, ns, name string) {
+	t.Helper()
+	d := &etcdv1.EtcdDefrag{}
+	eventually(t, 3*time.Minute, "EtcdDefrag "+name+" complete", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		if d.Status.Phase != etcdv1.EtcdDefragPhaseComplete {
+			return fmt.Errorf("phase %q, conditions %+v", d.Status.Phase, d.Status.Conditions)
+		}
+		return nil
+	})
+}
+
 // Cozystack's documented EtcdDefrag and EtcdDefragPolicy examples (test/api/testdata/cozystack,
 // v0.5.5), applied unchanged with kubectl in their namespace team-a beside the cluster they
-// name, "etcd": both passes complete, and the policy is Active.
+// name, "etcd": both passes complete, and the policy is Active with the example's spec.
 func TestCozystackDefragExamplesApply(t *testing.T) {
 	t.Parallel()
 	const ns = "team-a"
-	err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if err == nil {
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	}
+	useNamespace(t, ns)
 	createCluster(t, ns, "etcd", 1)
 	waitSettled(t, ns, "etcd", 1, 4*time.Minute)
 	for _, f := range []string{"defrag.yaml", "defrag-policy.yaml"} {
@@ -195,30 +239,16 @@ func TestCozystackDefragExamplesApply(t *testing.T) {
 		}
 		applyManifest(t, ns, string(manifest))
 	}
-	for _, name := range []string{"etcd-now", "etcd-guarded"} {
-		d := &etcdv1.EtcdDefrag{}
-		eventually(t, 3*time.Minute, "EtcdDefrag "+name+" complete", func() error {
-			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-				return err
-			}
-			if d.Status.Phase != etcdv1.EtcdDefragPhaseComplete {
-				return fmt.Errorf("phase %q, conditions %+v", d.Status.Phase, d.Status.Conditions)
-			}
-			return nil
-		})
-	}
+	waitDefragComplete(t, ns, "etcd-now")
+	waitDefragComplete(t, ns, "etcd-guarded")
 	eventually(t, time.Minute, "EtcdDefragPolicy nightly Active", func() error {
 		p := &etcdv1.EtcdDefragPolicy{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "nightly"}, p); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(p.Status.Conditions, etcdv1.DefragPolicyConditionActive)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonScheduled {
-			return fmt.Errorf("condition Active %+v", c)
-		}
 		if p.Spec.ConcurrencyPolicy != etcdv1.DefragConcurrencyForbid || p.Spec.HistoryLimit == nil || *p.Spec.HistoryLimit != 3 {
-			return fmt.Errorf("spec %+v is not the example's", p.Spec)
+			t.Fatalf("spec %+v is not the example's", p.Spec)
 		}
-		return nil
+		return activeScheduled(p)
 	})
 }

@@ -60,9 +60,9 @@ func (m passMaker) list(ctx context.Context, r client.Reader) ([]etcdv1.EtcdDefr
 	return list.Items, nil
 }
 
-// create makes the pass due at due, owned by the owner, and says so in an event; created is
-// false when it exists already (an earlier attempt at the same time made it).
-func (m passMaker) create(ctx context.Context, c client.Client, rec events.EventRecorder, due time.Time) (created bool, err error) {
+// create makes the pass due at due, owned by the owner, and says so in an event; one that
+// exists already (an earlier attempt at the same time made it) is left as it is.
+func (m passMaker) create(ctx context.Context, c client.Client, rec events.EventRecorder, due time.Time) error {
 	labels := map[string]string{m.label: m.owner.GetName()}
 	maps.Copy(labels, m.labels)
 	d := &etcdv1.EtcdDefrag{
@@ -74,17 +74,17 @@ func (m passMaker) create(ctx context.Context, c client.Client, rec events.Event
 		Spec: *m.spec.DeepCopy(),
 	}
 	if err := controllerutil.SetControllerReference(m.owner, d, c.Scheme()); err != nil {
-		return false, err
+		return err
 	}
-	err = c.Create(ctx, d)
+	err := c.Create(ctx, d)
 	if apierrors.IsAlreadyExists(err) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	kit.Emit(ctx, rec, m.owner, d, corev1.EventTypeNormal, etcdv1.ReasonDefragScheduled, "Defragment", "created EtcdDefrag %s for the schedule %q", d.Name, m.schedule)
-	return true, nil
+	return nil
 }
 
 // lastScheduled is the due time of the newest of passes, or since when none is newer.

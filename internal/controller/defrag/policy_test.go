@@ -2,6 +2,7 @@ package defrag
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,6 +190,53 @@ func hasEvent(events []string, prefix string) bool {
 	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }
 
+// at reconciles the policy at now.
+func (f *policyFixture) at(now time.Time) reconcile.Result {
+	f.t.Helper()
+	f.now = now
+	return f.reconcile()
+}
+
+// wantPasses fails the test unless the policy has n passes, and returns them.
+func (f *policyFixture) wantPasses(n int, when string) []etcdv1.EtcdDefrag {
+	f.t.Helper()
+	passes := f.passes()
+	if len(passes) != n {
+		f.t.Fatalf("%s: passes %v, want %d", when, names(passes), n)
+	}
+	return passes
+}
+
+// wantEvent fails the test unless an event since the last look begins with prefix.
+func (f *policyFixture) wantEvent(prefix string) {
+	f.t.Helper()
+	if ev := f.emitted(); !hasEvent(ev, prefix) {
+		f.t.Fatalf("events %v, want %s", ev, prefix)
+	}
+}
+
+// wantLastSchedule fails the test unless status.lastScheduleTime is due.
+func (f *policyFixture) wantLastSchedule(due time.Time) *etcdv1.EtcdDefragPolicy {
+	f.t.Helper()
+	p := f.policy()
+	if p.Status.LastScheduleTime == nil || !p.Status.LastScheduleTime.Time.Equal(due) {
+		f.t.Fatalf("lastScheduleTime %v, want %v: the time is consumed", p.Status.LastScheduleTime, due)
+	}
+	return p
+}
+
+// checkPolicyPass fails the test unless d is the pass of p due at due: named after the time,
+// of the policy's cluster (spec and label), with its rule and TTL, controlled by it.
+func checkPolicyPass(t *testing.T, d *etcdv1.EtcdDefrag, p *etcdv1.EtcdDefragPolicy, due time.Time) {
+	t.Helper()
+	same := d.Name == p.Name+"-"+itoa(due.Unix()) && d.Spec.ClusterRef == p.Spec.ClusterRef &&
+		d.Labels[etcdv1.LabelCluster] == p.Spec.ClusterRef.Name && d.Labels[etcdv1.LabelDefragPolicy] == p.Name &&
+		reflect.DeepEqual(d.Spec.Rule, p.Spec.Rule) && reflect.DeepEqual(d.Spec.TTLSecondsAfterFinished, p.Spec.TTLSecondsAfterFinished)
+	if !same || !metav1.IsControlledBy(d, p) {
+		t.Fatalf("the pass %s %+v %v: want %s-<due>, the policy's cluster (and its label), rule and TTL, controlled by the policy", d.Name, d.Spec, d.Labels, p.Name)
+	}
+}
+
 // A policy every 10 minutes with Forbid, a 60 s starting deadline and a history of one: a
 // pass per due time with the policy's rule and TTL, a time skipped while that pass runs, a
 // time found late skipped with MissedSchedule, and the finished passes beyond one pruned.
@@ -199,58 +247,34 @@ func TestPolicyCreatesPassesSkipsForbiddenAndMissedTimesAndPrunes(t *testing.T) 
 	})
 	tick := f.created.Truncate(10 * time.Minute).Add(10 * time.Minute)
 
-	f.now = tick.Add(5 * time.Second)
-	res := f.reconcile()
-	passes := f.passes()
-	if len(passes) != 1 {
-		t.Fatalf("at the first time: %d passes, want 1", len(passes))
-	}
-	first := passes[0]
-	if first.Name != "nightly-"+itoa(tick.Unix()) || first.Spec.ClusterRef.Name != "db" || first.Labels[etcdv1.LabelCluster] != "db" || first.Spec.Rule == nil || !first.Spec.Rule.All ||
-		first.Spec.TTLSecondsAfterFinished == nil || *first.Spec.TTLSecondsAfterFinished != 600 || !metav1.IsControlledBy(&first, f.policy()) {
-		t.Fatalf("the pass %s %+v: want nightly-<due>, the policy's cluster (and its label), rule and TTL, controlled by the policy", first.Name, first.Spec)
-	}
-	p := f.policy()
-	if p.Status.LastScheduleTime == nil || !p.Status.LastScheduleTime.Equal(&metav1.Time{Time: tick}) ||
-		len(p.Status.Active) != 1 || p.Status.Active[0].Name != first.Name {
-		t.Fatalf("status %+v: want lastScheduleTime %v and the pass active", p.Status, tick)
+	res := f.at(tick.Add(5 * time.Second))
+	first := f.wantPasses(1, "at the first time")[0]
+	checkPolicyPass(t, &first, f.policy(), tick)
+	p := f.wantLastSchedule(tick)
+	if len(p.Status.Active) != 1 || p.Status.Active[0].Name != first.Name {
+		t.Fatalf("status.active %v, want the pass", p.Status.Active)
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, etcdv1.DefragPolicyConditionActive); c == nil || c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonScheduled {
 		t.Fatalf("condition Active %+v, want True Scheduled", c)
 	}
-	if ev := f.emitted(); !hasEvent(ev, "Normal DefragScheduled") {
-		t.Fatalf("events %v, want DefragScheduled", ev)
-	}
+	f.wantEvent("Normal DefragScheduled")
 	if res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Minute {
 		t.Fatalf("requeue after %v, want the next time, within 10m", res.RequeueAfter)
 	}
 	f.reconcile()
-	if n := len(f.passes()); n != 1 {
-		t.Fatalf("a second look at the same time made %d passes", n)
-	}
+	f.wantPasses(1, "a second look at the same time")
 
 	// The next time, the first pass still runs: Forbid skips it.
-	f.now = tick.Add(10*time.Minute + 5*time.Second)
-	f.reconcile()
-	if n := len(f.passes()); n != 1 {
-		t.Fatalf("Forbid with a running pass: %d passes, want 1", n)
-	}
-	if ev := f.emitted(); !hasEvent(ev, "Normal ConcurrencyForbidden") {
-		t.Fatalf("events %v, want ConcurrencyForbidden", ev)
-	}
-	if p := f.policy(); !p.Status.LastScheduleTime.Equal(&metav1.Time{Time: tick.Add(10 * time.Minute)}) {
-		t.Fatalf("lastScheduleTime %v: the forbidden time is consumed", p.Status.LastScheduleTime)
-	}
+	f.at(tick.Add(10*time.Minute + 5*time.Second))
+	f.wantPasses(1, "Forbid with a running pass")
+	f.wantEvent("Normal ConcurrencyForbidden")
+	f.wantLastSchedule(tick.Add(10 * time.Minute))
 
 	// It completes; the next time makes the second pass.
 	f.finish(first, etcdv1.EtcdDefragPhaseComplete)
 	completed := f.now.Truncate(time.Second)
-	f.now = tick.Add(20*time.Minute + 5*time.Second)
-	f.reconcile()
-	passes = f.passes()
-	if len(passes) != 2 {
-		t.Fatalf("after the first pass completed: %d passes, want 2", len(passes))
-	}
+	f.at(tick.Add(20*time.Minute + 5*time.Second))
+	passes := f.wantPasses(2, "after the first pass completed")
 	if p := f.policy(); p.Status.LastSuccessfulTime == nil || !p.Status.LastSuccessfulTime.Time.Equal(completed) {
 		t.Fatalf("lastSuccessfulTime %v, want %v", p.Status.LastSuccessfulTime, completed)
 	}
@@ -259,24 +283,19 @@ func TestPolicyCreatesPassesSkipsForbiddenAndMissedTimesAndPrunes(t *testing.T) 
 	// The second fails; the operator is down past the next time: it is missed, and the
 	// history keeps only the newest finished pass.
 	f.finish(passes[1], etcdv1.EtcdDefragPhaseFailed)
-	f.now = tick.Add(30*time.Minute + 2*time.Minute)
-	f.reconcile()
-	passes = f.passes()
-	if len(passes) != 1 || passes[0].Name != "nightly-"+itoa(tick.Add(20*time.Minute).Unix()) {
-		t.Fatalf("after a missed time with historyLimit 1: %v, want only the second pass", names(passes))
+	f.at(tick.Add(30*time.Minute + 2*time.Minute))
+	if kept := f.wantPasses(1, "after a missed time with historyLimit 1"); kept[0].Name != passes[1].Name {
+		t.Fatalf("kept %s, want the newest finished pass %s", kept[0].Name, passes[1].Name)
 	}
-	ev := f.emitted()
-	if !hasEvent(ev, "Warning MissedSchedule") {
-		t.Fatalf("events %v, want MissedSchedule", ev)
-	}
-	p = f.policy()
-	if !p.Status.LastScheduleTime.Equal(&metav1.Time{Time: tick.Add(30 * time.Minute)}) || len(p.Status.Active) != 0 {
-		t.Fatalf("status %+v: the missed time is consumed, nothing active", p.Status)
+	f.wantEvent("Warning MissedSchedule")
+	if p := f.wantLastSchedule(tick.Add(30 * time.Minute)); len(p.Status.Active) != 0 {
+		t.Fatalf("status.active %v, want none", p.Status.Active)
 	}
 	f.reconcile()
-	if ev := f.emitted(); hasEvent(ev, "Warning MissedSchedule") || len(f.passes()) != 1 {
-		t.Fatalf("a second look at the missed time: events %v, %d passes", ev, len(f.passes()))
+	if ev := f.emitted(); hasEvent(ev, "Warning MissedSchedule") {
+		t.Fatalf("a second look at the missed time: events %v", ev)
 	}
+	f.wantPasses(1, "a second look at the missed time")
 }
 
 // A pass the policy made goes ttlSecondsAfterFinished after it finished: the policy gives it

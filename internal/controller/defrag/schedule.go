@@ -65,7 +65,7 @@ func (r *ScheduleReconciler) fire(ctx context.Context, c *etcdv1.EtcdCluster) (k
 	if isDue {
 		step.Name, step.Changed = "createPass", true
 		step.Facts = append(step.Facts, "pass", m.name(due), "due", due.UTC().Format(time.RFC3339))
-		if _, err := m.create(ctx, r.Client, r.Recorder, due); err != nil {
+		if err := m.create(ctx, r.Client, r.Recorder, due); err != nil {
 			return step, ctrl.Result{}, err
 		}
 	}
@@ -262,7 +262,7 @@ func (r *PolicyReconciler) act(ctx context.Context, p *etcdv1.EtcdDefragPolicy, 
 	due := t.due.UTC().Format(time.RFC3339)
 	switch t.action {
 	case tickCreate:
-		if _, err := m.create(ctx, r.Client, r.Recorder, t.due); err != nil {
+		if err := m.create(ctx, r.Client, r.Recorder, t.due); err != nil {
 			return err
 		}
 		p.Status.Active = activeRefs(append(unfinished, m.name(t.due)))
