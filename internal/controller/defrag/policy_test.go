@@ -2,6 +2,7 @@ package defrag
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -52,6 +53,7 @@ func TestDecideTick(t *testing.T) {
 		{"past the deadline: missed", at(10, 0), at(11, 2), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(60)) }), 0, tickMissed, at(11, 0)},
 		{"deadline 0 and found late", at(10, 0), at(11, 0).Add(time.Second), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(0)) }), 0, tickMissed, at(11, 0)},
 		{"the deadline counts from the latest missed time", at(7, 0), at(11, 0).Add(30 * time.Second), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(60)) }), 0, tickCreate, at(11, 0)},
+		{"the longest deadline", at(7, 0), at(11, 5), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(math.MaxInt64)) }), 0, tickCreate, at(11, 0)},
 		{"missed goes before forbidden", at(10, 0), at(11, 5), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.StartingDeadlineSeconds = ptr(int64(60)) }), 1, tickMissed, at(11, 0)},
 		{"Forbid with an unfinished pass", at(10, 0), at(11, 0), spec(func(s *etcdv1.EtcdDefragPolicySpec) { s.ConcurrencyPolicy = etcdv1.DefragConcurrencyForbid }), 1, tickForbidden, at(11, 0)},
 		{"no policy is Forbid", at(10, 0), at(11, 0), spec(nil), 2, tickForbidden, at(11, 0)},

@@ -3,6 +3,7 @@ package defrag
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -149,6 +150,10 @@ type tick struct {
 	due, next time.Time
 }
 
+// maxDeadlineSeconds is the longest starting deadline a time.Duration holds (292 years); a
+// longer one is no deadline either.
+const maxDeadlineSeconds = math.MaxInt64 / int64(time.Second)
+
 // decideTick decides on the policy's due time: missed times collapse into the latest one
 // (cronplan.Due), and a due time is consumed, by a pass or a skip, whatever the policy does.
 // Suspension goes first (its times are not backfilled on resume), then the starting deadline,
@@ -161,7 +166,7 @@ func decideTick(sched cron.Schedule, last, now time.Time, spec *etcdv1.EtcdDefra
 		t.action = tickNone
 	case spec.Suspend != nil && *spec.Suspend:
 		t.action = tickSuspended
-	case spec.StartingDeadlineSeconds != nil && now.Sub(due) > time.Duration(*spec.StartingDeadlineSeconds)*time.Second:
+	case spec.StartingDeadlineSeconds != nil && now.Sub(due) > time.Duration(min(*spec.StartingDeadlineSeconds, maxDeadlineSeconds))*time.Second:
 		t.action = tickMissed
 	case spec.ConcurrencyPolicy != etcdv1.DefragConcurrencyAllow && unfinished > 0:
 		t.action = tickForbidden
