@@ -67,6 +67,9 @@ const LabelNoSpaceRemediation = "etcd-operator.cozystack.io/nospace-remediation"
 // LabelDefragSchedule marks the EtcdDefrags that spec.defrag of the named cluster created.
 const LabelDefragSchedule = "etcd-operator.cozystack.io/defrag-schedule"
 
+// LabelDefragPolicy marks the EtcdDefrags that the named EtcdDefragPolicy created (Cozystack's key).
+const LabelDefragPolicy = "etcd-operator.cozystack.io/defrag-policy"
+
 // LabelSnapshotSchedule marks the EtcdSnapshots a schedule created.
 const LabelSnapshotSchedule = "etcd-operator.cozystack.io/schedule"
 

@@ -68,6 +68,13 @@ const (
 	SnapshotScheduleConditionReady = "Ready"
 )
 
+// Condition types of an EtcdDefragPolicy.
+const (
+	// DefragPolicyConditionActive says whether the policy creates EtcdDefrags: True with
+	// reason Scheduled, False with Suspended or InvalidSchedule (Cozystack's condition).
+	DefragPolicyConditionActive = "Active"
+)
+
 // Reasons of EtcdCluster Available.
 const (
 	ReasonQuorumHealthy = "QuorumHealthy"
@@ -350,6 +357,18 @@ const (
 	ReasonUnmanagedUsersOrRoles = "UnmanagedUsersOrRoles"
 	ReasonUpgradingMember       = "UpgradingMember"
 	ReasonVerifyingSnapshot     = "VerifyingSnapshot"
+)
+
+// Event reasons of an EtcdDefragPolicy: a due time skipped. Its condition Active uses
+// ReasonScheduled, ReasonSuspended and ReasonInvalidSchedule; the EtcdDefrag it creates is
+// announced with ReasonDefragScheduled.
+const (
+	// ReasonMissedSchedule: the due time was found later than spec.startingDeadlineSeconds;
+	// skipped, not started late.
+	ReasonMissedSchedule = "MissedSchedule"
+	// ReasonConcurrencyForbidden: with concurrencyPolicy Forbid, the due time was skipped
+	// because an EtcdDefrag of the policy has not finished.
+	ReasonConcurrencyForbidden = "ConcurrencyForbidden"
 )
 
 // RecoveryKeyPrefix begins the loss statement of a recovery from member source, which

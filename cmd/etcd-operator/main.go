@@ -373,6 +373,7 @@ func setUpControllers(mgr ctrl.Manager, o options, claims *kit.Claims) error {
 		{"EtcdDefrag", &defrag.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient,
 			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
 		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder, Claims: claims}},
+		{"EtcdDefragPolicy", &defrag.PolicyReconciler{Client: cli, Recorder: recorder, Claims: claims}},
 		{"NOSPACE remediation", &alarms.Reconciler{Client: cli, Recorder: recorder, NewClient: newClient, MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
 	} {
 		if err := c.reconciler.SetupWithManager(mgr); err != nil {

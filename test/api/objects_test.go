@@ -155,6 +155,19 @@ func withRule(r etcdv1.DefragRule) defragEdit {
 	return func(d *etcdv1.EtcdDefrag) { d.Spec.Rule = &r }
 }
 
+type defragPolicyEdit func(*etcdv1.EtcdDefragPolicy)
+
+func newDefragPolicy(name string, edits ...defragPolicyEdit) *etcdv1.EtcdDefragPolicy {
+	p := &etcdv1.EtcdDefragPolicy{ObjectMeta: meta(name), Spec: etcdv1.EtcdDefragPolicySpec{
+		ClusterRef: corev1.LocalObjectReference{Name: "example"},
+		Schedule:   "0 3 * * *",
+	}}
+	for _, edit := range edits {
+		edit(p)
+	}
+	return p
+}
+
 type memberEdit func(*etcdv1.EtcdMember)
 
 func newMember(name string, edits ...memberEdit) *etcdv1.EtcdMember {

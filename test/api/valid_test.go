@@ -75,6 +75,15 @@ func TestSnapshotDeletionPolicyDefaults(t *testing.T) {
 	}
 }
 
+// An EtcdDefragPolicy without concurrencyPolicy forbids overlapping passes, as Cozystack's does.
+func TestDefragPolicyConcurrencyDefaultsToForbid(t *testing.T) {
+	p := newDefragPolicy("defaults-defrag-policy")
+	requireCreate(t, p)
+	if p.Spec.ConcurrencyPolicy != etcdv1.DefragConcurrencyForbid {
+		t.Errorf("concurrencyPolicy default %q, want Forbid", p.Spec.ConcurrencyPolicy)
+	}
+}
+
 func TestValidSpecsAreAccepted(t *testing.T) {
 	memory := etcdv1.StorageMediumMemory
 	valid := []client.Object{
@@ -151,6 +160,15 @@ func TestValidSpecsAreAccepted(t *testing.T) {
 			c.Spec.Defrag = &etcdv1.DefragSchedule{Schedule: "0 3 * * *", Rule: &etcdv1.DefragRule{QuotaUsageAbove: "80%"}}
 			c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: etcdv1.NoSpaceReport}
 		}),
+		newDefragPolicy("ok-defrag-policy-minimal"),
+		newDefragPolicy("ok-defrag-policy-full", func(p *etcdv1.EtcdDefragPolicy) {
+			p.Spec.Suspend, p.Spec.ConcurrencyPolicy = ptr(true), etcdv1.DefragConcurrencyAllow
+			p.Spec.StartingDeadlineSeconds, p.Spec.HistoryLimit, p.Spec.TTLSecondsAfterFinished = ptr[int64](0), ptr[int32](0), ptr[int32](3600)
+			p.Spec.Rule = &etcdv1.DefragRule{FreeSpaceAbove: qtyPtr("200Mi"), QuotaUsageAbove: "80%", MinReclaim: qtyPtr("32Mi")}
+		}),
+		newDefragPolicy("ok-defrag-policy-zone", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "CRON_TZ=Europe/Berlin 30 2 * * 1-5" }),
+		newDefragPolicy("ok-defrag-policy-daily", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "@daily" }),
+		newDefragPolicy("ok-defrag-policy-every", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "@every 6h" }),
 		newMember("ok-member"),
 		newMember("ok-adopted-root", adoptedAt("/var/lib/etcd")),
 		newMember("ok-adopted-subdir", adoptedAt("/var/lib/etcd/default.etcd")),

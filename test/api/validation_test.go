@@ -142,6 +142,19 @@ func invalidCreates() []invalidCreate {
 		{"defrag schedule empty", newCluster("d07", func(c *etcdv1.EtcdCluster) { c.Spec.Defrag = &etcdv1.DefragSchedule{} }), "spec.defrag.schedule in body should be at least 1 chars long"},
 		{"NOSPACE policy unknown", newCluster("d08", func(c *etcdv1.EtcdCluster) { c.Spec.Alarms = &etcdv1.AlarmPolicy{NoSpace: "Never"} }), "spec.alarms.noSpace: Unsupported value: \"Never\""},
 		{"defrag of no cluster", newDefrag("d06", func(d *etcdv1.EtcdDefrag) { d.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to defragment"},
+		// EtcdDefragPolicy
+		{"defrag policy of no cluster", newDefragPolicy("dp01", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.ClusterRef.Name = "" }), "spec.clusterRef.name must name the EtcdCluster to defragment"},
+		{"defrag policy without schedule", newDefragPolicy("dp02", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "" }), "spec.schedule in body should be at least 1 chars long"},
+		{"defrag policy with six cron fields", newDefragPolicy("dp03", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "0 0 3 * * *" }), "spec.schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week), for example \"0 3 * * *\", or @daily, @hourly, @every 6h"},
+		{"defrag policy with four cron fields after a zone", newDefragPolicy("dp04", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Schedule = "CRON_TZ=Europe/Berlin 0 3 * *" }), "or @daily, @hourly, @every 6h"},
+		{"defrag policy concurrency Replace", newDefragPolicy("dp05", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.ConcurrencyPolicy = "Replace" }), `spec.concurrencyPolicy: Unsupported value: "Replace"`},
+		{"defrag policy negative deadline", newDefragPolicy("dp06", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.StartingDeadlineSeconds = ptr[int64](-1) }), "spec.startingDeadlineSeconds in body should be greater than or equal to 0"},
+		{"defrag policy negative history", newDefragPolicy("dp07", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.HistoryLimit = ptr[int32](-1) }), "spec.historyLimit in body should be greater than or equal to 0"},
+		{"defrag policy negative TTL", newDefragPolicy("dp08", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.TTLSecondsAfterFinished = ptr[int32](-1) }), "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"},
+		{"defrag policy rule all and a threshold", newDefragPolicy("dp09", func(p *etcdv1.EtcdDefragPolicy) {
+			p.Spec.Rule = &etcdv1.DefragRule{All: true, QuotaUsageAbove: "80%"}
+		}), "rule.all defragments every member and cannot be combined with freeSpaceAbove, quotaUsageAbove or minReclaim"},
+		{"defrag policy minReclaim alone", newDefragPolicy("dp10", func(p *etcdv1.EtcdDefragPolicy) { p.Spec.Rule = &etcdv1.DefragRule{MinReclaim: qtyPtr("32Mi")} }), "rule.minReclaim applies only with rule.quotaUsageAbove"},
 		// EtcdMember
 		{"member with a tag for version", newMember("m01", func(m *etcdv1.EtcdMember) { m.Spec.Version = "latest" }), "spec.version must be an etcd release X.Y.Z"},
 		{"member with unknown cluster state", newMember("m02", func(m *etcdv1.EtcdMember) { m.Spec.Bootstrap.InitialClusterState = "join" }), `spec.bootstrap.initialClusterState: Unsupported value: "join"`},

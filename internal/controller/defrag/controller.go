@@ -1,6 +1,6 @@
 // Package defrag runs EtcdDefrag passes (one member at a time, the leader last, never below
 // quorum; the decisions are package defragplan's) and creates them on the schedule of an
-// EtcdCluster's spec.defrag.
+// EtcdCluster's spec.defrag or of an EtcdDefragPolicy.
 package defrag
 
 import (

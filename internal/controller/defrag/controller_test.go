@@ -49,7 +49,7 @@ func newPassHarness(t *testing.T, rule *etcdv1.DefragRule) *passHarness {
 		h.etcd.SetDBSize(m.ID, 30<<20, 20<<20)
 		h.ids[name] = m.ID
 	}
-	h.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdDefrag{}).Build()
+	h.api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdDefrag{}, &etcdv1.EtcdDefragPolicy{}).Build()
 	h.r = &Reconciler{Client: h.api, NewClient: func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
 		return etcdfake.KeepOpen(h.etcd), nil
 	}}

@@ -41,3 +41,21 @@ func TestScheduledPassCarriesAdditionalMetadata(t *testing.T) {
 		t.Fatalf("pass metadata %+v", d.ObjectMeta)
 	}
 }
+
+// A pass an EtcdDefragPolicy creates carries its cluster's spec.additionalMetadata too.
+func TestPolicyPassCarriesTheClustersAdditionalMetadata(t *testing.T) {
+	f := newPolicyFixture(t, etcdv1.EtcdDefragPolicySpec{Schedule: "*/10 * * * *", Rule: &etcdv1.DefragRule{All: true}})
+	c := &etcdv1.EtcdCluster{}
+	if err := f.h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.AdditionalMetadata = &etcdv1.AdditionalMetadata{Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"owner": "team-a"}}
+	if err := f.h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	f.at(f.created.Truncate(10 * time.Minute).Add(10*time.Minute + 5*time.Second))
+	d := f.wantPasses(1, "at the first time")[0]
+	if d.Labels["team"] != "storage" || d.Annotations["owner"] != "team-a" || d.Labels[etcdv1.LabelDefragPolicy] != "nightly" {
+		t.Fatalf("pass metadata %+v: want the cluster's additionalMetadata beside the policy's label", d.ObjectMeta)
+	}
+}

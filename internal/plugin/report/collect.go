@@ -78,6 +78,7 @@ func collect(ctx context.Context, src Source, cluster string) (*bundle, error) {
 		{"etcdsnapshots.yaml", &etcdv1.EtcdSnapshotList{}, inNamespace, refersTo(cluster)},
 		{"etcdsnapshotschedules.yaml", &etcdv1.EtcdSnapshotScheduleList{}, inNamespace, refersTo(cluster)},
 		{"etcddefrags.yaml", &etcdv1.EtcdDefragList{}, inNamespace, refersTo(cluster)},
+		{"etcddefragpolicies.yaml", &etcdv1.EtcdDefragPolicyList{}, inNamespace, refersTo(cluster)},
 		{"pods.yaml", &corev1.PodList{}, labelled, nil},
 		{"pvcs.yaml", &corev1.PersistentVolumeClaimList{}, labelled, nil},
 		{"services.yaml", &corev1.ServiceList{}, labelled, nil},
@@ -102,6 +103,8 @@ func refersTo(cluster string) func(client.Object) bool {
 		case *etcdv1.EtcdSnapshotSchedule:
 			return o.Spec.ClusterRef.Name == cluster
 		case *etcdv1.EtcdDefrag:
+			return o.Spec.ClusterRef.Name == cluster
+		case *etcdv1.EtcdDefragPolicy:
 			return o.Spec.ClusterRef.Name == cluster
 		}
 		return false

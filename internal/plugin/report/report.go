@@ -183,7 +183,7 @@ func readme(cluster, namespace string, now time.Time, problems []string) string 
 	var s strings.Builder
 	fmt.Fprintf(&s, "kubectl etcd report of EtcdCluster %s in namespace %s, %s.\n\n", cluster, namespace, now.Format(time.RFC3339))
 	s.WriteString(`etcdcluster.yaml, etcdmembers.yaml, etcdsnapshots.yaml, etcdsnapshotschedules.yaml,
-etcddefrags.yaml: the operator's objects of this cluster. pods.yaml, pvcs.yaml, services.yaml,
+etcddefrags.yaml, etcddefragpolicies.yaml: the operator's objects of this cluster. pods.yaml, pvcs.yaml, services.yaml,
 poddisruptionbudgets.yaml: what the operator made for it. events.yaml: the namespace's events
 about all of those. secrets.txt: the names of the cluster's Secrets, no data. etcd/: what the
 members say (kubectl etcd status -o json, etcd's member list). logs/: each member's etcd log,

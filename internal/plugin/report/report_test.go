@@ -72,6 +72,8 @@ func seededObjects() []client.Object {
 		&etcdv1.EtcdMember{ObjectMeta: meta("db-1")}, &etcdv1.EtcdMember{ObjectMeta: meta("db-2")},
 		&corev1.PersistentVolumeClaim{ObjectMeta: meta("data-db-1")}, &corev1.Service{ObjectMeta: meta("db-client")},
 		snapshot("nightly", "db"), snapshot("theirs", "other"),
+		&etcdv1.EtcdDefragPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "weekly"}, Spec: etcdv1.EtcdDefragPolicySpec{ClusterRef: corev1.LocalObjectReference{Name: "db"}}},
+		&etcdv1.EtcdDefragPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "their-policy"}, Spec: etcdv1.EtcdDefragPolicySpec{ClusterRef: corev1.LocalObjectReference{Name: "other"}}},
 		event("e1", "db-1", "auth as root with "+rootPassword+" failed"), event("e2", "unrelated-pod", "pulled image"),
 	}
 	for _, s := range seededSecrets() {
@@ -183,6 +185,7 @@ func TestReportContents(t *testing.T) {
 		"etcdcluster.yaml":                 {"kind: EtcdCluster", "name: db"},
 		"etcdmembers.yaml":                 {"name: db-1", "name: db-2"},
 		"etcdsnapshots.yaml":               {"name: nightly"},
+		"etcddefragpolicies.yaml":          {"kind: EtcdDefragPolicy", "name: weekly"},
 		"pods.yaml":                        {"name: ETCD_ROOT_PASSWORD", "value: REDACTED", "secretName: db-server-tls"},
 		"pvcs.yaml":                        {"name: data-db-1"},
 		"services.yaml":                    {"name: db-client"},
@@ -205,7 +208,7 @@ func TestReportContents(t *testing.T) {
 			}
 		}
 	}
-	for file, unwanted := range map[string]string{"etcdsnapshots.yaml": "theirs", "events.yaml": "unrelated-pod", "pods.yaml": "last-applied-configuration"} {
+	for file, unwanted := range map[string]string{"etcdsnapshots.yaml": "theirs", "etcddefragpolicies.yaml": "their-policy", "events.yaml": "unrelated-pod", "pods.yaml": "last-applied-configuration"} {
 		if strings.Contains(files[file], unwanted) {
 			t.Errorf("%s holds %q:\n%s", file, unwanted, files[file])
 		}
