@@ -96,15 +96,12 @@ func (r *Reconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clu
 	if err != nil {
 		return err
 	}
-	var known []string
-	for _, em := range v.etcdMembers {
-		if em.IsStarted() && len(em.PeerURLs) > 0 {
-			known = append(known, em.Name+"="+em.PeerURLs[0])
-		}
+	initial, err := joiningInitialCluster(v.etcdMembers, name, specs.PeerURL(c, name))
+	if err != nil {
+		return err
 	}
-	known = append(known, name+"="+specs.PeerURL(c, name))
 	m := r.newMember(c, name, etcdv1.MemberBootstrap{
-		InitialCluster: strings.Join(known, ","), InitialClusterState: etcdv1.InitialClusterStateExisting,
+		InitialCluster: initial, InitialClusterState: etcdv1.InitialClusterStateExisting,
 		ClusterToken: c.Status.ClusterToken,
 	})
 	if err := r.createMember(ctx, c, m); err != nil {
@@ -113,6 +110,27 @@ func (r *Reconciler) scaleOut(ctx context.Context, c *etcdv1.EtcdCluster, v *clu
 	failpoint.Crash(c, failpoint.AfterCreateMember)
 	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonScalingOut, "CreateMember", "scaling out: created member %s", name)
 	return nil
+}
+
+// joiningInitialCluster is the --initial-cluster of a member about to join: every member etcd
+// lists, by name and peer URL, then the new one. A joining etcd fetches the cluster from the
+// peers its list names and refuses to start unless its list matches etcd's member for member,
+// and the list is written into the EtcdMember once: a member etcd lists without a name (one
+// that has not published it since it started, as after a restart out of --force-new-cluster)
+// cannot be named, so the new member waits for it rather than get a list it can never join
+// with. An empty member list (not read) waits too.
+func joiningInitialCluster(members []etcd.Member, name, peerURL string) (string, error) {
+	if len(members) == 0 {
+		return "", waitFor(etcdv1.ReasonScaling, "not scaling out: etcd's member list is not known")
+	}
+	known := make([]string, 0, len(members)+1)
+	for _, em := range members {
+		if !em.IsStarted() || len(em.PeerURLs) == 0 {
+			return "", waitFor(etcdv1.ReasonScaling, "not scaling out: member %s has not published its name yet; a new member's initial cluster must name every member", em.IDHex())
+		}
+		known = append(known, em.Name+"="+em.PeerURLs[0])
+	}
+	return strings.Join(append(known, name+"="+peerURL), ","), nil
 }
 
 // viewIsCurrent reads the EtcdMembers live before one is created or removed: a reconcile
