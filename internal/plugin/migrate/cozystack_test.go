@@ -150,8 +150,6 @@ func TestPlanCozystackRefuses(t *testing.T) {
 		}, "etcd member stranger (c1) has no EtcdMember"},
 		"removed from etcd": {func(o *Observed) { o.Etcd = o.Etcd[:1] }, "member cz-a: etcd does not list it"},
 		"no member list":    {func(o *Observed) { o.Etcd = nil }, "etcd's member list could not be read"},
-		"auth": {func(o *Observed) { o.Cluster.Spec.Auth = &etcdv1.AuthSpec{Enabled: true} },
-			"spec.auth is enabled: adopting a cluster with auth is not supported yet"},
 		"paused":  {func(o *Observed) { o.Cluster.Spec.Replicas = new(int32) }, "the cluster is paused"},
 		"no pvc":  {func(o *Observed) { delete(o.PVCs, "data-cz-a") }, "PVC data-cz-a of Pod cz-a does not exist"},
 		"renamed": {func(o *Observed) { o.Pods["cz-a"].Spec.Containers[0].Command[1] = "--name=other" }, `runs etcd --name="other"`},
