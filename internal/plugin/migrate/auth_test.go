@@ -48,7 +48,7 @@ func TestPlanAenixTakesOverAuthWithTheRootCertificate(t *testing.T) {
 
 func TestPlanAenixAuth(t *testing.T) {
 	for name, tc := range map[string]struct {
-		change func(t *testing.T, o *AenixObserved, ca *testpki.CA)
+		change        func(t *testing.T, o *AenixObserved, ca *testpki.CA)
 		refusal, auth string
 	}{
 		"not read": {change: func(_ *testing.T, o *AenixObserved, _ *testpki.CA) { o.Auth = EtcdAuth{} },

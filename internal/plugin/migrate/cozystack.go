@@ -72,9 +72,9 @@ func (c OperatorCheck) Refusals(who string) []string {
 
 // Plan is what adoption changes, member by member; Refusals say why it must not start.
 type Plan struct {
-	Cluster  string
-	Members  []MemberChange
-	Adopted  []string // members already taken over
+	Cluster string
+	Members []MemberChange
+	Adopted []string // members already taken over
 	// Auth says what happens to authentication ("" when etcd has none).
 	Auth     string
 	Refusals []string
