@@ -102,6 +102,9 @@ func planCozystack(ctx context.Context, s *cli.Session, force bool) (migrate.Pla
 		return migrate.Plan{}, err
 	}
 	o.Secrets = secrets
+	if o.Auth, err = observeCozystackAuth(ctx, s); err != nil {
+		return migrate.Plan{}, err
+	}
 	for name, pod := range s.Pods {
 		o.Pods[name] = &pod
 	}
