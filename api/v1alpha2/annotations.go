@@ -185,7 +185,8 @@ const AnnotationScheduledTime = "etcd-operator.cozystack.io/scheduled-time"
 // made it from another operator's record of a stored file, for example
 // "EtcdBackup.etcd.aenix.io/nightly-1": the file was written by that operator, the
 // EtcdSnapshot is created Complete with its location and checksum, and the operator never
-// runs a snapshot Job for it (which would write over the file).
+// runs a snapshot Job for it (which would write over the file). On an EtcdSnapshotSchedule
+// it names the legacy schedule it was made from, and changes nothing.
 const AnnotationImportedFrom = "etcd-operator.cozystack.io/imported-from"
 
 // SnapshotImported: the EtcdSnapshot records a file another operator wrote
