@@ -43,27 +43,10 @@ func TestMigrateAenixBackupsAndRestore(t *testing.T) {
 	waitSettled(t, ns, "source", 1, 4*time.Minute)
 	src := dialClusterWith(t, ns, "source", access{})
 	loadKeys(t, src, "/legacy", 2000)
-	revision, data := legacyAgentSnapshot(t, src)
-	sum := sha256.Sum256(data)
-	checksum := "sha256:" + hex.EncodeToString(sum[:])
-	dest := aenixfixture.S3Destination(localS3(t).endpoint, bucket, "lg/backups", s3SecretName)
-	key := aenixfixture.BackupKey("lg/backups", "nightly", revision)
-	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	failed := aenixfixture.CompleteBackup("broken", ns, "source", dest, 1, 0, checksum)
-	failed["status"] = map[string]any{"phase": "Failed"}
-	for _, obj := range []map[string]any{
-		aenixfixture.CompleteBackup("nightly", ns, "source", dest, revision, int64(len(data)), checksum),
-		failed,
-		aenixfixture.BackupSchedule("daily", ns, "source", "@daily", dest),
-	} {
-		create(t, &unstructured.Unstructured{Object: obj})
-	}
+	b := storeLegacyBackup(t, ns, bucket, src)
 
 	out := mustPlugin(t, bin, ns, "migrate", "aenix-backups")
-	uri := "s3://" + bucket + "/" + key
-	for _, want := range []string{"EtcdBackup nightly -> EtcdSnapshot nightly: created Complete, recording the file " + uri,
+	for _, want := range []string{"EtcdBackup nightly -> EtcdSnapshot nightly: created Complete, recording the file " + b.uri,
 		"EtcdBackup broken: not imported: it is Failed", `EtcdBackupSchedule daily -> EtcdSnapshotSchedule daily: created, schedule "0 0 * * *"`,
 		"left as they are: delete them yourself", "dry run: nothing was changed"} {
 		if !strings.Contains(out, want) {
@@ -75,30 +58,72 @@ func TestMigrateAenixBackupsAndRestore(t *testing.T) {
 	}
 
 	t.Logf("kubectl etcd migrate aenix-backups --apply:\n%s", mustPlugin(t, bin, ns, "migrate", "aenix-backups", "--apply"))
+	checkBackupImported(t, ns, bucket, b)
+
+	createRestoredCluster(t, ns, "restored", 3, restoreFromSnapshot("nightly"))
+	waitSettled(t, ns, "restored", 3, 6*time.Minute)
+	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), b.revision, 2000)
+	checkLegacyBackupsKept(t, ns)
+}
+
+// legacyBackup is a backup stored as the legacy agent stores it.
+type legacyBackup struct {
+	key, uri, checksum string
+	revision, size     int64
+}
+
+// storeLegacyBackup takes the legacy agent's snapshot of src, uploads it where the agent puts
+// an EtcdBackup named nightly (key prefix lg/backups), and creates the legacy objects: that
+// EtcdBackup, Complete with its status.snapshot; a Failed one; an EtcdBackupSchedule.
+func storeLegacyBackup(t *testing.T, ns, bucket string, src *clientv3.Client) legacyBackup {
+	t.Helper()
+	revision, data := legacyAgentSnapshot(t, src)
+	sum := sha256.Sum256(data)
+	b := legacyBackup{checksum: "sha256:" + hex.EncodeToString(sum[:]), revision: revision, size: int64(len(data)),
+		key: aenixfixture.BackupKey("lg/backups", "nightly", revision)}
+	b.uri = "s3://" + bucket + "/" + b.key
+	dest := aenixfixture.S3Destination(localS3(t).endpoint, bucket, "lg/backups", s3SecretName)
+	if _, err := localS3(t).admin.PutObject(context.Background(), bucket, b.key, bytes.NewReader(data), b.size, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := aenixfixture.CompleteBackup("broken", ns, "source", dest, 1, 0, b.checksum)
+	failed["status"] = map[string]any{"phase": "Failed"}
+	for _, obj := range []map[string]any{
+		aenixfixture.CompleteBackup("nightly", ns, "source", dest, revision, b.size, b.checksum),
+		failed,
+		aenixfixture.BackupSchedule("daily", ns, "source", "@daily", dest),
+	} {
+		create(t, &unstructured.Unstructured{Object: obj})
+	}
+	return b
+}
+
+// checkBackupImported: EtcdSnapshot nightly is Complete with the legacy file, no snapshot was
+// taken for it (the legacy file is as it was, and the bucket holds nothing else but what the
+// imported schedule may have taken, under its own prefix), and the schedule is imported.
+func checkBackupImported(t *testing.T, ns, bucket string, b legacyBackup) {
+	t.Helper()
 	s := waitSnapshotDone(t, ns, "nightly", etcdv1.SnapshotComplete)
-	if s.Status.Artifact == nil || s.Status.Artifact.URI != uri || s.Status.Artifact.Checksum != checksum || s.Status.Revision != revision || !etcdv1.SnapshotImported(s) {
+	if s.Status.Artifact == nil || s.Status.Artifact.URI != b.uri || s.Status.Artifact.Checksum != b.checksum || s.Status.Revision != b.revision || !etcdv1.SnapshotImported(s) {
 		t.Errorf("imported EtcdSnapshot: %+v", s.Status)
 	}
-	// No snapshot was taken for the import: the legacy file is as it was, and nothing else is
-	// in the bucket but what the imported schedule may have taken (under its own prefix).
 	for k, size := range objects(t, bucket, "") {
-		if (k == key && size != int64(len(data))) || (k != key && !strings.HasPrefix(k, "lg/backups/"+ns+"/source/")) {
-			t.Errorf("the bucket holds %s (%d bytes); want the legacy file %s (%d bytes) untouched and no snapshot of the import", k, size, key, len(data))
+		if (k == b.key && size != b.size) || (k != b.key && !strings.HasPrefix(k, "lg/backups/"+ns+"/source/")) {
+			t.Errorf("the bucket holds %s (%d bytes); want the legacy file %s (%d bytes) untouched and no snapshot of the import", k, size, b.key, b.size)
 		}
 	}
 	if sched := getSchedule(t, ns, "daily"); sched.Spec.Schedule != "0 0 * * *" || sched.Spec.Destination.S3 == nil || sched.Spec.Destination.S3.Key != "lg/backups" {
 		t.Errorf("EtcdSnapshotSchedule daily: %+v", sched.Spec)
 	}
+}
 
-	createRestoredCluster(t, ns, "restored", 3, restoreFromSnapshot("nightly"))
-	waitSettled(t, ns, "restored", 3, 6*time.Minute)
-	testrestore.Compare(t, src, dialClusterWith(t, ns, "restored", access{}), revision, 2000)
-
-	for _, kind := range []string{aenixfixture.BackupKind, aenixfixture.BackupScheduleKind} {
+// checkLegacyBackupsKept: the legacy objects are left for the user to delete.
+func checkLegacyBackupsKept(t *testing.T, ns string) {
+	t.Helper()
+	for kind, name := range map[string]string{aenixfixture.BackupKind: "nightly", aenixfixture.BackupScheduleKind: "daily"} {
 		legacy := &unstructured.Unstructured{}
 		legacy.SetAPIVersion(aenixfixture.APIVersion)
 		legacy.SetKind(kind)
-		name := map[string]string{aenixfixture.BackupKind: "nightly", aenixfixture.BackupScheduleKind: "daily"}[kind]
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, legacy); err != nil {
 			t.Errorf("the legacy %s %s is gone: %v", kind, name, err)
 		}

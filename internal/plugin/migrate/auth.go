@@ -36,6 +36,9 @@ type EtcdAuth struct {
 	RootErr string
 }
 
+// on: etcd said that authentication is on.
+func (a EtcdAuth) on() bool { return a.Known && a.Enabled }
+
 // legacyEnableAuth is the legacy spec.security.enableAuth.
 func legacyEnableAuth(legacy map[string]any) bool {
 	spec, _ := legacy["spec"].(map[string]any)
@@ -52,7 +55,7 @@ func aenixAuth(o AenixObserved, c *etcdv1.EtcdCluster) (string, []string) {
 	c.Spec.Auth = nil
 	wanted := legacyEnableAuth(o.Legacy)
 	a := o.Auth
-	if !wanted && !(a.Known && a.Enabled) {
+	if !wanted && !a.on() {
 		return "", nil
 	}
 	if !a.Known {
@@ -104,7 +107,7 @@ func withoutAuthNotes(notes []string) []string {
 // a login this operator lacks. It returns what the dry run says about auth and the refusals.
 func cozystackAuth(c *etcdv1.EtcdCluster, a EtcdAuth) (string, []string) {
 	wanted := c.Spec.Auth != nil && c.Spec.Auth.Enabled
-	if !wanted && !(a.Known && a.Enabled) {
+	if !wanted && !a.on() {
 		return "", nil
 	}
 	if !a.Known {

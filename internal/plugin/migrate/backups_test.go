@@ -42,19 +42,25 @@ func TestPlanBackupsImportsAnS3Backup(t *testing.T) {
 	if got := s.Spec.Destination.S3; got == nil || *got != want || s.Spec.Destination.PVC != nil {
 		t.Errorf("destination %+v, want %+v", got, want)
 	}
+	checkImportedS3Status(t, s)
+	if out := p.Describe(); !strings.Contains(out, "EtcdBackup nightly -> EtcdSnapshot nightly: created Complete, recording the file s3://etcd-backups/lg/backups/nightly-rev4711.db") ||
+		!strings.Contains(out, "left as they are: delete them yourself") {
+		t.Errorf("describe:\n%s", out)
+	}
+}
+
+// checkImportedS3Status: the imported snapshot is Complete with the legacy file, and the
+// restore, which reads the artifact's file from the destination, reads that very file.
+func checkImportedS3Status(t *testing.T, s *etcdv1.EtcdSnapshot) {
+	t.Helper()
 	st := s.Status
 	if st.Phase != etcdv1.SnapshotComplete || st.Artifact.URI != "s3://etcd-backups/lg/backups/nightly-rev4711.db" || st.Artifact.SizeBytes != 20480 ||
 		st.Artifact.Checksum != legacySum || st.Revision != 4711 || st.CompletionTime == nil || st.Conditions[0].Reason != etcdv1.ReasonImported {
 		t.Errorf("status %+v", st)
 	}
-	// The restore reads the artifact's file from the destination: it must be this file.
 	file, ok := snapshotstore.LocationOf(s.Spec.Destination, snapshotstore.Of(s), st.Artifact.URI)
 	if !ok || file.S3.Key != "lg/backups/nightly-rev4711.db" {
 		t.Errorf("the restore would read %+v (%v)", file.S3, ok)
-	}
-	if out := p.Describe(); !strings.Contains(out, "EtcdBackup nightly -> EtcdSnapshot nightly: created Complete, recording the file s3://etcd-backups/lg/backups/nightly-rev4711.db") ||
-		!strings.Contains(out, "left as they are: delete them yourself") {
-		t.Errorf("describe:\n%s", out)
 	}
 }
 
@@ -178,25 +184,32 @@ func TestPlanBackupSchedules(t *testing.T) {
 			if got != "" || !strings.Contains(p.Describe(), tc.line) {
 				t.Errorf("refusals %q, describe:\n%s\nwant the line %q", got, p.Describe(), tc.line)
 			}
-			if tc.want == nil {
-				return
-			}
-			if len(p.Schedules) != 1 {
-				t.Fatalf("schedules %+v", p.Schedules)
-			}
-			s := p.Schedules[0]
-			tc.want.ClusterRef.Name = "lg"
-			if s.Spec.Destination.S3 != nil {
-				tc.want.Destination.S3.CredentialsSecretRef.Name = "s3-creds"
-			}
-			if s.Spec.Schedule != tc.want.Schedule || s.Spec.DeletionPolicy != tc.want.DeletionPolicy || s.Spec.ClusterRef != tc.want.ClusterRef ||
-				s.Spec.Retention.KeepLast != nil || s.Spec.Retention.MaxAge != nil || s.Spec.TimeZone != "" {
-				t.Errorf("spec %+v, want %+v", s.Spec, tc.want)
-			}
-			if (s.Spec.Destination.S3 == nil) != (tc.want.Destination.S3 == nil) || (s.Spec.Destination.S3 != nil && *s.Spec.Destination.S3 != *tc.want.Destination.S3) ||
-				(s.Spec.Destination.PVC != nil && *s.Spec.Destination.PVC != *tc.want.Destination.PVC) {
-				t.Errorf("destination %+v %+v", s.Spec.Destination.S3, s.Spec.Destination.PVC)
+			if tc.want != nil {
+				checkScheduleSpec(t, p.Schedules, *tc.want)
 			}
 		})
+	}
+}
+
+// checkScheduleSpec: one schedule, of cluster lg, with want's spec (its S3 credentials Secret
+// s3-creds), keeping every snapshot, in UTC.
+func checkScheduleSpec(t *testing.T, schedules []*etcdv1.EtcdSnapshotSchedule, want etcdv1.EtcdSnapshotScheduleSpec) {
+	t.Helper()
+	if len(schedules) != 1 {
+		t.Fatalf("schedules %+v", schedules)
+	}
+	s := schedules[0]
+	want.ClusterRef.Name = "lg"
+	if want.Destination.S3 != nil {
+		want.Destination.S3.CredentialsSecretRef.Name = "s3-creds"
+	}
+	if s.Spec.Schedule != want.Schedule || s.Spec.DeletionPolicy != want.DeletionPolicy || s.Spec.ClusterRef != want.ClusterRef ||
+		s.Spec.Retention.KeepLast != nil || s.Spec.Retention.MaxAge != nil || s.Spec.TimeZone != "" {
+		t.Errorf("spec %+v, want %+v", s.Spec, want)
+	}
+	got, wanted := s.Spec.Destination, want.Destination
+	if (got.S3 == nil) != (wanted.S3 == nil) || (got.S3 != nil && *got.S3 != *wanted.S3) || (got.PVC == nil) != (wanted.PVC == nil) ||
+		(got.PVC != nil && *got.PVC != *wanted.PVC) {
+		t.Errorf("destination %+v %+v", got.S3, got.PVC)
 	}
 }

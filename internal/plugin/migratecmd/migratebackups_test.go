@@ -63,14 +63,7 @@ func TestApplyBackupsImportsAndIsIdempotent(t *testing.T) {
 	if err := applyBackups(ctx, o, k, plan); err != nil {
 		t.Fatal(err)
 	}
-	s := &etcdv1.EtcdSnapshot{}
-	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "nightly"}, s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.URI != "s3://etcd-backups/lg/nightly-rev4711.db" ||
-		s.Status.Artifact.Checksum != legacySum || !etcdv1.SnapshotImported(s) || s.Spec.Destination.S3.Key != "lg/nightly-rev4711.db" {
-		t.Errorf("EtcdSnapshot %+v %+v", s.Spec, s.Status)
-	}
+	checkImportedSnapshot(t, k)
 	sched := &etcdv1.EtcdSnapshotSchedule{}
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "daily"}, sched); err != nil || sched.Spec.Schedule != "0 0 * * *" {
 		t.Errorf("EtcdSnapshotSchedule %+v: %v", sched.Spec, err)
@@ -82,6 +75,19 @@ func TestApplyBackupsImportsAndIsIdempotent(t *testing.T) {
 	again := migrate.PlanBackups(obs)
 	if len(again.Snapshots)+len(again.Schedules)+len(again.Refusals) != 0 || !strings.Contains(again.Describe(), "already imported as EtcdSnapshot nightly") {
 		t.Errorf("second plan %+v", again)
+	}
+}
+
+// checkImportedSnapshot: EtcdSnapshot nightly records the legacy file, Complete.
+func checkImportedSnapshot(t *testing.T, k *cli.Kube) {
+	t.Helper()
+	s := &etcdv1.EtcdSnapshot{}
+	if err := k.Client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "nightly"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status.Phase != etcdv1.SnapshotComplete || s.Status.Artifact == nil || s.Status.Artifact.URI != "s3://etcd-backups/lg/nightly-rev4711.db" ||
+		s.Status.Artifact.Checksum != legacySum || !etcdv1.SnapshotImported(s) || s.Spec.Destination.S3.Key != "lg/nightly-rev4711.db" {
+		t.Errorf("EtcdSnapshot %+v %+v", s.Spec, s.Status)
 	}
 }
 
