@@ -243,10 +243,9 @@ const (
 	ReasonInProgress                = "InProgress"
 	ReasonSucceeded                 = "Succeeded"
 	// ReasonImported: the EtcdSnapshot records a file another operator stored
-	// (AnnotationImportedFrom); ReasonImportPending until its status says where it is.
-	ReasonImported      = "Imported"
-	ReasonImportPending = "ImportPending"
-	ReasonDeleteFailed  = "DeleteFailed"
+	// (AnnotationImportedFrom).
+	ReasonImported     = "Imported"
+	ReasonDeleteFailed = "DeleteFailed"
 	// ReasonStoredFileKept: the snapshot went with deletionPolicy Delete, but the file at
 	// its name was not its own (another snapshot's, or stored by something else) and stays.
 	ReasonStoredFileKept = "StoredFileKept"
