@@ -101,6 +101,7 @@ func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
 		t.Errorf("spec.auth %+v, operator client Secret %q: want no spec.auth and the legacy client certificate", c.Spec.Auth, specs.OperatorClientSecretName(c))
 	}
 	checkAuthOn(t, rootCli)
+	noFailedWrite(t, w, "the migration")
 
 	scaleOutAndIn(t, ns, "lg")
 	checkAuthOn(t, rootCli)
@@ -207,6 +208,7 @@ func TestMigrateFromCozystackOperatorWithAuth(t *testing.T) {
 	if string(applied.Data["password"]) != cozystackRootPassword {
 		t.Errorf("Secret %s does not record root's password from cz-root", applied.Name)
 	}
+	noFailedWrite(t, w, "the migration")
 
 	c = scaleOutAndIn(t, ns, "cz")
 	checkAdoptedRemovals(t, ns, c)
@@ -245,4 +247,14 @@ func dialMembers(t *testing.T, ns string, names []string, a access) *clientv3.Cl
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
+}
+
+// noFailedWrite: no write of w failed so far, through what.
+func noFailedWrite(t *testing.T, w *writer, what string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed != 0 {
+		t.Errorf("%d writes failed during %s: %v", w.failed, what, w.errors)
+	}
 }
