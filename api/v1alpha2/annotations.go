@@ -180,3 +180,15 @@ const AnnotationVerifiedSum = "etcd-operator.cozystack.io/verify-checksum"
 
 // AnnotationScheduledTime on a scheduled EtcdDefrag is the time it was due (RFC 3339).
 const AnnotationScheduledTime = "etcd-operator.cozystack.io/scheduled-time"
+
+// AnnotationImportedFrom on an EtcdSnapshot says that `kubectl etcd migrate aenix-backups`
+// made it from another operator's record of a stored file, for example
+// "EtcdBackup.etcd.aenix.io/nightly-1": the file was written by that operator, the
+// EtcdSnapshot is created Complete with its location and checksum, and the operator never
+// runs a snapshot Job for it (which would write over the file). On an EtcdSnapshotSchedule
+// it names the legacy schedule it was made from, and changes nothing.
+const AnnotationImportedFrom = "etcd-operator.cozystack.io/imported-from"
+
+// SnapshotImported: the EtcdSnapshot records a file another operator wrote
+// (AnnotationImportedFrom).
+func SnapshotImported(s *EtcdSnapshot) bool { return s.Annotations[AnnotationImportedFrom] != "" }

@@ -242,6 +242,7 @@ const (
 	ReasonAgentFailed               = "AgentFailed"
 	ReasonInProgress                = "InProgress"
 	ReasonSucceeded                 = "Succeeded"
+	ReasonImported                  = "Imported" // records a file another operator stored (AnnotationImportedFrom)
 	ReasonDeleteFailed              = "DeleteFailed"
 	// ReasonStoredFileKept: the snapshot went with deletionPolicy Delete, but the file at
 	// its name was not its own (another snapshot's, or stored by something else) and stays.

@@ -76,9 +76,21 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 // the StatefulSet's three Pods are Ready.
 func buildAenixCluster(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
+	return buildAenixClusterWith(t, ns, nil)
+}
+
+// buildAenixClusterWith is buildAenixCluster with the legacy EtcdCluster and the StatefulSet
+// changed by edit first (nil: the defaults), as the legacy operator builds them for a spec
+// with more settings (aenixfixture.WithTLS).
+func buildAenixClusterWith(t *testing.T, ns string, edit func(legacy map[string]any, sts *appsv1.StatefulSet)) *unstructured.Unstructured {
+	t.Helper()
 	installAenixCRD(t)
 	image := specs.Image(specs.DefaultImageRepository, etcdVersion)
 	legacy := &unstructured.Unstructured{Object: aenixfixture.Legacy("lg", ns, 3, image)}
+	sts := aenixfixture.StatefulSet("lg", ns, 3, image)
+	if edit != nil {
+		edit(legacy.Object, sts)
+	}
 	eventually(t, time.Minute, "the legacy EtcdCluster is created", func() error {
 		return client.IgnoreAlreadyExists(k8s.Create(context.Background(), legacy))
 	})
@@ -91,7 +103,6 @@ func buildAenixCluster(t *testing.T, ns string) *unstructured.Unstructured {
 		svc.OwnerReferences = owner
 		create(t, svc)
 	}
-	sts := aenixfixture.StatefulSet("lg", ns, 3, image)
 	sts.OwnerReferences = owner
 	create(t, sts)
 	eventually(t, 4*time.Minute, "the legacy StatefulSet is ready", func() error {

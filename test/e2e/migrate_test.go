@@ -241,10 +241,22 @@ func checkAdoptedRemovals(t *testing.T, ns string, c *etcdv1.EtcdCluster) {
 // Cozystack's operator does, and waits until etcd serves through all three.
 func buildCozystackCluster(t *testing.T, c *etcdv1.EtcdCluster) {
 	t.Helper()
+	buildCozystackClusterWith(t, c, false)
+}
+
+// buildCozystackClusterWith is buildCozystackCluster, with TLS on both ports when tls is
+// set, as Cozystack's buildPod secures them: the Secrets cz-server-tls and cz-peer-tls (each
+// with its CA in ca.crt), client and peer certificates required.
+func buildCozystackClusterWith(t *testing.T, c *etcdv1.EtcdCluster, tls bool) {
+	t.Helper()
 	raw := apiserverEtcd(t)
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
 	var peers []string
 	for _, name := range cozystackMembers {
-		peers = append(peers, fmt.Sprintf("%s=http://%s.cz.%s.svc:2380", name, name, c.Namespace))
+		peers = append(peers, fmt.Sprintf("%s=%s://%s.cz.%s.svc:2380", name, scheme, name, c.Namespace))
 	}
 	initial := strings.Join(peers, ",")
 	for i, name := range cozystackMembers {
@@ -252,7 +264,11 @@ func buildCozystackCluster(t *testing.T, c *etcdv1.EtcdCluster) {
 		owner := []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember", Name: name, UID: uid,
 			Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
 		create(t, cozystackPVC(c.Namespace, name, owner))
-		create(t, cozystackPod(c.Namespace, name, initial, owner))
+		pod := cozystackPod(c.Namespace, name, initial, owner)
+		if tls {
+			withCozystackTLS(pod)
+		}
+		create(t, pod)
 	}
 	eventually(t, 4*time.Minute, "the Cozystack-shaped members are Ready", func() error {
 		for _, name := range cozystackMembers {
@@ -398,5 +414,32 @@ func cozystackPod(ns, name, initial string, owner []metav1.OwnerReference) *core
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + name}}}},
 		},
+	}
+}
+
+// withCozystackTLS secures a member Pod as Cozystack's buildPod does with spec.tls: https on
+// both ports, the server Secret cz-server-tls at /etc/etcd/tls/client and the peer Secret
+// cz-peer-tls at /etc/etcd/tls/peer, client and peer certificates required.
+func withCozystackTLS(pod *corev1.Pod) {
+	ctr := &pod.Spec.Containers[0]
+	var cmd []string
+	for _, arg := range ctr.Command {
+		switch {
+		case strings.HasPrefix(arg, "--listen-metrics-urls="):
+			cmd = append(cmd, arg)
+		case strings.HasPrefix(arg, "--"):
+			cmd = append(cmd, strings.ReplaceAll(arg, "http://", "https://"))
+		default:
+			cmd = append(cmd, arg)
+		}
+	}
+	ctr.Command = append(cmd,
+		"--cert-file=/etc/etcd/tls/client/tls.crt", "--key-file=/etc/etcd/tls/client/tls.key",
+		"--client-cert-auth=true", "--trusted-ca-file=/etc/etcd/tls/client/ca.crt",
+		"--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
+		"--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-client-cert-auth=true")
+	for _, v := range []struct{ name, secret, dir string }{{"tls-client", "cz-server-tls", "/etc/etcd/tls/client"}, {"tls-peer", "cz-peer-tls", "/etc/etcd/tls/peer"}} {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.secret}}})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: v.name, MountPath: v.dir, ReadOnly: true})
 	}
 }

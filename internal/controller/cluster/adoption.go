@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/children/auth"
 )
 
 // pendingAdoption names the members another operator created that are not adopted yet.
@@ -34,6 +35,14 @@ func waitForAdoption(c *etcdv1.EtcdCluster, v *clusterView) error {
 	return waitFor(etcdv1.ReasonAdoptionPending,
 		"members %s were created by another operator and are not adopted yet; nothing is changed until they are: run `kubectl etcd migrate cozystack %s -n %s` (a dry run; add --apply)",
 		strings.Join(pending, ", "), c.Name, c.Namespace)
+}
+
+// authPendingHere: auth is still to be turned on (auth.Pending) and this operator may do it.
+// Not while members wait for adoption: the other operator that runs them is the one turning
+// auth on (it creates root and enables auth in etcd). Once adopted, a cluster whose etcd has
+// auth on is taken over with it (ensureAuth records the password etcd takes).
+func authPendingHere(c *etcdv1.EtcdCluster, v *clusterView) bool {
+	return auth.Pending(c) && len(pendingAdoption(v.members)) == 0
 }
 
 // memberPVC reads, live, the PVC that holds the data of the member named name: the PVC of

@@ -13,6 +13,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
+	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
@@ -108,5 +109,67 @@ func TestAdoptedPodsAreNotRestartedForTheirShape(t *testing.T) {
 		if got := h.podNames(); (len(got) == 3) != adopted {
 			t.Errorf("adopted %t: Pods after a reconcile %v", adopted, got)
 		}
+	}
+}
+
+// A cluster another operator runs with auth to come (spec.auth, status.authEnabled not yet
+// true) is left alone until its members are adopted: this operator does not turn auth on in
+// etcd behind that operator's back. kubectl etcd migrate refuses such a cluster until etcd
+// has auth on.
+func TestAuthWaitsForAdoption(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"password": []byte(firstPassword)})
+	h.r.OperatorNamespace = "ops"
+	c := h.clusterObj()
+	for _, name := range []string{"db-b5t8w", "db-q9d4m", "db-x7k2p"} {
+		m := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: specs.MemberLabels("db", name)},
+			Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16"}}
+		if err := h.api.Create(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		h.etcd.SeedMember(name, specs.PeerURL(c, name), specs.ClientURL(c, name))
+	}
+	for range 3 {
+		h.reconcileNamed("db")
+	}
+	if h.etcd.AuthEnabled() || slices.ContainsFunc(h.etcd.Calls(), func(call string) bool { return strings.HasPrefix(call, "User") }) {
+		t.Errorf("auth changed in etcd before adoption: %v", h.etcd.Calls())
+	}
+	if cond := h.conditionOf("db", etcdv1.ConditionProgressing); cond.Reason != etcdv1.ReasonAdoptionPending {
+		t.Errorf("Progressing %+v", cond)
+	}
+}
+
+// A cluster whose etcd already has auth on with root's password from spec.auth's Secret (as
+// Cozystack's operator leaves it) is taken over as it is: the operator logs in with that
+// password and records it as applied; it creates no user, changes no password and enables
+// nothing.
+func TestAuthAlreadyOnIsTakenOverAsItIs(t *testing.T) {
+	h := authHarness(t, map[string][]byte{"username": []byte("root"), "password": []byte(firstPassword)})
+	h.reconcile() // the members
+	c := h.clusterObj()
+	for _, m := range h.members() {
+		h.etcd.SeedMember(m.Name, specs.PeerURL(c, m.Name), specs.ClientURL(c, m.Name))
+	}
+	h.etcd.SeedUser(etcd.RootUser, firstPassword, etcd.RootRole)
+	if err := h.etcd.AuthEnable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.etcd.ResetCalls()
+	h.reconcile()
+	h.reconcile()
+	if calls := h.etcd.Calls(); slices.ContainsFunc(calls, func(call string) bool {
+		return strings.HasPrefix(call, "UserAdd") || strings.HasPrefix(call, "UserChangePassword") || strings.HasPrefix(call, "AuthEnable")
+	}) {
+		t.Errorf("auth changed in etcd: %v", calls)
+	}
+	if got := h.etcd.Password(etcd.RootUser); got != firstPassword || !h.etcd.AuthEnabled() {
+		t.Errorf("root's password changed or auth went off (enabled %v)", h.etcd.AuthEnabled())
+	}
+	applied := &corev1.Secret{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: specs.RootAppliedSecretName("db")}, applied); err != nil || string(applied.Data["password"]) != firstPassword {
+		t.Errorf("applied password not recorded: %v", err)
+	}
+	if !h.clusterObj().Status.AuthEnabled {
+		t.Errorf("status.authEnabled not set")
 	}
 }

@@ -26,7 +26,7 @@ func (r *Reconciler) secureStep(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 	}
 	// Auth goes on as soon as a quorum answers, before any other step: until then members
 	// serve without it (the client Service has no endpoints meanwhile, see ClientService).
-	if auth.Pending(c) && v.reachable {
+	if authPendingHere(c, v) && v.reachable {
 		if err := r.ensureAuth(ctx, c, v, set.Auth); err != nil {
 			return false, err
 		}

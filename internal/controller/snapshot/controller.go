@@ -122,6 +122,13 @@ func (r *Reconciler) advance(ctx context.Context, s *etcdv1.EtcdSnapshot) (kit.S
 	if s.Status.Phase == etcdv1.SnapshotComplete || s.Status.Phase == etcdv1.SnapshotFailed {
 		return kit.Step{}, ctrl.Result{}, nil
 	}
+	if etcdv1.SnapshotImported(s) {
+		// Another operator's file, which kubectl etcd migrate records in the status: a
+		// snapshot Job would write over it. Nothing is written here, so that the command's
+		// status is the only one.
+		return kit.Step{Name: "waitForImport", Why: kit.Waiting{Reason: etcdv1.ReasonImported,
+			Message: "imported from " + s.Annotations[etcdv1.AnnotationImportedFrom] + ": kubectl etcd migrate writes where its file is; run it again if it was cut short"}}, ctrl.Result{}, nil
+	}
 	job, err := r.snapshotJob(ctx, s)
 	if err != nil {
 		return kit.Step{Name: "getJob"}, ctrl.Result{}, err

@@ -40,6 +40,8 @@ type AenixObserved struct {
 	Existing *etcdv1.EtcdCluster
 	// Operator is whether the legacy operator still runs.
 	Operator OperatorCheck
+	// Auth is etcd's authentication, asked with the client certificate this operator will use.
+	Auth EtcdAuth
 }
 
 // AenixPlan is the adoption of a legacy cluster: this operator's EtcdCluster and one
@@ -58,7 +60,9 @@ type AenixPlan struct {
 	// ClientService is the legacy client Service <cluster>, deleted: this operator's
 	// headless Service takes its name (its clients then resolve every member's address).
 	ClientService string
-	Refusals      []string
+	// Auth says what happens to authentication ("" when etcd has none).
+	Auth     string
+	Refusals []string
 }
 
 // PlanAenix adopts a running cluster of the legacy operator in place: each StatefulSet Pod
@@ -72,7 +76,7 @@ func PlanAenix(o AenixObserved) AenixPlan {
 		return p
 	}
 	c, sts := res.Cluster, o.StatefulSet
-	p.Cluster, p.Notes = c, res.Notes
+	p.Cluster, p.Notes = c, withoutAuthNotes(res.Notes)
 	p.Refusals = append(p.Refusals, aenixClusterRefusals(o, c)...)
 	if sts == nil {
 		p.Refusals = append(p.Refusals, fmt.Sprintf("the StatefulSet %s is missing: the legacy operator has not built the cluster (or it was deleted); nothing to adopt", c.Name))
@@ -110,6 +114,9 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	p.ConfigMaps = slices.Sorted(maps.Keys(configMaps))
 	p.Refusals = append(p.Refusals, settleFromPods(c, versions, peerModes)...)
 	p.Refusals = append(p.Refusals, aenixTLSRefusals(o, c, replicas)...)
+	auth, refusals := aenixAuth(o, c)
+	p.Auth = auth
+	p.Refusals = append(p.Refusals, refusals...)
 	return p
 }
 
@@ -140,9 +147,6 @@ func settleFromPods(c *etcdv1.EtcdCluster, versions, peerModes map[string]bool) 
 
 func aenixClusterRefusals(o AenixObserved, c *etcdv1.EtcdCluster) []string {
 	var out []string
-	if c.Spec.Auth != nil && c.Spec.Auth.Enabled {
-		out = append(out, "spec.security.enableAuth is on: adopting a cluster with auth is not supported yet (the root user this operator manages would have to be taken over too)")
-	}
 	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
 		out = append(out, "spec.replicas is 0: there is no running member to adopt")
 	}
@@ -385,6 +389,9 @@ func (p AenixPlan) Describe() string {
 	fmt.Fprintf(&b, "\n")
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "    note: %s\n", n)
+	}
+	if p.Auth != "" {
+		fmt.Fprintf(&b, "  authentication: %s\n", p.Auth)
 	}
 	for _, m := range p.Members {
 		fmt.Fprintf(&b, "  member %s (etcd ID %s): Pod %s keeps running unchanged\n", m.Member, orNone(m.MemberID), m.Pod)

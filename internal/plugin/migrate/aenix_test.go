@@ -128,9 +128,6 @@ func TestPlanAenixRefuses(t *testing.T) {
 			"etcd member lg-7 (c1) has no Pod of the StatefulSet"},
 		"removed from etcd": {func(o *AenixObserved) { o.Etcd = o.Etcd[:2] }, "member lg-2: etcd does not list it"},
 		"exists":            {func(o *AenixObserved) { o.Existing = &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lg"}} }, "this operator's EtcdCluster lg already exists"},
-		"auth": {func(o *AenixObserved) {
-			o.Legacy["spec"].(map[string]any)["security"] = map[string]any{"enableAuth": true}
-		}, "spec.security.enableAuth is on"},
 		"empty dir": {func(o *AenixObserved) {
 			o.Pods["lg-0"].Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 		}, "Pod lg-0 keeps its data on volume data, not on a PVC"},

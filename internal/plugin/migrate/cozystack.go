@@ -41,6 +41,8 @@ type Observed struct {
 	Secrets map[string]map[string][]byte
 	// Operator is whether Cozystack's operator still runs.
 	Operator OperatorCheck
+	// Auth is etcd's authentication, asked with the credentials this operator will use.
+	Auth EtcdAuth
 }
 
 // OperatorCheck is whether the operator a migration takes a cluster from still runs: while
@@ -70,9 +72,11 @@ func (c OperatorCheck) Refusals(who string) []string {
 
 // Plan is what adoption changes, member by member; Refusals say why it must not start.
 type Plan struct {
-	Cluster  string
-	Members  []MemberChange
-	Adopted  []string // members already taken over
+	Cluster string
+	Members []MemberChange
+	Adopted []string // members already taken over
+	// Auth says what happens to authentication ("" when etcd has none).
+	Auth     string
 	Refusals []string
 }
 
@@ -119,6 +123,11 @@ func PlanCozystack(o Observed) Plan {
 		p.Refusals = append(p.Refusals, "the cluster has no EtcdMembers: there is nothing to adopt")
 	}
 	p.Refusals = append(p.Refusals, cozystackTLSRefusals(o, p.Members)...)
+	if len(p.Members) > 0 {
+		auth, refusals := cozystackAuth(o.Cluster, o.Auth)
+		p.Auth = auth
+		p.Refusals = append(p.Refusals, refusals...)
+	}
 	return p
 }
 
@@ -151,9 +160,6 @@ func cozystackTLSRefusals(o Observed, members []MemberChange) []string {
 
 func clusterRefusals(c *etcdv1.EtcdCluster) []string {
 	var out []string
-	if c.Spec.Auth != nil && c.Spec.Auth.Enabled {
-		out = append(out, "spec.auth is enabled: adopting a cluster with auth is not supported yet (the root password this operator applies would have to be taken over too)")
-	}
 	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
 		out = append(out, "the cluster is paused (spec.replicas: 0): resume it under Cozystack's operator first, so that every member has a running Pod to take over")
 	}
@@ -387,6 +393,9 @@ func (p Plan) Describe() string {
 		if c.PVC != "" {
 			fmt.Fprintf(&b, "    PVC %s: label %s=%s, annotations %s, %s added\n", c.PVC, etcdv1.LabelMember, c.Member, etcdv1.AnnotationAdoptedFrom, etcdv1.AnnotationDataDir)
 		}
+	}
+	if p.Auth != "" {
+		fmt.Fprintf(&b, "  authentication: %s\n", p.Auth)
 	}
 	for _, r := range p.Refusals {
 		fmt.Fprintf(&b, "  refused: %s\n", r)

@@ -84,6 +84,8 @@ func (f *aenixFlags) run(ctx context.Context, o *cli.Options, name string) error
 			listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, obs.Etcd, unreachable = s.Etcd.MemberList(listCtx)
 			cancel()
+			// With the legacy client certificate, as this operator will connect: no password.
+			obs.Auth = observeAuth(ctx, s.Etcd)
 		}
 	}
 	plan := migrate.PlanAenix(obs)

@@ -19,13 +19,13 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
-// NewCmd is `kubectl etcd migrate cozystack|aenix`.
+// NewCmd is `kubectl etcd migrate cozystack|aenix|aenix-backups`.
 func NewCmd(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Take over, in place, clusters that another etcd operator runs",
 	}
-	cmd.AddCommand(newMigrateCozystackCommand(o), newMigrateAenixCommand(o))
+	cmd.AddCommand(newMigrateCozystackCommand(o), newMigrateAenixCommand(o), newMigrateAenixBackupsCommand(o))
 	return cmd
 }
 
@@ -102,6 +102,9 @@ func planCozystack(ctx context.Context, s *cli.Session, force bool) (migrate.Pla
 		return migrate.Plan{}, err
 	}
 	o.Secrets = secrets
+	if o.Auth, err = observeCozystackAuth(ctx, s); err != nil {
+		return migrate.Plan{}, err
+	}
 	for name, pod := range s.Pods {
 		o.Pods[name] = &pod
 	}
