@@ -36,12 +36,7 @@ type upgradeMember struct {
 // a kit.Waiting when the cluster is not ready for the next step. Followers go before the
 // leader.
 func planUpgrade(target string, members []upgradeMember) (string, error) {
-	var pending []upgradeMember
-	for _, m := range members {
-		if m.spec != target {
-			pending = append(pending, m)
-		}
-	}
+	pending := pendingMembers(target, members)
 	if len(pending) == 0 {
 		return "", nil
 	}
@@ -51,15 +46,27 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 	if name := movedBeyondTarget(target, pending); name != "" {
 		return name, nil
 	}
+	return nextToMove(target, members, pending, etcdv1.ReasonUpgrading, "upgrade")
+}
+
+// pendingMembers are the members whose spec does not name target yet.
+func pendingMembers(target string, members []upgradeMember) []upgradeMember {
+	var pending []upgradeMember
 	for _, m := range members {
-		switch {
-		case !m.healthy:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits: member %s is not healthy", target, m.name)
-		case m.spec == target && m.running != m.spec:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
-		case m.applyLag > maxApplyLag:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)
+		if m.spec != target {
+			pending = append(pending, m)
 		}
+	}
+	return pending
+}
+
+// nextToMove is the roll of a version change, up or down: the next pending member, followers
+// before the leader, once every member is healthy, runs the version its spec names and has
+// caught up with the leader; else a kit.Waiting with reason that says which member the change
+// (what, "upgrade" or "downgrade") waits for.
+func nextToMove(target string, members, pending []upgradeMember, reason, what string) (string, error) {
+	if err := notSettled(target, members, reason, what); err != nil {
+		return "", err
 	}
 	for _, m := range pending {
 		if !m.leader {
@@ -67,6 +74,22 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 		}
 	}
 	return pending[0].name, nil
+}
+
+// notSettled is the kit.Waiting of the first member that keeps a version change from its
+// next step: unhealthy, not running the version its spec names, or behind the leader.
+func notSettled(target string, members []upgradeMember, reason, what string) error {
+	for _, m := range members {
+		switch {
+		case !m.healthy:
+			return waitFor(reason, "%s to %s waits: member %s is not healthy", what, target, m.name)
+		case m.spec == target && m.running != m.spec:
+			return waitFor(reason, "%s to %s waits for member %s to run %s (it reports %q)", what, target, m.name, m.spec, m.running)
+		case m.applyLag > maxApplyLag:
+			return waitFor(reason, "%s to %s waits for member %s to catch up: %d entries behind the leader", what, target, m.name, m.applyLag)
+		}
+	}
+	return nil
 }
 
 // movedBeyondTarget names a member whose spec names a newer version than target and which
