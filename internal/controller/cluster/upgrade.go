@@ -30,6 +30,7 @@ type upgradeMember struct {
 	healthy  bool
 	leader   bool
 	applyLag uint64 // entries behind the leader's applied index
+	storage  string // the storage version etcd reports (3.6 and later); "" otherwise
 }
 
 // planUpgrade picks the member to move to target next: "" and nil when none is left to move,
@@ -137,23 +138,39 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 	return nil
 }
 
-// upgradeNextMember moves the next member to spec.version, when the cluster is ready for it.
+// upgradeNextMember takes the next step of a change of spec.version, when the cluster is ready
+// for it: moves the next member to it, up or down, or enables or cancels etcd's downgrade
+// (planVersion).
 func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	active := v.active()
 	target := wantVersion(c)
-	if !anyOnOtherVersion(active, target) {
-		return false, nil
-	}
-	name, err := planUpgrade(target, upgradeMembers(c, v, active))
-	if name == "" || err != nil {
+	members := upgradeMembers(c, v, active)
+	dg := observeDowngrade(ctx, c, v, members)
+	step, err := planVersion(target, members, dg)
+	if err != nil {
 		return false, err
 	}
-	m := memberNamed(active, name)
+	switch step.act {
+	case versionEnable:
+		return r.enableDowngrade(ctx, c, v, target)
+	case versionCancel:
+		return r.cancelDowngrade(ctx, c, v, dg, target)
+	case versionNone:
+		if downgradeDone(c, target, members, dg) {
+			r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonDowngraded, "Downgrade", "etcd reports the downgrade done: every member runs %s", target)
+		}
+		return false, nil
+	}
+	m := memberNamed(active, step.member)
 	from := m.Spec.Version
 	patch := client.MergeFrom(m.DeepCopy())
 	m.Spec.Version = target
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return false, err
+	}
+	if step.downgrade {
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDowngradingMember, "DowngradeMember", "downgrading member %s from %s to %s", m.Name, from, target)
+		return true, nil
 	}
 	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, target)
 	return true, nil
@@ -188,6 +205,7 @@ func upgradeMembers(c *etcdv1.EtcdCluster, v *clusterView, active []*etcdv1.Etcd
 		out[i].applyLag = ^uint64(0) // a member that did not answer is as far behind as can be
 		if st, answered := v.statuses[em.ID]; answered {
 			out[i].applyLag = applyLag(st.RaftAppliedIndex, leaderApplied)
+			out[i].storage = st.StorageVersion
 		}
 	}
 	return out
