@@ -20,6 +20,15 @@ type downgradeState struct {
 	clusterVersion etcdversion.Version // X.Y.0; zero until first needed
 	enabled        bool
 	target         etcdversion.Version
+	held           bool // the leader does not end a finished downgrade yet
+}
+
+// HoldDowngrade keeps etcd's leader from ending a downgrade every member has reached (it
+// checks every --downgrade-check-time), until released.
+func (f *Cluster) HoldDowngrade(hold bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.downgrade.held = hold
 }
 
 // SetMemberVersion makes one member report v (its Pod restarted on another release), where
@@ -69,7 +78,7 @@ func (f *Cluster) settleVersions() {
 	if d.clusterVersion == (etcdversion.Version{}) || (!d.enabled && d.clusterVersion.Less(low)) {
 		d.clusterVersion = low
 	}
-	if d.enabled && f.allRunMinor(d.target) {
+	if d.enabled && !d.held && f.allRunMinor(d.target) {
 		d.enabled = false
 	}
 }

@@ -90,8 +90,7 @@ func planVersion(target string, members []upgradeMember, dg downgradeFacts) (ver
 			return versionStep{act: versionEnable}, nil
 		}
 		// A mixed cluster: its cluster version is still the lower minor.
-		name, err := nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade")
-		return versionStep{act: moveOrNone(name), member: name, downgrade: true}, err
+		return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
 	}
 	for _, m := range members {
 		if sv, ok := etcdversion.Parse(m.storage); ok && !sv.SameMinor(want) {
@@ -104,21 +103,24 @@ func planVersion(target string, members []upgradeMember, dg downgradeFacts) (ver
 		}
 		return versionStep{}, waitFor(etcdv1.ReasonDowngradeFinishing, "every member runs %s; waiting for etcd to end the downgrade to %d.%d (its leader does once it sees every member on it)", target, want.Major, want.Minor)
 	}
-	name, err := nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade")
-	return versionStep{act: moveOrNone(name), member: name, downgrade: true}, err
+	return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
 }
 
 // upgradeStep is planUpgrade as a versionStep.
 func upgradeStep(target string, members []upgradeMember) (versionStep, error) {
 	name, err := planUpgrade(target, members)
-	return versionStep{act: moveOrNone(name), member: name}, err
+	if err != nil || name == "" {
+		return versionStep{}, err
+	}
+	return versionStep{act: versionMove, member: name}, nil
 }
 
-func moveOrNone(name string) versionAct {
-	if name == "" {
-		return versionNone
+// downgradeStep is nextToMove's answer as a versionStep of a downgrade.
+func downgradeStep(name string, err error) (versionStep, error) {
+	if err != nil || name == "" {
+		return versionStep{}, err
 	}
-	return versionMove
+	return versionStep{act: versionMove, member: name, downgrade: true}, nil
 }
 
 // newestRunning is the newest version a member runs; false when none reports one.

@@ -180,15 +180,6 @@ func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluste
 // write (v3.5.21 is 3.5.21).
 func wantVersion(c *etcdv1.EtcdCluster) string { return etcdversion.Canonical(c.Spec.Version) }
 
-func anyOnOtherVersion(members []*etcdv1.EtcdMember, target string) bool {
-	for _, m := range members {
-		if m.Spec.Version != target {
-			return true
-		}
-	}
-	return false
-}
-
 // upgradeMembers reads each member's health, version and applied index from the reconcile's
 // look at etcd (observe asked every member for its status, the leader among them): a member
 // has caught up when it applied what the leader had applied, give or take maxApplyLag.
