@@ -178,8 +178,9 @@ type Downgrade interface {
 	// to it at once, and members may then restart on that minor. Its errors are
 	// DowngradeValidate's.
 	DowngradeEnable(ctx context.Context, version string) (clusterVersion string, err error)
-	// DowngradeCancel disables an enabled downgrade (ErrNoInflightDowngrade when none is);
-	// the cluster version rises again once every member runs the higher minor.
+	// DowngradeCancel disables an enabled downgrade; the cluster version rises again once
+	// every member runs the higher minor. With none enabled, etcd 3.5 answers
+	// ErrNoInflightDowngrade and 3.6 and later succeed.
 	DowngradeCancel(ctx context.Context) error
 }
 

@@ -160,6 +160,10 @@ func (f *Cluster) DowngradeCancel(ctx context.Context) error {
 	}
 	f.settleVersions()
 	if !f.downgrade.enabled {
+		// etcd 3.6 and later log the refusal and answer success; 3.5 returns it.
+		if leader := f.find(f.leader); leader != nil && reportsDowngrade(f.memberVersion(leader)) {
+			return lost
+		}
 		return fmt.Errorf("etcdfake: downgrade cancel: %w", etcd.ErrNoInflightDowngrade)
 	}
 	f.downgrade.enabled = false
