@@ -323,7 +323,7 @@ func TestVersionGoesDownOnlyToAVersionNoMemberRan(t *testing.T) {
 		{name: "3.7 to 3.6", from: "3.7.3", to: "v3.6.16", members: ran("3.7.3", "3.7.3", "3.7.3"), lowest: "3.7.3"},
 		{name: "another patch of the lower minor half-way down", from: "3.5.35", to: "3.5.30", members: ran("3.5.35", "3.6.16", "3.6.16"), lowest: "3.5.35"},
 		{name: "two minors down", from: "3.7.3", to: "3.5.35", members: ran("3.7.3", "3.7.3", "3.7.3"), lowest: "3.7.3",
-			want: "spec.version cannot go down from 3.7.3 to 3.5.35: a member has run a release more than one minor above it (status.members[].version), and etcd downgrades one minor at a time; set a patch of the minor just below the one that runs, wait until status.version shows it, then set 3.5.35"},
+			want: "spec.version cannot go down from 3.7.3 to 3.5.35 at once: a member has run a release more than one minor above it (status.members[].version), and etcd downgrades one minor at a time; set a patch of the minor just below the one that runs, wait until status.version shows it, then set 3.5.35"},
 		{name: "two minors down, one set back before", from: "3.6.16", to: "3.5.35", members: ran("3.7.3", "3.6.16", "3.7.3"), lowest: "3.6.16",
 			want: "etcd downgrades one minor at a time"},
 		{name: "a patch of the lower minor, no member on the higher one", from: "3.5.35", to: "3.5.30", members: ran("3.5.35", "3.5.35"), lowest: "3.5.35",
