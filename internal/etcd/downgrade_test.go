@@ -8,55 +8,67 @@ import (
 	"testing"
 )
 
+// wantRefused fails unless err is one of the sentinels.
+func wantRefused(t *testing.T, what string, err error, sentinels ...error) {
+	t.Helper()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return
+		}
+	}
+	t.Fatalf("%s: %v; want one of %v", what, err, sentinels)
+}
+
+// waitDowngradeStatus waits until endpoint's status reports the downgrade as enabled says,
+// with storage as its storage version.
+func waitDowngradeStatus(t *testing.T, c Client, endpoint string, enabled bool, target, storage string) {
+	t.Helper()
+	err := eventually(startupTimeout, func() error {
+		st, err := c.Status(shortContext(t), endpoint)
+		if err != nil {
+			return err
+		}
+		if st.Downgrade == nil || st.Downgrade.Enabled != enabled || st.Downgrade.TargetVersion != target || st.StorageVersion != storage {
+			return fmt.Errorf("status %+v, downgrade %+v", st, st.Downgrade)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("want downgrade enabled %t to %q, storage version %q: %v", enabled, target, storage, err)
+	}
+}
+
 // Validate, enable and cancel a downgrade 3.6 -> 3.5 as etcd answers them: only the minor
 // below is valid, enabling drops the cluster version and migrates the storage version, the
-// status reports the downgrade, a second enable is refused, and cancel ends it.
+// status reports the downgrade, a second enable is refused, and cancel ends it: the data goes
+// back to 3.6.
 func TestDowngradeValidateEnableCancel(t *testing.T) {
 	t.Parallel()
 	cluster := startStaticCluster(t, 1)
 	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
 	ep := cluster[0].clientURL
 
-	if _, err := c.DowngradeValidate(shortContext(t), "3.4.0"); !errors.Is(err, ErrInvalidDowngradeTarget) {
-		t.Fatalf("validate 3.4 on a 3.6 cluster: %v; want ErrInvalidDowngradeTarget", err)
-	}
+	_, err := c.DowngradeValidate(shortContext(t), "3.4.0")
+	wantRefused(t, "validate 3.4 on a 3.6 cluster", err, ErrInvalidDowngradeTarget)
 	// etcd 3.6 logs "no inflight downgrade job" and answers success (3.5 returns the error).
 	if err := c.DowngradeCancel(shortContext(t)); err != nil {
 		t.Fatalf("cancel with none enabled: %v; want success from etcd 3.6", err)
 	}
-	st, err := c.Status(shortContext(t), ep)
-	if err != nil || st.Downgrade == nil || st.Downgrade.Enabled || st.StorageVersion != "3.6.0" {
-		t.Fatalf("status before: %+v %v; want no downgrade enabled, storage version 3.6.0", st, err)
-	}
+	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
 	if _, err := c.DowngradeValidate(shortContext(t), "3.5.0"); err != nil {
 		t.Fatalf("validate 3.5: %v", err)
 	}
 	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
 		t.Fatalf("enable 3.5: %v", err)
 	}
-	err = eventually(startupTimeout, func() error {
-		st, err := c.Status(shortContext(t), ep)
-		if err != nil {
-			return err
-		}
-		if st.Downgrade == nil || !st.Downgrade.Enabled || st.Downgrade.TargetVersion != "3.5.0" || st.StorageVersion != "3.5.0" {
-			return fmt.Errorf("status %+v, downgrade %+v", st, st.Downgrade)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("after enable: %v; want the downgrade to 3.5.0 reported and the storage migrated", err)
-	}
-	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); !errors.Is(err, ErrInvalidDowngradeTarget) && !errors.Is(err, ErrDowngradeInProcess) {
-		t.Fatalf("a second enable: %v; want it refused", err)
-	}
+	waitDowngradeStatus(t, c, ep, true, "3.5.0", "3.5.0")
+	_, err = c.DowngradeEnable(shortContext(t), "3.5.0")
+	wantRefused(t, "a second enable", err, ErrInvalidDowngradeTarget, ErrDowngradeInProcess)
 	if err := c.DowngradeCancel(shortContext(t)); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	st, err = c.Status(shortContext(t), ep)
-	if err != nil || st.Downgrade == nil || st.Downgrade.Enabled {
-		t.Fatalf("status after cancel: %+v %v; want no downgrade enabled", st, err)
-	}
+	// With every member on 3.6, the cluster version, and the data with it, go back up.
+	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
 }
 
 // downgradeTarget35 is the 3.5 release a downgrade test restarts members on (the cache of

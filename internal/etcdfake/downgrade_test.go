@@ -13,21 +13,7 @@ import (
 func TestDowngradeFollowsEtcd(t *testing.T) {
 	f := threeVoters(t)
 	ctx := t.Context()
-	if _, err := f.DowngradeValidate(ctx, "3.4.0"); !errors.Is(err, etcd.ErrInvalidDowngradeTarget) {
-		t.Fatalf("validate two minors down: %v", err)
-	}
-	if err := f.DowngradeCancel(ctx); err != nil {
-		t.Fatalf("cancel with none enabled, a 3.6 leader: %v; want success, as etcd 3.6 answers", err)
-	}
-	if cv, err := f.DowngradeValidate(ctx, "3.5"); err != nil || cv != "3.6.0" {
-		t.Fatalf("validate 3.5 = %q, %v; want the cluster version 3.6.0", cv, err)
-	}
-	if cv, err := f.DowngradeEnable(ctx, "3.5.35"); err != nil || cv != "3.5.0" {
-		t.Fatalf("enable 3.5 = %q, %v; want the cluster version dropped to 3.5.0", cv, err)
-	}
-	if _, err := f.DowngradeEnable(ctx, "3.5.0"); !errors.Is(err, etcd.ErrInvalidDowngradeTarget) {
-		t.Fatalf("a second enable, the cluster version now 3.5: %v", err)
-	}
+	enableDowngradeTo35(t, f)
 	st, err := f.Status(ctx, "http://m1:2379")
 	if err != nil || st.Downgrade == nil || !st.Downgrade.Enabled || st.Downgrade.TargetVersion != "3.5.0" || st.StorageVersion != "3.5.0" {
 		t.Fatalf("a 3.6 member's status %+v %v; want the downgrade to 3.5.0 and storage 3.5.0", st, err)
@@ -46,6 +32,28 @@ func TestDowngradeFollowsEtcd(t *testing.T) {
 	}
 	if err := f.DowngradeCancel(ctx); !errors.Is(err, etcd.ErrNoInflightDowngrade) {
 		t.Fatalf("cancel with none enabled, a 3.5 leader: %v; want ErrNoInflightDowngrade", err)
+	}
+}
+
+// enableDowngradeTo35 enables a downgrade of 3.6 f to 3.5 as etcd takes it: only the minor
+// below the cluster version is valid, enabling drops the cluster version, once.
+func enableDowngradeTo35(t *testing.T, f *Cluster) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := f.DowngradeValidate(ctx, "3.4.0"); !errors.Is(err, etcd.ErrInvalidDowngradeTarget) {
+		t.Fatalf("validate two minors down: %v", err)
+	}
+	if err := f.DowngradeCancel(ctx); err != nil {
+		t.Fatalf("cancel with none enabled, a 3.6 leader: %v; want success, as etcd 3.6 answers", err)
+	}
+	if cv, err := f.DowngradeValidate(ctx, "3.5"); err != nil || cv != "3.6.0" {
+		t.Fatalf("validate 3.5 = %q, %v; want the cluster version 3.6.0", cv, err)
+	}
+	if cv, err := f.DowngradeEnable(ctx, "3.5.35"); err != nil || cv != "3.5.0" {
+		t.Fatalf("enable 3.5 = %q, %v; want the cluster version dropped to 3.5.0", cv, err)
+	}
+	if _, err := f.DowngradeEnable(ctx, "3.5.0"); !errors.Is(err, etcd.ErrInvalidDowngradeTarget) {
+		t.Fatalf("a second enable, the cluster version now 3.5: %v", err)
 	}
 }
 

@@ -79,18 +79,25 @@ func planVersion(target string, members []upgradeMember, dg downgradeFacts) (ver
 			return versionStep{}, waitFor(etcdv1.ReasonDowngradeBlocked, "spec.version %s: %s", want, why)
 		}
 	}
+	return planDowngrade(target, want, members, dg)
+}
+
+// planDowngrade is planVersion's course down to want, a minor below what runs or the minor
+// of the enabled downgrade: enable it on a settled cluster, roll the members onto want once
+// their data migrated, then wait for etcd to end it.
+func planDowngrade(target string, want etcdversion.Version, members []upgradeMember, dg downgradeFacts) (versionStep, error) {
 	pending := pendingMembers(target, members)
 	if !dg.enabled {
-		if !anyRunsMinor(members, want) {
-			// Every member runs the higher minor: etcd's downgrade is enabled first, on a
-			// settled cluster.
-			if err := notSettled(target, members, etcdv1.ReasonDowngrading, "downgrade"); err != nil {
-				return versionStep{}, err
-			}
-			return versionStep{act: versionEnable}, nil
+		if anyRunsMinor(members, want) {
+			// A mixed cluster: its cluster version is still the lower minor.
+			return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
 		}
-		// A mixed cluster: its cluster version is still the lower minor.
-		return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
+		// Every member runs the higher minor: etcd's downgrade is enabled first, on a
+		// settled cluster.
+		if err := notSettled(target, members, etcdv1.ReasonDowngrading, "downgrade"); err != nil {
+			return versionStep{}, err
+		}
+		return versionStep{act: versionEnable}, nil
 	}
 	for _, m := range members {
 		if sv, ok := etcdversion.Parse(m.storage); ok && !sv.SameMinor(want) {

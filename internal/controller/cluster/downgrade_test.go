@@ -113,6 +113,25 @@ func (h *harness) rollMember(name string, id uint64, version string) {
 	h.etcd.SetMemberVersion(id, version)
 }
 
+// wantVersions fails unless the EtcdMembers name the versions of want.
+func (h *harness) wantVersions(when string, want map[string]string) {
+	h.t.Helper()
+	got := h.memberVersions()
+	for name, v := range want {
+		if got[name] != v {
+			h.t.Fatalf("%s: members at %v; want %v", when, got, want)
+		}
+	}
+}
+
+// wantProgressing fails unless Progressing has reason and its message says says.
+func (h *harness) wantProgressing(when, reason, says string) {
+	h.t.Helper()
+	if cond := h.progressing(); cond == nil || cond.Reason != reason || !strings.Contains(cond.Message, says) {
+		h.t.Fatalf("%s: Progressing %+v; want %s saying %q", when, cond, reason, says)
+	}
+}
+
 // A spec.version one minor lower validates and enables etcd's downgrade once, moves the
 // followers then the leader one at a time, each after the one before runs the lower release,
 // and waits for etcd to end the downgrade, asking it when no member reports it any more.
@@ -128,42 +147,28 @@ func TestDowngradeEnablesOnceMovesTheLeaderLastAndWaitsForEtcd(t *testing.T) {
 	if info, _ := h.etcd.Downgrade(); !info.Enabled {
 		t.Fatal("the downgrade is not enabled")
 	}
-	if got := h.memberVersions(); got["db-1"] != "3.6.16" || got["db-2"] != "3.6.16" || got["db-3"] != "3.6.16" {
-		t.Fatalf("a member moved in the reconcile that enabled the downgrade: %v", got)
-	}
+	h.wantVersions("the reconcile that enabled the downgrade", map[string]string{"db-1": "3.6.16", "db-2": "3.6.16", "db-3": "3.6.16"})
 	h.etcd.HoldDowngrade(true)
 	h.reconcile()
-	if got := h.memberVersions(); got["db-2"] != "3.5.35" || got["db-1"] != "3.6.16" || got["db-3"] != "3.6.16" {
-		t.Fatalf("after the enabling: %v; want db-2 (a follower; db-1 leads) moved alone", got)
-	}
+	h.wantVersions("after the enabling, db-2 (a follower; db-1 leads) alone", map[string]string{"db-1": "3.6.16", "db-2": "3.5.35", "db-3": "3.6.16"})
 	h.rollMember("db-2", 2, "3.5.35")
 	h.reconcile()
-	if got := h.memberVersions(); got["db-3"] != "3.5.35" || got["db-1"] != "3.6.16" {
-		t.Fatalf("once db-2 runs 3.5.35: %v; want db-3 next, the leader db-1 last", got)
-	}
+	h.wantVersions("once db-2 runs 3.5.35, db-3 next", map[string]string{"db-1": "3.6.16", "db-3": "3.5.35"})
 	h.rollMember("db-3", 3, "3.5.35")
 	h.reconcile()
-	if got := h.memberVersions(); got["db-1"] != "3.5.35" {
-		t.Fatalf("the leader did not move last: %v", got)
-	}
+	h.wantVersions("the leader last", map[string]string{"db-1": "3.5.35"})
 	h.rollMember("db-1", 1, "3.6.16") // restarted, not yet on its new release
 	h.reconcile()
-	if cond := h.progressing(); cond == nil || cond.Reason != etcdv1.ReasonDowngrading || !strings.Contains(cond.Message, "db-1 to run 3.5.35") {
-		t.Fatalf("Progressing %+v; want Downgrading waiting for db-1", cond)
-	}
+	h.wantProgressing("db-1 restarted", etcdv1.ReasonDowngrading, "db-1 to run 3.5.35")
 	h.etcd.SetMemberVersion(1, "3.5.35")
 	h.reconcile()
-	if cond := h.progressing(); cond == nil || cond.Reason != etcdv1.ReasonDowngradeFinishing {
-		t.Fatalf("every member on 3.5, etcd still downgrading: Progressing %+v; want DowngradeFinishing", cond)
-	}
-	if got := h.etcd.CallsTo("DowngradeValidate"); len(got) < 2 || got[len(got)-1] != "DowngradeValidate(3.4.0)" {
+	h.wantProgressing("every member on 3.5, etcd still downgrading", etcdv1.ReasonDowngradeFinishing, "waiting for etcd")
+	if got := h.etcd.CallsTo("DowngradeValidate"); got[len(got)-1] != "DowngradeValidate(3.4.0)" {
 		t.Fatalf("validations %q; want etcd asked whether the downgrade is still on (a validation of 3.4)", got)
 	}
 	h.etcd.HoldDowngrade(false)
 	h.reconcile()
-	if cond := h.progressing(); cond == nil || cond.Reason == etcdv1.ReasonDowngradeFinishing || cond.Reason == etcdv1.ReasonDowngrading {
-		t.Fatalf("etcd ended the downgrade: Progressing %+v; want it over", cond)
-	}
+	h.wantProgressing("etcd ended the downgrade", etcdv1.ReasonIdle, "")
 	if got := h.etcd.CallsTo("DowngradeEnable"); len(got) != 1 {
 		t.Fatalf("the downgrade was enabled %d times: %q", len(got), got)
 	}
