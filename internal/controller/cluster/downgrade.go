@@ -180,17 +180,30 @@ func downgradeUnderWay(c *etcdv1.EtcdCluster) bool {
 	return cond != nil && (cond.Reason == etcdv1.ReasonDowngrading || cond.Reason == etcdv1.ReasonDowngradeFinishing)
 }
 
+// downgradeJustEnded: the last status, written before this reconcile's look, records a member
+// on a newer minor than low, what every member runs now: the last member came up on the
+// lower release (faster than a status said Downgrading).
+func downgradeJustEnded(c *etcdv1.EtcdCluster, low etcdversion.Version) bool {
+	for _, m := range c.Status.Members {
+		if v, ok := etcdversion.Parse(m.Version); ok && v.NewerMinor(low) {
+			return true
+		}
+	}
+	return false
+}
+
 // observeDowngrade is etcd's downgrade record: from the statuses of the look, or, when no
 // member reports it (every member runs 3.5 at the end of a downgrade to 3.5) and the last
-// status says a downgrade was going on, from etcd itself: a validation of the minor below the
-// cluster's, which changes nothing, is refused with ErrDowngradeInProcess while the downgrade
-// is still enabled (etcd 3.5's downgradeValidate checks the target, then the record).
+// status says a downgrade was going on or had a member on a newer minor, from etcd itself: a
+// validation of the minor below the cluster's, which changes nothing, is refused with
+// ErrDowngradeInProcess while the downgrade is still enabled (etcd 3.5's downgradeValidate
+// checks the target, then the record). A cluster that was on 3.5 all along is not asked.
 func observeDowngrade(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, members []upgradeMember) downgradeFacts {
-	if f := downgradeFromStatuses(v); f.known || v.etcd == nil || !downgradeUnderWay(c) {
+	if f := downgradeFromStatuses(v); f.known || v.etcd == nil {
 		return f
 	}
 	low, ok := lowestRunning(members)
-	if !ok || low.Minor == 0 {
+	if !ok || low.Minor == 0 || !(downgradeUnderWay(c) || downgradeJustEnded(c, low)) {
 		return downgradeFacts{}
 	}
 	probe := etcdversion.Version{Major: low.Major, Minor: low.Minor - 1}
@@ -262,10 +275,10 @@ func (r *Reconciler) cancelDowngrade(ctx context.Context, c *etcdv1.EtcdCluster,
 }
 
 // downgradeDone: etcd reports the downgrade over with every member on target's minor, after a
-// last status that said it was going on.
+// last status that said it was going on or had a member on a newer minor.
 func downgradeDone(c *etcdv1.EtcdCluster, target string, members []upgradeMember, dg downgradeFacts) bool {
 	want, ok := etcdversion.Parse(target)
-	if !ok || !dg.known || dg.enabled || !downgradeUnderWay(c) {
+	if !ok || !dg.known || dg.enabled || !(downgradeUnderWay(c) || downgradeJustEnded(c, want)) {
 		return false
 	}
 	for _, m := range members {

@@ -177,6 +177,30 @@ func TestDowngradeEnablesOnceMovesTheLeaderLastAndWaitsForEtcd(t *testing.T) {
 	}
 }
 
+// The last member up on 3.5 before any status said Downgrading (its restart was the last act
+// recorded): the status's last record of it on 3.6 is enough for the operator to ask etcd
+// whether the downgrade is over.
+func TestDowngradeAsksEtcdWhenTheLastMemberCameUpAtOnce(t *testing.T) {
+	h := runningHarness(t)
+	h.startPods()
+	h.reconcile()
+	h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.5.35" })
+	h.reconcile() // enabled
+	h.etcd.HoldDowngrade(true)
+	h.reconcile() // db-2 moved
+	h.rollMember("db-2", 2, "3.5.35")
+	h.reconcile() // db-3 moved
+	h.rollMember("db-3", 3, "3.5.35")
+	h.reconcile() // db-1 moved
+	h.wantVersions("the leader last", map[string]string{"db-1": "3.5.35"})
+	h.rollMember("db-1", 1, "3.5.35")
+	if cond := h.progressing(); cond != nil && (cond.Reason == etcdv1.ReasonDowngrading || cond.Reason == etcdv1.ReasonDowngradeFinishing) {
+		t.Fatalf("the setup: Progressing %+v; want the restart's reason, not the downgrade's", cond)
+	}
+	h.reconcile()
+	h.wantProgressing("every member came up on 3.5, etcd still downgrading", etcdv1.ReasonDowngradeFinishing, "waiting for etcd")
+}
+
 // spec.version set back up half-way: the enabled downgrade is cancelled, and the member that
 // went down goes back up.
 func TestDowngradeSetBackUpIsCancelledAndRollsForward(t *testing.T) {
