@@ -41,7 +41,7 @@ func TestPlanVersion(t *testing.T) {
 		{"an upgrade goes as before", "3.6.16", []upgradeMember{settled("a", "3.6.15", true), settled("b", "3.6.15", false)}, off,
 			versionStep{act: versionMove, member: "b"}, "", ""},
 		{"a patch downgrade stays refused", "3.6.15", []upgradeMember{settled("a", "3.6.16", true), settled("b", "3.6.16", false)}, off,
-			versionStep{}, "UpgradeBlocked", "does not downgrade"},
+			versionStep{}, "UpgradeBlocked", "not to an older patch"},
 		{"a settled 3.6 cluster enables the downgrade first", "3.5.35", []upgradeMember{on36("a", "3.6.16", "3.6.0", true), on36("b", "3.6.16", "3.6.0", false)}, off,
 			versionStep{act: versionEnable}, "", ""},
 		{"not while a member is unhealthy", "3.5.35", []upgradeMember{on36("a", "3.6.16", "3.6.0", true), {name: "b", spec: "3.6.16", running: "3.6.16"}}, off,

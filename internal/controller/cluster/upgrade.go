@@ -128,7 +128,7 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 		}
 		switch {
 		case want.Less(running):
-			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd goes down only a whole minor, not to an older patch; set spec.version to %s or newer", m.name, running, want, running)
 		case want.Minor > running.Minor+1:
 			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.Minor+1)
 		case hasFloor && running.SameMinor(floor) && running.Less(floor):
