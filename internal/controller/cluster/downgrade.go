@@ -87,11 +87,7 @@ func planVersion(target string, members []upgradeMember, dg downgradeFacts) (ver
 // their data migrated, then wait for etcd to end it.
 func planDowngrade(target string, want etcdversion.Version, members []upgradeMember, dg downgradeFacts) (versionStep, error) {
 	pending := pendingMembers(target, members)
-	if !dg.enabled {
-		if anyRunsMinor(members, want) {
-			// A mixed cluster: its cluster version is still the lower minor.
-			return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
-		}
+	if !dg.enabled && !anyRunsMinor(members, want) {
 		// Every member runs the higher minor: etcd's downgrade is enabled first, on a
 		// settled cluster.
 		if err := notSettled(target, members, etcdv1.ReasonDowngrading, "downgrade"); err != nil {
@@ -99,10 +95,16 @@ func planDowngrade(target string, want etcdversion.Version, members []upgradeMem
 		}
 		return versionStep{act: versionEnable}, nil
 	}
+	// No member restarts on the lower release before its data is in the lower minor's
+	// format (a mixed cluster's is: its cluster version never rose).
 	for _, m := range members {
 		if sv, ok := etcdversion.Parse(m.storage); ok && !sv.SameMinor(want) {
 			return versionStep{}, waitFor(etcdv1.ReasonDowngrading, "downgrade to %s waits for member %s to migrate its data to %d.%d (storage version %s)", target, m.name, want.Major, want.Minor, m.storage)
 		}
+	}
+	if !dg.enabled {
+		// A mixed cluster: its cluster version is still the lower minor.
+		return downgradeStep(nextToMove(target, members, pending, etcdv1.ReasonDowngrading, "downgrade"))
 	}
 	if len(pending) == 0 {
 		if err := notSettled(target, members, etcdv1.ReasonDowngrading, "downgrade"); err != nil {

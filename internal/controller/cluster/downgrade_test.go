@@ -68,6 +68,8 @@ func TestPlanVersion(t *testing.T) {
 			versionStep{act: versionMove, member: "b"}, "", ""},
 		{"a mixed cluster goes down without enabling", "3.5.35", []upgradeMember{settled("a", "3.6.16", true), settled("b", "3.5.35", false), settled("c", "3.6.16", false)}, off,
 			versionStep{act: versionMove, member: "c", downgrade: true}, "", ""},
+		{"a mixed cluster whose data is in the higher minor's format waits", "3.5.35", []upgradeMember{on36("a", "3.6.16", "3.6.0", true), settled("b", "3.5.35", false)}, off,
+			versionStep{}, "Downgrading", "member a to migrate its data to 3.5"},
 		{"3.7 to 3.6", "3.6.16", []upgradeMember{on36("a", "3.7.3", "3.7.0", true), on36("b", "3.7.3", "3.7.0", false)}, off,
 			versionStep{act: versionEnable}, "", ""},
 		{"two minors at once", "3.5.35", []upgradeMember{on36("a", "3.7.3", "3.7.0", true), on36("b", "3.7.3", "3.7.0", false)}, off,
