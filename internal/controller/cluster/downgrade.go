@@ -182,6 +182,12 @@ func downgradeUnderWay(c *etcdv1.EtcdCluster) bool {
 	return cond != nil && (cond.Reason == etcdv1.ReasonDowngrading || cond.Reason == etcdv1.ReasonDowngradeFinishing)
 }
 
+// downgradeRecent: the last status says a downgrade to low's minor was going on, or may just
+// have ended.
+func downgradeRecent(c *etcdv1.EtcdCluster, low etcdversion.Version) bool {
+	return downgradeUnderWay(c) || downgradeJustEnded(c, low)
+}
+
 // downgradeJustEnded: the last status, written before this reconcile's look, records a member
 // on a newer minor than low, what every member runs now: the last member came up on the
 // lower release (faster than a status said Downgrading).
@@ -205,7 +211,7 @@ func observeDowngrade(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView
 		return f
 	}
 	low, ok := lowestRunning(members)
-	if !ok || low.Minor == 0 || !(downgradeUnderWay(c) || downgradeJustEnded(c, low)) {
+	if !ok || low.Minor == 0 || !downgradeRecent(c, low) {
 		return downgradeFacts{}
 	}
 	probe := etcdversion.Version{Major: low.Major, Minor: low.Minor - 1}
@@ -280,7 +286,7 @@ func (r *Reconciler) cancelDowngrade(ctx context.Context, c *etcdv1.EtcdCluster,
 // last status that said it was going on or had a member on a newer minor.
 func downgradeDone(c *etcdv1.EtcdCluster, target string, members []upgradeMember, dg downgradeFacts) bool {
 	want, ok := etcdversion.Parse(target)
-	if !ok || !dg.known || dg.enabled || !(downgradeUnderWay(c) || downgradeJustEnded(c, want)) {
+	if !ok || !dg.known || dg.enabled || !downgradeRecent(c, want) {
 		return false
 	}
 	for _, m := range members {
