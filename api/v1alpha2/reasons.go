@@ -114,6 +114,17 @@ const (
 	ReasonPodSpecChangeBlocked = "PodSpecChangeBlocked"
 	ReasonUpgrading            = "Upgrading"
 	ReasonUpgradeBlocked       = "UpgradeBlocked"
+	// ReasonDowngrading is Progressing's reason while spec.version goes down one minor through
+	// etcd's downgrade: waiting to enable it, members restarting on the lower release one at a
+	// time (followers first, the leader last), or a member's data migrating to it.
+	ReasonDowngrading = "Downgrading"
+	// ReasonDowngradeBlocked is Progressing's reason while the downgrade spec.version asks for
+	// cannot be made: more than one minor, from 3.5, to a patch too old, or refused by etcd
+	// (its message quoted).
+	ReasonDowngradeBlocked = "DowngradeBlocked"
+	// ReasonDowngradeFinishing is Progressing's reason once every member runs the lower minor
+	// and etcd has not ended the downgrade yet (its leader does within seconds).
+	ReasonDowngradeFinishing = "DowngradeFinishing"
 	// ReasonMembershipUnsafe is Progressing's reason while a member is to be added, promoted or
 	// replaced on an etcd patch whose learner promotion is known to be broken: the message
 	// names the bug and the patch to move to. Everything else keeps working.
@@ -357,7 +368,18 @@ const (
 	// ReasonUnmanagedUsersOrRoles is the Warning event naming users and roles the operator did not make.
 	ReasonUnmanagedUsersOrRoles = "UnmanagedUsersOrRoles"
 	ReasonUpgradingMember       = "UpgradingMember"
-	ReasonVerifyingSnapshot     = "VerifyingSnapshot"
+	// ReasonDowngradeEnabled is the event of a downgrade enabled in etcd, the first act of a
+	// spec.version one minor lower.
+	ReasonDowngradeEnabled = "DowngradeEnabled"
+	// ReasonDowngradingMember is the event of a member moved to the lower release.
+	ReasonDowngradingMember = "DowngradingMember"
+	// ReasonDowngradeCancelled is the event of an enabled downgrade cancelled because
+	// spec.version no longer names its minor.
+	ReasonDowngradeCancelled = "DowngradeCancelled"
+	// ReasonDowngraded is the event of a downgrade etcd reports done: every member runs the
+	// lower minor and the downgrade is no longer enabled.
+	ReasonDowngraded        = "Downgraded"
+	ReasonVerifyingSnapshot = "VerifyingSnapshot"
 )
 
 // Event reasons of an EtcdDefragPolicy: a due time skipped. Its condition Active uses

@@ -212,6 +212,30 @@ func (c *client) DisarmAlarm(ctx context.Context, a Alarm) error {
 	return nil
 }
 
+func (c *client) DowngradeValidate(ctx context.Context, version string) (string, error) {
+	resp, err := c.cli.Downgrade(ctx, clientv3.DowngradeValidate, version)
+	if err != nil {
+		return "", fmt.Errorf("etcd downgrade validate %s: %w", version, translateError(err))
+	}
+	return resp.Version, nil
+}
+
+func (c *client) DowngradeEnable(ctx context.Context, version string) (string, error) {
+	resp, err := c.cli.Downgrade(ctx, clientv3.DowngradeEnable, version)
+	if err != nil {
+		return "", fmt.Errorf("etcd downgrade enable %s: %w", version, translateError(err))
+	}
+	return resp.Version, nil
+}
+
+func (c *client) DowngradeCancel(ctx context.Context) error {
+	// etcd ignores the version of a cancel.
+	if _, err := c.cli.Downgrade(ctx, clientv3.DowngradeCancel, ""); err != nil {
+		return fmt.Errorf("etcd downgrade cancel: %w", translateError(err))
+	}
+	return nil
+}
+
 // withEndpoint runs fn with KV and Maintenance APIs bound to exactly one
 // endpoint, with the client's credentials. The balanced connection would pick
 // any endpoint, which is wrong for per-member probes and leader-only requests.
@@ -262,7 +286,16 @@ func statusFromPB(resp *clientv3.StatusResponse) Status {
 		Revision:         resp.Header.GetRevision(),
 		IsLearner:        resp.IsLearner,
 		Errors:           append([]string(nil), resp.Errors...),
+		StorageVersion:   resp.StorageVersion,
+		Downgrade:        downgradeFromPB(resp.DowngradeInfo),
 	}
+}
+
+func downgradeFromPB(d *etcdserverpb.DowngradeInfo) *DowngradeInfo {
+	if d == nil {
+		return nil
+	}
+	return &DowngradeInfo{Enabled: d.Enabled, TargetVersion: d.TargetVersion}
 }
 
 func (c *client) AuthStatus(ctx context.Context) (bool, error) {

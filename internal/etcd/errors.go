@@ -56,6 +56,14 @@ var (
 	// ErrInvalidAuthToken: the client's token expired or was revoked (a password change
 	// revokes every token of the user); a new client logs in again.
 	ErrInvalidAuthToken = errors.New("invalid auth token")
+
+	// ErrInvalidDowngradeTarget: a downgrade to anything but the minor just below the cluster
+	// version.
+	ErrInvalidDowngradeTarget = errors.New("invalid downgrade target version")
+	// ErrDowngradeInProcess: a downgrade is enabled already.
+	ErrDowngradeInProcess = errors.New("a downgrade is in progress")
+	// ErrNoInflightDowngrade: DowngradeCancel while no downgrade is enabled.
+	ErrNoInflightDowngrade = errors.New("no downgrade in progress")
 )
 
 // etcdErrorSentinels pairs etcd's gRPC errors with our sentinels. Matching is by
@@ -84,6 +92,9 @@ var etcdErrorSentinels = []struct {
 	{rpctypes.ErrGRPCRootUserNotExist, ErrRootUserNotExist},
 	{rpctypes.ErrGRPCRootRoleNotExist, ErrRootRoleNotExist},
 	{rpctypes.ErrGRPCInvalidAuthToken, ErrInvalidAuthToken},
+	{rpctypes.ErrGRPCInvalidDowngradeTargetVersion, ErrInvalidDowngradeTarget},
+	{rpctypes.ErrGRPCDowngradeInProcess, ErrDowngradeInProcess},
+	{rpctypes.ErrGRPCNoInflightDowngrade, ErrNoInflightDowngrade},
 }
 
 // etcdError keeps etcd's error (and its message) while also matching a sentinel.

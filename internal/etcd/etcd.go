@@ -68,6 +68,20 @@ type Status struct {
 	IsLearner        bool
 	Errors           []string
 	Revision         int64 // the member's own key-value revision, read without a quorum
+	// StorageVersion is the format of the member's data ("3.6.0"): it follows the cluster
+	// version, so an enabled downgrade migrates it to the target. "" on servers older than
+	// 3.6, which do not report it.
+	StorageVersion string
+	// Downgrade is the cluster's downgrade as this member knows it; nil on servers older
+	// than 3.6, which do not report it (etcd 3.5 keeps it all the same).
+	Downgrade *DowngradeInfo
+}
+
+// DowngradeInfo is etcd's record of a downgrade: whether one is enabled, and to which minor
+// (X.Y.0). etcd's leader disables it once every member runs the target minor.
+type DowngradeInfo struct {
+	Enabled       bool
+	TargetVersion string
 }
 
 // Alarm types etcd raises.
@@ -147,8 +161,27 @@ type Client interface {
 	CompactKeeping(ctx context.Context, keep int64) (int64, error)
 	Alarms(ctx context.Context) ([]Alarm, error)
 	DisarmAlarm(ctx context.Context, a Alarm) error
+	Downgrade
 	Auth
 	Close() error
+}
+
+// Downgrade is etcd's downgrade API (etcdctl downgrade validate, enable, cancel), which etcd
+// serves from 3.5 on. version names the target minor: X.Y or X.Y.Z, whose patch etcd ignores.
+type Downgrade interface {
+	// DowngradeValidate asks whether the cluster can be downgraded to version now, changing
+	// nothing; it returns the cluster version. ErrInvalidDowngradeTarget when version is not
+	// the minor just below the cluster version, ErrDowngradeInProcess when a downgrade is
+	// enabled already.
+	DowngradeValidate(ctx context.Context, version string) (clusterVersion string, err error)
+	// DowngradeEnable validates and enables a downgrade to version: the cluster version drops
+	// to it at once, and members may then restart on that minor. Its errors are
+	// DowngradeValidate's.
+	DowngradeEnable(ctx context.Context, version string) (clusterVersion string, err error)
+	// DowngradeCancel disables an enabled downgrade; the cluster version rises again once
+	// every member runs the higher minor. With none enabled, etcd 3.5 answers
+	// ErrNoInflightDowngrade and 3.6 and later succeed.
+	DowngradeCancel(ctx context.Context) error
 }
 
 // Auth is the part of etcd's auth API the operator uses to run the single user root. Once

@@ -29,23 +29,34 @@ const (
 )
 
 var (
-	etcdBinOnce sync.Once
-	etcdBinPath string
-	etcdBinErr  error
+	etcdBinMu    sync.Mutex
+	etcdBinPaths = map[string]string{}
 )
 
 // etcdBinary builds (or reuses the cached build of) etcd through the repo's
 // testbed script, once per test binary.
 func etcdBinary(t *testing.T) string {
 	t.Helper()
-	etcdBinOnce.Do(func() { etcdBinPath, etcdBinErr = buildEtcd() })
-	if etcdBinErr != nil {
-		t.Fatalf("getting etcd %s: %v", etcdTestVersion, etcdBinErr)
-	}
-	return etcdBinPath
+	return etcdBinaryOf(t, etcdTestVersion)
 }
 
-func buildEtcd() (string, error) {
+// etcdBinaryOf is etcdBinary of another release.
+func etcdBinaryOf(t *testing.T, version string) string {
+	t.Helper()
+	etcdBinMu.Lock()
+	defer etcdBinMu.Unlock()
+	if path, ok := etcdBinPaths[version]; ok {
+		return path
+	}
+	path, err := buildEtcd(version)
+	if err != nil {
+		t.Fatalf("getting etcd %s: %v", version, err)
+	}
+	etcdBinPaths[version] = path
+	return path
+}
+
+func buildEtcd(version string) (string, error) {
 	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "testbed.sh"))
 	if err != nil {
 		return "", err
@@ -54,7 +65,7 @@ func buildEtcd() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script, "etcd", etcdTestVersion)
+	cmd := exec.CommandContext(ctx, "bash", script, "etcd", version)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -104,6 +115,7 @@ type etcdMember struct {
 	dataDir   string
 	logPath   string
 	extraArgs []string
+	binary    string // "" = etcd etcdTestVersion
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been reaped
@@ -161,7 +173,11 @@ func (m *etcdMember) start(t *testing.T, cluster, state, token string) {
 		"--election-timeout", electionMillis,
 		"--log-level", "warn",
 	}, m.extraArgs...)
-	m.cmd = exec.Command(etcdBinary(t), args...)
+	binary := m.binary
+	if binary == "" {
+		binary = etcdBinary(t)
+	}
+	m.cmd = exec.Command(binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
 		t.Fatalf("start etcd %s: %v", m.name, err)

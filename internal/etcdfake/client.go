@@ -135,16 +135,22 @@ func (f *Cluster) Status(ctx context.Context, endpoint string) (etcd.Status, err
 	if err := firstError(early, err, lost); err != nil {
 		return etcd.Status{}, err
 	}
-	return etcd.Status{
+	st := etcd.Status{
 		MemberID:    m.ID,
 		ClusterID:   f.clusterID,
 		Leader:      f.leader,
-		Version:     f.version,
+		Version:     f.memberVersion(m),
 		DBSize:      m.dbSize,
 		DBSizeInUse: m.dbSizeInUse,
 		RaftTerm:    1,
 		IsLearner:   m.IsLearner,
-	}, nil
+	}
+	if reportsDowngrade(st.Version) {
+		f.settleVersions()
+		info := f.downgradeInfo()
+		st.Downgrade, st.StorageVersion = &info, f.downgrade.clusterVersion.String()
+	}
+	return st, nil
 }
 
 func (f *Cluster) Healthy(ctx context.Context, endpoint string) error {

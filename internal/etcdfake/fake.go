@@ -41,6 +41,7 @@ const (
 var methods = []string{
 	"MemberList", "AddLearner", "Promote", "Remove", "Status", "Healthy",
 	"MoveLeader", "Defragment", "CompactToCurrent", "CompactKeeping", "Alarms", "DisarmAlarm", "Close",
+	"DowngradeValidate", "DowngradeEnable", "DowngradeCancel",
 	"AuthStatus", "Authenticate", "UserAdd", "UserGrantRole", "UserChangePassword", "AuthEnable",
 }
 
@@ -58,6 +59,7 @@ type memberState struct {
 	unhealthy   bool // answers Status but fails quorum reads (Healthy)
 	dbSize      int64
 	dbSizeInUse int64
+	version     string // "" = the cluster's (SetVersion)
 }
 
 // Cluster is a fake etcd cluster and a client of it. Safe for concurrent use.
@@ -77,6 +79,7 @@ type Cluster struct {
 	authEnabled bool
 	users       map[string]*user
 	roles       []string // roles other than root, made with SeedRole
+	downgrade   downgradeState
 }
 
 var _ etcd.Client = (*Cluster)(nil)
@@ -161,11 +164,15 @@ func (f *Cluster) SetDBSize(id uint64, size, inUse int64) {
 	m.dbSize, m.dbSizeInUse = size, inUse
 }
 
-// SetVersion sets the server version Status reports.
+// SetVersion sets the server version every member's Status reports (SetMemberVersion's are
+// forgotten).
 func (f *Cluster) SetVersion(v string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.version = v
+	for _, m := range f.members {
+		m.version = ""
+	}
 }
 
 // SetMaxLearners changes the learner limit (etcd's --max-learners).

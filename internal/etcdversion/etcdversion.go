@@ -154,3 +154,48 @@ func MembershipIssue(v Version) (Issue, bool) {
 	}
 	return Issue{}, false
 }
+
+// Downgrades. etcd takes a cluster down one minor at a time through its downgrade API
+// (etcd's downgrade guides, "Downgrade etcd from v3.6 to v3.5" and "from v3.7 to v3.6"):
+// validate the target minor, enable the downgrade (the cluster version drops to the target
+// and every member migrates its storage version to it), then restart the members one at a
+// time on the lower release; once every member runs it, the leader ends the downgrade itself
+// (server/etcdserver/version/monitor.go, CancelDowngradeIfNeeded; etcd 3.5's
+// monitorDowngrade). The procedure, with the storage version it migrates, starts with 3.6:
+// a 3.5 cluster has none to go through (and its minor below, 3.4, is not one the operator
+// runs).
+
+// firstDowngradable is the oldest minor a cluster can be downgraded from.
+var firstDowngradable = Version{3, 6, 0}
+
+// DowngradeFloor is the oldest patch of target's minor that a downgrade may end on, and false
+// when etcd states none. It is the patch the cluster could be upgraded from again
+// (UpgradeFloor of the minor above): 3.5.26, whose v3 store carries the fixes 3.6 reads the
+// membership with, and 3.6.11, which 3.7 takes upgrades from. A lower patch would leave a
+// cluster that cannot go back up.
+func DowngradeFloor(target Version) (Version, bool) {
+	return UpgradeFloor(Version{target.Major, target.Minor + 1, 0})
+}
+
+// ClusterMinor is the minor of v as etcd names cluster versions and downgrade targets: X.Y.0.
+func (v Version) ClusterMinor() Version { return Version{v.Major, v.Minor, 0} }
+
+// DowngradeRefusal says why etcd cannot take a cluster whose newest member runs from down to
+// to, a release of a lower minor, and what to do instead; "" when it can.
+func DowngradeRefusal(from, to Version) string {
+	switch {
+	case from.Major != to.Major:
+		return fmt.Sprintf("etcd downgrades within one major release only, not from %s to %s", from, to)
+	case from.Less(firstDowngradable):
+		return fmt.Sprintf("etcd %d.%d has no downgrade API (etcd's downgrade, with its storage migration, starts with 3.6), and the operator runs nothing older than 3.5; keep spec.version at a %d.%d patch",
+			from.Major, from.Minor, from.Major, from.Minor)
+	case to.Minor < from.Minor-1:
+		return fmt.Sprintf("etcd downgrades one minor at a time, and %s is %d minors below %s; set spec.version to a %d.%d patch first, wait until status.version shows it, then set %s",
+			to, from.Minor-to.Minor, from, from.Major, from.Minor-1, to)
+	}
+	if floor, ok := DowngradeFloor(to); ok && to.Less(floor) {
+		return fmt.Sprintf("a downgrade to %d.%d ends on %s or a newer %d.%d patch: older ones cannot be upgraded to %d.%d again; set spec.version to %s or newer",
+			to.Major, to.Minor, floor, to.Major, to.Minor, to.Major, to.Minor+1, floor)
+	}
+	return ""
+}

@@ -1,6 +1,9 @@
 package etcdversion
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	tests := []struct {
@@ -144,4 +147,42 @@ func TestMustParsePanics(t *testing.T) {
 		}
 	}()
 	MustParse("3.6")
+}
+
+func TestDowngradeRefusal(t *testing.T) {
+	tests := []struct {
+		from, to string
+		want     string // part of the refusal; "" when etcd can do it
+	}{
+		{"3.6.16", "3.5.35", ""},
+		{"3.6.0", "3.5.26", ""},
+		{"3.7.3", "3.6.16", ""},
+		{"3.7.3", "3.6.11", ""},
+		{"3.6.16", "3.5.25", "3.5.26 or a newer 3.5 patch"},
+		{"3.7.3", "3.6.10", "3.6.11 or a newer 3.6 patch"},
+		{"3.7.3", "3.5.35", "one minor at a time"},
+		{"3.5.35", "3.4.30", "no downgrade API"},
+		{"4.0.0", "3.7.3", "within one major"},
+	}
+	for _, tt := range tests {
+		got := DowngradeRefusal(MustParse(tt.from), MustParse(tt.to))
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("DowngradeRefusal(%s, %s) = %q; want %q", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func TestDowngradeFloorAndClusterMinor(t *testing.T) {
+	if f, ok := DowngradeFloor(MustParse("3.5.35")); !ok || f != MustParse("3.5.26") {
+		t.Errorf("DowngradeFloor(3.5) = %s, %t; want 3.5.26", f, ok)
+	}
+	if f, ok := DowngradeFloor(MustParse("3.6.1")); !ok || f != MustParse("3.6.11") {
+		t.Errorf("DowngradeFloor(3.6) = %s, %t; want 3.6.11", f, ok)
+	}
+	if _, ok := DowngradeFloor(MustParse("3.7.3")); ok {
+		t.Error("DowngradeFloor(3.7) states a floor etcd does not")
+	}
+	if got := MustParse("3.5.35").ClusterMinor().String(); got != "3.5.0" {
+		t.Errorf("ClusterMinor = %s; want 3.5.0", got)
+	}
 }

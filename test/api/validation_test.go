@@ -294,8 +294,9 @@ func adoptedAt(dataDir string) memberEdit {
 }
 
 // spec.version goes down only to a version no member has run, as the status records what
-// each member reports: a release set by mistake (no image, say) can be set back, a downgrade
-// of what ran cannot. The status is written first, as the operator writes it.
+// each member reports, or one whole minor (etcd's downgrade): a release set by mistake (no
+// image, say) can be set back, an older patch of what ran or two minors at once cannot. The
+// status is written first, as the operator writes it.
 func TestVersionGoesDownOnlyToAVersionNoMemberRan(t *testing.T) {
 	ran := func(versions ...string) []etcdv1.MemberSummary {
 		out := make([]etcdv1.MemberSummary, len(versions))
@@ -315,9 +316,18 @@ func TestVersionGoesDownOnlyToAVersionNoMemberRan(t *testing.T) {
 		{name: "a member that does not answer yet counts for nothing", from: "3.6.99", to: "3.6.16", members: append(ran("3.6.16", "3.6.16"), etcdv1.MemberSummary{Name: "new"}), lowest: "3.6.16"},
 		{name: "nothing ran yet (no status)", from: "3.6.16", to: "3.6.15"},
 		{name: "a member ran the newer patch", from: "3.6.99", to: "3.6.16", members: ran("3.6.16", "3.6.99", "3.6.16"), lowest: "3.6.16",
-			want: "spec.version cannot go down from 3.6.99 to 3.6.16: a member has run a newer version (status.members[].version), and etcd does not support downgrading what ran; set the newest version a member has run or a newer one, or create a new cluster at 3.6.16 and restore it from a snapshot"},
+			want: "spec.version cannot go down from 3.6.99 to 3.6.16: a member has run a newer version (status.members[].version), and etcd goes down a whole minor (3.6 to 3.5, 3.7 to 3.6), not to an older patch of what ran; set the newest version a member has run or a newer one, or create a new cluster at 3.6.16 and restore it from a snapshot"},
 		{name: "below what every member runs", from: "3.6.16", to: "3.6.15", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
-		{name: "a minor a member ran", from: "3.6.16", to: "3.5.35", members: ran("3.5.35", "3.6.16", "3.5.35"), lowest: "3.5.35", want: "spec.version cannot go down from 3.6.16 to 3.5.35"},
+		{name: "a minor down from a half-done upgrade", from: "3.6.16", to: "3.5.35", members: ran("3.5.35", "3.6.16", "3.5.35"), lowest: "3.5.35"},
+		{name: "a minor down: etcd's downgrade", from: "3.6.16", to: "3.5.35", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16"},
+		{name: "3.7 to 3.6", from: "3.7.3", to: "v3.6.16", members: ran("3.7.3", "3.7.3", "3.7.3"), lowest: "3.7.3"},
+		{name: "another patch of the lower minor half-way down", from: "3.5.35", to: "3.5.30", members: ran("3.5.35", "3.6.16", "3.6.16"), lowest: "3.5.35"},
+		{name: "two minors down", from: "3.7.3", to: "3.5.35", members: ran("3.7.3", "3.7.3", "3.7.3"), lowest: "3.7.3",
+			want: "spec.version cannot go down from 3.7.3 to 3.5.35 at once: a member has run a release more than one minor above it (status.members[].version), and etcd downgrades one minor at a time; set a patch of the minor just below the one that runs, wait until status.version shows it, then set 3.5.35"},
+		{name: "two minors down, one set back before", from: "3.6.16", to: "3.5.35", members: ran("3.7.3", "3.6.16", "3.7.3"), lowest: "3.6.16",
+			want: "etcd downgrades one minor at a time"},
+		{name: "a patch of the lower minor, no member on the higher one", from: "3.5.35", to: "3.5.30", members: ran("3.5.35", "3.5.35"), lowest: "3.5.35",
+			want: "not to an older patch of what ran"},
 		{name: "below the recorded cluster version, no member listed", from: "3.6.16", to: "3.6.15", lowest: "3.6.16", want: "spec.version cannot go down from 3.6.16 to 3.6.15"},
 		{name: "written with v, below what every member runs", from: "v3.6.16", to: "v3.6.15", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16", want: "spec.version cannot go down from v3.6.16 to v3.6.15"},
 		{name: "the same version, its v taken off", from: "v3.6.16", to: "3.6.16", members: ran("3.6.16", "3.6.16", "3.6.16"), lowest: "3.6.16"},

@@ -30,18 +30,14 @@ type upgradeMember struct {
 	healthy  bool
 	leader   bool
 	applyLag uint64 // entries behind the leader's applied index
+	storage  string // the storage version etcd reports (3.6 and later); "" otherwise
 }
 
 // planUpgrade picks the member to move to target next: "" and nil when none is left to move,
 // a kit.Waiting when the cluster is not ready for the next step. Followers go before the
 // leader.
 func planUpgrade(target string, members []upgradeMember) (string, error) {
-	var pending []upgradeMember
-	for _, m := range members {
-		if m.spec != target {
-			pending = append(pending, m)
-		}
-	}
+	pending := pendingMembers(target, members)
 	if len(pending) == 0 {
 		return "", nil
 	}
@@ -51,15 +47,27 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 	if name := movedBeyondTarget(target, pending); name != "" {
 		return name, nil
 	}
+	return nextToMove(target, members, pending, etcdv1.ReasonUpgrading, "upgrade")
+}
+
+// pendingMembers are the members whose spec does not name target yet.
+func pendingMembers(target string, members []upgradeMember) []upgradeMember {
+	var pending []upgradeMember
 	for _, m := range members {
-		switch {
-		case !m.healthy:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits: member %s is not healthy", target, m.name)
-		case m.spec == target && m.running != m.spec:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to run %s (it reports %q)", target, m.name, m.spec, m.running)
-		case m.applyLag > maxApplyLag:
-			return "", waitFor(etcdv1.ReasonUpgrading, "upgrade to %s waits for member %s to catch up: %d entries behind the leader", target, m.name, m.applyLag)
+		if m.spec != target {
+			pending = append(pending, m)
 		}
+	}
+	return pending
+}
+
+// nextToMove is the roll of a version change, up or down: the next pending member, followers
+// before the leader, once every member is healthy, runs the version its spec names and has
+// caught up with the leader; else a kit.Waiting with reason that says which member the change
+// (what, "upgrade" or "downgrade") waits for.
+func nextToMove(target string, members, pending []upgradeMember, reason, what string) (string, error) {
+	if err := notSettled(target, members, reason, what); err != nil {
+		return "", err
 	}
 	for _, m := range pending {
 		if !m.leader {
@@ -67,6 +75,22 @@ func planUpgrade(target string, members []upgradeMember) (string, error) {
 		}
 	}
 	return pending[0].name, nil
+}
+
+// notSettled is the kit.Waiting of the first member that keeps a version change from its
+// next step: unhealthy, not running the version its spec names, or behind the leader.
+func notSettled(target string, members []upgradeMember, reason, what string) error {
+	for _, m := range members {
+		switch {
+		case !m.healthy:
+			return waitFor(reason, "%s to %s waits: member %s is not healthy", what, target, m.name)
+		case m.spec == target && m.running != m.spec:
+			return waitFor(reason, "%s to %s waits for member %s to run %s (it reports %q)", what, target, m.name, m.spec, m.running)
+		case m.applyLag > maxApplyLag:
+			return waitFor(reason, "%s to %s waits for member %s to catch up: %d entries behind the leader", what, target, m.name, m.applyLag)
+		}
+	}
+	return nil
 }
 
 // movedBeyondTarget names a member whose spec names a newer version than target and which
@@ -104,7 +128,7 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 		}
 		switch {
 		case want.Less(running):
-			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd does not downgrade; set spec.version to %s or newer", m.name, running, want, running)
+			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s, newer than spec.version %s: etcd goes down only a whole minor, not to an older patch; set spec.version to %s or newer", m.name, running, want, running)
 		case want.Minor > running.Minor+1:
 			return waitFor(etcdv1.ReasonUpgradeBlocked, "member %s runs %s: etcd upgrades one minor at a time, %s is out of reach; set spec.version to the newest 3.%d patch and let it finish first", m.name, running, want, running.Minor+1)
 		case hasFloor && running.SameMinor(floor) && running.Less(floor):
@@ -114,23 +138,39 @@ func upgradeBlocked(target string, members []upgradeMember) error {
 	return nil
 }
 
-// upgradeNextMember moves the next member to spec.version, when the cluster is ready for it.
+// upgradeNextMember takes the next step of a change of spec.version, when the cluster is ready
+// for it: moves the next member to it, up or down, or enables or cancels etcd's downgrade
+// (planVersion).
 func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView) (bool, error) {
 	active := v.active()
 	target := wantVersion(c)
-	if !anyOnOtherVersion(active, target) {
-		return false, nil
-	}
-	name, err := planUpgrade(target, upgradeMembers(c, v, active))
-	if name == "" || err != nil {
+	members := upgradeMembers(c, v, active)
+	dg := observeDowngrade(ctx, c, v, members)
+	step, err := planVersion(target, members, dg)
+	if err != nil {
 		return false, err
 	}
-	m := memberNamed(active, name)
+	switch step.act {
+	case versionEnable:
+		return r.enableDowngrade(ctx, c, v, target)
+	case versionCancel:
+		return r.cancelDowngrade(ctx, c, v, dg, target)
+	case versionNone:
+		if downgradeDone(c, target, members, dg) {
+			r.event(ctx, c, corev1.EventTypeNormal, etcdv1.ReasonDowngraded, "Downgrade", "etcd reports the downgrade done: every member runs %s", target)
+		}
+		return false, nil
+	}
+	m := memberNamed(active, step.member)
 	from := m.Spec.Version
 	patch := client.MergeFrom(m.DeepCopy())
 	m.Spec.Version = target
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return false, err
+	}
+	if step.downgrade {
+		r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDowngradingMember, "DowngradeMember", "downgrading member %s from %s to %s", m.Name, from, target)
+		return true, nil
 	}
 	r.eventAbout(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonUpgradingMember, "UpgradeMember", "upgrading member %s from %s to %s", m.Name, from, target)
 	return true, nil
@@ -139,15 +179,6 @@ func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluste
 // wantVersion is spec.version as EtcdMembers name it: without the leading "v" a user may
 // write (v3.5.21 is 3.5.21).
 func wantVersion(c *etcdv1.EtcdCluster) string { return etcdversion.Canonical(c.Spec.Version) }
-
-func anyOnOtherVersion(members []*etcdv1.EtcdMember, target string) bool {
-	for _, m := range members {
-		if m.Spec.Version != target {
-			return true
-		}
-	}
-	return false
-}
 
 // upgradeMembers reads each member's health, version and applied index from the reconcile's
 // look at etcd (observe asked every member for its status, the leader among them): a member
@@ -165,6 +196,7 @@ func upgradeMembers(c *etcdv1.EtcdCluster, v *clusterView, active []*etcdv1.Etcd
 		out[i].applyLag = ^uint64(0) // a member that did not answer is as far behind as can be
 		if st, answered := v.statuses[em.ID]; answered {
 			out[i].applyLag = applyLag(st.RaftAppliedIndex, leaderApplied)
+			out[i].storage = st.StorageVersion
 		}
 	}
 	return out

@@ -45,7 +45,7 @@ func TestPlanUpgrade(t *testing.T) {
 		{"set back while the member crash-loops on it", "3.6.16", []upgradeMember{settled("a", "3.6.16", true), {name: "b", spec: "3.6.17", running: ""}, {name: "c", spec: "3.6.16"}}, "b", "", ""},
 		{"a minor set back before the member ran it", "3.5.35", []upgradeMember{settled("a", "3.5.35", true), {name: "b", spec: "3.6.16", running: "3.5.35", healthy: true}, settled("c", "3.5.35", false)}, "b", "", ""},
 		{"a down member below the target still waits", "3.6.16", []upgradeMember{settled("a", "3.6.15", true), {name: "b", spec: "3.6.15"}, settled("c", "3.6.15", false)}, "", "Upgrading", "member b is not healthy"},
-		{"a downgrade", "3.6.15", []upgradeMember{settled("a", "3.6.16", true), settled("b", "3.6.15", false)}, "", "UpgradeBlocked", "does not downgrade"},
+		{"a downgrade", "3.6.15", []upgradeMember{settled("a", "3.6.16", true), settled("b", "3.6.15", false)}, "", "UpgradeBlocked", "not to an older patch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

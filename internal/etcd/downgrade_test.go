@@ -1,0 +1,126 @@
+package etcd
+
+// The downgrade API against a real etcd (see process_test.go).
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// wantRefused fails unless err is one of the sentinels.
+func wantRefused(t *testing.T, what string, err error, sentinels ...error) {
+	t.Helper()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return
+		}
+	}
+	t.Fatalf("%s: %v; want one of %v", what, err, sentinels)
+}
+
+// waitDowngradeStatus waits until endpoint's status reports the downgrade as enabled says,
+// with storage as its storage version.
+func waitDowngradeStatus(t *testing.T, c Client, endpoint string, enabled bool, target, storage string) {
+	t.Helper()
+	err := eventually(startupTimeout, func() error {
+		st, err := c.Status(shortContext(t), endpoint)
+		if err != nil {
+			return err
+		}
+		if st.Downgrade == nil || st.Downgrade.Enabled != enabled || st.Downgrade.TargetVersion != target || st.StorageVersion != storage {
+			return fmt.Errorf("status %+v, downgrade %+v", st, st.Downgrade)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("want downgrade enabled %t to %q, storage version %q: %v", enabled, target, storage, err)
+	}
+}
+
+// Validate, enable and cancel a downgrade 3.6 -> 3.5 as etcd answers them: only the minor
+// below is valid, enabling drops the cluster version and migrates the storage version, the
+// status reports the downgrade, a second enable is refused, and cancel ends it: the data goes
+// back to 3.6.
+func TestDowngradeValidateEnableCancel(t *testing.T) {
+	t.Parallel()
+	cluster := startStaticCluster(t, 1)
+	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
+	ep := cluster[0].clientURL
+
+	_, err := c.DowngradeValidate(shortContext(t), "3.4.0")
+	wantRefused(t, "validate 3.4 on a 3.6 cluster", err, ErrInvalidDowngradeTarget)
+	// etcd 3.6 logs "no inflight downgrade job" and answers success (3.5 returns the error).
+	if err := c.DowngradeCancel(shortContext(t)); err != nil {
+		t.Fatalf("cancel with none enabled: %v; want success from etcd 3.6", err)
+	}
+	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
+	if _, err := c.DowngradeValidate(shortContext(t), "3.5.0"); err != nil {
+		t.Fatalf("validate 3.5: %v", err)
+	}
+	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
+		t.Fatalf("enable 3.5: %v", err)
+	}
+	waitDowngradeStatus(t, c, ep, true, "3.5.0", "3.5.0")
+	_, err = c.DowngradeEnable(shortContext(t), "3.5.0")
+	wantRefused(t, "a second enable", err, ErrInvalidDowngradeTarget, ErrDowngradeInProcess)
+	if err := c.DowngradeCancel(shortContext(t)); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	// With every member on 3.6, the cluster version, and the data with it, go back up.
+	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
+}
+
+// downgradeTarget35 is the 3.5 release a downgrade test restarts members on (the cache of
+// hack/testbed.sh has it, as the e2e image map does).
+const downgradeTarget35 = "3.5.35"
+
+// A whole downgrade of one member, 3.6 -> 3.5: once it runs 3.5 it reports neither the
+// downgrade nor a storage version, and a validation of 3.4, which changes nothing, says
+// whether etcd still has the downgrade enabled: refused with ErrDowngradeInProcess until
+// etcd's leader ends it, then accepted.
+func TestDowngradeEndsOnceEveryMemberRunsTheTarget(t *testing.T) {
+	t.Parallel()
+	cluster := startStaticCluster(t, 1)
+	m := cluster[0]
+	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
+	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
+		t.Fatalf("enable 3.5: %v", err)
+	}
+	err := eventually(startupTimeout, func() error {
+		st, err := c.Status(shortContext(t), m.clientURL)
+		if err == nil && st.StorageVersion != "3.5.0" {
+			err = fmt.Errorf("storage version %q", st.StorageVersion)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the data never migrated to 3.5: %v", err)
+	}
+	if _, err := c.DowngradeValidate(shortContext(t), "3.4.0"); !errors.Is(err, ErrInvalidDowngradeTarget) && !errors.Is(err, ErrDowngradeInProcess) {
+		t.Fatalf("validate 3.4 with the downgrade enabled on 3.6: %v; want it refused", err)
+	}
+
+	m.stop(t)
+	m.binary = etcdBinaryOf(t, downgradeTarget35)
+	// etcd's leader looks every check time; the first look comes well after the first probe.
+	m.extraArgs = append(m.extraArgs, "--experimental-downgrade-check-time=5s")
+	m.start(t, initialCluster(cluster), "new", "token-"+t.Name())
+	st := waitForLeader(t, c, m.clientURL)
+	if st.Version != downgradeTarget35 || st.Downgrade != nil || st.StorageVersion != "" {
+		t.Fatalf("status on 3.5: %+v; want version %s, no downgrade info, no storage version", st, downgradeTarget35)
+	}
+	if _, err := c.DowngradeValidate(shortContext(t), "3.4.0"); !errors.Is(err, ErrDowngradeInProcess) {
+		t.Fatalf("validate 3.4 on 3.5 before etcd looked: %v; want ErrDowngradeInProcess", err)
+	}
+	err = eventually(startupTimeout, func() error {
+		_, err := c.DowngradeValidate(shortContext(t), "3.4.0")
+		if err != nil && !errors.Is(err, ErrDowngradeInProcess) {
+			t.Fatalf("validate 3.4 on 3.5: %v; want success or ErrDowngradeInProcess", err)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("etcd never ended the downgrade: %v", err)
+	}
+}
