@@ -35,6 +35,11 @@ CHART_REPO ?=
 GO_BUILD = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/quorumkeeper/etcd-operator/internal/version.Version=$(VERSION)"
 # Go commands of the test module; -o paths given to it are absolute, as it runs in test/.
 GO_TEST_MODULE = go -C test
+# The etcd releases the etcd layer's tests (internal/etcd) run against, passed to them as
+# ETCD_TEST_DIRS: the oldest and newest patch of every supported minor. The newest runs every
+# test, the others the membership, status, health, maintenance, downgrade and auth tests
+# (docs/install.md, "Versions tested").
+ETCD_TEST_VERSIONS ?= 3.5.0 3.5.35 3.6.0 3.6.16 3.7.3
 
 .PHONY: all
 all: build
@@ -140,10 +145,11 @@ test: ## Everything CI runs, tier by tier; each tier's time at the end.
 	@hack/test-all.sh $(TEST_TIERS)
 
 .PHONY: test-unit
-test-unit: ## Unit tests, and the etcd layer and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, release, commands, etcd simulator, and the docs held to the CRDs and code.
+test-unit: ## Unit tests, and the etcd layer (against every release in ETCD_TEST_VERSIONS) and the S3 store against real etcd and MinIO processes; the test module's checkers, image builder, release, commands, etcd simulator, and the docs held to the CRDs and code.
 	hack/testbed.sh etcd >/dev/null
 	hack/testbed.sh minio >/dev/null
-	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
+	dirs=; for v in $(ETCD_TEST_VERSIONS); do d="$$(hack/testbed.sh etcd "$$v")"; dirs="$$dirs$${dirs:+:}$$d"; done; \
+		ETCD_TEST_DIRS="$$dirs" go test $(GO_TEST_FLAGS) ./api/... ./internal/...
 	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/... ./docs/...
 
 .PHONY: test-chart

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 // wantRefused fails unless err is one of the sentinels.
@@ -38,37 +40,69 @@ func waitDowngradeStatus(t *testing.T, c Client, endpoint string, enabled bool, 
 	}
 }
 
-// Validate, enable and cancel a downgrade 3.6 -> 3.5 as etcd answers them: only the minor
-// below is valid, enabling drops the cluster version and migrates the storage version, the
-// status reports the downgrade, a second enable is refused, and cancel ends it: the data goes
-// back to 3.6.
+// minorBelow is the release a downgrade from v ends on: the oldest patch of the minor below
+// that etcd lets go back up (etcdversion.DowngradeFloor), or its first patch.
+func minorBelow(v etcdversion.Version) etcdversion.Version {
+	below := etcdversion.Version{Major: v.Major, Minor: v.Minor - 1}
+	if floor, ok := etcdversion.DowngradeFloor(below); ok {
+		return floor
+	}
+	return below
+}
+
+// Validate, enable and cancel a downgrade as etcd answers them, on every release. Where the
+// operator downgrades (etcdversion.DowngradeRefusal says none; 3.6 and newer): only the minor
+// below is valid, enabling drops the cluster version and migrates the storage version to it,
+// the status reports the downgrade, a second enable is refused, and cancel ends it: the data
+// goes back up. Where it refuses (3.5): etcd reports neither a storage version nor a
+// downgrade, so a migration could not be watched, and it answers a cancel with none enabled
+// with ErrNoInflightDowngrade.
 func TestDowngradeValidateEnableCancel(t *testing.T) {
 	t.Parallel()
-	cluster := startStaticCluster(t, 1)
+	forEachRelease(t, testDowngradeValidateEnableCancel)
+}
+
+func testDowngradeValidateEnableCancel(t *testing.T, r release) {
+	cluster := startStaticClusterOn(t, r, 1)
 	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
 	ep := cluster[0].clientURL
+	below := minorBelow(r.version)
+	twoBelow := etcdversion.Version{Major: r.version.Major, Minor: r.version.Minor - 2}
 
-	_, err := c.DowngradeValidate(shortContext(t), "3.4.0")
-	wantRefused(t, "validate 3.4 on a 3.6 cluster", err, ErrInvalidDowngradeTarget)
-	// etcd 3.6 logs "no inflight downgrade job" and answers success (3.5 returns the error).
+	_, err := c.DowngradeValidate(shortContext(t), twoBelow.String())
+	wantRefused(t, fmt.Sprintf("validate %s on a %s cluster", twoBelow, r.version), err, ErrInvalidDowngradeTarget)
+
+	if why := etcdversion.DowngradeRefusal(r.version, below); why != "" {
+		t.Logf("the operator refuses a downgrade from %s: %s", r.version, why)
+		st := waitForLeader(t, c, ep)
+		if st.StorageVersion != "" || st.Downgrade != nil {
+			t.Fatalf("status of %s: %+v; want no storage version and no downgrade info", r.version, st)
+		}
+		err := c.DowngradeCancel(shortContext(t))
+		wantRefused(t, "cancel with none enabled on "+r.version.String(), err, ErrNoInflightDowngrade)
+		return
+	}
+
+	current, target := r.version.ClusterMinor().String(), below.ClusterMinor().String()
+	// etcd 3.6 and newer log "no inflight downgrade job" and answer success.
 	if err := c.DowngradeCancel(shortContext(t)); err != nil {
-		t.Fatalf("cancel with none enabled: %v; want success from etcd 3.6", err)
+		t.Fatalf("cancel with none enabled: %v; want success from etcd %s", err, r.version)
 	}
-	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
-	if _, err := c.DowngradeValidate(shortContext(t), "3.5.0"); err != nil {
-		t.Fatalf("validate 3.5: %v", err)
+	waitDowngradeStatus(t, c, ep, false, "", current)
+	if _, err := c.DowngradeValidate(shortContext(t), below.String()); err != nil {
+		t.Fatalf("validate %s: %v", below, err)
 	}
-	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
-		t.Fatalf("enable 3.5: %v", err)
+	if _, err := c.DowngradeEnable(shortContext(t), below.String()); err != nil {
+		t.Fatalf("enable %s: %v", below, err)
 	}
-	waitDowngradeStatus(t, c, ep, true, "3.5.0", "3.5.0")
-	_, err = c.DowngradeEnable(shortContext(t), "3.5.0")
+	waitDowngradeStatus(t, c, ep, true, target, target)
+	_, err = c.DowngradeEnable(shortContext(t), below.String())
 	wantRefused(t, "a second enable", err, ErrInvalidDowngradeTarget, ErrDowngradeInProcess)
 	if err := c.DowngradeCancel(shortContext(t)); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	// With every member on 3.6, the cluster version, and the data with it, go back up.
-	waitDowngradeStatus(t, c, ep, false, "", "3.6.0")
+	// With every member on r, the cluster version, and the data with it, go back up.
+	waitDowngradeStatus(t, c, ep, false, "", current)
 }
 
 // downgradeTarget35 is the 3.5 release a downgrade test restarts members on (the cache of
@@ -81,7 +115,7 @@ const downgradeTarget35 = "3.5.35"
 // etcd's leader ends it, then accepted.
 func TestDowngradeEndsOnceEveryMemberRunsTheTarget(t *testing.T) {
 	t.Parallel()
-	cluster := startStaticCluster(t, 1)
+	cluster := startStaticClusterOn(t, releaseOf(t, etcdTestVersion), 1)
 	m := cluster[0]
 	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
 	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
@@ -102,7 +136,7 @@ func TestDowngradeEndsOnceEveryMemberRunsTheTarget(t *testing.T) {
 	}
 
 	m.stop(t)
-	m.binary = etcdBinaryOf(t, downgradeTarget35)
+	m.binary = releaseOf(t, downgradeTarget35).etcd
 	// etcd's leader looks every check time; the first look comes well after the first probe.
 	m.extraArgs = append(m.extraArgs, "--experimental-downgrade-check-time=5s")
 	m.start(t, initialCluster(cluster), "new", "token-"+t.Name())

@@ -16,7 +16,11 @@ import (
 // remediation does) makes it writable again, with a smaller database file.
 func TestNoSpaceIsClearedByCompactDefragmentDisarm(t *testing.T) {
 	t.Parallel()
-	url, c, kv := oneMemberCluster(t, "full", "--quota-backend-bytes", "4194304")
+	forEachRelease(t, testNoSpaceIsClearedByCompactDefragmentDisarm)
+}
+
+func testNoSpaceIsClearedByCompactDefragmentDisarm(t *testing.T, r release) {
+	url, c, kv := oneMemberClusterOn(t, r, "full", "--quota-backend-bytes", "4194304")
 
 	fillToQuota(t, kv)
 	alarms, err := c.Alarms(shortContext(t))
@@ -116,7 +120,13 @@ func TestCompactKeepingKeepsTheLastRevisions(t *testing.T) {
 // the layer's client and a plain clientv3 one on it; the latter is closed with the test.
 func oneMemberCluster(t *testing.T, name string, flags ...string) (string, Client, *clientv3.Client) {
 	t.Helper()
-	m := newMemberSpec(t, name, "http", flags...)
+	return oneMemberClusterOn(t, newestRelease(t), name, flags...)
+}
+
+// oneMemberClusterOn is oneMemberCluster of the release r.
+func oneMemberClusterOn(t *testing.T, r release, name string, flags ...string) (string, Client, *clientv3.Client) {
+	t.Helper()
+	m := newMemberSpecOn(t, r, name, "http", flags...)
 	m.start(t, initialCluster([]*etcdMember{m}), "new", "token-"+t.Name())
 	c := newTestClient(t, Config{Endpoints: []string{m.clientURL}})
 	waitForLeader(t, c, m.clientURL)

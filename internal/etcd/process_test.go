@@ -11,11 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
 const (
@@ -28,19 +32,108 @@ const (
 	startupTimeout  = 20 * time.Second
 )
 
+// etcdDirsEnv names the directories, separated by ":", that hold the etcd releases the
+// layer's tests run against (each as hack/testbed.sh etcd V prints it; make test-unit lists
+// the oldest and newest patch of every supported minor). The newest release listed runs every
+// test; the others run the tests that go through forEachRelease: membership, status and
+// health, defragmentation and alarms, the downgrade calls, auth. Unset, the tests run etcd
+// etcdTestVersion alone, built through hack/testbed.sh.
+const etcdDirsEnv = "ETCD_TEST_DIRS"
+
+// release is one etcd release the tests can start.
+type release struct {
+	version etcdversion.Version
+	etcd    string // the etcd binary
+}
+
 var (
+	releasesOnce sync.Once
+	releasesList []release // oldest first
+	releasesErr  error
+
 	etcdBinMu    sync.Mutex
 	etcdBinPaths = map[string]string{}
 )
 
-// etcdBinary builds (or reuses the cached build of) etcd through the repo's
-// testbed script, once per test binary.
-func etcdBinary(t *testing.T) string {
+// releases is every release the tests run against, oldest first.
+func releases(t *testing.T) []release {
 	t.Helper()
-	return etcdBinaryOf(t, etcdTestVersion)
+	if listed := listed(t); len(listed) > 0 {
+		return listed
+	}
+	return []release{releaseOf(t, etcdTestVersion)}
 }
 
-// etcdBinaryOf is etcdBinary of another release.
+// listed is the releases etcdDirsEnv lists, oldest first.
+func listed(t *testing.T) []release {
+	t.Helper()
+	releasesOnce.Do(func() { releasesList, releasesErr = listedReleases(os.Getenv(etcdDirsEnv)) })
+	if releasesErr != nil {
+		t.Fatalf("%s: %v", etcdDirsEnv, releasesErr)
+	}
+	return releasesList
+}
+
+// listedReleases reads the releases in dirs (":"-separated): each directory's etcd, and the
+// version it says it is.
+func listedReleases(dirs string) ([]release, error) {
+	var out []release
+	for dir := range strings.SplitSeq(dirs, string(os.PathListSeparator)) {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		bin := filepath.Join(dir, "etcd")
+		text, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s --version: %w", bin, err)
+		}
+		m := regexp.MustCompile(`(?m)^etcd Version: (\S+)$`).FindSubmatch(text)
+		v, ok := etcdversion.Version{}, false
+		if m != nil {
+			v, ok = etcdversion.Parse(string(m[1]))
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s --version names no version:\n%s", bin, text)
+		}
+		out = append(out, release{version: v, etcd: bin})
+	}
+	slices.SortFunc(out, func(a, b release) int { return a.version.Compare(b.version) })
+	return out, nil
+}
+
+// newestRelease is the release every test runs against.
+func newestRelease(t *testing.T) release {
+	t.Helper()
+	all := releases(t)
+	return all[len(all)-1]
+}
+
+// forEachRelease runs fn as a parallel subtest, named by the version, on every release.
+func forEachRelease(t *testing.T, fn func(t *testing.T, r release)) {
+	t.Helper()
+	for _, r := range releases(t) {
+		t.Run(r.version.String(), func(t *testing.T) {
+			t.Parallel()
+			fn(t, r)
+		})
+	}
+}
+
+// releaseOf is the release at version: the one listed in etcdDirsEnv, or else built (or
+// reused from its cache) through the testbed script, once per test binary.
+func releaseOf(t *testing.T, version string) release {
+	t.Helper()
+	v := etcdversion.MustParse(version)
+	for _, r := range listed(t) {
+		if r.version == v {
+			return r
+		}
+	}
+	return release{version: v, etcd: etcdBinaryOf(t, version)}
+}
+
+// etcdBinaryOf builds (or reuses the cached build of) etcd at version through the repo's
+// testbed script, once per test binary.
 func etcdBinaryOf(t *testing.T, version string) string {
 	t.Helper()
 	etcdBinMu.Lock()
@@ -115,17 +208,24 @@ type etcdMember struct {
 	dataDir   string
 	logPath   string
 	extraArgs []string
-	binary    string // "" = etcd etcdTestVersion
+	binary    string // "" = the newest release's etcd
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been reaped
 }
 
-// newMemberSpec allocates ports and a data dir; nothing runs yet.
+// newMemberSpec allocates ports and a data dir; nothing runs yet. It runs the newest release.
 func newMemberSpec(t *testing.T, name, clientScheme string, extraArgs ...string) *etcdMember {
+	t.Helper()
+	return newMemberSpecOn(t, newestRelease(t), name, clientScheme, extraArgs...)
+}
+
+// newMemberSpecOn is newMemberSpec of the release r.
+func newMemberSpecOn(t *testing.T, r release, name, clientScheme string, extraArgs ...string) *etcdMember {
 	t.Helper()
 	dir := t.TempDir()
 	return &etcdMember{
+		binary:    r.etcd,
 		name:      name,
 		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		clientURL: fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, freePort(t)),
@@ -175,7 +275,7 @@ func (m *etcdMember) start(t *testing.T, cluster, state, token string) {
 	}, m.extraArgs...)
 	binary := m.binary
 	if binary == "" {
-		binary = etcdBinary(t)
+		binary = newestRelease(t).etcd
 	}
 	m.cmd = exec.Command(binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
@@ -224,13 +324,19 @@ func tailFile(path string, lines int) string {
 	return strings.Join(all, "\n")
 }
 
-// startStaticCluster starts n members bootstrapped together with
+// startStaticCluster starts n members of the newest release bootstrapped together with
 // --initial-cluster and waits until every one of them sees a leader.
 func startStaticCluster(t *testing.T, n int) []*etcdMember {
 	t.Helper()
+	return startStaticClusterOn(t, newestRelease(t), n)
+}
+
+// startStaticClusterOn is startStaticCluster of the release r.
+func startStaticClusterOn(t *testing.T, r release, n int) []*etcdMember {
+	t.Helper()
 	members := make([]*etcdMember, n)
 	for i := range members {
-		members[i] = newMemberSpec(t, fmt.Sprintf("m%d", i), "http")
+		members[i] = newMemberSpecOn(t, r, fmt.Sprintf("m%d", i), "http")
 	}
 	cluster, token := initialCluster(members), "token-"+t.Name()
 	for _, m := range members {

@@ -199,3 +199,22 @@ func DowngradeRefusal(from, to Version) string {
 	}
 	return ""
 }
+
+// storageVersions is the first release that keeps its data's format as a storage version
+// and reports it, with its backend quota and the cluster's downgrade, in a status answer
+// (etcd's server/storage/schema and the StatusResponse fields storageVersion, dbSizeQuota
+// and downgradeInfo appear at v3.6.0).
+var storageVersions = Version{3, 6, 0}
+
+// HasStorageVersion: etcd at v reports a storage version, a backend quota and the downgrade
+// in its status; older releases leave them empty.
+func (v Version) HasStorageVersion() bool { return !v.Less(storageVersions) }
+
+// authStatusOpen is the first release that answers an auth status to any client: at v3.7.0
+// etcd's server/etcdserver/apply/auth.go needAdminPermission no longer lists AuthStatus (at
+// v3.6.16 it does, so only root may ask once authentication is on).
+var authStatusOpen = Version{3, 7, 0}
+
+// AuthStatusNeedsRoot: with authentication on, etcd at v answers an auth status to root
+// only; newer releases answer every client.
+func (v Version) AuthStatusNeedsRoot() bool { return v.Less(authStatusOpen) }

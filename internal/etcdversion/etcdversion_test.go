@@ -91,6 +91,24 @@ func TestHasLivezReadyz(t *testing.T) {
 	}
 }
 
+func TestHasStorageVersion(t *testing.T) {
+	tests := map[string]bool{"3.5.0": false, "3.5.35": false, "3.6.0": true, "3.6.16": true, "3.7.3": true}
+	for in, want := range tests {
+		if got := MustParse(in).HasStorageVersion(); got != want {
+			t.Errorf("%s.HasStorageVersion() = %t; want %t", in, got, want)
+		}
+	}
+}
+
+func TestAuthStatusNeedsRoot(t *testing.T) {
+	tests := map[string]bool{"3.5.0": true, "3.5.35": true, "3.6.16": true, "3.7.0": false, "3.7.3": false}
+	for in, want := range tests {
+		if got := MustParse(in).AuthStatusNeedsRoot(); got != want {
+			t.Errorf("%s.AuthStatusNeedsRoot() = %t; want %t", in, got, want)
+		}
+	}
+}
+
 func TestUpgradeFloor(t *testing.T) {
 	tests := []struct {
 		target string
