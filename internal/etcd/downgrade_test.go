@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
@@ -50,6 +52,26 @@ func minorBelow(v etcdversion.Version) etcdversion.Version {
 	return below
 }
 
+// waitClusterVersion waits until the cluster has a cluster version and returns etcd's answer
+// to a validation of twoBelow, a target two minors below, which changes nothing. A cluster
+// just started has none for a moment (its leader decides it once the members have published
+// themselves); etcd meanwhile answers a validation with "cluster version not found" (seen on
+// 3.6.15), and an enable then made a 3.6.16 member panic and exit.
+func waitClusterVersion(t *testing.T, c Client, twoBelow etcdversion.Version) error {
+	t.Helper()
+	var err error
+	if e := eventually(startupTimeout, func() error {
+		_, err = c.DowngradeValidate(shortContext(t), twoBelow.String())
+		if errors.Is(err, rpctypes.ErrClusterVersionUnavailable) {
+			return err
+		}
+		return nil
+	}); e != nil {
+		t.Fatalf("the cluster version was never decided: %v", e)
+	}
+	return err
+}
+
 // Validate, enable and cancel a downgrade as etcd answers them, on every release. Where the
 // operator downgrades (etcdversion.DowngradeRefusal says none; 3.6 and newer): only the minor
 // below is valid, enabling drops the cluster version and migrates the storage version to it,
@@ -69,7 +91,7 @@ func testDowngradeValidateEnableCancel(t *testing.T, r release) {
 	below := minorBelow(r.version)
 	twoBelow := etcdversion.Version{Major: r.version.Major, Minor: r.version.Minor - 2}
 
-	_, err := c.DowngradeValidate(shortContext(t), twoBelow.String())
+	err := waitClusterVersion(t, c, twoBelow)
 	wantRefused(t, fmt.Sprintf("validate %s on a %s cluster", twoBelow, r.version), err, ErrInvalidDowngradeTarget)
 
 	if why := etcdversion.DowngradeRefusal(r.version, below); why != "" {
@@ -118,10 +140,12 @@ func TestDowngradeEndsOnceEveryMemberRunsTheTarget(t *testing.T) {
 	cluster := startStaticClusterOn(t, releaseOf(t, etcdTestVersion), 1)
 	m := cluster[0]
 	c := newTestClient(t, Config{Endpoints: endpointsOf(cluster)})
+	err := waitClusterVersion(t, c, etcdversion.MustParse("3.4.0"))
+	wantRefused(t, "validate 3.4 on a 3.6 cluster", err, ErrInvalidDowngradeTarget)
 	if _, err := c.DowngradeEnable(shortContext(t), "3.5.0"); err != nil {
 		t.Fatalf("enable 3.5: %v", err)
 	}
-	err := eventually(startupTimeout, func() error {
+	err = eventually(startupTimeout, func() error {
 		st, err := c.Status(shortContext(t), m.clientURL)
 		if err == nil && st.StorageVersion != "3.5.0" {
 			err = fmt.Errorf("storage version %q", st.StorageVersion)

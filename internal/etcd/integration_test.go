@@ -392,18 +392,21 @@ func checkStoppedMemberUnhealthy(t *testing.T, c Client, cluster []*etcdMember, 
 }
 
 // checkVersionedStatus checks the status fields that depend on the release: from 3.6 on
-// (etcdversion's HasStorageVersion) the storage version is the cluster's minor, the backend
-// quota is set and no downgrade is enabled; older releases report none of them.
+// (etcdversion's HasStorageVersion) the storage version is the cluster's minor and no
+// downgrade is enabled, older releases report neither; the backend quota, which these
+// members leave at etcd's default, is reported where ReportsDefaultQuota says (3.6.6 on) and
+// is 0 elsewhere.
 func checkVersionedStatus(t *testing.T, r release, name string, st Status) {
 	t.Helper()
 	if r.version.HasStorageVersion() {
-		if st.StorageVersion != r.version.ClusterMinor().String() || st.DBSizeQuota <= 0 || st.Downgrade == nil || st.Downgrade.Enabled {
-			t.Fatalf("Status(%s) of %s = %+v, downgrade %+v; want storage version %s, a quota, a downgrade not enabled",
+		if st.StorageVersion != r.version.ClusterMinor().String() || st.Downgrade == nil || st.Downgrade.Enabled {
+			t.Fatalf("Status(%s) of %s = %+v, downgrade %+v; want storage version %s, a downgrade not enabled",
 				name, r.version, st, st.Downgrade, r.version.ClusterMinor())
 		}
-		return
+	} else if st.StorageVersion != "" || st.Downgrade != nil {
+		t.Fatalf("Status(%s) of %s = %+v; want no storage version or downgrade", name, r.version, st)
 	}
-	if st.StorageVersion != "" || st.DBSizeQuota != 0 || st.Downgrade != nil {
-		t.Fatalf("Status(%s) of %s = %+v; want no storage version, quota or downgrade", name, r.version, st)
+	if quotaReported := st.DBSizeQuota > 0; quotaReported != r.version.ReportsDefaultQuota() {
+		t.Fatalf("Status(%s) of %s: quota %d; want it reported: %t", name, r.version, st.DBSizeQuota, r.version.ReportsDefaultQuota())
 	}
 }

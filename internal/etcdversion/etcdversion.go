@@ -201,14 +201,36 @@ func DowngradeRefusal(from, to Version) string {
 }
 
 // storageVersions is the first release that keeps its data's format as a storage version
-// and reports it, with its backend quota and the cluster's downgrade, in a status answer
-// (etcd's server/storage/schema and the StatusResponse fields storageVersion, dbSizeQuota
-// and downgradeInfo appear at v3.6.0).
+// and reports it, with the cluster's downgrade, in a status answer (etcd's
+// server/storage/schema and the StatusResponse fields storageVersion and downgradeInfo
+// appear at v3.6.0).
 var storageVersions = Version{3, 6, 0}
 
-// HasStorageVersion: etcd at v reports a storage version, a backend quota and the downgrade
-// in its status; older releases leave them empty.
+// HasStorageVersion: etcd at v reports a storage version and the downgrade in its status;
+// older releases leave them empty.
 func (v Version) HasStorageVersion() bool { return !v.Less(storageVersions) }
+
+// defaultQuotaReported is the first release whose status names the backend quota when none
+// is set (--quota-backend-bytes 0: etcd's 2 GiB default): etcd's
+// server/etcdserver/api/v3rpc/maintenance.go fills dbSizeQuota with DefaultQuotaBytes from
+// v3.6.6; v3.6.0 to v3.6.5 answer the flag's 0, and 3.5 has no such field.
+var defaultQuotaReported = Version{3, 6, 6}
+
+// ReportsDefaultQuota: etcd at v reports its backend quota in its status even when the
+// quota is etcd's default; older releases answer 0 then.
+func (v Version) ReportsDefaultQuota() bool { return !v.Less(defaultQuotaReported) }
+
+// statusNeedsRoot is the range of releases that answer a status, with authentication on,
+// to root only: etcd's server/etcdserver/api/v3rpc/maintenance.go authMaintenanceServer.Status
+// asks isPermitted (admin) from v3.6.0 to v3.6.11, and only requireAuthInfo (any user the
+// request authenticates as, a client certificate's common name included) in 3.5 (v3.5.0
+// checks nothing) and from v3.6.12.
+var statusNeedsRoot = [2]Version{{3, 6, 0}, {3, 6, 12}}
+
+// StatusNeedsRoot: with authentication on, etcd at v answers a status to root only.
+func (v Version) StatusNeedsRoot() bool {
+	return !v.Less(statusNeedsRoot[0]) && v.Less(statusNeedsRoot[1])
+}
 
 // authStatusOpen is the first release that answers an auth status to any client: at v3.7.0
 // etcd's server/etcdserver/apply/auth.go needAdminPermission no longer lists AuthStatus (at

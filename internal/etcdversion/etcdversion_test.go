@@ -100,6 +100,24 @@ func TestHasStorageVersion(t *testing.T) {
 	}
 }
 
+func TestReportsDefaultQuota(t *testing.T) {
+	tests := map[string]bool{"3.5.0": false, "3.5.35": false, "3.6.0": false, "3.6.5": false, "3.6.6": true, "3.6.16": true, "3.7.3": true}
+	for in, want := range tests {
+		if got := MustParse(in).ReportsDefaultQuota(); got != want {
+			t.Errorf("%s.ReportsDefaultQuota() = %t; want %t", in, got, want)
+		}
+	}
+}
+
+func TestStatusNeedsRoot(t *testing.T) {
+	tests := map[string]bool{"3.5.0": false, "3.5.35": false, "3.6.0": true, "3.6.11": true, "3.6.12": false, "3.6.16": false, "3.7.3": false}
+	for in, want := range tests {
+		if got := MustParse(in).StatusNeedsRoot(); got != want {
+			t.Errorf("%s.StatusNeedsRoot() = %t; want %t", in, got, want)
+		}
+	}
+}
+
 func TestAuthStatusNeedsRoot(t *testing.T) {
 	tests := map[string]bool{"3.5.0": true, "3.5.35": true, "3.6.16": true, "3.7.0": false, "3.7.3": false}
 	for in, want := range tests {
