@@ -30,24 +30,7 @@ func testAuthOverMutualTLS(t *testing.T, r release) {
 	waitForLeader(t, anon, proc.clientURL)
 	enableRootAuth(t, anon, "first-password")
 
-	// Without a password login, etcd takes the client certificate's common name ("client")
-	// for the user name, and there is no such user: the user API is closed.
-	if err := anon.UserChangePassword(shortContext(t), RootUser, "x"); !errors.Is(err, ErrUserNotFound) {
-		t.Fatalf("UserChangePassword without login: %v, want ErrUserNotFound (common name is no user)", err)
-	}
-	// Before 3.7 only root may ask whether auth is on; 3.7 answers anyone.
-	if on, err := anon.AuthStatus(shortContext(t)); r.version.AuthStatusNeedsRoot() && !errors.Is(err, ErrUserNotFound) {
-		t.Fatalf("AuthStatus without login on %s: %v, %v; want ErrUserNotFound", r.version, on, err)
-	} else if !r.version.AuthStatusNeedsRoot() && (err != nil || !on) {
-		t.Fatalf("AuthStatus without login on %s: %v, %v; want enabled", r.version, on, err)
-	}
-	// 3.6.0 to 3.6.11 answer a status to root only; the others to any user a request
-	// authenticates as, a common name that names no user included.
-	if _, err := anon.Status(shortContext(t), proc.clientURL); r.version.StatusNeedsRoot() && !errors.Is(err, ErrUserNotFound) {
-		t.Fatalf("Status without login on %s: %v; want ErrUserNotFound", r.version, err)
-	} else if !r.version.StatusNeedsRoot() && err != nil {
-		t.Fatalf("Status without login on %s: %v", r.version, err)
-	}
+	checkWithoutLogin(t, anon, r, proc.clientURL)
 
 	expectLoginRefused(t, cfg, "wrong-password")
 	root := login(t, cfg, "first-password")
@@ -154,5 +137,29 @@ func TestCredentialsAreIgnoredWhileAuthIsOff(t *testing.T) {
 	defer cancel()
 	if _, _, err := c.MemberList(ctx); err != nil {
 		t.Fatalf("MemberList with credentials while auth is off: %v", err)
+	}
+}
+
+// checkWithoutLogin checks what etcd r answers, with auth on, a client that has not logged in
+// and whose certificate's common name ("client") names no user.
+func checkWithoutLogin(t *testing.T, anon Client, r release, endpoint string) {
+	t.Helper()
+	// Without a password login, etcd takes the client certificate's common name ("client")
+	// for the user name, and there is no such user: the user API is closed.
+	if err := anon.UserChangePassword(shortContext(t), RootUser, "x"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("UserChangePassword without login: %v, want ErrUserNotFound (common name is no user)", err)
+	}
+	// Before 3.7 only root may ask whether auth is on; 3.7 answers anyone.
+	if on, err := anon.AuthStatus(shortContext(t)); r.version.AuthStatusNeedsRoot() && !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("AuthStatus without login on %s: %v, %v; want ErrUserNotFound", r.version, on, err)
+	} else if !r.version.AuthStatusNeedsRoot() && (err != nil || !on) {
+		t.Fatalf("AuthStatus without login on %s: %v, %v; want enabled", r.version, on, err)
+	}
+	// 3.6.0 to 3.6.11 answer a status to root only; the others to any user a request
+	// authenticates as, a common name that names no user included.
+	if _, err := anon.Status(shortContext(t), endpoint); r.version.StatusNeedsRoot() && !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("Status without login on %s: %v; want ErrUserNotFound", r.version, err)
+	} else if !r.version.StatusNeedsRoot() && err != nil {
+		t.Fatalf("Status without login on %s: %v", r.version, err)
 	}
 }

@@ -56,7 +56,7 @@ func minorBelow(v etcdversion.Version) etcdversion.Version {
 // to a validation of twoBelow, a target two minors below, which changes nothing. A cluster
 // just started has none for a moment (its leader decides it once the members have published
 // themselves); etcd meanwhile answers a validation with "cluster version not found" (seen on
-// 3.6.15), and an enable then made a 3.6.16 member panic and exit.
+// 3.6.15), and an enable sent then once made a 3.6.16 member exit with a stack dump.
 func waitClusterVersion(t *testing.T, c Client, twoBelow etcdversion.Version) error {
 	t.Helper()
 	var err error

@@ -279,7 +279,7 @@ func checkMemberStatus(t *testing.T, c Client, r release, proc *etcdMember, want
 	if st.Version != r.version.String() || st.DBSize <= 0 || st.DBSizeInUse <= 0 || st.DBSizeInUse > st.DBSize {
 		t.Fatalf("Status(%s) = %+v; want version %s and 0 < DBSizeInUse <= DBSize", proc.name, st, r.version)
 	}
-	checkVersionedStatus(t, r, proc.name, st)
+	checkVersionedStatus(t, c, r, proc)
 	if st.RaftIndex == 0 || st.RaftTerm == 0 || st.IsLearner || len(st.Errors) != 0 {
 		t.Fatalf("Status(%s) = %+v; want raft progress, a voter, no errors", proc.name, st)
 	}
@@ -392,21 +392,36 @@ func checkStoppedMemberUnhealthy(t *testing.T, c Client, cluster []*etcdMember, 
 }
 
 // checkVersionedStatus checks the status fields that depend on the release: from 3.6 on
-// (etcdversion's HasStorageVersion) the storage version is the cluster's minor and no
+// (etcdversion's HasStorageVersion) the storage version comes to be the cluster's minor (a
+// moment after the cluster version is decided: 3.7.3 was seen answering none first) and no
 // downgrade is enabled, older releases report neither; the backend quota, which these
 // members leave at etcd's default, is reported where ReportsDefaultQuota says (3.6.6 on) and
 // is 0 elsewhere.
-func checkVersionedStatus(t *testing.T, r release, name string, st Status) {
+func checkVersionedStatus(t *testing.T, c Client, r release, proc *etcdMember) {
 	t.Helper()
+	var st Status
+	err := eventually(startupTimeout, func() error {
+		var err error
+		if st, err = c.Status(shortContext(t), proc.clientURL); err != nil {
+			return err
+		}
+		if r.version.HasStorageVersion() && st.StorageVersion == "" {
+			return errors.New("no storage version yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Status(%s) of %s: %v", proc.name, r.version, err)
+	}
 	if r.version.HasStorageVersion() {
 		if st.StorageVersion != r.version.ClusterMinor().String() || st.Downgrade == nil || st.Downgrade.Enabled {
 			t.Fatalf("Status(%s) of %s = %+v, downgrade %+v; want storage version %s, a downgrade not enabled",
-				name, r.version, st, st.Downgrade, r.version.ClusterMinor())
+				proc.name, r.version, st, st.Downgrade, r.version.ClusterMinor())
 		}
 	} else if st.StorageVersion != "" || st.Downgrade != nil {
-		t.Fatalf("Status(%s) of %s = %+v; want no storage version or downgrade", name, r.version, st)
+		t.Fatalf("Status(%s) of %s = %+v; want no storage version or downgrade", proc.name, r.version, st)
 	}
 	if quotaReported := st.DBSizeQuota > 0; quotaReported != r.version.ReportsDefaultQuota() {
-		t.Fatalf("Status(%s) of %s: quota %d; want it reported: %t", name, r.version, st.DBSizeQuota, r.version.ReportsDefaultQuota())
+		t.Fatalf("Status(%s) of %s: quota %d; want it reported: %t", proc.name, r.version, st.DBSizeQuota, r.version.ReportsDefaultQuota())
 	}
 }
