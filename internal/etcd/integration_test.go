@@ -5,6 +5,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -393,7 +394,8 @@ func checkStoppedMemberUnhealthy(t *testing.T, c Client, cluster []*etcdMember, 
 
 // checkVersionedStatus checks the status fields that depend on the release: from 3.6 on
 // (etcdversion's HasStorageVersion) the storage version comes to be the cluster's minor (a
-// moment after the cluster version is decided: 3.7.3 was seen answering none first) and no
+// moment after the cluster version is decided: a new 3.7.3 member was seen answering none,
+// then 3.5.0, first) and no
 // downgrade is enabled, older releases report neither; the backend quota, which these
 // members leave at etcd's default, is reported where ReportsDefaultQuota says (3.6.6 on) and
 // is 0 elsewhere.
@@ -405,8 +407,8 @@ func checkVersionedStatus(t *testing.T, c Client, r release, proc *etcdMember) {
 		if st, err = c.Status(shortContext(t), proc.clientURL); err != nil {
 			return err
 		}
-		if r.version.HasStorageVersion() && st.StorageVersion == "" {
-			return errors.New("no storage version yet")
+		if want := r.version.ClusterMinor().String(); r.version.HasStorageVersion() && st.StorageVersion != want {
+			return fmt.Errorf("storage version %q, not yet %s", st.StorageVersion, want)
 		}
 		return nil
 	})
