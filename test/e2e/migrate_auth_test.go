@@ -138,13 +138,13 @@ func serviceMemberIDsWith(t *testing.T, ns, service string, a access) map[string
 
 const cozystackRootPassword = "cozystack-root-Pa55word-long"
 
-// TestMigrateFromCozystackOperatorWithAuth is TestMigrateFromCozystackOperator for a cluster
-// with TLS on both ports and auth on, as Cozystack's operator runs one: root with the
-// password of spec.auth.rootCredentialsSecretRef (a basic-auth Secret), which the writer logs
-// in with. `kubectl etcd migrate cozystack` takes it over with that Secret: auth stays on all
-// along, root's password is unchanged, no write fails, every key is kept, and the cluster
-// scales 3 -> 5 -> 3 under this operator.
-func TestMigrateFromCozystackOperatorWithAuth(t *testing.T) {
+// TestMigrateCozystackWithAuthIsRefused: a cluster with TLS on both ports and auth on, as
+// Cozystack's operator runs one (root with the password of spec.auth.rootCredentialsSecretRef,
+// a basic-auth Secret, which the writer logs in with). `kubectl etcd migrate cozystack` says
+// what the takeover would do and refuses it, with --apply too, changing nothing: taken over,
+// this operator did not yet reach etcd with root's password (its client stayed without it, and
+// the cluster in StepFailed "user name not found"). No write fails, every key is kept.
+func TestMigrateCozystackWithAuthIsRefused(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	bin := buildPlugin(t)
@@ -190,30 +190,22 @@ func TestMigrateFromCozystackOperatorWithAuth(t *testing.T) {
 	authed := dialService(t, ns, "cz-client", asRoot)
 	checkAuthOn(t, authed)
 
-	out := mustPlugin(t, bin, ns, "migrate", "cozystack", "cz")
-	for _, want := range []string{"authentication: on, and it stays on: nothing changes in etcd",
-		"the one in Secret cz-root (spec.auth.rootCredentialsSecretRef, unchanged)", "dry run: nothing was changed"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("dry run output lacks %q:\n%s", want, out)
+	refusal := "adopting a Cozystack cluster with auth is not supported yet"
+	for _, args := range [][]string{{"migrate", "cozystack", "cz"}, {"migrate", "cozystack", "cz", "--apply"}} {
+		out, err := runPlugin(bin, ns, args...)
+		if err == nil || !strings.Contains(out, refusal) || !strings.Contains(out, "authentication: on, and it stays on") {
+			t.Fatalf("kubectl etcd %s: err %v, want refused (%q), output:\n%s", strings.Join(args, " "), err, refusal, out)
 		}
 	}
-	c := applyMigration(t, bin, ns, "cozystack", "cz")
-	checkSameMembers(t, ns, c, cozystackMembers, pods, ids)
-	for _, name := range cozystackMembers {
-		checkAdoptedMember(t, ns, name, restarts[name], ids[name])
+	checkSameMembers(t, ns, getCluster(t, ns, "cz"), cozystackMembers, pods, ids)
+	for name, n := range containerRestarts(t, ns, cozystackMembers) {
+		if n != restarts[name] {
+			t.Errorf("member %s restarted: %d -> %d", name, restarts[name], n)
+		}
 	}
-	waitAuthEnabledOf(t, ns, "cz")
 	checkAuthOn(t, authed)
-	applied := getSecret(t, ns, specs.RootAppliedSecretName("cz"))
-	if string(applied.Data["password"]) != cozystackRootPassword {
-		t.Errorf("Secret %s does not record root's password from cz-root", applied.Name)
-	}
-	noFailedWrite(t, w, "the migration")
-
-	c = scaleOutAndIn(t, ns, "cz")
-	checkAdoptedRemovals(t, ns, c)
-	checkAuthOn(t, authed)
-	w.stopAndVerify(t, 50)
+	noFailedWrite(t, w, "the refused migration")
+	w.stopAndVerify(t, 0)
 }
 
 // markAuthEnabled sets status.authEnabled, as Cozystack's operator left it.

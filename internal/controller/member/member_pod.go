@@ -337,6 +337,24 @@ func (r *Reconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, p
 	return kit.Step{Name: podStateMirrored, Changed: changed, Facts: []any{"readyReason", ready.Reason}}, ctrl.Result{}, err
 }
 
+// mustHaveData: the member's Pod must refuse an empty data directory (specs.RequireData).
+// Unknown (etcd could not be asked) counts as joined, as a voter restarted empty must never
+// rejoin under its ID, but for a learner that never ran: refusing it an empty directory would
+// keep it from ever joining, and it has nothing to lose.
+func mustHaveData(m *etcdv1.EtcdMember, joined bool, askErr error) bool {
+	return joined || (askErr != nil && !neverRan(m))
+}
+
+// neverRan: a learner that never had a Pod. etcd never ran for it, so it holds no data, and
+// it cannot have been promoted (etcd promotes only a learner that started and caught up).
+// Started with its peers named, it fetches the membership from them and joins as the learner
+// it is; named alone, as RequireData has it, it could never start. (etcd is asked whether it
+// joined, but right after a quorum-loss recovery restarts the survivor, or while the cluster
+// counts as silent, it may not answer for a moment.)
+func neverRan(m *etcdv1.EtcdMember) bool {
+	return m.Status.PodName == "" && m.Status.Role == etcdv1.RoleLearner
+}
+
 // volumeProblem explains a member whose PVC cannot be bound because its StorageClass does not
 // exist, which the Pod itself only shows as "unschedulable".
 func (r *Reconciler) volumeProblem(ctx context.Context, m *etcdv1.EtcdMember) (*metav1.Condition, error) {
@@ -383,7 +401,7 @@ func (r *Reconciler) createPod(ctx context.Context, c *etcdv1.EtcdCluster, m *et
 		return unresolved, ctrl.Result{}, err
 	}
 	pod := specs.Pod(c, m, r.PodOptions)
-	requireData := joined || err != nil
+	requireData := mustHaveData(m, joined, err)
 	if requireData {
 		specs.RequireData(pod, c, m)
 	}

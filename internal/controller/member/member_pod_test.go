@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
 
 func TestPodReadinessNamesAnImageThatCannotBePulled(t *testing.T) {
@@ -181,6 +183,61 @@ func TestGrowPVC(t *testing.T) {
 			}
 			if q := got.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(resource.MustParse(tc.want)) != 0 {
 				t.Errorf("request %s, want %s", q.String(), tc.want)
+			}
+		})
+	}
+}
+
+// A learner etcd has just added, whose first Pod is made while etcd cannot say whether it
+// joined (the survivor of a quorum-loss recovery restarting, or the cluster counted silent),
+// starts with its peers named: named alone it could never join. One that had a Pod before is
+// held to its data, as every member etcd may count on.
+func TestANewLearnerStartsWithItsPeersWhenEtcdCannotBeAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hadPod    bool
+		wantAlone bool
+	}{
+		{"never had a Pod", false, false},
+		{"had a Pod before", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newMemberHarness(t, "")
+			ctx := context.Background()
+			added, _, err := h.etcd.AddLearner(ctx, []string{specs.PeerURL(h.cluster, "db-4")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &etcdv1.EtcdMember{
+				ObjectMeta: metav1.ObjectMeta{Name: "db-4", Namespace: "ns", UID: "db-4-uid", Labels: specs.MemberLabels("db", "db-4"), Finalizers: []string{etcdv1.FinalizerMember}},
+				Spec: etcdv1.EtcdMemberSpec{ClusterName: "db", Version: "3.6.16", Storage: h.cluster.Spec.Storage, Bootstrap: etcdv1.MemberBootstrap{
+					InitialCluster: specs.InitialCluster(h.cluster, []string{"db-1", "db-2", "db-3", "db-4"}), InitialClusterState: etcdv1.InitialClusterStateExisting,
+				}},
+			}
+			if err := h.api.Create(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			m.Status = etcdv1.EtcdMemberStatus{MemberID: added.IDHex(), Role: etcdv1.RoleLearner}
+			if tc.hadPod {
+				m.Status.PodName = "db-4"
+			}
+			if err := h.api.Status().Update(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			pvc := specs.PVC(h.cluster, m)
+			pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "etcd-operator.cozystack.io/v1alpha2", Kind: "EtcdMember", Name: "db-4", UID: m.UID, Controller: ptrTo(true)}}
+			if err := h.api.Create(ctx, pvc); err != nil {
+				t.Fatal(err)
+			}
+			h.etcd.FailNext("MemberList", errors.New("no quorum"))
+			h.reconcile("db-4")
+			pod := get(h, "db-4", &corev1.Pod{})
+			if pod == nil {
+				t.Fatal("no Pod for db-4")
+			}
+			alone := specs.InitialClusterOf(pod) == specs.InitialCluster(h.cluster, []string{"db-4"})
+			if alone != tc.wantAlone {
+				t.Fatalf("initial cluster %q: named alone %t, want %t", specs.InitialClusterOf(pod), alone, tc.wantAlone)
 			}
 		})
 	}

@@ -107,11 +107,12 @@ func cozystackAuthObserved(t *testing.T) Observed {
 	return o
 }
 
-// A Cozystack cluster with auth keeps spec.auth as it is: this operator reads root's
-// password from the same Secret, so there is nothing to change; the dry run says so.
+// A Cozystack cluster with auth is still refused (the operator, once it took over, did not
+// reach etcd with root's password in the e2e test); the dry run already says what the
+// takeover will do: keep spec.auth as it is, root's password read from the same Secret.
 func TestPlanCozystackTakesOverAuthWithTheSameSecret(t *testing.T) {
 	p := PlanCozystack(cozystackAuthObserved(t))
-	if len(p.Refusals) != 0 || len(p.Members) != 2 {
+	if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], "adopting a Cozystack cluster with auth is not supported yet") || len(p.Members) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
 	out := p.Describe()

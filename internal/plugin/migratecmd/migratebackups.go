@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,7 +121,13 @@ func applyBackups(ctx context.Context, o *cli.Options, k *cli.Kube, plan migrate
 			return fmt.Errorf("creating EtcdSnapshot %s: %w", want.Name, err)
 		}
 		patch := client.MergeFrom(have.DeepCopy())
-		have.Status = want.Status
+		have.Status = *want.Status.DeepCopy()
+		// The plan is pure; the time of the import is now. The CRD requires it on a condition.
+		for i := range have.Status.Conditions {
+			if have.Status.Conditions[i].LastTransitionTime.IsZero() {
+				have.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			}
+		}
 		if err := k.Client.Status().Patch(ctx, have, patch); err != nil {
 			return fmt.Errorf("recording the file of EtcdSnapshot %s: %w", want.Name, err)
 		}

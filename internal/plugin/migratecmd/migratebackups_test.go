@@ -89,6 +89,12 @@ func checkImportedSnapshot(t *testing.T, k *cli.Kube) {
 		s.Status.Artifact.Checksum != legacySum || !etcdv1.SnapshotImported(s) || s.Spec.Destination.S3.Key != "lg/nightly-rev4711.db" {
 		t.Errorf("EtcdSnapshot %+v %+v", s.Spec, s.Status)
 	}
+	// The CRD refuses a condition without its transition time (the fake client does not).
+	for _, c := range s.Status.Conditions {
+		if c.LastTransitionTime.IsZero() {
+			t.Errorf("condition %s without lastTransitionTime: the apiserver refuses the status", c.Type)
+		}
+	}
 }
 
 // An import cut short after the EtcdSnapshot was created is finished: its status is written.

@@ -50,6 +50,10 @@ type zoneData struct {
 	// (empty non-terminals such as svc.cluster.local answer NOERROR, not NXDOMAIN) and
 	// the zone apex.
 	exists map[string]bool
+	// ptr maps a reverse name (4.3.2.1.in-addr.arpa) to the Pod host names of its address, as
+	// CoreDNS answers for the endpoints of a Service a Pod names as its subdomain: etcd looks
+	// a peer's address up this way to check the names in its certificate.
+	ptr    map[string][]string
 	serial uint32
 }
 
@@ -71,6 +75,7 @@ func (d *DNS) SetRecords(records map[string][]netip.Addr) {
 	z := &zoneData{
 		hosts:  make(map[string][]netip.Addr, len(records)),
 		exists: map[string]bool{Zone: true},
+		ptr:    map[string][]string{},
 		serial: serial,
 	}
 	for name, addrs := range records {
@@ -79,8 +84,35 @@ func (d *DNS) SetRecords(records map[string][]netip.Addr) {
 		for n := name; inZone(n); n = parentName(n) {
 			z.exists[n] = true
 		}
+		if !isPodHostName(name) {
+			continue
+		}
+		for _, ip := range addrs {
+			if rev, ok := reverseName(ip); ok {
+				z.ptr[rev] = append(z.ptr[rev], name)
+			}
+		}
 	}
 	d.zone.Store(z)
+}
+
+// isPodHostName: hostname.subdomain.namespace.svc.cluster.local, a Pod's own name, not its
+// Service's (which has one label fewer and many addresses).
+func isPodHostName(name string) bool {
+	return strings.Count(name, ".") == 5 && strings.HasSuffix(name, ".svc."+Zone)
+}
+
+// reverseArpa is the zone of IPv4 reverse names.
+const reverseArpa = "in-addr.arpa"
+
+// reverseName is ip's name in in-addr.arpa; IPv4 only, as the local cluster's addresses are.
+func reverseName(ip netip.Addr) (string, bool) {
+	ip = ip.Unmap()
+	if !ip.Is4() {
+		return "", false
+	}
+	b := ip.As4()
+	return fmt.Sprintf("%d.%d.%d.%d.%s", b[3], b[2], b[1], b[0], reverseArpa), true
 }
 
 func normalizeName(name string) string {
@@ -266,13 +298,17 @@ func singleQuestion(p *dnsmessage.Parser) (dnsmessage.Question, error) {
 type answer struct {
 	rcode     dnsmessage.RCode
 	addrs     []netip.Addr
-	soa       bool // in the authority section
-	soaAnswer bool // as the answer (SOA query for the apex)
+	ptrs      []string // host names, for a PTR query
+	soa       bool     // in the authority section
+	soaAnswer bool     // as the answer (SOA query for the apex)
 	serial    uint32
 }
 
 func (z *zoneData) lookup(q dnsmessage.Question) answer {
 	name := normalizeName(q.Name.String())
+	if strings.HasSuffix(name, "."+reverseArpa) && q.Class == dnsmessage.ClassINET {
+		return z.lookupPTR(name, q.Type)
+	}
 	if !inZone(name) || q.Class != dnsmessage.ClassINET {
 		return answer{rcode: dnsmessage.RCodeRefused}
 	}
@@ -287,6 +323,20 @@ func (z *zoneData) lookup(q dnsmessage.Question) answer {
 		a.addrs = filterAddrs(z.hosts[name], q.Type)
 	}
 	a.soa = len(a.addrs) == 0 && !a.soaAnswer
+	return a
+}
+
+// lookupPTR answers a reverse name: the Pod host names of the address, NXDOMAIN when it has
+// none (nothing else answers for the cluster's addresses).
+func (z *zoneData) lookupPTR(name string, t dnsmessage.Type) answer {
+	hosts, ok := z.ptr[name]
+	if !ok {
+		return answer{rcode: dnsmessage.RCodeNameError}
+	}
+	a := answer{rcode: dnsmessage.RCodeSuccess, serial: z.serial}
+	if t == dnsmessage.TypePTR || t == dnsmessage.TypeALL {
+		a.ptrs = hosts
+	}
 	return a
 }
 
@@ -353,6 +403,16 @@ func encode(h dnsmessage.Header, q *dnsmessage.Question, a answer) ([]byte, erro
 func addAnswers(b *dnsmessage.Builder, name dnsmessage.Name, a answer) error {
 	if a.soaAnswer {
 		return addSOA(b, a.serial)
+	}
+	for _, host := range a.ptrs {
+		target, err := dnsmessage.NewName(host + ".")
+		if err != nil {
+			return err
+		}
+		hdr := dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: recordTTL}
+		if err := b.PTRResource(hdr, dnsmessage.PTRResource{PTR: target}); err != nil {
+			return err
+		}
 	}
 	for _, ip := range a.addrs {
 		hdr := dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: recordTTL}

@@ -283,3 +283,26 @@ func exchange(network, addr string, packed []byte) ([]byte, error) {
 	_, err = io.ReadFull(conn, reply)
 	return reply, err
 }
+
+// A Pod's address resolves back to its host name, as CoreDNS answers for a headless
+// Service's endpoints: etcd checks a peer's certificate against the names of its address.
+// Its Service's name is no answer, and an address without a Pod host name is not found.
+func TestDNSAnswersPTRWithThePodsHostName(t *testing.T) {
+	d := NewDNS()
+	d.SetRecords(map[string][]netip.Addr{
+		"etcd-0.example.default.svc.cluster.local": {netip.MustParseAddr("10.213.1.2")},
+		"example.default.svc.cluster.local":        {netip.MustParseAddr("10.213.1.2"), netip.MustParseAddr("10.213.1.3")},
+	})
+	r := resolverFor(startDNS(t, d))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	names, err := r.LookupAddr(ctx, "10.213.1.2")
+	if err != nil || !slices.Equal(names, []string{"etcd-0.example.default.svc.cluster.local."}) {
+		t.Fatalf("PTR of a Pod's address: %v, %v", names, err)
+	}
+	_, err = r.LookupAddr(ctx, "10.213.1.3")
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Fatalf("PTR of an address without a Pod host name: %v, want not found", err)
+	}
+}
