@@ -62,18 +62,18 @@ func aenixAuthSecrets(t *testing.T, ns string) access {
 	return access{TLS: clientTLS(t, ca.PEM, root.CertPEM, root.KeyPEM, "lg."+ns+".svc")}
 }
 
-// TestMigrateFromAenixOperatorWithAuth is TestMigrateFromAenixOperator for a cluster with
-// TLS on both ports and auth on, as the legacy operator runs a Kamaji datastore: root without
-// a password, reached by the legacy client certificate (common name root), which the writer
-// uses too. `kubectl etcd migrate aenix` takes it over with that certificate: auth stays on
-// all along, spec.auth stays unset, no write fails, every key is kept, and this operator
-// (root through the same certificate) scales it 3 -> 5 -> 3.
-func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
+// TestMigrateAenixWithAuthIsRefused: a legacy cluster with TLS on both ports and auth on, as
+// the legacy operator runs a Kamaji datastore (root without a password, reached by the legacy
+// client certificate, common name root, which the writer uses too). `kubectl etcd migrate
+// aenix` says what the takeover would do (that certificate, spec.auth unset) and refuses it,
+// with --apply too, changing nothing: in a full e2e run the takeover's scale-out stalled after
+// a promotion timed out. No write fails, every key is kept.
+func TestMigrateAenixWithAuthIsRefused(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	bin := buildPlugin(t)
 	asRoot := aenixAuthSecrets(t, ns)
-	legacy := buildAenixClusterWith(t, ns, func(legacy map[string]any, sts *appsv1.StatefulSet) {
+	buildAenixClusterWith(t, ns, func(legacy map[string]any, sts *appsv1.StatefulSet) {
 		aenixfixture.WithTLS(legacy, sts)
 		aenixfixture.WithAuth(legacy)
 	})
@@ -88,24 +88,27 @@ func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
 	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
 	ids := serviceMemberIDsWith(t, ns, "lg", asRoot)
 
-	out := mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
-	for _, want := range []string{"authentication: on, as spec.security.enableAuth says, and it stays on: nothing changes in etcd",
-		"the client certificate in Secret lg-client-cert", "dry run: nothing was changed"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("dry run output lacks %q:\n%s", want, out)
+	for _, args := range [][]string{{"migrate", "aenix", "lg"}, {"migrate", "aenix", "lg", "--apply"}} {
+		out, err := runPlugin(bin, ns, args...)
+		if err == nil || !strings.Contains(out, "adopting a legacy cluster with auth is not supported yet") ||
+			!strings.Contains(out, "the client certificate in Secret lg-client-cert") {
+			t.Fatalf("kubectl etcd %s: err %v, want refused, output:\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	c := applyMigration(t, bin, ns, "aenix", "lg")
-	checkAenixAdopted(t, ns, c, legacy, pods, restarts, ids)
-	if c.Spec.Auth != nil || specs.OperatorClientSecretName(c) != "lg-client-cert" {
-		t.Errorf("spec.auth %+v, operator client Secret %q: want no spec.auth and the legacy client certificate", c.Spec.Auth, specs.OperatorClientSecretName(c))
+	if got := podUIDs(t, ns, aenixMembers); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("legacy Pods after the refused migration %v, before %v", got, pods)
+	}
+	for name, n := range containerRestarts(t, ns, aenixMembers) {
+		if n != restarts[name] {
+			t.Errorf("member %s restarted: %d -> %d", name, restarts[name], n)
+		}
+	}
+	if got := serviceMemberIDsWith(t, ns, "lg", asRoot); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("etcd's members after the refused migration %v, before %v", got, ids)
 	}
 	checkAuthOn(t, rootCli)
-	noFailedWrite(t, w, "the migration")
-
-	scaleOutAndIn(t, ns, "lg")
-	checkAuthOn(t, rootCli)
-	w.stopAndVerify(t, 50)
+	noFailedWrite(t, w, "the refused migration")
+	w.stopAndVerify(t, 0)
 }
 
 // checkAuthOn: etcd has authentication on, and a client without credentials reads nothing.

@@ -22,11 +22,14 @@ func aenixAuthObserved(t *testing.T) (AenixObserved, *testpki.CA) {
 // A legacy cluster with auth is taken over with the root it has: the client certificate of
 // spec.security.tls.clientSecret, whose common name is root. spec.auth stays unset (it would
 // ask for a password the legacy root never had), and the dry run says so.
+// authNotYet is the refusal every legacy cluster with auth gets for now (aenix.go says why).
+const authNotYet = "adopting a legacy cluster with auth is not supported yet"
+
 func TestPlanAenixTakesOverAuthWithTheRootCertificate(t *testing.T) {
 	o, _ := aenixAuthObserved(t)
 	p := PlanAenix(o)
-	if len(p.Refusals) != 0 {
-		t.Fatalf("refusals: %v", p.Refusals)
+	if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], authNotYet) {
+		t.Fatalf("refusals: %v, want only the one saying auth is not taken over yet", p.Refusals)
 	}
 	if p.Cluster.Spec.Auth != nil {
 		t.Errorf("spec.auth %+v, want unset: the legacy root has no password", p.Cluster.Spec.Auth)
@@ -72,7 +75,16 @@ func TestPlanAenixAuth(t *testing.T) {
 			o, ca := aenixAuthObserved(t)
 			tc.change(t, &o, ca)
 			p := PlanAenix(o)
-			got := strings.Join(p.Refusals, "\n")
+			var others []string
+			for _, r := range p.Refusals {
+				if !strings.Contains(r, authNotYet) {
+					others = append(others, r)
+				}
+			}
+			got := strings.Join(others, "\n")
+			if p.Auth != "" && len(others) == len(p.Refusals) {
+				t.Errorf("auth %q described but not refused: %q", p.Auth, p.Refusals)
+			}
 			switch {
 			case tc.refusal != "" && !strings.Contains(got, tc.refusal):
 				t.Errorf("refusals %q, want one containing %q", p.Refusals, tc.refusal)
