@@ -239,7 +239,7 @@ func dialMembers(t *testing.T, ns string, names []string, a access) *clientv3.Cl
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
 			t.Fatal(err)
 		}
-		endpoints = append(endpoints, a.scheme()+"://"+pod.Status.PodIP+":2379")
+		endpoints = append(endpoints, a.Scheme()+"://"+pod.Status.PodIP+":2379")
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: a.TLS, Username: a.Username, Password: a.Password})
 	if err != nil {
@@ -252,9 +252,5 @@ func dialMembers(t *testing.T, ns string, names []string, a access) *clientv3.Cl
 // noFailedWrite: no write of w failed so far, through what.
 func noFailedWrite(t *testing.T, w *writer, what string) {
 	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.failed != 0 {
-		t.Errorf("%d writes failed during %s: %v", w.failed, what, w.errors)
-	}
+	w.NoFailedWrite(t, what)
 }
