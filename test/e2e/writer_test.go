@@ -73,10 +73,9 @@ func (w *writer) stopAndVerify(t *testing.T, minAcked int) int {
 	return w.StopAndVerify(t, minAcked)
 }
 
-func (w *writer) failures() int                     { return w.Failures() }
-func (w *writer) acknowledged() int                 { return w.Acknowledged() }
-func (w *writer) errorsSeen() string                { return w.ErrorsSeen() }
-func (w *writer) followService(ctx context.Context) { w.FollowService(ctx) }
+func (w *writer) failures() int      { return w.Failures() }
+func (w *writer) acknowledged() int  { return w.Acknowledged() }
+func (w *writer) errorsSeen() string { return w.ErrorsSeen() }
 
 // stopAndVerifyAtMost is stopAndVerify, and fails the test when more than maxFailed puts
 // failed: a failed put is not acknowledged, so it may or may not have been applied, and
@@ -87,6 +86,3 @@ func (w *writer) stopAndVerifyAtMost(t *testing.T, minAcked, maxFailed int) {
 		t.Fatalf("%d writes failed, at most %d expected from this operation: %s", failed, maxFailed, w.errorsSeen())
 	}
 }
-
-// putTimeout is how long the writer waits for one put (etcdload.PutTimeout).
-const putTimeout = etcdload.PutTimeout
