@@ -177,6 +177,10 @@ robustness: ## Faults injected while a recorded workload runs; checks linearizab
 soak: ## The robustness scenarios' long form, not part of make test: ROBUSTNESS_TRIALS (30) faults per scenario, hours.
 	ROBUSTNESS_TRIALS=$${ROBUSTNESS_TRIALS:-30} hack/robustness.sh
 
+.PHONY: legacy-migrations
+legacy-migrations: ## Not part of make test: migrate aenix and migrate cozystack against the real legacy operators, built from COZYSTACK_GIT (a git URL or directory with their v0.4.x and v0.5.4 tags).
+	hack/legacy-migrations.sh
+
 ##@ Benchmarks
 
 .PHONY: bench
