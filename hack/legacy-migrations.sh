@@ -181,22 +181,24 @@ wait_leading() { # NAMESPACE LEASE SELECTOR
   return 1
 }
 
-stop_aenix() {
-  if "$kubectl" -n "$aenix_namespace" get deployment "$aenix_deployment" >/dev/null 2>&1; then
-    "$kubectl" -n "$aenix_namespace" scale deployment "$aenix_deployment" --replicas=0 >/dev/null
-    "$kubectl" -n "$aenix_namespace" wait pods -l "$aenix_selector" --for=delete --timeout=3m >/dev/null
+# stop_running scales a Deployment that exists and has replicas to 0 and waits until its Pods
+# are gone (kubectl wait finds nothing to wait for when there were none).
+stop_running() { # NAMESPACE DEPLOYMENT SELECTOR
+  local replicas
+  replicas=$("$kubectl" -n "$1" get deployment "$2" -o jsonpath='{.spec.replicas}' 2>/dev/null || true)
+  if [ -n "$replicas" ] && [ "$replicas" != 0 ]; then
+    "$kubectl" -n "$1" scale deployment "$2" --replicas=0 >/dev/null
+    "$kubectl" -n "$1" wait pods -l "$3" --for=delete --timeout=3m >/dev/null
   fi
 }
+
+stop_aenix() { stop_running "$aenix_namespace" "$aenix_deployment" "$aenix_selector"; }
 
 # switch_to_aenix stops ours and Cozystack's and starts aenix's (their CRDs are of another
 # group, installed beside ours all along).
 switch_to_aenix() {
-  if "$kubectl" -n cozystack-etcd-operator get deployment cozystack-etcd-operator >/dev/null 2>&1; then
-    "$kubectl" -n cozystack-etcd-operator scale deployment cozystack-etcd-operator --replicas=0 >/dev/null
-    "$kubectl" -n cozystack-etcd-operator wait pods -l app.kubernetes.io/instance=cozystack --for=delete --timeout=3m >/dev/null
-  fi
-  "$kubectl" -n etcd-operator-system scale deployment etcd-operator --replicas=0 >/dev/null
-  "$kubectl" -n etcd-operator-system wait pods -l app.kubernetes.io/name=etcd-operator --for=delete --timeout=3m >/dev/null
+  stop_running cozystack-etcd-operator cozystack-etcd-operator app.kubernetes.io/instance=cozystack
+  stop_running etcd-operator-system etcd-operator app.kubernetes.io/name=etcd-operator
   "$kubectl" -n "$aenix_namespace" scale deployment "$aenix_deployment" --replicas=1 >/dev/null
   "$kubectl" -n "$aenix_namespace" rollout status deployment "$aenix_deployment" --timeout=3m >&2
   wait_leading "$aenix_namespace" "$aenix_lease" "$aenix_selector"
