@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,8 +79,8 @@ func TestMigrateFromTheRealAenixOperator(t *testing.T) {
 		"the client certificate in Secret lg-client-cert")
 	checkSameMembers(t, c, ids)
 	checkAuthOn(t, w)
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(legacy), legacy); err == nil {
-		t.Errorf("the legacy EtcdCluster is still there after the migration")
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(legacy), legacy); !apierrors.IsNotFound(err) {
+		t.Errorf("the legacy EtcdCluster is still there after the migration (%v)", err)
 	}
 
 	scaleOutAndIn(t, w, ns, "lg")
