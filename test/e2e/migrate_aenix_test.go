@@ -120,7 +120,13 @@ func buildAenixClusterWith(t *testing.T, ns string, edit func(legacy map[string]
 // installAenixCRD installs the legacy CRD fixture once for all tests of the run.
 func installAenixCRD(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile("testdata/aenix-etcdcluster-crd.yaml")
+	createCRDFile(t, "testdata/aenix-etcdcluster-crd.yaml")
+}
+
+// createCRDFile creates the CRD the file holds, unless it exists already.
+func createCRDFile(t *testing.T, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,18 +178,7 @@ func refusedWhileItsOperatorRuns(t *testing.T, bin, ns, kind, cluster, image, wh
 // serviceMemberIDs is etcd's own member list, by name, through the named Service.
 func serviceMemberIDs(t *testing.T, ns, service string) map[string]string {
 	t.Helper()
-	cli := dialService(t, ns, service, access{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, m := range resp.Members {
-		out[m.Name] = fmt.Sprintf("%x", m.ID)
-	}
-	return out
+	return serviceMemberIDsWith(t, ns, service, access{})
 }
 
 // checkAenixAdopted: the same Pods, never restarted, now controlled by their EtcdMembers;

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/aenixfixture"
@@ -157,17 +154,7 @@ func legacyAgentSnapshot(t *testing.T, cli *clientv3.Client) (int64, []byte) {
 func installAenixBackupCRDs(t *testing.T) {
 	t.Helper()
 	for _, file := range []string{"testdata/aenix-etcdbackup-crd.yaml", "testdata/aenix-etcdbackupschedule-crd.yaml"} {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := k8s.Create(context.Background(), crd); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatal(err)
-		}
+		createCRDFile(t, file)
 	}
 	for _, kind := range []string{aenixfixture.BackupKind, aenixfixture.BackupScheduleKind} {
 		eventually(t, time.Minute, "the API serves the legacy "+kind, func() error {

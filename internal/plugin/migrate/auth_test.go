@@ -85,16 +85,7 @@ func TestPlanAenixAuth(t *testing.T) {
 			if p.Auth != "" && len(others) == len(p.Refusals) {
 				t.Errorf("auth %q described but not refused: %q", p.Auth, p.Refusals)
 			}
-			switch {
-			case tc.refusal != "" && !strings.Contains(got, tc.refusal):
-				t.Errorf("refusals %q, want one containing %q", p.Refusals, tc.refusal)
-			case tc.refusal == "" && got != "":
-				t.Errorf("refusals %q, want none", p.Refusals)
-			case tc.refusal == "" && !strings.Contains(p.Auth, tc.auth):
-				t.Errorf("auth %q, want it to contain %q", p.Auth, tc.auth)
-			case tc.refusal == "" && tc.auth == "" && p.Auth != "":
-				t.Errorf("auth %q, want nothing said without auth", p.Auth)
-			}
+			checkAuthPlan(t, got, p.Refusals, p.Auth, tc.refusal, tc.auth)
 		})
 	}
 }
@@ -164,16 +155,23 @@ func TestPlanCozystackAuth(t *testing.T) {
 			tc.change(&o)
 			p := PlanCozystack(o)
 			got := strings.Join(p.Refusals, "\n")
-			switch {
-			case tc.refusal != "" && !strings.Contains(got, tc.refusal):
-				t.Errorf("refusals %q, want one containing %q", p.Refusals, tc.refusal)
-			case tc.refusal == "" && got != "":
-				t.Errorf("refusals %q, want none", p.Refusals)
-			case tc.refusal == "" && !strings.Contains(p.Auth, tc.auth):
-				t.Errorf("auth %q, want it to contain %q", p.Auth, tc.auth)
-			case tc.refusal == "" && tc.auth == "" && p.Auth != "":
-				t.Errorf("auth %q, want nothing said without auth", p.Auth)
-			}
+			checkAuthPlan(t, got, p.Refusals, p.Auth, tc.refusal, tc.auth)
 		})
+	}
+}
+
+// checkAuthPlan: the refusals (got, joined) contain wantRefusal, or, when none is wanted, there
+// are none and the plan's authentication line contains wantAuth (nothing without auth).
+func checkAuthPlan(t *testing.T, got string, refusals []string, auth, wantRefusal, wantAuth string) {
+	t.Helper()
+	switch {
+	case wantRefusal != "" && !strings.Contains(got, wantRefusal):
+		t.Errorf("refusals %q, want one containing %q", refusals, wantRefusal)
+	case wantRefusal == "" && got != "":
+		t.Errorf("refusals %q, want none", refusals)
+	case wantRefusal == "" && !strings.Contains(auth, wantAuth):
+		t.Errorf("auth %q, want it to contain %q", auth, wantAuth)
+	case wantRefusal == "" && wantAuth == "" && auth != "":
+		t.Errorf("auth %q, want nothing said without auth", auth)
 	}
 }
