@@ -150,7 +150,7 @@ test-unit: ## Unit tests, and the etcd layer (against every release in ETCD_TEST
 	hack/testbed.sh minio >/dev/null
 	dirs=; for v in $(ETCD_TEST_VERSIONS); do d="$$(hack/testbed.sh etcd "$$v")"; dirs="$$dirs$${dirs:+:}$$d"; done; \
 		ETCD_TEST_DIRS="$$dirs" go test $(GO_TEST_FLAGS) ./api/... ./internal/...
-	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/... ./docs/...
+	$(GO_TEST_MODULE) test $(GO_TEST_FLAGS) ./robustness/... ./image/... ./release/... ./cmd/... ./bench/... ./etcdsim/... ./etcdload/... ./docs/...
 
 .PHONY: test-chart
 test-chart: ## helm lint and helm template of charts/etcd-operator, checked; its alert rules under promtool's unit tests.
@@ -176,12 +176,16 @@ test-e2e: ## The operator, deployed from config/, on the local cluster; stops th
 	hack/e2e.sh
 
 .PHONY: robustness
-robustness: ## Faults injected while a recorded workload runs; checks linearizability, watches, lost writes (one fault per scenario; make soak for the long form).
+robustness: ## Faults injected while a recorded workload runs; checks linearizability, watches, lost writes, restores from the archive (one fault per scenario; make soak for the long form).
 	hack/robustness.sh
 
 .PHONY: soak
 soak: ## The robustness scenarios' long form, not part of make test: ROBUSTNESS_TRIALS (30) faults per scenario, hours.
 	ROBUSTNESS_TRIALS=$${ROBUSTNESS_TRIALS:-30} hack/robustness.sh
+
+.PHONY: legacy-migrations
+legacy-migrations: ## Not part of make test: migrate aenix and migrate cozystack against the real legacy operators, built from COZYSTACK_GIT (a git URL or directory with their v0.4.x and v0.5.4 tags).
+	hack/legacy-migrations.sh
 
 ##@ Benchmarks
 
@@ -194,11 +198,15 @@ SWEEP ?= 500,1000,2500,5000
 
 .PHONY: bench-sweep
 bench-sweep: ## The operator with SWEEP (500,1000,2500,5000) one-member clusters on a simulated node (test/etcdsim: no etcd processes), at rest at each count; then 500 deleted at once.
-	BENCH_SNAPSHOT=0 BENCH_FLAGS="-sweep $(SWEEP) $(BENCH_FLAGS)" hack/bench.sh
+	BENCH_SNAPSHOT=0 BENCH_ARCHIVE=0 BENCH_FLAGS="-sweep $(SWEEP) $(BENCH_FLAGS)" hack/bench.sh
 
 .PHONY: bench-snapshot
 bench-snapshot: ## Snapshot and restore agents vs. etcdctl/mc/etcdutl by hand, as ratios, and their peak memory; real etcd and MinIO on loopback, no cluster.
 	hack/bench-snapshot.sh
+
+.PHONY: bench-archive
+bench-archive: ## Point-in-time recovery figures: archive lag under a steady writer, archiver memory by segment count, restore of full + deltas vs. replaying by hand; a directory store and MinIO side by side; real etcd and MinIO, no cluster.
+	hack/bench-archive.sh
 
 .PHONY: help
 help:

@@ -37,6 +37,8 @@ deployment=$release-etcd-operator
 bench_label=etcd-operator.cozystack.io/bench=true # test/bench's benchLabel
 
 log() { printf '[cozystack] %s\n' "$*" >&2; }
+# shellcheck source=hack/lib/operators.sh
+source hack/lib/operators.sh
 
 # source_dir prints the directory of their source at the pinned version.
 source_dir() {
@@ -47,14 +49,8 @@ source_dir() {
   local out="$CACHE/cozystack-etcd-operator-$COZYSTACK_VERSION/src"
   if [ -f "$out/go.mod" ]; then echo "$out"; return; fi
   log "the module proxy does not serve $module@$COZYSTACK_VERSION; taking the tag from $COZYSTACK_GIT"
-  local git=$COZYSTACK_GIT commit
-  if [ -d "$git/.git" ]; then git=$git/.git; fi
-  if [ ! -d "$git" ]; then
-    git="$CACHE/cozystack-etcd-operator.git"
-    [ -d "$git" ] || git clone --quiet --bare "$COZYSTACK_GIT" "$git" >&2
-    git --git-dir="$git" rev-parse -q --verify "$COZYSTACK_VERSION^{commit}" >/dev/null ||
-      git --git-dir="$git" fetch --quiet --tags origin >&2
-  fi
+  local git commit
+  git=$(git_dir "$COZYSTACK_VERSION")
   commit=$(git --git-dir="$git" rev-parse --verify "$COZYSTACK_VERSION^{commit}")
   if [ "$commit" != "$COZYSTACK_COMMIT" ]; then
     log "$COZYSTACK_VERSION is $commit there, not the pinned $COZYSTACK_COMMIT: refusing it"
@@ -112,36 +108,10 @@ patches:
 YAML
 }
 
-kubectl_path() { echo "$(hack/testbed.sh kube | tail -n1)/kubectl"; }
-
 # clear_bench deletes the bench's namespaces and waits until they are gone, while the operator
 # that made their clusters still runs: the finalizers are its own.
 clear_bench() {
   "$kubectl" delete namespace -l "$bench_label" --wait=true --timeout=10m >/dev/null
-}
-
-# stop_deployment scales a Deployment to 0 and waits until its Pods are gone.
-stop_deployment() { # NAMESPACE DEPLOYMENT SELECTOR
-  "$kubectl" -n "$1" scale deployment "$2" --replicas=0 >/dev/null
-  "$kubectl" -n "$1" wait pods -l "$3" --for=delete --timeout=3m >/dev/null
-}
-
-# wait_leading waits until a Pod of SELECTOR that is not going away holds the Lease: an
-# operator only acts once it leads, and a predecessor that did not release its Lease (theirs
-# does not) holds it for a lease duration more.
-wait_leading() { # NAMESPACE LEASE SELECTOR
-  local holder pods pod
-  for _ in $(seq 240); do
-    holder=$("$kubectl" -n "$1" get lease "$2" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
-    pods=$("$kubectl" -n "$1" get pods -l "$3" \
-      -o go-template='{{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}} {{end}}{{end}}')
-    for pod in $pods; do
-      if [[ $holder == "${pod}_"* ]]; then return; fi
-    done
-    sleep 0.5
-  done
-  log "no Pod of $3 in $1 took the Lease $2 within 2 minutes"
-  return 1
 }
 
 switch_to_cozystack() {
@@ -240,12 +210,4 @@ main() {
   bin/bench -versus "cozystack@$COZYSTACK_VERSION" -switch-operator "hack/cozystack-side-by-side.sh switch" ${BENCH_FLAGS:-}
 }
 
-case ${1:-} in
-switch)
-  kubectl=$(kubectl_path)
-  switch "${2:-}"
-  ;;
-prepare) prepare ;;
-"") main ;;
-*) echo "usage: $0 [prepare | switch ours|cozystack]" >&2; exit 2 ;;
-esac
+run_recipe "ours|cozystack" "$@"

@@ -17,7 +17,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || (has(self.tls) && has(self.tls.client))",message="spec.auth.enabled requires spec.tls.client: the root password must not cross a plaintext connection; configure client TLS or disable auth"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || has(self.auth.rootCredentialsSecretRef)",message="spec.auth.enabled requires spec.auth.rootCredentialsSecretRef: name a Secret holding the root user's password"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || self.storage.medium != 'Memory'",message="spec.bootstrap.restore needs persistent storage: with spec.storage.medium Memory a restarted member would restore the snapshot again and lose later writes; use medium \"\" (PVC)"
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || (has(self.tls.client) == has(oldSelf.tls.client) && (!has(self.tls.client) || self.tls.client == oldSelf.tls.client) && has(self.tls.peer) == has(oldSelf.tls.peer) && (!has(self.tls.peer) || self.tls.peer == oldSelf.tls.peer)))",message="spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can): the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || (has(self.tls.client) == has(oldSelf.tls.client) && (!has(self.tls.client) || (has(self.tls.client.certManager) && has(oldSelf.tls.client.certManager) && has(self.tls.client.certManager.operatorClientIssuerRef) == has(oldSelf.tls.client.certManager.operatorClientIssuerRef)) || self.tls.client == oldSelf.tls.client) && has(self.tls.peer) == has(oldSelf.tls.peer) && (!has(self.tls.peer) || (has(self.tls.peer.certManager) && has(oldSelf.tls.peer.certManager)) || self.tls.peer == oldSelf.tls.peer)))",message="spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can, and the issuers of certManager, which rotates the CA): the operator cannot switch members' transport safely; create a new cluster with the TLS you want (restore it from a snapshot)"
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth) && (!has(self.auth) || self.auth == oldSelf.auth)",message="spec.auth cannot be added, removed or changed on an existing cluster yet; to change the password, edit the Secret that spec.auth.rootCredentialsSecretRef names"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is consulted once, at the first bootstrap; create a new cluster to restore another snapshot"
 // +kubebuilder:validation:XValidation:rule="!has(self.quorumLoss) || !has(self.quorumLoss.policy) || self.quorumLoss.policy != 'RecoverFromMostAdvancedMember' || self.storage.medium != 'Memory'",message="spec.quorumLoss.policy RecoverFromMostAdvancedMember needs persistent storage: a tmpfs member loses its data when its Pod restarts with --force-new-cluster; use policy Manual, or medium \"\" (PVC)"
@@ -473,15 +473,38 @@ type BootstrapSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.source.s3) || (has(self.source.s3.key) && size(self.source.s3.key) > 0 && !self.source.s3.key.endsWith('/'))",message="spec.bootstrap.restore.source.s3.key must be the exact key of the snapshot object, not empty and not a prefix ending in '/'"
 // +kubebuilder:validation:XValidation:rule="!has(self.source.pvc) || (has(self.source.pvc.subPath) && size(self.source.pvc.subPath) > 0 && !self.source.pvc.subPath.endsWith('/'))",message="spec.bootstrap.restore.source.pvc.subPath must be the exact path of the snapshot file in the volume, not empty and not a directory ending in '/'"
+// +kubebuilder:validation:XValidation:rule="has(self.target) == has(self.source.scheduleRef)",message="spec.bootstrap.restore.target and spec.bootstrap.restore.source.scheduleRef go together: a restore to a revision or a time names the EtcdSnapshotSchedule whose snapshots and archive reach it"
 type RestoreSpec struct {
-	// Source is the snapshot to restore: an S3 object, a file on a PVC, or an EtcdSnapshot.
+	// Source is the snapshot to restore: an S3 object, a file on a PVC, or an EtcdSnapshot;
+	// or, with a target, the EtcdSnapshotSchedule whose snapshots and archive reach it.
 	Source RestoreSource `json:"source"`
+
+	// Target restores to a revision or a time instead of a snapshot's own: the newest
+	// Complete snapshot of source.scheduleRef at or before it, with the schedule's archive
+	// replayed on it up to the target. Needs source.scheduleRef.
+	// +optional
+	Target *RestoreTarget `json:"target,omitempty"`
+}
+
+// RestoreTarget is the point a restore reaches: exactly one of revision or time.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.revision) != has(self.time)",message="spec.bootstrap.restore.target needs exactly one of revision or time"
+type RestoreTarget struct {
+	// Revision restores every change up to and including this etcd revision.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Revision *int64 `json:"revision,omitempty"`
+
+	// Time restores every change the archiver received at or before this time (RFC 3339),
+	// and none after it.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // RestoreSource is where a restored cluster's snapshot comes from: exactly one of s3, pvc or
 // snapshotRef.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.pvc) ? 1 : 0) + (has(self.snapshotRef) ? 1 : 0) == 1",message="spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef: name an S3 object (s3.key), a file on a PersistentVolumeClaim (pvc.subPath) or a Complete EtcdSnapshot in this namespace (snapshotRef.name), not several and not none"
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.pvc) ? 1 : 0) + (has(self.snapshotRef) ? 1 : 0) + (has(self.scheduleRef) ? 1 : 0) == 1",message="spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef: name an S3 object (s3.key), a file on a PersistentVolumeClaim (pvc.subPath), a Complete EtcdSnapshot in this namespace (snapshotRef.name) or, with a target, an EtcdSnapshotSchedule with spec.archive (scheduleRef.name), not several and not none"
 type RestoreSource struct {
 	// S3 is the snapshot object in an S3-compatible store; key is its exact key.
 	// +optional
@@ -498,6 +521,14 @@ type RestoreSource struct {
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) > 0",message="spec.bootstrap.restore.source.snapshotRef.name must name an EtcdSnapshot in the cluster's namespace"
 	// +optional
 	SnapshotRef *corev1.LocalObjectReference `json:"snapshotRef,omitempty"`
+
+	// ScheduleRef names an EtcdSnapshotSchedule with spec.archive in the cluster's namespace,
+	// for a restore to a target (spec.bootstrap.restore.target): its newest Complete
+	// EtcdSnapshot at or before the target is restored and its archive replayed up to the
+	// target.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) > 0",message="spec.bootstrap.restore.source.scheduleRef.name must name an EtcdSnapshotSchedule in the cluster's namespace"
+	// +optional
+	ScheduleRef *corev1.LocalObjectReference `json:"scheduleRef,omitempty"`
 }
 
 // Location is the source as a snapshot location (s3 or pvc); empty for a snapshotRef, whose
@@ -652,6 +683,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	SnapshotRecovery *SnapshotRecoveryStatus `json:"snapshotRecovery,omitempty"`
 
+	// CARotation is the rotation of the cluster's CAs under way, or the last one done: set
+	// when an issuer of spec.tls changes on a running cluster (docs/tls.md, "Rotating a CA").
+	// Each stage is recorded before it acts, so an operator restarted halfway resumes there.
+	// +optional
+	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+
 	// CertificatesNotAfter is when the first certificate of the cluster's TLS Secrets expires:
 	// the earliest notAfter in status.certificates. Renew or replace that Secret before it;
 	// the operator's metric etcd_operator_certificate_expiry_timestamp_seconds and the alert
@@ -702,6 +739,54 @@ type CertificateExpiry struct {
 	Key string `json:"key"`
 	// NotAfter is the certificate's notAfter: from then on it is refused.
 	NotAfter metav1.Time `json:"notAfter"`
+}
+
+// CARotationStatus is how far a CA rotation got.
+type CARotationStatus struct {
+	// Stage is the stage reached, a reason of the CARotation condition: TrustingBoth,
+	// ReissuingOnNewCA, OperatorClientMoved, DroppingOldCA, CARotated; ReloadingCAs for a
+	// cluster with its own certificate Secrets.
+	Stage string `json:"stage"`
+
+	// From are the issuers the cluster's Certificates named when the rotation began; they go
+	// on issuing until every member trusts both the old and the new CAs.
+	// +optional
+	From []CertificateIssuer `json:"from,omitempty"`
+
+	// To are the issuers of spec.tls the rotation moves the Certificates to. A change of
+	// spec.tls during a rotation starts the next one once this one is done.
+	// +optional
+	To []CertificateIssuer `json:"to,omitempty"`
+
+	// BundleHash fingerprints the CAs of <cluster>-ca-bundle that members load, as last
+	// written: a member created meanwhile starts with it.
+	// +optional
+	BundleHash string `json:"bundleHash,omitempty"`
+
+	// SecretsHash fingerprints the ca.crt of the cluster's own certificate Secrets
+	// (serverSecretRef, peer.secretRef) that members are to trust: a new value restarts them
+	// one at a time (stage ReloadingCAs), as etcd reads its trusted CA files only at start.
+	// +optional
+	SecretsHash string `json:"secretsHash,omitempty"`
+
+	// StartedAt is when the rotation began.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// PodIssuers are the issuers the members' Pods were built with before the first
+	// rotation: issuers never reach a Pod (the Secret names stay), so the Pods' fingerprint
+	// keeps them, and a rotation restarts members only for the CAs they trust. Copied from
+	// one rotation to the next.
+	// +optional
+	PodIssuers []CertificateIssuer `json:"podIssuers,omitempty"`
+}
+
+// CertificateIssuer is the issuer of one of the cluster's cert-manager Certificates.
+type CertificateIssuer struct {
+	// Certificate is the Certificate's name (the Secret it fills has the same).
+	Certificate string `json:"certificate"`
+	// Issuer signs it.
+	Issuer IssuerReference `json:"issuer"`
 }
 
 // SnapshotRecoveryStatus is a recovery from an EtcdSnapshot that the operator has begun.

@@ -53,6 +53,23 @@ type MemberRestore struct {
 	// Snapshot names the EtcdSnapshot the file came from, when the source was a snapshotRef.
 	// +optional
 	Snapshot string `json:"snapshot,omitempty"`
+
+	// Archive, for a restore to a target, is the archive replayed on the file up to it.
+	// +optional
+	Archive *MemberRestoreArchive `json:"archive,omitempty"`
+}
+
+// MemberRestoreArchive is an archive (in the same store as the snapshot file) and the target
+// to replay it to: exactly one of revision or time.
+type MemberRestoreArchive struct {
+	// Prefix is the archive's S3 key prefix or directory in the volume.
+	Prefix string `json:"prefix"`
+	// Revision is the target revision.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Time is the target time.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // MemberTLS names the Secrets a member mounts; empty names mean plaintext on that port.
@@ -74,6 +91,18 @@ type MemberTLS struct {
 	// PeerSecretName holds the peer certificate (tls.crt, tls.key, ca.crt).
 	// +optional
 	PeerSecretName string `json:"peerSecretName,omitempty"`
+
+	// CABundleSecretName holds the CAs etcd trusts, for client certificates under
+	// client-ca.crt and for peers under peer-ca.crt, in place of the certificate Secrets'
+	// ca.crt: the operator's Secret <cluster>-ca-bundle, set once the cluster's CA was rotated.
+	// +optional
+	CABundleSecretName string `json:"caBundleSecretName,omitempty"`
+
+	// CABundleHash fingerprints the CAs the member is to start with, those of that Secret or,
+	// without it, the ca.crt of the cluster's own certificate Secrets: etcd reads its trusted
+	// CA files only at start, so a new value restarts the member (one at a time).
+	// +optional
+	CABundleHash string `json:"caBundleHash,omitempty"`
 }
 
 // EtcdMemberSpec is one member as the cluster controller decided it. The member controller
@@ -167,6 +196,14 @@ type EtcdMemberStatus struct {
 	// Version is the etcd version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+
+	// Joined is true once etcd has listed the member as started (it published its name): from
+	// then on it may hold data etcd counts on, a learner too (etcd may already count it as a
+	// voter before the status says so), and it is never started again on an empty data
+	// directory with its peers named. Written before etcd is asked to promote the member;
+	// never cleared.
+	// +optional
+	Joined bool `json:"joined,omitempty"`
 
 	// Conditions: Ready and Joined, with reasons.
 	// +optional

@@ -1,7 +1,10 @@
 package v1alpha2
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -50,6 +53,116 @@ type EtcdSnapshotScheduleSpec struct {
 	// spec.resources).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Archive, when set, archives every change of the cluster between the full snapshots, so
+	// that a new cluster can be restored to any revision or time the archive covers
+	// (spec.bootstrap.restore.target). An archiver Deployment watches the cluster and stores
+	// segments of changes next to the snapshots, under <snapshot prefix>/<schedule
+	// name>.archive; the schedule's snapshots are the bases they are replayed on.
+	// +optional
+	Archive *SnapshotArchive `json:"archive,omitempty"`
+}
+
+// SnapshotArchive is how the archiver closes its segments.
+type SnapshotArchive struct {
+	// SegmentInterval closes a segment that holds changes at least this often: at most this
+	// much of the newest changes is not stored yet. Default 5s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="spec.archive.segmentInterval must be between 1s and 10m"
+	// +optional
+	SegmentInterval *metav1.Duration `json:"segmentInterval,omitempty"`
+
+	// SegmentMaxBytes closes a segment earlier once its changes reach this size. Default 8Mi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('64Ki')) && quantity(string(self)).isLessThan(quantity('1Gi'))",message="spec.archive.segmentMaxBytes must be more than 64Ki and less than 1Gi"
+	// +optional
+	SegmentMaxBytes *resource.Quantity `json:"segmentMaxBytes,omitempty"`
+
+	// Resources of the archiver's container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Defaults of spec.archive.
+const (
+	DefaultArchiveSegmentInterval = 5 * time.Second
+	DefaultArchiveSegmentMaxBytes = 8 << 20
+)
+
+// ArchiveStatus is the archive's state: what the archiver reported, and the window one can
+// restore to that the operator works out from it and the schedule's snapshots.
+type ArchiveStatus struct {
+	// Window is what a restore can reach: from Earliest (the oldest Complete snapshot of the
+	// schedule inside the archive's newest unbroken run) to Latest (the newest change
+	// stored). Absent while no snapshot is inside that run.
+	// +optional
+	Window *RestoreWindow `json:"window,omitempty"`
+
+	// Lag is how far the archive runs behind: the time between the archiver's last report and
+	// the newest moment it has stored everything up to.
+	// +optional
+	Lag *metav1.Duration `json:"lag,omitempty"`
+
+	// Archived is the archive's newest unbroken run of segments, as the archiver reported it.
+	// +optional
+	Archived *ArchivedRun `json:"archived,omitempty"`
+
+	// LastGap is the newest gap the archiver met: revisions etcd compacted before they were
+	// stored. No restore crosses it.
+	// +optional
+	LastGap *ArchiveGap `json:"lastGap,omitempty"`
+
+	// StoreError is why the archiver's last write to the store failed; empty once one
+	// succeeded.
+	// +optional
+	StoreError string `json:"storeError,omitempty"`
+
+	// RetainFromRevision is the revision of the oldest Complete snapshot kept: the archiver
+	// deletes the segments that end before it.
+	// +optional
+	RetainFromRevision int64 `json:"retainFromRevision,omitempty"`
+
+	// UpdateTime is when the archiver last reported.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+}
+
+// RestoreWindow is the first and the last point a restore can reach.
+type RestoreWindow struct {
+	// Earliest is the oldest point: a full snapshot's revision and completion time.
+	Earliest RestorePoint `json:"earliest"`
+	// Latest is the newest: the newest revision stored, and the time up to which every
+	// change the archiver received is stored.
+	Latest RestorePoint `json:"latest"`
+}
+
+// RestorePoint is a revision and a time.
+type RestorePoint struct {
+	// Revision is the etcd revision.
+	Revision int64 `json:"revision"`
+	// Time is the moment of that revision (see RestoreWindow).
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// ArchivedRun is an unbroken run of segments: every revision from FirstRevision to
+// LastRevision is stored, and every change the archiver received before Until.
+type ArchivedRun struct {
+	// FirstRevision is the run's first revision.
+	FirstRevision int64 `json:"firstRevision"`
+	// LastRevision is the newest revision stored (FirstRevision-1 before any change).
+	LastRevision int64 `json:"lastRevision"`
+	// Until is when the newest segment was closed.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+}
+
+// ArchiveGap is revisions lost to the archive.
+type ArchiveGap struct {
+	// FromRevision and ToRevision are the revisions lost, both included.
+	FromRevision int64 `json:"fromRevision"`
+	ToRevision   int64 `json:"toRevision"`
+	// Time is when the archiver met the gap.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // SnapshotRetention bounds the complete snapshots a schedule keeps. Without either field every
@@ -87,11 +200,14 @@ type EtcdSnapshotScheduleStatus struct {
 	// Active names the EtcdSnapshot running now.
 	// +optional
 	Active string `json:"active,omitempty"`
-	// Conditions: Ready.
+	// Conditions: Ready; Archived with spec.archive.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Archive is the archive's state with spec.archive.
+	// +optional
+	Archive *ArchiveStatus `json:"archive,omitempty"`
 }
 
 // SnapshotFailure is a failed snapshot and why.

@@ -97,3 +97,7 @@ const FinalizerKeepSnapshots = "etcd-operator.cozystack.io/keep-snapshots"
 // if it came first, makes the act refused rather than begun on a file about to go. The
 // snapshot controller lets it go once SnapshotNeededBy names no cluster.
 const FinalizerRestoreSource = "etcd-operator.cozystack.io/restore-source"
+
+// LabelArchiverOf marks a schedule's archiver Deployment, its Pod, ServiceAccount, Role and
+// RoleBinding with the EtcdSnapshotSchedule's name.
+const LabelArchiverOf = "etcd-operator.cozystack.io/archiver-of"

@@ -394,6 +394,34 @@ const (
 	ReasonConcurrencyForbidden = "ConcurrencyForbidden"
 )
 
+// The CARotation condition of an EtcdCluster, set once an issuer of spec.tls changed on a
+// running cluster: True while a rotation is under way (reason the stage reached), False with
+// CARotated once it is done. The stages, in order (docs/tls.md, "Rotating a CA"):
+const (
+	// ConditionCARotation says how far the rotation of the cluster's CAs got.
+	ConditionCARotation = "CARotation"
+	// ReasonTrustingBoth: the new issuers' CAs are learned (a probe Certificate from each) and
+	// written with the old ones into <cluster>-ca-bundle; members restart one at a time to
+	// trust both. The Certificates still name the old issuers.
+	ReasonTrustingBoth = "TrustingBoth"
+	// ReasonReissuingOnNewCA: every member trusts both CAs; the Certificates name the new
+	// issuers and cert-manager re-issues them. etcd reads the new certificates at the next
+	// handshake: no restart.
+	ReasonReissuingOnNewCA = "ReissuingOnNewCA"
+	// ReasonOperatorClientMoved: every member serves certificates of the new CAs and the
+	// operator's client presents its new certificate.
+	ReasonOperatorClientMoved = "OperatorClientMoved"
+	// ReasonDroppingOldCA: the bundle holds the new CAs alone; members restart one at a time
+	// to stop trusting the old ones.
+	ReasonDroppingOldCA = "DroppingOldCA"
+	// ReasonReloadingCAs: the ca.crt of the cluster's own certificate Secrets changed (a new
+	// CA put in beside the old, or the old one taken out); members restart one at a time to
+	// load it.
+	ReasonReloadingCAs = "ReloadingCAs"
+	// ReasonCARotated: the rotation is done (the condition is False: nothing under way).
+	ReasonCARotated = "CARotated"
+)
+
 // RecoveryKeyPrefix begins the loss statement of a recovery from member source, which
 // Progressing's message carries once the operator took the request up (kubectl etcd recover waits for it).
 func RecoveryKeyPrefix(source string) string {
@@ -406,3 +434,28 @@ func RecoveryKeyPrefix(source string) string {
 func SnapshotRecoveryKeyPrefix(name string) string {
 	return "restoring EtcdSnapshot " + name + " at revision "
 }
+
+// Point-in-time recovery: the schedule's Archived condition and the reasons of a restore to a
+// revision or a time (Available's, through the restore agent's result).
+const (
+	// SnapshotScheduleConditionArchived says whether the schedule's archive (spec.archive)
+	// is continuous: True (Archiving) while every change since the window's start is stored.
+	SnapshotScheduleConditionArchived = "Archived"
+	// ReasonArchiving: the archiver stores every change; status.archive has the window.
+	ReasonArchiving = "Archiving"
+	// ReasonArchiveStarting: the archiver has not reported yet, or no full snapshot is at or
+	// after the start of its newest unbroken run: nothing can be restored to a point yet.
+	ReasonArchiveStarting = "ArchiveStarting"
+	// ReasonArchiveGap: etcd compacted revisions before the archiver stored them (it was
+	// stopped, or the store was unreachable too long); a full snapshot is taken at once to
+	// start a new window, and the time before it cannot be restored to across the gap.
+	ReasonArchiveGap = "ArchiveGap"
+	// ReasonArchiveStoreFailing: the archiver cannot write to the store; it retries, and etcd
+	// keeps the history it still needs until a compaction passes it (then ArchiveGap).
+	ReasonArchiveStoreFailing = "ArchiveStoreFailing"
+	// ReasonArchiveBehindTarget: a restore's target is after what the archive holds.
+	ReasonArchiveBehindTarget = "ArchiveBehindTarget"
+	// ReasonArchiveReplayFailed: replaying the archive onto the snapshot failed (a segment
+	// unreadable or corrupt, or it did not land at its own revision).
+	ReasonArchiveReplayFailed = "ArchiveReplayFailed"
+)

@@ -76,6 +76,7 @@ var agents = map[string]func([]string) int{
 	request.CommandRestore:  agent.RunRestoreAgent,
 	request.CommandVerify:   agent.RunVerifyAgent,
 	request.CommandCopySelf: agent.RunCopySelf,
+	request.CommandArchive:  agent.RunArchiver,
 }
 
 func main() {
@@ -369,7 +370,7 @@ func setUpControllers(mgr ctrl.Manager, o options, claims *kit.Claims) error {
 			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims,
 		}},
 		{"EtcdSnapshot", &snapshot.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, AgentImage: o.agentImage, Claims: claims}},
-		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, Claims: claims}},
+		{"EtcdSnapshotSchedule", &schedule.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, Claims: claims, AgentImage: o.agentImage}},
 		{"EtcdDefrag", &defrag.Reconciler{Client: cli, APIReader: mgr.GetAPIReader(), Recorder: recorder, NewClient: newClient,
 			MaxConcurrentReconciles: o.maxConcurrent, Claims: claims}},
 		{"defragmentation schedule", &defrag.ScheduleReconciler{Client: cli, Recorder: recorder, Claims: claims}},

@@ -38,8 +38,8 @@ func TestCacheOptions(t *testing.T) {
 	if !pods.Matches(labels.Set{"app.kubernetes.io/managed-by": "etcd-operator"}) || pods.Matches(labels.Set{"app": "unrelated"}) {
 		t.Errorf("the Pod cache selects %s: want the operator's managed-by label", pods)
 	}
-	if len(all.ByObject) != 4 {
-		t.Errorf("ByObject scopes %d kinds, want Pods, PVCs, Services and PDBs", len(all.ByObject))
+	if len(all.ByObject) != 5 {
+		t.Errorf("ByObject scopes %d kinds, want Pods, PVCs, Services, PDBs and Deployments", len(all.ByObject))
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
+	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 	"github.com/quorumkeeper/etcd-operator/internal/testrestore"
 )
@@ -44,63 +43,12 @@ func TestChooseMemberTakesAnUpToDateFollower(t *testing.T) {
 	}
 }
 
-func etcdBin(t *testing.T, name string) string {
-	home, _ := os.UserHomeDir()
-	p := filepath.Join(home, ".cache/etcd-operator/etcd-v3.6.16/bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is not built (hack/testbed.sh etcd 3.6.16): %v", name, err)
-	}
-	return p
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close() // test
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startEtcd runs a one-member etcd on dataDir (fresh, or restored with the given name/peer URL).
-func startEtcd(t *testing.T, dataDir, name string, peerPort int) *clientv3.Client {
-	clientURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	cmd := exec.Command(etcdBin(t, "etcd"), "--name="+name, "--data-dir="+dataDir,
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster="+name+"="+peerURL, "--initial-cluster-token=tok", "--log-level=error")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := cli.Get(ctx, "health")
-		cancel()
-		if err == nil {
-			return cli
-		}
-		if i == 60 {
-			t.Fatalf("etcd did not start: %v\n%s", err, logs.String())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
 // TestSnapshotAndRestoreKeepEveryKeyAndTheRevision takes a snapshot of a real etcd while a
 // writer runs, stores it in a directory, restores it with the real etcdutl into a new member,
 // and compares every key, value and the revision with the source at the snapshot's revision.
 func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	ctx := context.Background()
-	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
 	putKeys(t, src, 2000, 200)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -132,12 +80,12 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 		t.Errorf("second snapshot to the same name: %+v", again)
 	}
 
-	peerPort := freePort(t)
+	peerPort := testetcd.FreePort(t)
 	volume := t.TempDir()
 	job := RestoreJob{
 		Store: store, Name: "snaps/one.db", URI: res.URI,
 		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
-		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
+		Etcdutl: testetcd.Bin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
 		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 	}
 	// A file that is not the one whose checksum was recorded is refused, leaving no member.
@@ -156,7 +104,7 @@ func TestSnapshotAndRestoreKeepEveryKeyAndTheRevision(t *testing.T) {
 	if r := Restore(ctx, job); r.Reason != "" || r.Checksum != "" {
 		t.Fatalf("second restore touched the data: %+v", r)
 	}
-	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	dst := testetcd.Start(t, job.DataDir, "dst", peerPort)
 	assertRestored(t, src, dst, res.Revision, 2000)
 }
 
@@ -257,7 +205,7 @@ func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	}
 	volume := t.TempDir()
 	r := Restore(ctx, RestoreJob{Store: store, Name: "bad.db", URI: "pvc://c/bad.db", DataDir: filepath.Join(volume, "data"),
-		Staging: filepath.Join(volume, "restore"), Etcdutl: etcdBin(t, "etcdutl"), MemberName: "m",
+		Staging: filepath.Join(volume, "restore"), Etcdutl: testetcd.Bin(t, "etcdutl"), MemberName: "m",
 		InitialCluster: "m=http://127.0.0.1:1", PeerURL: "http://127.0.0.1:1", ClusterToken: "t"})
 	if r.Reason != etcdv1.ReasonSnapshotCorrupt {
 		t.Errorf("corrupt snapshot: %+v", r)
@@ -294,7 +242,7 @@ func TestSnapshotThroughS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := opened.(*snapshotstore.S3Store)
-	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
 	putKeys(t, src, 500, 100)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	key := snapshotstore.ObjectKey("nightly/", snapshotstore.FileOf{Namespace: "ns", Cluster: "src", Name: "one"})
@@ -311,17 +259,17 @@ func TestSnapshotThroughS3(t *testing.T) {
 	if owner, err := store.RecordedOwner(ctx, key); err != nil || owner != "ns/one/uid-1" {
 		t.Fatalf("recorded owner %q (%v)", owner, err)
 	}
-	peerPort := freePort(t)
+	peerPort := testetcd.FreePort(t)
 	volume := t.TempDir()
 	job := RestoreJob{
 		Store: store, Name: key, URI: res.URI, Checksum: res.Checksum,
 		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
-		Etcdutl: etcdBin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
+		Etcdutl: testetcd.Bin(t, "etcdutl"), MemberName: "dst", ClusterToken: "tok",
 		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 	}
 	if r := Restore(ctx, job); r.Reason != "" {
 		t.Fatalf("restore: %+v", r)
 	}
-	dst := startEtcd(t, job.DataDir, "dst", peerPort)
+	dst := testetcd.Start(t, job.DataDir, "dst", peerPort)
 	assertRestored(t, src, dst, res.Revision, 500)
 }

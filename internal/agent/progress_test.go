@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
+	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -84,6 +86,21 @@ func (s *recordingSink) Report(ctx context.Context, p etcdv1.SnapshotProgress) e
 	return nil
 }
 
+// commitBatch makes etcd commit the writes it holds in its batch (it does so every 100 ms),
+// so that the size its status reports, which the snapshot expects, is the size of the file a
+// snapshot gets: a snapshot commits first, and this one is read to the end and dropped.
+func commitBatch(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	r, err := cli.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type failingSink struct{}
 
 func (failingSink) Report(context.Context, etcdv1.SnapshotProgress) error {
@@ -105,8 +122,9 @@ func TestSnapshotReportsItsProgressIntoTheStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := startEtcd(t, t.TempDir(), "src", freePort(t))
+	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
 	putKeys(t, src, 1000, 5)
+	commitBatch(t, src)
 	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 
 	snap := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "one", Namespace: "ns", UID: "uid-1"}}

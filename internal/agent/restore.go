@@ -12,6 +12,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
+	"github.com/quorumkeeper/etcd-operator/internal/archive"
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
@@ -30,6 +31,10 @@ type RestoreJob struct {
 	Etcdutl string
 	// Member's bootstrap: the same values etcd itself starts with.
 	MemberName, InitialCluster, ClusterToken, PeerURL string
+	// Archive, when set, restores to a revision or a time: the snapshot is the base the
+	// archive is replayed on (replayArchive) with Etcd (DefaultEtcd when empty).
+	Archive *ArchiveTarget
+	Etcd    string
 }
 
 // Restore downloads, verifies and restores the snapshot, unless the data directory holds a
@@ -51,6 +56,16 @@ func Restore(ctx context.Context, job RestoreJob) Result {
 	if err != nil {
 		return Result{Reason: snapshotstore.Reason(err), Message: fmt.Sprintf("restoring %s: %v", job.URI, err)}
 	}
+	message := "restored"
+	var revision int64
+	if job.Archive != nil {
+		replayedFile, replayed, failure := replayArchive(ctx, job, file)
+		if failure != nil {
+			return *failure
+		}
+		file, revision = replayedFile, replayed.Revision
+		message = fmt.Sprintf("restored to %s: revision %d, %d changes replayed from the archive", job.Archive.Target, replayed.Revision, replayed.Events)
+	}
 	staged := filepath.Join(job.Staging, "data")
 	cmd := exec.CommandContext(ctx, job.Etcdutl, "snapshot", "restore", file,
 		"--data-dir="+staged, "--name="+job.MemberName, "--initial-cluster="+job.InitialCluster,
@@ -65,7 +80,7 @@ func Restore(ctx context.Context, job RestoreJob) Result {
 		return Result{Reason: etcdv1.ReasonRestoreFailed, Message: err.Error()}
 	}
 	_ = os.RemoveAll(job.Staging)
-	return Result{URI: job.URI, SizeBytes: size, Checksum: checksum, Member: job.MemberName, Message: "restored"}
+	return Result{URI: job.URI, SizeBytes: size, Checksum: checksum, Member: job.MemberName, Revision: revision, Message: message}
 }
 
 // download copies the snapshot to file, checking etcd's hash and the expected checksum as it
@@ -120,12 +135,16 @@ func RunRestoreAgent(args []string) int {
 		return badArguments(err)
 	}
 	return runOnStore(req.Store, req.Run, func(ctx context.Context, st snapshotstore.Store) Result {
-		return Restore(ctx, RestoreJob{
+		job := RestoreJob{
 			Store: st, Name: req.Name, URI: req.URI, Checksum: req.Checksum,
 			DataDir: req.DataDir, Staging: req.StagingDir, Etcdutl: req.EtcdutlOrDefault(),
 			MemberName: req.MemberName, InitialCluster: req.InitialCluster,
-			ClusterToken: req.InitialClusterToken, PeerURL: req.InitialAdvertisePeerURLs,
-		})
+			ClusterToken: req.InitialClusterToken, PeerURL: req.InitialAdvertisePeerURLs, Etcd: req.Etcd,
+		}
+		if a := req.Archive; a.Prefix != "" {
+			job.Archive = &ArchiveTarget{Prefix: a.Prefix, Target: archive.Target{Revision: a.Revision, Time: a.Time}}
+		}
+		return Restore(ctx, job)
 	})
 }
 

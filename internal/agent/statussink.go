@@ -69,8 +69,8 @@ func newStatusSink(cl client.Client, owner string) (statusSink, error) {
 // apiTimeout bounds each request of the agent's API client.
 const apiTimeout = 10 * time.Second
 
-// inClusterClient is a client of the API server with the Pod's ServiceAccount token. Its one
-// kind is mapped ahead, so it asks the API server for nothing but the patches (no discovery).
+// inClusterClient is a client of the API server with the Pod's ServiceAccount token. Its
+// kinds are mapped ahead, so it asks the API server for nothing but the patches (no discovery).
 func inClusterClient() (client.Client, error) {
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
@@ -83,5 +83,6 @@ func inClusterClient() (client.Client, error) {
 	}
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{etcdv1.GroupVersion})
 	mapper.Add(etcdv1.GroupVersion.WithKind("EtcdSnapshot"), meta.RESTScopeNamespace)
+	mapper.Add(etcdv1.GroupVersion.WithKind("EtcdSnapshotSchedule"), meta.RESTScopeNamespace)
 	return client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 }

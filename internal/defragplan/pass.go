@@ -27,6 +27,9 @@ type PassView struct {
 	Leader                uint64
 	Voters, HealthyVoters int
 	HealthyVoterIDs       []uint64
+	// Quota is the backend quota the cluster gives its members (specs.QuotaBackendBytes),
+	// which a member that reports none (0) runs with; 0 when not known: etcd's default.
+	Quota int64
 }
 
 // Verdict is what the pass does with the member it reached.
@@ -49,7 +52,7 @@ func Decide(rule *etcdv1.DefragRule, v PassView, name string) Verdict {
 	case !m.Answered || !m.Healthy:
 		return skip(etcdv1.ReasonMemberUnhealthy, "does not answer its health check")
 	}
-	pick, why := selected(rule, m.Sizes)
+	pick, why := selected(rule, m.Sizes, v.Quota)
 	if !pick {
 		return skip(etcdv1.ReasonBelowThreshold, why)
 	}

@@ -17,24 +17,30 @@ func qty(s string) *resource.Quantity {
 
 func TestSelectedFollowsTheRule(t *testing.T) {
 	tests := []struct {
-		name  string
-		rule  *etcdv1.DefragRule
-		sizes Sizes
-		want  bool
+		name       string
+		rule       *etcdv1.DefragRule
+		sizes      Sizes
+		want       bool
+		configured int64 // the quota the cluster gives its members
 	}{
-		{"all, nothing to reclaim", &etcdv1.DefragRule{All: true}, Sizes{DBSize: 10 * mi, InUse: 10 * mi}, true},
-		{"absent rule: default 200Mi, below", nil, Sizes{DBSize: 300 * mi, InUse: 101 * mi}, false},
-		{"absent rule: default 200Mi, above", nil, Sizes{DBSize: 300 * mi, InUse: 99 * mi}, true},
-		{"freeSpaceAbove", &etcdv1.DefragRule{FreeSpaceAbove: qty("1Mi")}, Sizes{DBSize: 3 * mi, InUse: 1 * mi}, true},
-		{"freeSpaceAbove, exactly at it", &etcdv1.DefragRule{FreeSpaceAbove: qty("2Mi")}, Sizes{DBSize: 3 * mi, InUse: 1 * mi}, false},
-		{"quota pressure takes a small win", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi, Quota: 100 * mi}, true},
-		{"quota pressure, less than minReclaim", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("10Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi, Quota: 100 * mi}, false},
-		{"no quota pressure", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 70 * mi, InUse: 60 * mi, Quota: 100 * mi}, false},
-		{"unknown quota is etcd's 2Gi", &etcdv1.DefragRule{QuotaUsageAbove: "1%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 30 * mi, InUse: 28 * mi}, true},
+		{"all, nothing to reclaim", &etcdv1.DefragRule{All: true}, Sizes{DBSize: 10 * mi, InUse: 10 * mi}, true, 0},
+		{"absent rule: default 200Mi, below", nil, Sizes{DBSize: 300 * mi, InUse: 101 * mi}, false, 0},
+		{"absent rule: default 200Mi, above", nil, Sizes{DBSize: 300 * mi, InUse: 99 * mi}, true, 0},
+		{"freeSpaceAbove", &etcdv1.DefragRule{FreeSpaceAbove: qty("1Mi")}, Sizes{DBSize: 3 * mi, InUse: 1 * mi}, true, 0},
+		{"freeSpaceAbove, exactly at it", &etcdv1.DefragRule{FreeSpaceAbove: qty("2Mi")}, Sizes{DBSize: 3 * mi, InUse: 1 * mi}, false, 0},
+		{"quota pressure takes a small win", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi, Quota: 100 * mi}, true, 0},
+		{"quota pressure, less than minReclaim", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("10Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi, Quota: 100 * mi}, false, 0},
+		{"no quota pressure", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 70 * mi, InUse: 60 * mi, Quota: 100 * mi}, false, 0},
+		{"unknown quota is etcd's 2Gi", &etcdv1.DefragRule{QuotaUsageAbove: "1%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 30 * mi, InUse: 28 * mi}, true, 0},
+		{"unknown quota is etcd's 2Gi, not 0: no pressure", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 30 * mi, InUse: 28 * mi}, false, 0},
+		// etcd 3.5 reports no quota, and 3.6.0 to 3.6.5 report 0 for etcd's default: the
+		// member runs with the quota its cluster gives it.
+		{"a member reporting 0 runs with the cluster's quota", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi}, true, 100 * mi},
+		{"a reported quota wins over the cluster's", &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: qty("1Mi")}, Sizes{DBSize: 90 * mi, InUse: 85 * mi, Quota: 1 << 30}, false, 100 * mi},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, why := selected(tt.rule, tt.sizes); got != tt.want {
+			if got, why := selected(tt.rule, tt.sizes, tt.configured); got != tt.want {
 				t.Fatalf("selected = %v (%s), want %v", got, why, tt.want)
 			}
 		})

@@ -21,17 +21,31 @@ var (
 	defaultMinReclaim     = resource.MustParse("32Mi")
 )
 
-// etcdDefaultQuota is etcd's --quota-backend-bytes default, for servers that do not report
-// their quota (3.5).
+// etcdDefaultQuota is etcd's --quota-backend-bytes default, for a member that reports no
+// quota (0: etcd 3.5 reports none, 3.6.0 to 3.6.5 report 0 when the default applies) of a
+// pass that does not know the quota its members are given either.
 const etcdDefaultQuota = 2 << 30
+
+// backendQuota is the quota a member runs with: what it reports, else configured, the quota
+// its cluster gives its members (PassView.Quota), else etcd's default. Never 0.
+func backendQuota(reported, configured int64) int64 {
+	switch {
+	case reported > 0:
+		return reported
+	case configured > 0:
+		return configured
+	}
+	return etcdDefaultQuota
+}
 
 // Sizes are a member's database figures from its status.
 type Sizes struct {
 	DBSize, InUse, Quota int64
 }
 
-// selected says whether rule picks a member with these sizes, and why in words.
-func selected(rule *etcdv1.DefragRule, s Sizes) (bool, string) {
+// selected says whether rule picks a member with these sizes, and why in words; configured
+// is the quota the cluster gives its members (backendQuota).
+func selected(rule *etcdv1.DefragRule, s Sizes, configured int64) (bool, string) {
 	if rule != nil && rule.All {
 		return true, "rule.all"
 	}
@@ -45,10 +59,7 @@ func selected(rule *etcdv1.DefragRule, s Sizes) (bool, string) {
 		return true, fmt.Sprintf("%d bytes reclaimable, above freeSpaceAbove %d", reclaimable, free)
 	}
 	if pct, ok := percent(r.QuotaUsageAbove); ok {
-		quota := s.Quota
-		if quota <= 0 {
-			quota = etcdDefaultQuota
-		}
+		quota := backendQuota(s.Quota, configured)
 		minReclaim := quantityOr(r.MinReclaim, defaultMinReclaim)
 		if s.DBSize*100 > int64(pct)*quota && reclaimable >= minReclaim {
 			return true, fmt.Sprintf("database %d bytes is above %d%% of the quota %d, %d bytes reclaimable (minReclaim %d)", s.DBSize, pct, quota, reclaimable, minReclaim)

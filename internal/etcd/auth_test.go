@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -162,4 +163,92 @@ func checkWithoutLogin(t *testing.T, anon Client, r release, endpoint string) {
 	} else if !r.version.StatusNeedsRoot() && err != nil {
 		t.Fatalf("Status without login on %s: %v", r.version, err)
 	}
+}
+
+// TestLoginWhileAuthOffIsReported is what made the takeover of a Cozystack cluster with auth
+// fail: the operator's client logged in with root's password while etcd still had
+// authentication off (clientv3 then goes on without a token), and kept it after the legacy
+// operator turned authentication on. Over mutual TLS etcd takes such a tokenless request for
+// the certificate's common name, which names no user: "user name not found", and clientv3,
+// which logs in again only on ErrUserEmpty, never does. The client says so
+// (LoggedInWhileAuthOff), so that it is not kept; a new one logs in.
+func TestLoginWhileAuthOffIsReported(t *testing.T) {
+	t.Parallel()
+	r := newestRelease(t)
+	pki := newTestPKI(t)
+	proc := newMemberSpecOn(t, r, "login0", "https",
+		"--cert-file", pki.serverCert, "--key-file", pki.serverKey,
+		"--trusted-ca-file", pki.caCert, "--client-cert-auth")
+	proc.start(t, initialCluster([]*etcdMember{proc}), "new", "token-"+t.Name())
+	cfg := Config{Endpoints: []string{proc.clientURL}, TLS: pki.clientTLS(t, true)}
+	anon := newTestClient(t, cfg)
+	waitForLeader(t, anon, proc.clientURL)
+	if LoggedInWhileAuthOff(anon) {
+		t.Fatal("a client without credentials reports a login while auth was off")
+	}
+
+	early := login(t, cfg, "root-password")
+	if !LoggedInWhileAuthOff(early) {
+		t.Fatal("a client that logged in while auth was off does not say so")
+	}
+	// Another client turns auth on, as the legacy operator did.
+	enableRootAuth(t, anon, "root-password")
+	if _, err := early.UserList(shortContext(t)); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("UserList through the client made while auth was off: %v; want ErrUserNotFound (clientv3 did not log in again)", err)
+	}
+	if !LoggedInWhileAuthOff(early) {
+		t.Fatal("the client made while auth was off no longer says so, yet it has no token")
+	}
+
+	late := login(t, cfg, "root-password")
+	if LoggedInWhileAuthOff(late) {
+		t.Fatal("a client that logged in with auth on says it logged in while auth was off")
+	}
+	if users, err := late.UserList(shortContext(t)); err != nil || !slices.Equal(users, []string{RootUser}) {
+		t.Fatalf("UserList through a client made with auth on: %v, %v", users, err)
+	}
+	// Checking another password does not change what the client says of its own login.
+	if err := late.Authenticate(shortContext(t), RootUser, "wrong"); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("Authenticate with a wrong password: %v", err)
+	}
+	if LoggedInWhileAuthOff(late) {
+		t.Fatal("checking a password changed what the client says of its own login")
+	}
+}
+
+// TestPromoteAsRootByCertificateThroughAFollower is the aenix takeover's stalled scale-out: the
+// legacy operator's root has no password and is the common name of a client certificate. A
+// follower forwards a promotion to the leader with the caller's token only, so the leader took
+// this root for no user and the follower answered "request timed out" after etcd's request
+// timeout, at every attempt that did not reach the leader directly. Promote asks the leader.
+func TestPromoteAsRootByCertificateThroughAFollower(t *testing.T) {
+	t.Parallel()
+	r := newestRelease(t)
+	pki := newTestPKI(t)
+	tlsArgs := []string{"--cert-file", pki.serverCert, "--key-file", pki.serverKey, "--trusted-ca-file", pki.caCert, "--client-cert-auth"}
+	cluster := make([]*etcdMember, 3)
+	for i := range cluster {
+		cluster[i] = newMemberSpecOn(t, r, fmt.Sprintf("c%d", i), "https", tlsArgs...)
+	}
+	for _, m := range cluster {
+		m.start(t, initialCluster(cluster), "new", "token-"+t.Name())
+	}
+	asRoot := pki.clientTLSWith(t, pki.rootCert, pki.rootKey)
+	all := newTestClient(t, Config{Endpoints: endpointsOf(cluster), TLS: asRoot})
+	var leader Status
+	for _, m := range cluster {
+		leader = waitForLeader(t, all, m.clientURL)
+	}
+	enableRootAuth(t, all, "unused-password")
+
+	// Root by its certificate, through a follower alone.
+	viaFollower := newTestClient(t, Config{Endpoints: []string{endpointOfMember(t, all, cluster, leader.Leader)}, TLS: asRoot})
+	if users, err := viaFollower.UserList(shortContext(t)); err != nil || !slices.Equal(users, []string{RootUser}) {
+		t.Fatalf("UserList as root by certificate: %v, %v", users, err)
+	}
+	joiner := newMemberSpecOn(t, r, "c3", "https", tlsArgs...)
+	learner := addLearner(t, viaFollower, joiner.peerURL)
+	startJoiningMember(t, joiner, cluster)
+	promoteWhenReady(t, viaFollower, learner.ID, "")
+	checkAllVoters(t, all, 4)
 }

@@ -19,6 +19,8 @@ import (
 type client struct {
 	cli           *clientv3.Client
 	healthTimeout time.Duration
+	// login follows the logins with the configured credentials; nil without them.
+	login *loginWatch
 }
 
 // New builds a Client. Connections are made lazily, so New succeeds while the
@@ -28,7 +30,13 @@ func New(cfg Config) (Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
 	}
-	cli, err := clientv3.New(clientConfig(cfg))
+	ccfg := clientConfig(cfg)
+	var login *loginWatch
+	if cfg.Username != "" && cfg.Password != "" {
+		login = &loginWatch{user: cfg.Username, password: cfg.Password}
+		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithChainUnaryInterceptor(login.intercept))
+	}
+	cli, err := clientv3.New(ccfg)
 	if err != nil {
 		// translateError lets callers tell a rejected password (ErrAuthFailed) from an
 		// unreachable cluster; clientv3 logs in here when credentials are given.
@@ -38,7 +46,7 @@ func New(cfg Config) (Client, error) {
 	if healthTimeout <= 0 {
 		healthTimeout = defaultHealthTimeout
 	}
-	return &client{cli: cli, healthTimeout: healthTimeout}, nil
+	return &client{cli: cli, healthTimeout: healthTimeout, login: login}, nil
 }
 
 func clientConfig(cfg Config) clientv3.Config {
@@ -99,8 +107,27 @@ func (c *client) AddLearner(ctx context.Context, peerURLs []string) (Member, []M
 	return memberFromPB(resp.Member), membersFromPB(resp.Members), nil
 }
 
-func (c *client) Promote(ctx context.Context, id uint64) error {
-	if _, err := c.cli.MemberPromote(ctx, id); err != nil {
+// Promote asks the leader itself. A follower forwards a promotion to the leader over the peer
+// connection, carrying the caller's token but not the common name of its client certificate:
+// with authentication on, a client that is root by its certificate (no password, as the
+// legacy etcd.aenix.io operator runs root) is no user at the leader, which refuses, and the
+// follower retries until etcd's request timeout ("etcdserver: request timed out"), at every
+// attempt that does not happen to reach the leader. leader, the endpoint the caller last saw
+// the leader serve, is asked alone whether it still leads (findLeader); when it is empty or no
+// longer leads, every endpoint is asked. When no endpoint names a leader, the request goes
+// wherever the balancer sends it, as before.
+func (c *client) Promote(ctx context.Context, id uint64, leader string) error {
+	leaderEndpoint, _, findErr := c.findLeaderEndpoint(ctx, leader)
+	var err error
+	if findErr == nil {
+		err = c.withCluster(leaderEndpoint, func(cl clientv3.Cluster) error {
+			_, err := cl.MemberPromote(ctx, id)
+			return err
+		})
+	} else {
+		_, err = c.cli.MemberPromote(ctx, id)
+	}
+	if err != nil {
 		return fmt.Errorf("etcd promote member %x: %w", id, translateError(err))
 	}
 	return nil
@@ -248,6 +275,17 @@ func (c *client) withEndpoint(endpoint string, fn func(clientv3.KV, clientv3.Mai
 	kv := clientv3.NewKVFromKVClient(etcdserverpb.NewKVClient(conn), c.cli)
 	maintenance := clientv3.NewMaintenanceFromMaintenanceClient(etcdserverpb.NewMaintenanceClient(conn), c.cli)
 	return fn(kv, maintenance)
+}
+
+// withCluster runs fn with the cluster API of one endpoint alone, through a connection with
+// the client's credentials.
+func (c *client) withCluster(endpoint string, fn func(clientv3.Cluster) error) error {
+	conn, err := c.cli.Dial(endpoint)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", endpoint, err)
+	}
+	defer func() { _ = conn.Close() }()
+	return fn(clientv3.NewClusterFromClusterClient(etcdserverpb.NewClusterClient(conn), c.cli))
 }
 
 func membersFromPB(in []*etcdserverpb.Member) []Member {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-
 	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
 
@@ -62,7 +60,7 @@ func waitClusterVersion(t *testing.T, c Client, twoBelow etcdversion.Version) er
 	var err error
 	if e := eventually(startupTimeout, func() error {
 		_, err = c.DowngradeValidate(shortContext(t), twoBelow.String())
-		if errors.Is(err, rpctypes.ErrClusterVersionUnavailable) {
+		if errors.Is(err, ErrClusterVersionUnknown) {
 			return err
 		}
 		return nil

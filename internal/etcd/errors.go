@@ -64,6 +64,12 @@ var (
 	ErrDowngradeInProcess = errors.New("a downgrade is in progress")
 	// ErrNoInflightDowngrade: DowngradeCancel while no downgrade is enabled.
 	ErrNoInflightDowngrade = errors.New("no downgrade in progress")
+	// ErrClusterVersionUnknown: etcd has not decided its cluster version yet ("cluster version
+	// not found during downgrade"). A cluster whose members just started has none for a
+	// moment: its leader decides it once the members have published themselves. Nothing that
+	// acts on the cluster version may go on meanwhile (an enable sent then once made a 3.6.16
+	// member exit); retry shortly.
+	ErrClusterVersionUnknown = errors.New("cluster version not decided yet")
 )
 
 // etcdErrorSentinels pairs etcd's gRPC errors with our sentinels. Matching is by
@@ -95,6 +101,7 @@ var etcdErrorSentinels = []struct {
 	{rpctypes.ErrGRPCInvalidDowngradeTargetVersion, ErrInvalidDowngradeTarget},
 	{rpctypes.ErrGRPCDowngradeInProcess, ErrDowngradeInProcess},
 	{rpctypes.ErrGRPCNoInflightDowngrade, ErrNoInflightDowngrade},
+	{rpctypes.ErrGRPCClusterVersionUnavailable, ErrClusterVersionUnknown},
 }
 
 // etcdError keeps etcd's error (and its message) while also matching a sentinel.

@@ -61,7 +61,7 @@ type Status struct {
 	Version          string // server version, e.g. "3.6.16"
 	DBSize           int64  // bytes allocated by the backend file
 	DBSizeInUse      int64  // bytes actually used; DBSize-DBSizeInUse is what defragmentation frees
-	DBSizeQuota      int64  // 0 on servers older than 3.6
+	DBSizeQuota      int64  // 0 on 3.5, and on 3.6.0 to 3.6.5 when etcd's default (2 GiB) applies
 	RaftIndex        uint64
 	RaftAppliedIndex uint64
 	RaftTerm         uint64
@@ -105,7 +105,7 @@ type Config struct {
 	// DialTimeout bounds establishing connections and authenticating; default 5s.
 	DialTimeout time.Duration
 	// HealthTimeout bounds one Healthy probe (and each per-endpoint Status call
-	// MoveLeader makes to find the leader); default 3s.
+	// MoveLeader and Promote make to find the leader); default 3s.
 	HealthTimeout time.Duration
 	// Logger receives clientv3's own logs; nil discards them, because its retry
 	// warnings would otherwise flood the operator's stderr while a member is down.
@@ -135,8 +135,11 @@ type Client interface {
 	// lost response: look the member up in MemberList).
 	AddLearner(ctx context.Context, peerURLs []string) (added Member, members []Member, err error)
 	// Promote makes a learner a voter. ErrLearnerNotReady means "not caught up
-	// yet, retry"; ErrMemberNotLearner means it already is a voter.
-	Promote(ctx context.Context, id uint64) error
+	// yet, retry"; ErrMemberNotLearner means it already is a voter. leader is the
+	// client URL the caller last saw the leader serve, "" when it knows none: the
+	// request goes to the leader, found by asking that endpoint alone while it
+	// still leads, and every endpoint otherwise.
+	Promote(ctx context.Context, id uint64, leader string) error
 	// Remove takes a member out of the cluster. ErrMemberNotFound means it is
 	// already gone, which callers may treat as success.
 	Remove(ctx context.Context, id uint64) error
@@ -172,7 +175,8 @@ type Downgrade interface {
 	// DowngradeValidate asks whether the cluster can be downgraded to version now, changing
 	// nothing; it returns the cluster version. ErrInvalidDowngradeTarget when version is not
 	// the minor just below the cluster version, ErrDowngradeInProcess when a downgrade is
-	// enabled already.
+	// enabled already, ErrClusterVersionUnknown while etcd has not decided its cluster
+	// version yet (members just started: ask again shortly, and enable nothing meanwhile).
 	DowngradeValidate(ctx context.Context, version string) (clusterVersion string, err error)
 	// DowngradeEnable validates and enables a downgrade to version: the cluster version drops
 	// to it at once, and members may then restart on that minor. Its errors are

@@ -97,3 +97,14 @@ func TestQuorum(t *testing.T) {
 		}
 	}
 }
+
+// etcd's "cluster version not found during downgrade", which it answers right after its
+// members start, is ErrClusterVersionUnknown, as clientv3 hands it back and as the raw gRPC
+// status.
+func TestClusterVersionNotFoundIsClassified(t *testing.T) {
+	for _, raw := range []error{rpctypes.ErrClusterVersionUnavailable, rpctypes.ErrGRPCClusterVersionUnavailable} {
+		if got := translateError(raw); !errors.Is(got, ErrClusterVersionUnknown) {
+			t.Errorf("translateError(%v) = %v; want ErrClusterVersionUnknown", raw, got)
+		}
+	}
+}

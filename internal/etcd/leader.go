@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func (c *client) MoveLeader(ctx context.Context, to uint64) error {
-	leaderEndpoint, leaderID, err := c.findLeaderEndpoint(ctx)
+	leaderEndpoint, leaderID, err := c.findLeaderEndpoint(ctx, "")
 	if err != nil {
 		return fmt.Errorf("etcd move leader to %x: %w", to, err)
 	}
@@ -28,30 +29,77 @@ func (c *client) MoveLeader(ctx context.Context, to uint64) error {
 	return nil
 }
 
-// findLeaderEndpoint returns an endpoint served by the leader and the leader's
-// ID. It prefers the configured endpoints, which are known to be reachable
-// from the operator, and falls back to the client URLs the leader advertises
+// findLeaderEndpoint returns an endpoint served by the leader and the leader's ID. known, when
+// not empty, is the endpoint the caller saw the leader serve (its last look): it is asked alone
+// first (findLeader). Otherwise the configured endpoints are asked, which are known to be
+// reachable from the operator, with the client URLs the leader advertises as the last resort
 // (needed when the configured endpoint is a load-balanced Service).
-func (c *client) findLeaderEndpoint(ctx context.Context) (string, uint64, error) {
+func (c *client) findLeaderEndpoint(ctx context.Context, known string) (string, uint64, error) {
+	endpoint, leaderID, err := findLeader(ctx, c.statusWithTimeout, c.cli.Endpoints(), known)
+	if err != nil || endpoint != "" {
+		return endpoint, leaderID, err
+	}
+	return c.advertisedClientURL(ctx, leaderID)
+}
+
+// statusAsk asks one endpoint about itself (client.statusWithTimeout); safe for concurrent use.
+type statusAsk func(ctx context.Context, endpoint string) (Status, error)
+
+// findLeader returns the endpoint the leader serves and its ID, or "" and the leader's ID when
+// the endpoints name a leader that serves none of them. When known is not empty it is asked
+// first and alone: a promotion is asked for every catch-up poll (100 ms), and the caller's look
+// has just seen the leader there, so a poll costs the leader one question instead of every
+// member one. Only when known does not answer or no longer leads (the leader changed) are the
+// other endpoints asked, all at once: one that does not answer (a member whose Pod is gone)
+// would otherwise cost each caller its whole timeout before the leader is reached.
+func findLeader(ctx context.Context, ask statusAsk, endpoints []string, known string) (string, uint64, error) {
 	var leaderID uint64
 	var errs []error
-	for _, endpoint := range c.cli.Endpoints() {
-		st, err := c.statusWithTimeout(ctx, endpoint)
-		if err != nil {
+	if known != "" {
+		st, err := ask(ctx, known)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
+		case st.Leader != 0 && st.MemberID == st.Leader:
+			return known, st.Leader, nil
+		case st.Leader != 0:
+			leaderID = st.Leader
+		}
+		endpoints = slices.DeleteFunc(slices.Clone(endpoints), func(e string) bool { return e == known })
+	}
+	askCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan statusAnswer, len(endpoints))
+	for _, endpoint := range endpoints {
+		go func() {
+			st, err := ask(askCtx, endpoint)
+			answers <- statusAnswer{endpoint: endpoint, status: st, err: err}
+		}()
+	}
+	for range endpoints {
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, a.err)
 			continue
 		}
-		if st.Leader != 0 && st.MemberID == st.Leader {
-			return endpoint, st.Leader, nil
+		if a.status.Leader != 0 && a.status.MemberID == a.status.Leader {
+			return a.endpoint, a.status.Leader, nil
 		}
-		if st.Leader != 0 {
-			leaderID = st.Leader
+		if a.status.Leader != 0 {
+			leaderID = a.status.Leader
 		}
 	}
 	if leaderID == 0 {
 		return "", 0, fmt.Errorf("no endpoint knows a leader: %w", errors.Join(errs...))
 	}
-	return c.advertisedClientURL(ctx, leaderID)
+	return "", leaderID, nil
+}
+
+// statusAnswer is one endpoint's answer to a status request.
+type statusAnswer struct {
+	endpoint string
+	status   Status
+	err      error
 }
 
 func (c *client) advertisedClientURL(ctx context.Context, id uint64) (string, uint64, error) {

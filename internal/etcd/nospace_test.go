@@ -31,6 +31,11 @@ func testNoSpaceIsClearedByCompactDefragmentDisarm(t *testing.T, r release) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A quota given is reported as given from 3.6.0 on (HasStorageVersion's 3.6); 3.5 reports
+	// none, which callers read as the quota the member was given (specs.BackendQuota).
+	if want := int64(4194304); before.DBSizeQuota != want && (before.DBSizeQuota != 0 || r.version.HasStorageVersion()) {
+		t.Fatalf("Status reports quota %d on %s; want %d (0 on 3.5)", before.DBSizeQuota, r.version, want)
+	}
 
 	compactAndDefragment(t, c, url)
 	after, err := c.Status(shortContext(t), url)

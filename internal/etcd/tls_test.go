@@ -40,9 +40,12 @@ func TestTLSClientCertificates(t *testing.T) {
 }
 
 // testPKI is a throwaway CA with a server certificate for 127.0.0.1 and a
-// client certificate, written as PEM files for etcd's flags.
+// client certificate, written as PEM files for etcd's flags; rootCert is a client
+// certificate with common name root (root itself once auth is on, as the legacy operator
+// reaches etcd).
 type testPKI struct {
 	caCert, serverCert, serverKey, clientCert, clientKey string
+	rootCert, rootKey                                    string
 }
 
 func newTestPKI(t *testing.T) testPKI {
@@ -56,6 +59,9 @@ func newTestPKI(t *testing.T) testPKI {
 	pki.clientCert, pki.clientKey = ca.Issue(t, testpki.Request{
 		CommonName: "client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}).WriteFiles(t, dir, "client")
+	pki.rootCert, pki.rootKey = ca.Issue(t, testpki.Request{
+		CommonName: RootUser, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}).WriteFiles(t, dir, "root")
 	return pki
 }
 
@@ -72,11 +78,19 @@ func (p testPKI) clientTLS(t *testing.T, withCert bool) *tls.Config {
 	}
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	if withCert {
-		pair, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
+		return p.clientTLSWith(t, p.clientCert, p.clientKey)
 	}
+	return cfg
+}
+
+// clientTLSWith trusts the test CA and presents the given certificate.
+func (p testPKI) clientTLSWith(t *testing.T, certFile, keyFile string) *tls.Config {
+	t.Helper()
+	cfg := p.clientTLS(t, false)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Certificates = []tls.Certificate{pair}
 	return cfg
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/carotation"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -80,6 +81,17 @@ func clientTLSConfig(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(server.Data[specs.SecretKeyCA]) {
 		return nil, fmt.Errorf("the Secret %s: %s holds no PEM certificate", server.Name, specs.SecretKeyCA)
+	}
+	if carotation.Active(c.Status.CARotation) {
+		// While a CA rotation moves the server certificates, a member still serves the old
+		// one until its kubelet updates its Secret volume: trust the old and the new CAs the
+		// rotation wrote down (specs.CABundleKeyServer).
+		bundle := &corev1.Secret{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.CABundleSecretName(c.Name)}, bundle)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		roots.AppendCertsFromPEM(bundle.Data[specs.CABundleKeyServer])
 	}
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	if name := specs.OperatorClientSecretName(c); name != "" {

@@ -88,10 +88,16 @@ func (f *Cluster) checkAddLearner(peerURLs []string) error {
 	return nil
 }
 
-func (f *Cluster) Promote(ctx context.Context, id uint64) error {
+// Promote records the leader's endpoint the caller named, if any, as "Promote(4 via
+// http://m1:2379)"; which member the request reaches changes nothing in the model.
+func (f *Cluster) Promote(ctx context.Context, id uint64, leader string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	early, lost := f.begin(ctx, "Promote", etcd.FormatID(id))
+	args := etcd.FormatID(id)
+	if leader != "" {
+		args += " via " + leader
+	}
+	early, lost := f.begin(ctx, "Promote", args)
 	if err := firstError(early, f.withQuorum(), f.checkPromote(id)); err != nil {
 		return err
 	}

@@ -217,7 +217,8 @@ func (f *Cluster) inject(method string, in injected) {
 }
 
 // Calls returns the calls made so far, e.g. "AddLearner(http://m3:2380)" or
-// "Promote(4)" (IDs in etcd's hex), including calls that failed.
+// "Promote(4)" (IDs in etcd's hex; "Promote(4 via http://m1:2379)" when the caller named the
+// leader's endpoint), including calls that failed.
 func (f *Cluster) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

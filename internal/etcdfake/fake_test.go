@@ -34,20 +34,20 @@ func TestJoinFlowRecordsEachCallOnce(t *testing.T) {
 	if added.ID != 4 || !added.IsLearner || added.IsStarted() || len(members) != 4 {
 		t.Fatalf("AddLearner = %+v, %d members", added, len(members))
 	}
-	if err := f.Promote(ctx, added.ID); !errors.Is(err, etcd.ErrLearnerNotReady) {
+	if err := f.Promote(ctx, added.ID, ""); !errors.Is(err, etcd.ErrLearnerNotReady) {
 		t.Fatalf("Promote before caught up: %v", err)
 	}
 	f.StartMember(added.ID, "m3", "http://m3:2379")
 	f.SetCaughtUp(added.ID, true)
-	if err := f.Promote(ctx, added.ID); err != nil {
+	if err := f.Promote(ctx, added.ID, "http://m1:2379"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Promote(ctx, added.ID); !errors.Is(err, etcd.ErrMemberNotLearner) {
+	if err := f.Promote(ctx, added.ID, ""); !errors.Is(err, etcd.ErrMemberNotLearner) {
 		t.Fatalf("second Promote: %v", err)
 	}
 
 	checkJoined(t, f)
-	want := []string{"AddLearner(http://m3:2380)", "Promote(4)", "Promote(4)", "Promote(4)", "MemberList()"}
+	want := []string{"AddLearner(http://m3:2380)", "Promote(4)", "Promote(4 via http://m1:2379)", "Promote(4)", "MemberList()"}
 	if got := f.Calls(); !slices.Equal(got, want) {
 		t.Fatalf("Calls() = %q; want %q", got, want)
 	}
@@ -107,7 +107,7 @@ func TestRemoveIsIdempotentAndMovesLeadership(t *testing.T) {
 	if err := f.Remove(ctx, 1); !errors.Is(err, etcd.ErrMemberNotFound) {
 		t.Fatalf("second Remove: %v", err)
 	}
-	if err := f.Promote(ctx, 1); !errors.Is(err, etcd.ErrMemberNotFound) {
+	if err := f.Promote(ctx, 1, ""); !errors.Is(err, etcd.ErrMemberNotFound) {
 		t.Fatalf("Promote of a removed member: %v", err)
 	}
 	if ids := memberIDs(f.Members()); !slices.Equal(ids, []uint64{2, 3}) {

@@ -23,6 +23,7 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/replicas"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/report"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/restart"
+	"github.com/quorumkeeper/etcd-operator/internal/plugin/restorecmd"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/snapshot"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/status"
 	"github.com/quorumkeeper/etcd-operator/internal/plugin/versioncmd"
@@ -48,7 +49,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		status.NewCmd(o), members.NewCmd(o), defrag.NewCmd(o), compact.NewCmd(o),
 		alarm.NewCmd(o), moveleader.NewCmd(o), snapshot.NewCmd(o),
 		replicas.NewPauseCmd(o), replicas.NewResumeCmd(o), replicas.NewAddMemberCmd(o), replicas.NewRemoveMemberCmd(o),
-		replace.NewCmd(o), recovercmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
+		replace.NewCmd(o), recovercmd.NewCmd(o), restorecmd.NewCmd(o), discarded.NewCmd(o), convertcmd.NewCmd(o), migratecmd.NewCmd(o),
 		versioncmd.NewCmd(o), restart.NewCmd(o), logs.NewCmd(o), report.NewCmd(o),
 	)
 	return root

@@ -44,6 +44,7 @@ func TestRootParsesCommandsAndArguments(t *testing.T) {
 		{[]string{"snapshot", "db", "/tmp/db.snap"}, "snapshot", []string{"db", "/tmp/db.snap"}},
 		{[]string{"snapshot", "save", "db", "/tmp/db.snap"}, "save", []string{"db", "/tmp/db.snap"}},
 		{[]string{"remove-member", "db"}, "remove-member", []string{"db"}},
+		{[]string{"restore", "db-back", "--from-schedule", "nightly", "--to", "2026-12-02T10:15:00Z"}, "restore", []string{"db-back"}},
 	} {
 		cmd, rest, err := root.Find(tc.args)
 		if err != nil || cmd.Name() != tc.command {
@@ -68,6 +69,7 @@ func TestRootParsesCommandsAndArguments(t *testing.T) {
 	for _, bad := range [][]string{
 		{"restart"}, {"restart", "a", "b"}, {"logs"}, {"logs", "a", "b", "c"}, {"report"}, {"version", "x"},
 		{"move-leader"}, {"snapshot", "a", "b", "c"}, {"status", "db", "-o", "xml"},
+		{"restore", "db-back", "--to", "2026-12-02T10:15:00Z"}, {"restore", "db-back", "--from-schedule", "nightly", "--to", "soon"},
 	} {
 		root := NewRootCommand(io.Discard, io.Discard)
 		root.SetArgs(append(bad, "--kubeconfig", "/nonexistent"))

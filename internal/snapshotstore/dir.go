@@ -241,3 +241,26 @@ func wrapFS(err error) error {
 	}
 	return err
 }
+
+// List returns the names of the files under the directory prefix (relative to the volume's
+// root, as the other methods take them), without the files recorded beside them; a missing
+// directory holds none.
+func (d DirStore) List(_ context.Context, prefix string) ([]string, error) {
+	p, err := d.path(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	err = filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || e.IsDir() || strings.HasSuffix(path, ".sha256") || strings.HasSuffix(path, ownerSuffix) {
+			return err
+		}
+		rel, err := filepath.Rel(d.Root, path)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	return out, wrapFS(err)
+}

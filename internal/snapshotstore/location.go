@@ -103,3 +103,16 @@ func URI(file etcdv1.SnapshotLocation) string {
 func DestinationURI(loc etcdv1.SnapshotLocation, f FileOf) string {
 	return URI(FileLocation(loc, f))
 }
+
+// ArchivePrefix is where the archive of schedule (spec.archive) of a cluster goes under the
+// schedule's destination, next to its snapshots: <prefix>/<namespace>/<cluster>/<schedule>
+// .archive on S3, <directory>/<schedule>.archive on a PVC. No snapshot file ends so.
+func ArchivePrefix(dest etcdv1.SnapshotLocation, namespace, cluster, schedule string) string {
+	switch {
+	case dest.S3 != nil:
+		return path.Join(dest.S3.Key, namespace, cluster, schedule+".archive")
+	case dest.PVC != nil:
+		return path.Join(dest.PVC.SubPath, schedule+".archive")
+	}
+	return ""
+}

@@ -109,15 +109,21 @@ func (s *S3Store) Exists(ctx context.Context, name string) (bool, error) {
 // contentType is every snapshot object's.
 const contentType = "application/octet-stream"
 
-// WriteTemp implements Store. A GrowingFile is uploaded from the file as it grows; any other
-// reader through minio-go's buffer of one part.
+// WriteTemp implements Store. A GrowingFile is uploaded from the file as it grows; a reader of
+// known length at once; any other reader through minio-go's buffer of one part.
 func (s *S3Store) WriteTemp(ctx context.Context, name string, r io.Reader) (string, error) {
 	tmp := PartialName(name)
 	var err error
 	if f, ok := r.(GrowingFile); ok {
 		err = s.writeGrowing(ctx, tmp, f)
 	} else {
-		_, err = s.cli.PutObject(ctx, s.bucket, tmp, r, -1, minio.PutObjectOptions{PartSize: PartSize, ContentType: contentType})
+		// A reader that knows its length (an archive segment in memory) is sent in one
+		// request, without a part buffer of its own.
+		size := int64(-1)
+		if l, ok := r.(interface{ Len() int }); ok {
+			size = int64(l.Len())
+		}
+		_, err = s.cli.PutObject(ctx, s.bucket, tmp, r, size, minio.PutObjectOptions{PartSize: PartSize, ContentType: contentType})
 	}
 	if err != nil {
 		return "", err

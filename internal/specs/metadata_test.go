@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,9 @@ var builders = map[string]func(c *etcdv1.EtcdCluster) []metav1.Object{
 	"OperatorClientCertificate": func(c *etcdv1.EtcdCluster) []metav1.Object {
 		return objs(OperatorClientCertificate(c))
 	},
+	"CAProbeCertificate": func(c *etcdv1.EtcdCluster) []metav1.Object {
+		return objs(CAProbeCertificate(c, ServerSecretName(c), etcdv1.IssuerReference{Name: "new-ca"}))
+	},
 	"SnapshotJob": func(c *etcdv1.EtcdCluster) []metav1.Object {
 		return objs(SnapshotJob(metadataSnapshot(), c, "op:1", ActionSnapshot), SnapshotJob(metadataSnapshot(), c, "op:1", ActionDelete))
 	},
@@ -73,6 +77,13 @@ var builders = map[string]func(c *etcdv1.EtcdCluster) []metav1.Object{
 	},
 	"SnapshotAgentAccess": func(c *etcdv1.EtcdCluster) []metav1.Object {
 		sa, role, binding := SnapshotAgentAccess(metadataSnapshot(), c)
+		return objs(sa, role, binding)
+	},
+	"ArchiverDeployment": func(c *etcdv1.EtcdCluster) []metav1.Object {
+		return objs(ArchiverDeployment(metadataSchedule(), c, "op:1"))
+	},
+	"ArchiverAccess": func(c *etcdv1.EtcdCluster) []metav1.Object {
+		sa, role, binding := ArchiverAccess(metadataSchedule(), c)
 		return objs(sa, role, binding)
 	},
 	"WithAdditionalMetadata": func(c *etcdv1.EtcdCluster) []metav1.Object {
@@ -87,6 +98,12 @@ func metadataSnapshot() *etcdv1.EtcdSnapshot {
 			Endpoint: "https://s3.example", Bucket: "b", Key: "etcd/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}}}
 }
 
+func metadataSchedule() *etcdv1.EtcdSnapshotSchedule {
+	s := metadataSnapshot()
+	return &etcdv1.EtcdSnapshotSchedule{ObjectMeta: s.ObjectMeta, Spec: etcdv1.EtcdSnapshotScheduleSpec{
+		ClusterRef: s.Spec.ClusterRef, Schedule: "0 3 * * *", Destination: s.Spec.Destination, Archive: &etcdv1.SnapshotArchive{}}}
+}
+
 func objs(in ...metav1.Object) []metav1.Object { return in }
 
 // carriedMetadata is the metadata an object hands on to what is made from it: a Job's Pod
@@ -96,6 +113,8 @@ func carriedMetadata(t *testing.T, obj metav1.Object) map[string]metav1.Object {
 	out := map[string]metav1.Object{"": obj}
 	switch o := obj.(type) {
 	case *batchv1.Job:
+		out["its Pod template"] = &o.Spec.Template.ObjectMeta
+	case *appsv1.Deployment:
 		out["its Pod template"] = &o.Spec.Template.ObjectMeta
 	case *unstructured.Unstructured:
 		m := &metav1.ObjectMeta{}

@@ -152,7 +152,7 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 	}
 	s := &c.Spec
 	data, err := json.Marshal(podInputs{
-		Format: PodFormat, Member: member, TLS: podTLS(s.TLS), Auth: s.Auth, Resources: s.Resources,
+		Format: PodFormat, Member: member, TLS: podTLS(c), Auth: s.Auth, Resources: s.Resources,
 		AdditionalMetadata: s.AdditionalMetadata, Affinity: s.Affinity,
 		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
 		ImagePullSecrets: s.ImagePullSecrets, Tolerations: s.Tolerations,
@@ -169,12 +169,14 @@ func templateHash(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) string {
 // podTLS is spec.tls as far as it reaches a Pod: the certificates' lifetime
 // (validityDuration, renewBefore) reaches only the cert-manager Certificates, and a renewed
 // certificate is read by etcd without a restart, so changing it rolls no member.
-func podTLS(t *etcdv1.EtcdClusterTLS) *etcdv1.EtcdClusterTLS {
+func podTLS(c *etcdv1.EtcdCluster) *etcdv1.EtcdClusterTLS {
+	t := c.Spec.TLS
 	if t == nil {
 		return nil
 	}
 	out := t.DeepCopy()
 	out.ValidityDuration, out.RenewBefore = "", ""
+	podIssuerTLS(c, out)
 	return out
 }
 
@@ -315,14 +317,17 @@ func DefaultQuotaBackendBytes(size *resource.Quantity) int64 {
 func tlsArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 	var args []string
 	if ClientTLS(c) {
-		trusted := serverTLSDir
+		trusted := serverTLSDir + "/" + SecretKeyCA
 		if clientCASecret(m) != "" {
-			trusted = clientCATLSDir
+			trusted = clientCATLSDir + "/" + SecretKeyCA
+		}
+		if caBundle(m) != "" {
+			trusted = caBundleDir + "/" + CABundleKeyClient
 		}
 		args = append(args,
 			"--cert-file="+serverTLSDir+"/tls.crt",
 			"--key-file="+serverTLSDir+"/tls.key",
-			"--trusted-ca-file="+trusted+"/ca.crt")
+			"--trusted-ca-file="+trusted)
 		if ClientCertAuth(c) {
 			args = append(args, "--client-cert-auth=true")
 		}
@@ -334,13 +339,22 @@ func tlsArgs(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []string {
 		args = append(args,
 			"--peer-cert-file="+peerTLSDir+"/tls.crt",
 			"--peer-key-file="+peerTLSDir+"/tls.key",
-			"--peer-trusted-ca-file="+peerTLSDir+"/ca.crt",
+			"--peer-trusted-ca-file="+peerTrustedCA(m),
 			"--peer-client-cert-auth=true")
 		if name := PeerAllowedHostname(c); name != "" {
 			args = append(args, "--peer-cert-allowed-hostname="+name)
 		}
 	}
 	return args
+}
+
+// peerTrustedCA is the file of CAs the member trusts for peers: the bundle's once the
+// cluster's CA was rotated, else the peer Secret's ca.crt.
+func peerTrustedCA(m *etcdv1.EtcdMember) string {
+	if caBundle(m) != "" {
+		return caBundleDir + "/" + CABundleKeyPeer
+	}
+	return peerTLSDir + "/" + SecretKeyCA
 }
 
 // PeerAllowedHostname pins who may talk to a member as a peer: only a certificate valid for
@@ -420,6 +434,9 @@ func volumeMounts(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) []corev1.VolumeMo
 	if PeerSecretTLS(c) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true})
 	}
+	if caBundle(m) != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: "ca-bundle", MountPath: caBundleDir, ReadOnly: true})
+	}
 	return mounts
 }
 
@@ -441,6 +458,10 @@ func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
 		// Only the CA: the Secret is the operator's client certificate, whose key no member
 		// needs.
 		vols = append(vols, secretVolume("client-ca", name, SecretKeyCA))
+	}
+	if name := caBundle(m); name != "" {
+		// The CAs members trust, not the operator's own (server-ca.crt).
+		vols = append(vols, secretVolume("ca-bundle", name, CABundleKeyClient, CABundleKeyPeer))
 	}
 	return vols
 }

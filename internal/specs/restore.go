@@ -21,12 +21,14 @@ const (
 )
 
 // SnapshotNeededBy says which of the clusters (of the EtcdSnapshot's namespace) may still
-// restore the EtcdSnapshot named snapshot, and why; empty when none: a cluster asking to be
-// rebuilt from it (AnnotationRecoverFromSnapshot, until the rebuilt cluster answers and the
-// operator removes the request), one being rebuilt from it (status.snapshotRecovery), or
-// one whose spec.bootstrap.restore names it and that has not formed yet (no
-// status.clusterID). A cluster being deleted restores nothing.
-func SnapshotNeededBy(snapshot string, clusters []etcdv1.EtcdCluster) []string {
+// restore the EtcdSnapshot named snapshot, of the EtcdSnapshotSchedule schedule ("" for
+// none), and why; empty when none: a cluster asking to be rebuilt from it
+// (AnnotationRecoverFromSnapshot, until the rebuilt cluster answers and the operator removes
+// the request), one being rebuilt from it (status.snapshotRecovery), one whose
+// spec.bootstrap.restore names it and that has not formed yet (no status.clusterID), or one
+// not formed yet that restores to a target from its schedule (it may take any of the
+// schedule's snapshots as its base). A cluster being deleted restores nothing.
+func SnapshotNeededBy(snapshot, schedule string, clusters []etcdv1.EtcdCluster) []string {
 	var users []string
 	for i := range clusters {
 		c := &clusters[i]
@@ -40,6 +42,8 @@ func SnapshotNeededBy(snapshot string, clusters []etcdv1.EtcdCluster) []string {
 			users = append(users, fmt.Sprintf("EtcdCluster %s asks to be rebuilt from it (%s)", c.Name, etcdv1.AnnotationRecoverFromSnapshot))
 		case c.Status.ClusterID == "" && BootstrapSnapshot(c) == snapshot:
 			users = append(users, fmt.Sprintf("EtcdCluster %s bootstraps from it (spec.bootstrap.restore.source.snapshotRef) and has not formed yet", c.Name))
+		case c.Status.ClusterID == "" && schedule != "" && BootstrapSchedule(c) == schedule:
+			users = append(users, fmt.Sprintf("EtcdCluster %s restores to a target from its schedule (spec.bootstrap.restore.source.scheduleRef) and has not formed yet", c.Name))
 		}
 	}
 	return users
@@ -50,6 +54,15 @@ func SnapshotNeededBy(snapshot string, clusters []etcdv1.EtcdCluster) []string {
 func BootstrapSnapshot(c *etcdv1.EtcdCluster) string {
 	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.SnapshotRef != nil {
 		return b.Restore.Source.SnapshotRef.Name
+	}
+	return ""
+}
+
+// BootstrapSchedule is the EtcdSnapshotSchedule the cluster's spec.bootstrap.restore restores
+// to a target from; "" when it names none.
+func BootstrapSchedule(c *etcdv1.EtcdCluster) string {
+	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.ScheduleRef != nil {
+		return b.Restore.Source.ScheduleRef.Name
 	}
 	return ""
 }
@@ -127,6 +140,14 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 		InitialAdvertisePeerURLs: PeerURL(c, m.Name),
 		Store:                    store,
 	}
+	if a := restore.Archive; a != nil {
+		// A restore to a target: the etcd image's own etcd replays the archive (the agent's
+		// default --etcd).
+		req.Archive = request.ArchiveTarget{Prefix: a.Prefix, Revision: a.Revision}
+		if a.Time != nil {
+			req.Archive.Time = a.Time.UTC()
+		}
+	}
 	security := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr(false),
 		ReadOnlyRootFilesystem:   ptr(true),
@@ -144,8 +165,20 @@ func restoreInitContainers(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, etcdImag
 				{Name: "agent", MountPath: agentDir, ReadOnly: true}}, mounts...),
 			SecurityContext:          security,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			Resources:                restoreResources(c),
 		},
 	}
+}
+
+// restoreResources are the restore container's: the member's etcd container's (spec.resources,
+// or their defaults), as it holds the member's whole database in an etcd of its own (etcdutl's
+// restore, and with a target the scratch etcd the archive is replayed on) before the member's
+// etcd starts. Init containers run alone, so the Pod asks the scheduler for no more than its
+// etcd container does; and identical requests and limits keep the Pod's QoS class (a
+// Guaranteed etcd container stays Guaranteed, where a restore container without resources
+// would make the Pod Burstable, or get a LimitRange's defaults too small for the database).
+func restoreResources(c *etcdv1.EtcdCluster) corev1.ResourceRequirements {
+	return resources(c)
 }
 
 // restoreServiceAccount is the ServiceAccount of a member's Pod: the one its restore source

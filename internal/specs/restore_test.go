@@ -3,8 +3,11 @@ package specs
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -68,6 +71,11 @@ func TestASeedRestoresTheSourceResolvedIntoIt(t *testing.T) {
 	}
 }
 
+func toTarget(schedule string) *etcdv1.BootstrapSpec {
+	return &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{ScheduleRef: &corev1.LocalObjectReference{Name: schedule}},
+		Target: &etcdv1.RestoreTarget{Time: &metav1.Time{Time: time.Date(2026, 12, 2, 10, 15, 0, 0, time.UTC)}}}}
+}
+
 func TestSnapshotNeededBy(t *testing.T) {
 	ref := &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{SnapshotRef: &corev1.LocalObjectReference{Name: "snap"}}}}
 	cluster := func(edit func(*etcdv1.EtcdCluster)) etcdv1.EtcdCluster {
@@ -95,18 +103,103 @@ func TestSnapshotNeededBy(t *testing.T) {
 		}), ""},
 		{"a bootstrap from it not formed yet", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap, c.Status.ClusterID = ref, "" }), "bootstraps from it"},
 		{"a bootstrap from it formed", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap = ref }), ""},
+		{"a restore to a target from its schedule not formed yet", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap, c.Status.ClusterID = toTarget("nightly"), "" }), "restores to a target from its schedule"},
+		{"a restore to a target from another schedule", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap, c.Status.ClusterID = toTarget("hourly"), "" }), ""},
+		{"a restore to a target formed", cluster(func(c *etcdv1.EtcdCluster) { c.Spec.Bootstrap = toTarget("nightly") }), ""},
 		{"a cluster being deleted", cluster(func(c *etcdv1.EtcdCluster) {
 			c.Status.SnapshotRecovery = &etcdv1.SnapshotRecoveryStatus{Snapshot: "snap"}
 			now := metav1.Now()
 			c.DeletionTimestamp = &now
 		}), ""},
 	} {
-		users := SnapshotNeededBy("snap", []etcdv1.EtcdCluster{tc.cluster})
+		users := SnapshotNeededBy("snap", "nightly", []etcdv1.EtcdCluster{tc.cluster})
 		switch {
 		case tc.want == "" && len(users) != 0:
 			t.Errorf("%s: needed by %v, want none", tc.name, users)
 		case tc.want != "" && (len(users) != 1 || !strings.Contains(users[0], tc.want) || !strings.Contains(users[0], "EtcdCluster db")):
 			t.Errorf("%s: needed by %v, want EtcdCluster db, %q", tc.name, users, tc.want)
 		}
+	}
+}
+
+// A seed restoring to a target replays the archive resolved into it: the restore agent gets
+// the archive's prefix and the target, a time in UTC to the nanosecond; one without a target
+// gets neither flag.
+func TestASeedRestoringToATargetReplaysTheArchive(t *testing.T) {
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	seed := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "ns"}, Spec: etcdv1.EtcdMemberSpec{
+		Version: "3.6.16", Bootstrap: etcdv1.MemberBootstrap{InitialClusterState: etcdv1.InitialClusterStateNew, InitialCluster: "r-1=http://x:2380", ClusterToken: "t"}}}
+	source := etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "snaps/nightly-1.db"}}
+	at := time.Date(2026, 12, 2, 10, 15, 0, 5, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		name    string
+		archive *etcdv1.MemberRestoreArchive
+		want    []string
+	}{
+		{"a time", &etcdv1.MemberRestoreArchive{Prefix: "snaps/nightly.archive", Time: &metav1.Time{Time: at}}, []string{"--archive-prefix=snaps/nightly.archive", "--to-time=2026-12-02T09:15:00.000000005Z"}},
+		{"a revision", &etcdv1.MemberRestoreArchive{Prefix: "snaps/nightly.archive", Revision: 42}, []string{"--archive-prefix=snaps/nightly.archive", "--to-revision=42"}},
+		{"no target", nil, nil},
+	} {
+		seed.Spec.Bootstrap.Restore = &etcdv1.MemberRestore{Source: source, Checksum: "sha256:abc", Snapshot: "nightly-1", Archive: tc.archive}
+		args := Pod(c, seed, PodOptions{AgentImage: "op:1"}).Spec.InitContainers[1].Args
+		joined := strings.Join(args, " ")
+		for _, want := range tc.want {
+			if !strings.Contains(joined, want) {
+				t.Errorf("%s: restore args %q lack %q", tc.name, joined, want)
+			}
+		}
+		if tc.archive == nil && strings.Contains(joined, "archive") {
+			t.Errorf("%s: restore args %q name an archive", tc.name, joined)
+		}
+	}
+}
+
+// The restore container, which runs etcdutl's restore and, with a target, the scratch etcd
+// the archive is replayed on, has the member's etcd resources: the defaults, or spec.resources
+// as a whole, limits too, so that the Pod's QoS class is the etcd container's.
+func TestTheRestoreContainerHasTheMembersResources(t *testing.T) {
+	guaranteed := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+	}
+	limitOnly := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}}
+	target := &etcdv1.MemberRestoreArchive{Prefix: "snaps/nightly.archive", Revision: 42}
+	for _, tc := range []struct {
+		name      string
+		resources corev1.ResourceRequirements
+		archive   *etcdv1.MemberRestoreArchive
+		want      corev1.ResourceRequirements
+	}{
+		{"the defaults, to a target", corev1.ResourceRequirements{}, target, DefaultResources()},
+		{"the defaults, no target", corev1.ResourceRequirements{}, nil, DefaultResources()},
+		{"guaranteed, to a target", guaranteed, target, guaranteed},
+		{"guaranteed, no target", guaranteed, nil, guaranteed},
+		{"a memory limit alone", limitOnly, target, limitOnly},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Resources: tc.resources}}
+			seed := &etcdv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "ns"}, Spec: etcdv1.EtcdMemberSpec{
+				Version: "3.6.16", Bootstrap: etcdv1.MemberBootstrap{InitialClusterState: etcdv1.InitialClusterStateNew, InitialCluster: "r-1=http://x:2380", ClusterToken: "t",
+					Restore: &etcdv1.MemberRestore{Source: etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups", SubPath: "snaps/nightly-1.db"}},
+						Checksum: "sha256:abc", Snapshot: "nightly-1", Archive: tc.archive}}}}
+			pod := Pod(c, seed, PodOptions{AgentImage: "op:1"})
+			var restore, etcd *corev1.Container
+			for i := range pod.Spec.InitContainers {
+				if pod.Spec.InitContainers[i].Name == RestoreContainerName {
+					restore = &pod.Spec.InitContainers[i]
+				}
+			}
+			for i := range pod.Spec.Containers {
+				if pod.Spec.Containers[i].Name == "etcd" {
+					etcd = &pod.Spec.Containers[i]
+				}
+			}
+			if restore == nil || etcd == nil {
+				t.Fatalf("no restore container or no etcd container in %+v", pod.Spec)
+			}
+			if !equality.Semantic.DeepEqual(restore.Resources, tc.want) || !equality.Semantic.DeepEqual(restore.Resources, etcd.Resources) {
+				t.Errorf("the restore container has %+v, the etcd container %+v; want both %+v", restore.Resources, etcd.Resources, tc.want)
+			}
+		})
 	}
 }

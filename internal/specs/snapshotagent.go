@@ -55,6 +55,18 @@ func QuotaBackendBytes(c *etcdv1.EtcdCluster) int64 {
 	return DefaultQuotaBackendBytes(c.Spec.Storage.Size)
 }
 
+// BackendQuota is the backend quota a member of c runs with, from the quota its status
+// reports: etcd 3.5 reports none (0), and 3.6.0 to 3.6.5 report the option as given, 0 when
+// etcd's own default (2 GiB) applies; from 3.6.6 on etcd reports the quota in force. A 0 is
+// therefore the quota the members are given (QuotaBackendBytes: etcd's default when the
+// option is 0), never a quota of 0.
+func BackendQuota(c *etcdv1.EtcdCluster, reported int64) int64 {
+	if reported > 0 {
+		return reported
+	}
+	return QuotaBackendBytes(c)
+}
+
 // scratchMargin is what the scratch volume holds beyond the quota: etcd checks the quota
 // before it applies a request, so the last request (up to its --max-request-bytes, 1.5 MiB by
 // default) and the bookkeeping of a compaction may pass it, and the stream ends with a

@@ -52,9 +52,16 @@ func init() { serial.Store(time.Now().UnixNano()) }
 // NewCA makes a CA valid from an hour ago for a day.
 func NewCA(t testing.TB) *CA {
 	t.Helper()
+	return NewCANamed(t, "etcd-operator test CA")
+}
+
+// NewCANamed is NewCA with its own subject: a TLS server names the CAs it accepts client
+// certificates from by subject, and a client holding certificates of two CAs picks by it.
+func NewCANamed(t testing.TB, commonName string) *CA {
+	t.Helper()
 	key := NewKey(t)
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: "etcd-operator test CA"},
+		SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: commonName},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +93,23 @@ func withAuth(a etcdv1.AuthSpec) clusterEdit {
 func withRestore(source etcdv1.RestoreSource) clusterEdit {
 	return func(c *etcdv1.EtcdCluster) {
 		c.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source}}
+	}
+}
+
+func withTarget(source etcdv1.RestoreSource, target etcdv1.RestoreTarget) clusterEdit {
+	return func(c *etcdv1.EtcdCluster) {
+		c.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: source, Target: &target}}
+	}
+}
+
+func withArchive(interval, maxBytes string) scheduleEdit {
+	return func(s *etcdv1.EtcdSnapshotSchedule) {
+		d, err := time.ParseDuration(interval)
+		if err != nil {
+			panic(err)
+		}
+		q := resource.MustParse(maxBytes)
+		s.Spec.Archive = &etcdv1.SnapshotArchive{SegmentInterval: &metav1.Duration{Duration: d}, SegmentMaxBytes: &q}
 	}
 }
 

@@ -222,8 +222,33 @@ func TestCertificateLifetimeMayChange(t *testing.T) {
 		}
 	}
 	withLifetime("4380h", "")(c)
-	withIssuedClientTLS("other-ca")(c)
-	requireInvalid(t, k8s.Update(t.Context(), c), "spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can)")
+	withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("server")})(c)
+	requireInvalid(t, k8s.Update(t.Context(), c), "spec.tls cannot be added, removed or changed on an existing cluster yet (only its validityDuration and renewBefore can, and the issuers of certManager, which rotates the CA)")
+}
+
+// The issuers of certManager may change on a running cluster, each side and all at once:
+// that rotates the CAs (docs/tls.md, "Rotating a CA"); the transport stays as it was.
+func TestCertManagerIssuersMayChange(t *testing.T) {
+	mutual := func(server, clients, peers string) clusterEdit {
+		return func(c *etcdv1.EtcdCluster) {
+			withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer(server), OperatorClientIssuerRef: ptr(issuer(clients))}})(c)
+			withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer(peers)}})(c)
+		}
+	}
+	server := newCluster("ca-rotation-server", withIssuedClientTLS("ca"))
+	requireCreate(t, server)
+	withIssuedClientTLS("ca-2027")(server)
+	if err := k8s.Update(t.Context(), server); err != nil {
+		t.Fatalf("a new server issuer refused: %v", err)
+	}
+	c := newCluster("ca-rotation", mutual("ca", "ca", "ca"))
+	requireCreate(t, c)
+	for _, next := range [][3]string{{"ca-2", "ca", "ca"}, {"ca-2", "ca-2", "ca"}, {"ca-2", "ca-2", "ca-2"}, {"ca-3", "ca-3", "ca-3"}} {
+		mutual(next[0], next[1], next[2])(c)
+		if err := k8s.Update(t.Context(), c); err != nil {
+			t.Fatalf("issuers %v refused: %v", next, err)
+		}
+	}
 }
 
 func TestAllowedClusterEditsAreAccepted(t *testing.T) {

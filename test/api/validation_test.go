@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
@@ -71,11 +73,17 @@ func invalidCreates() []invalidCreate {
 		{"restore from S3 without key", newCluster("b02", withRestore(etcdv1.RestoreSource{S3: s3("")})), "spec.bootstrap.restore.source.s3.key must be the exact key"},
 		{"restore from PVC without file", newCluster("b03", withRestore(etcdv1.RestoreSource{PVC: pvc("")})), "spec.bootstrap.restore.source.pvc.subPath must be the exact path of the snapshot file"},
 		{"restore from a PVC directory", newCluster("b04", withRestore(etcdv1.RestoreSource{PVC: pvc("snapshots/")})), "spec.bootstrap.restore.source.pvc.subPath must be the exact path"},
-		{"restore from two sources", newCluster("b05", withRestore(etcdv1.RestoreSource{S3: s3("a.db"), PVC: pvc("a.db")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef"},
-		{"restore from no source", newCluster("b06", withRestore(etcdv1.RestoreSource{})), "spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef"},
-		{"restore from S3 and a snapshot", newCluster("b11", withRestore(etcdv1.RestoreSource{S3: s3("a.db"), SnapshotRef: ref("nightly")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef"},
-		{"restore from a PVC and a snapshot", newCluster("b12", withRestore(etcdv1.RestoreSource{PVC: pvc("a.db"), SnapshotRef: ref("nightly")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc or snapshotRef"},
+		{"restore from two sources", newCluster("b05", withRestore(etcdv1.RestoreSource{S3: s3("a.db"), PVC: pvc("a.db")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef"},
+		{"restore from no source", newCluster("b06", withRestore(etcdv1.RestoreSource{})), "spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef"},
+		{"restore from S3 and a snapshot", newCluster("b11", withRestore(etcdv1.RestoreSource{S3: s3("a.db"), SnapshotRef: ref("nightly")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef"},
+		{"restore from a PVC and a snapshot", newCluster("b12", withRestore(etcdv1.RestoreSource{PVC: pvc("a.db"), SnapshotRef: ref("nightly")})), "spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef"},
 		{"restore from an unnamed snapshot", newCluster("b13", withRestore(etcdv1.RestoreSource{SnapshotRef: ref("")})), "spec.bootstrap.restore.source.snapshotRef.name must name an EtcdSnapshot"},
+		{"restore from a schedule and a snapshot", newCluster("b14", withTarget(etcdv1.RestoreSource{ScheduleRef: ref("nightly"), SnapshotRef: ref("nightly")}, etcdv1.RestoreTarget{Revision: ptr[int64](5)})), "spec.bootstrap.restore.source needs exactly one of s3, pvc, snapshotRef or scheduleRef"},
+		{"restore from an unnamed schedule", newCluster("b15", withTarget(etcdv1.RestoreSource{ScheduleRef: ref("")}, etcdv1.RestoreTarget{Revision: ptr[int64](5)})), "spec.bootstrap.restore.source.scheduleRef.name must name an EtcdSnapshotSchedule"},
+		{"restore to a revision and a time", newCluster("b16", withTarget(etcdv1.RestoreSource{ScheduleRef: ref("nightly")}, etcdv1.RestoreTarget{Revision: ptr[int64](5), Time: &metav1.Time{Time: time.Unix(1_800_000_000, 0)}})), "spec.bootstrap.restore.target needs exactly one of revision or time"},
+		{"restore to no point", newCluster("b17", withTarget(etcdv1.RestoreSource{ScheduleRef: ref("nightly")}, etcdv1.RestoreTarget{})), "spec.bootstrap.restore.target needs exactly one of revision or time"},
+		{"restore a snapshot to a target", newCluster("b18", withTarget(etcdv1.RestoreSource{SnapshotRef: ref("nightly")}, etcdv1.RestoreTarget{Revision: ptr[int64](5)})), "spec.bootstrap.restore.target and spec.bootstrap.restore.source.scheduleRef go together"},
+		{"restore a schedule without a target", newCluster("b19", withRestore(etcdv1.RestoreSource{ScheduleRef: ref("nightly")})), "spec.bootstrap.restore.target and spec.bootstrap.restore.source.scheduleRef go together"},
 		{"restore onto tmpfs", newCluster("b07", withStorage("1Gi", memory), withRestore(etcdv1.RestoreSource{S3: s3("a.db")})), "spec.bootstrap.restore needs persistent storage"},
 		{"restore from a host without scheme", newCluster("b08", withRestore(etcdv1.RestoreSource{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Endpoint = "minio:9000"; return l }()})), "endpoint must be a URL starting with http:// or https://"},
 		{"restore from a bad bucket name", newCluster("b09", withRestore(etcdv1.RestoreSource{S3: func() *etcdv1.S3SnapshotLocation { l := s3("a.db"); l.Bucket = "My_Backups"; return l }()})), "bucket must be a valid S3 bucket name"},
@@ -130,6 +138,10 @@ func invalidCreates() []invalidCreate {
 		{"schedule to one fixed key", newSchedule("sc04", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Destination.S3.Key = "nightly/etcd.db" }), "spec.destination.s3.key of a schedule is a key prefix"},
 		{"schedule to no destination", newSchedule("sc05", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Destination = etcdv1.SnapshotLocation{} }), "exactly one of s3 or pvc must be set"},
 		{"schedule keeping none", newSchedule("sc06", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.Retention.KeepLast = ptr[int32](0) }), "spec.retention.keepLast in body should be greater than or equal to 1"},
+		{"archive closing segments too often", newSchedule("sc08", withArchive("500ms", "8Mi")), "spec.archive.segmentInterval must be between 1s and 10m"},
+		{"archive closing segments too rarely", newSchedule("sc09", withArchive("1h", "8Mi")), "spec.archive.segmentInterval must be between 1s and 10m"},
+		{"archive segments too small", newSchedule("sc10", withArchive("5s", "1Ki")), "spec.archive.segmentMaxBytes must be more than 64Ki and less than 1Gi"},
+		{"archive segments too large", newSchedule("sc11", withArchive("5s", "2Gi")), "spec.archive.segmentMaxBytes must be more than 64Ki and less than 1Gi"},
 		{"schedule with an unknown deletion policy", newSchedule("sc07", func(s *etcdv1.EtcdSnapshotSchedule) { s.Spec.DeletionPolicy = "Keep" }), `spec.deletionPolicy: Unsupported value: "Keep"`},
 		// EtcdDefrag
 		{"defrag all and a threshold", newDefrag("d01", withRule(etcdv1.DefragRule{All: true, FreeSpaceAbove: qtyPtr("1Mi")})), "rule.all defragments every member and cannot be combined with freeSpaceAbove, quotaUsageAbove or minReclaim"},
@@ -205,7 +217,9 @@ func invalidUpdates() []invalidUpdate {
 		{"pause a tmpfs cluster", newCluster("u07", withStorage("1Gi", memory)), onCluster(withReplicas(0)), "spec.replicas: 0 pauses the cluster"},
 		{"add TLS", newCluster("u08"), onCluster(withIssuedClientTLS("ca")), "spec.tls cannot be added, removed or changed on an existing cluster yet"},
 		{"remove TLS", newCluster("u09", withIssuedClientTLS("ca")), onCluster(func(c *etcdv1.EtcdCluster) { c.Spec.TLS = nil }), "spec.tls cannot be added, removed or changed"},
-		{"change the TLS issuer", newCluster("u10", withIssuedClientTLS("ca")), onCluster(withIssuedClientTLS("other-ca")), "spec.tls cannot be added, removed or changed"},
+		{"switch from cert-manager to own Secrets", newCluster("u10", withIssuedClientTLS("ca")), onCluster(withClientTLS(etcdv1.ClientTLS{ServerSecretRef: ref("server")})), "spec.tls cannot be added, removed or changed"},
+		{"turn on mutual TLS with a client issuer", newCluster("u10b", withIssuedClientTLS("ca")), onCluster(withClientTLS(etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: issuer("ca"), OperatorClientIssuerRef: ptr(issuer("clients"))}})), "spec.tls cannot be added, removed or changed"},
+		{"switch the peer issuer to own Secrets", newCluster("u10c", withIssuedClientTLS("ca"), withPeerTLS(etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: issuer("ca")}})), onCluster(withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")})), "spec.tls cannot be added, removed or changed"},
 		{"add peer TLS", newCluster("u11", withIssuedClientTLS("ca")), onCluster(withPeerTLS(etcdv1.PeerTLS{SecretRef: ref("peer")})), "spec.tls cannot be added, removed or changed"},
 		{"turn on auth", newCluster("u12", withIssuedClientTLS("ca")), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), "spec.auth cannot be added, removed or changed on an existing cluster yet"},
 		{"point auth at another Secret", newCluster("u13", withIssuedClientTLS("ca"), withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root")})), onCluster(withAuth(etcdv1.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref("root2")})), "edit the Secret that spec.auth.rootCredentialsSecretRef names"},

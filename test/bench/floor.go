@@ -125,7 +125,7 @@ func (h *handMade) join(ctx context.Context, cli etcd.Client, name string, names
 		return err
 	}
 	return retry(ctx, h.b.opts.timeout, "promoting "+name, func(ctx context.Context) error {
-		if err := cli.Promote(ctx, id); !errors.Is(err, etcd.ErrMemberNotLearner) {
+		if err := cli.Promote(ctx, id, ""); !errors.Is(err, etcd.ErrMemberNotLearner) {
 			return err
 		}
 		return nil

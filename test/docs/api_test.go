@@ -17,6 +17,7 @@ import (
 // which Kubernetes documents (kubectl explain shows it).
 var opaque = map[string]bool{
 	"spec.resources":                             true,
+	"spec.archive.resources":                     true,
 	"spec.affinity":                              true,
 	"spec.topologySpreadConstraints":             true,
 	"spec.tolerations":                           true,

@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -236,5 +237,121 @@ func TestInstallDocIsAWalkthrough(t *testing.T) {
 	want := []string{"make release", "make push", "helm install", "tar -xzf", "kubectl apply", "helm uninstall"}
 	if !reflect.DeepEqual(ran, want) {
 		t.Errorf("install.md runs %q, want %q: blocks lost or gained their run markers", ran, want)
+	}
+}
+
+func TestSplitCommandsHereDocuments(t *testing.T) {
+	t.Parallel()
+	block := strings.Join([]string{
+		"kubectl apply -f - <<EOF   # created",
+		"metadata:",
+		"  name: it's # not a comment, nor an open quote",
+		"  endpoint: ${S3_ENDPOINT:-https://s3.example}",
+		"EOF",
+		"cat <<-'END' | wc -l && echo done",
+		"\tbody",
+		"\tEND",
+		"echo next   # next",
+		`cat <<"X" &&`,
+		"x",
+		"X",
+		"echo after",
+		"cat <<<'a here-string, not a document'",
+	}, "\n")
+	cmds, err := SplitCommands(block, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmds) != 5 || cmds[0].Output != "created" || !strings.HasSuffix(cmds[0].Text, "\nEOF") ||
+		cmds[1].Line != 6 || !strings.HasSuffix(cmds[1].Text, "\tEND") ||
+		cmds[2].Text != "echo next   # next" || cmds[2].Output != "next" ||
+		cmds[3].Line != 10 || !strings.HasSuffix(cmds[3].Text, "echo after") || cmds[4].Line != 14 {
+		t.Fatalf("SplitCommands: %d commands %+v", len(cmds), cmds)
+	}
+	if _, err := SplitCommands("cat <<EOF\nno end", 1); err == nil || !strings.Contains(err.Error(), "never ends") {
+		t.Errorf("a here-document without its delimiter line: %v", err)
+	}
+}
+
+// sectionDoc is a document of three sections, the second with a subsection.
+var sectionDoc = []string{
+	"# Doc", // 1
+	"```sh",
+	"unmarked outside the section",
+	"```",
+	"## First", // 5
+	"<!-- walkthrough: run -->",
+	"```sh",
+	"echo first",
+	"```",
+	"## Second", // 10
+	"```yaml",
+	"# file.yaml",
+	"## not a heading: inside a block",
+	"```",
+	"<!-- walkthrough: run -->",
+	"```sh",
+	"kubectl apply -f file.yaml",
+	"```",
+	"### Sub of second", // 19
+	"<!-- walkthrough: skip shown only -->",
+	"```sh",
+	"echo skipped",
+	"```",
+	"<!-- walkthrough: run -->",
+	"```sh",
+	"echo sub",
+	"```",
+	"## Third", // 28
+	"```sh",
+	"unmarked after the section",
+	"```",
+}
+
+func TestParseSection(t *testing.T) {
+	t.Parallel()
+	doc := strings.Join(sectionDoc, "\n")
+	w, err := ParseSection(doc, "## Second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range w.Commands {
+		got = append(got, fmt.Sprintf("%d %s", c.Line, c.Text))
+	}
+	want := []string{"17 kubectl apply -f file.yaml", "26 echo sub"}
+	if !reflect.DeepEqual(got, want) || len(w.Files) != 1 || !strings.HasPrefix(w.Files["file.yaml"], "# file.yaml\n## not a heading") {
+		t.Fatalf("ParseSection(## Second): commands %q, files %q; want %q and file.yaml", got, w.Files, want)
+	}
+	if w, err := ParseSection(doc, "### Sub of second"); err != nil || len(w.Commands) != 1 || w.Commands[0].Text != "echo sub" || len(w.Files) != 0 {
+		t.Errorf("ParseSection(### Sub of second) = %+v, %v; want only echo sub", w, err)
+	}
+	if w, err := ParseSection(doc, "## First"); err != nil || len(w.Commands) != 1 || w.Commands[0].Line != 8 {
+		t.Errorf("ParseSection(## First) = %+v, %v", w, err)
+	}
+}
+
+func TestParseSectionRefuses(t *testing.T) {
+	t.Parallel()
+	doc := strings.Join(sectionDoc, "\n")
+	for heading, want := range map[string]string{
+		"## Third":                         "without a marker",
+		"## Fourth":                        "no heading",
+		"## First and more":                "no heading",
+		"### First":                        "no heading",
+		"First":                            "not a Markdown heading",
+		"## not a heading: inside a block": "no heading",
+	} {
+		if _, err := ParseSection(doc, heading); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSection(%q) = %v, want an error saying %q", heading, err, want)
+		}
+	}
+	twice := doc + "\n## First\n"
+	if _, err := ParseSection(twice, "## First"); err == nil || !strings.Contains(err.Error(), "lines 5 and 32") {
+		t.Errorf("a heading written twice: %v", err)
+	}
+	// The whole document is still read as one walkthrough, and refused for its unmarked blocks.
+	if _, err := ParseWalkthrough(doc); err == nil || !strings.Contains(err.Error(), "line 2:") {
+		t.Errorf("ParseWalkthrough of the whole document: %v, want its unmarked first block refused", err)
 	}
 }

@@ -44,8 +44,70 @@ type Command struct {
 // ParseWalkthrough reads a walkthrough: its files, and the commands of its run blocks. An
 // unmarked shell block, an unknown marker, or a command that never ends is an error.
 func ParseWalkthrough(markdown string) (Walkthrough, error) {
-	w := Walkthrough{Files: map[string]string{}}
+	return parseBlocks(Blocks(markdown))
+}
+
+// ParseSection reads the walkthrough of one section of a document: the files and commands
+// of the blocks under heading (written as in the document, "## Rotating a CA"), up to the
+// next heading of the same or a higher level; its subsections are part of it. The rest of
+// the document may hold unmarked shell blocks. A heading that is not in the document, or is
+// in it twice, is an error, and so is anything ParseWalkthrough refuses inside the section.
+func ParseSection(markdown, heading string) (Walkthrough, error) {
+	first, end, err := sectionLines(markdown, heading)
+	if err != nil {
+		return Walkthrough{}, err
+	}
+	var in []Block
 	for _, b := range Blocks(markdown) {
+		if fence := b.Line - 1; fence > first && fence < end {
+			in = append(in, b)
+		}
+	}
+	w, err := parseBlocks(in)
+	if err != nil {
+		return w, fmt.Errorf("section %q: %w", heading, err)
+	}
+	return w, nil
+}
+
+// sectionLines is where the section under heading is: its heading's line and the line of the
+// next heading of the same or a higher level (one past the document's last line when none
+// follows), numbered from 1. Headings inside fenced blocks are not headings.
+func sectionLines(markdown, heading string) (first, end int, err error) {
+	want, level, ok := headingOf(strings.TrimSpace(heading))
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not a Markdown heading (# to ######, a space, its text)", heading)
+	}
+	lines := strings.Split(markdown, "\n")
+	end = len(lines) + 1
+	inFence := false
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+			continue
+		}
+		h, l, ok := headingOf(line)
+		switch {
+		case inFence || !ok:
+		case l == level && h == want && first != 0:
+			return 0, 0, fmt.Errorf("the heading %q is on lines %d and %d: name the section by a heading it alone has", heading, first, i+1)
+		case l == level && h == want:
+			first = i + 1
+		case first != 0 && l <= level && end == len(lines)+1:
+			end = i + 1
+		}
+	}
+	if first == 0 {
+		return 0, 0, fmt.Errorf("no heading %q", heading)
+	}
+	return first, end, nil
+}
+
+// parseBlocks is the walkthrough of these blocks.
+func parseBlocks(blocks []Block) (Walkthrough, error) {
+	w := Walkthrough{Files: map[string]string{}}
+	for _, b := range blocks {
 		switch b.Lang {
 		case "yaml":
 			if name, ok := fileName(b.Text); ok {
@@ -88,29 +150,35 @@ func runCommands(b Block) ([]Command, error) {
 
 // SplitCommands splits a shell block into its commands: a command goes on over the next line
 // while a quote or a brace group ({ ... }) is open, or its line ends in "\", "|", "&&" or
-// "||". first is the block's first line in the document.
+// "||", and over the body of a here-document (<<EOF ... EOF) up to its delimiter line. first
+// is the block's first line in the document.
 func SplitCommands(text string, first int) ([]Command, error) {
 	var out []Command
 	var s shellScan
 	var cur []string
+	var comment string
 	start := 0
 	for i, line := range strings.Split(text, "\n") {
 		if len(cur) == 0 && strings.TrimSpace(line) == "" {
 			continue
 		}
 		if len(cur) == 0 {
-			start = first + i
+			start, comment = first+i, ""
 		}
 		cur = append(cur, line)
-		code, comment := s.line(line)
-		if s.open() || continues(code) {
+		body := s.heredoc != ""
+		code, c := s.line(line)
+		if !body {
+			comment = c
+		}
+		if s.open() || (!body && continues(code)) {
 			continue
 		}
 		out = append(out, newCommand(strings.Join(cur, "\n"), start, comment))
 		cur = nil
 	}
 	if len(cur) > 0 {
-		return nil, fmt.Errorf("line %d: the command %q never ends (an open quote, brace or continuation)", start, strings.Join(cur, "\n"))
+		return nil, fmt.Errorf("line %d: the command %q never ends (an open quote, brace, here-document or continuation)", start, strings.Join(cur, "\n"))
 	}
 	return out, nil
 }
@@ -139,18 +207,45 @@ func newCommand(text string, line int, comment string) Command {
 }
 
 // shellScan follows the shell's quoting across the lines of one command, as far as a
-// walkthrough needs: single and double quotes, backslash escapes, comments, and brace groups
-// written as words ("f() {" ... "}").
+// walkthrough needs: single and double quotes, backslash escapes, comments, brace groups
+// written as words ("f() {" ... "}"), and here-documents, whose bodies are not shell code.
 type shellScan struct {
 	single, double bool
 	braces         int
+	// heredoc is the delimiter of the here-document whose body the next line is in; dash
+	// says that the delimiter line may be indented with tabs (<<-).
+	heredoc string
+	dash    bool
+	// cont says that the line that opened the here-document goes on after its body.
+	cont bool
 }
 
-func (s *shellScan) open() bool { return s.single || s.double || s.braces > 0 }
+func (s *shellScan) open() bool {
+	return s.single || s.double || s.braces > 0 || s.heredoc != "" || s.cont
+}
 
 // line scans one line and returns its code and its comment (after an unquoted "#" that
-// starts a word).
+// starts a word). A line of a here-document's body has neither; its delimiter line ends it.
 func (s *shellScan) line(line string) (code, comment string) {
+	if s.heredoc != "" {
+		end := line
+		if s.dash {
+			end = strings.TrimLeft(end, "\t")
+		}
+		if end == s.heredoc {
+			s.heredoc, s.dash = "", false // s.cont stays: the command goes on when its line did
+		}
+		return "", ""
+	}
+	s.cont = false
+	code, comment = s.scan(line)
+	if s.heredoc != "" {
+		s.cont = continues(code)
+	}
+	return code, comment
+}
+
+func (s *shellScan) scan(line string) (code, comment string) {
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		switch {
@@ -168,9 +263,45 @@ func (s *shellScan) line(line string) (code, comment string) {
 			return line[:i], line[i+1:]
 		case (c == '{' || c == '}') && isWord(line, i):
 			s.braces += map[byte]int{'{': 1, '}': -1}[c]
+		case hereDocAt(line, i):
+			i += s.hereDocument(line[i+2:]) + 1
 		}
 	}
 	return line, ""
+}
+
+// hereDocAt says whether a here-document's "<<" starts at i (not a here-string's "<<<").
+func hereDocAt(line string, i int) bool {
+	return strings.HasPrefix(line[i:], "<<") && !strings.HasPrefix(line[i:], "<<<") && (i == 0 || line[i-1] != '<')
+}
+
+// hereDocument reads the delimiter after "<<" (rest is what follows it): "-" for tabs, then
+// a word, quoted or not. It returns how many characters of rest it read.
+func (s *shellScan) hereDocument(rest string) int {
+	n := 0
+	if strings.HasPrefix(rest, "-") {
+		s.dash, n = true, 1
+	}
+	for n < len(rest) && (rest[n] == ' ' || rest[n] == '\t') {
+		n++
+	}
+	var word strings.Builder
+	for ; n < len(rest) && !strings.ContainsRune(" \t;|&<>()", rune(rest[n])); n++ {
+		if q := rest[n]; q == '\'' || q == '"' {
+			closing := strings.IndexByte(rest[n+1:], q)
+			if closing < 0 {
+				break
+			}
+			word.WriteString(rest[n+1 : n+1+closing])
+			n += closing + 1
+			continue
+		}
+		if rest[n] != '\\' {
+			word.WriteByte(rest[n])
+		}
+	}
+	s.heredoc = word.String()
+	return n
 }
 
 func wordStart(line string, i int) bool { return i == 0 || line[i-1] == ' ' || line[i-1] == '\t' }

@@ -62,18 +62,18 @@ func aenixAuthSecrets(t *testing.T, ns string) access {
 	return access{TLS: clientTLS(t, ca.PEM, root.CertPEM, root.KeyPEM, "lg."+ns+".svc")}
 }
 
-// TestMigrateAenixWithAuthIsRefused: a legacy cluster with TLS on both ports and auth on, as
-// the legacy operator runs a Kamaji datastore (root without a password, reached by the legacy
-// client certificate, common name root, which the writer uses too). `kubectl etcd migrate
-// aenix` says what the takeover would do (that certificate, spec.auth unset) and refuses it,
-// with --apply too, changing nothing: in a full e2e run the takeover's scale-out stalled after
-// a promotion timed out. No write fails, every key is kept.
-func TestMigrateAenixWithAuthIsRefused(t *testing.T) {
+// TestMigrateFromAenixOperatorWithAuth is TestMigrateFromAenixOperator for a cluster with
+// TLS on both ports and auth on, as the legacy operator runs a Kamaji datastore: root without
+// a password, reached by the legacy client certificate (common name root), which the writer
+// uses too. `kubectl etcd migrate aenix` takes it over with that certificate: auth stays on
+// all along, spec.auth stays unset, no write fails, every key is kept, and this operator
+// (root through the same certificate) scales it 3 -> 5 -> 3.
+func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	bin := buildPlugin(t)
 	asRoot := aenixAuthSecrets(t, ns)
-	buildAenixClusterWith(t, ns, func(legacy map[string]any, sts *appsv1.StatefulSet) {
+	legacy := buildAenixClusterWith(t, ns, func(legacy map[string]any, sts *appsv1.StatefulSet) {
 		aenixfixture.WithTLS(legacy, sts)
 		aenixfixture.WithAuth(legacy)
 	})
@@ -88,27 +88,23 @@ func TestMigrateAenixWithAuthIsRefused(t *testing.T) {
 	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
 	ids := serviceMemberIDsWith(t, ns, "lg", asRoot)
 
-	for _, args := range [][]string{{"migrate", "aenix", "lg"}, {"migrate", "aenix", "lg", "--apply"}} {
-		out, err := runPlugin(bin, ns, args...)
-		if err == nil || !strings.Contains(out, "adopting a legacy cluster with auth is not supported yet") ||
-			!strings.Contains(out, "the client certificate in Secret lg-client-cert") {
-			t.Fatalf("kubectl etcd %s: err %v, want refused, output:\n%s", strings.Join(args, " "), err, out)
+	out := mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
+	for _, want := range []string{"authentication: on, as spec.security.enableAuth says, and it stays on: nothing changes in etcd",
+		"the client certificate in Secret lg-client-cert", "dry run: nothing was changed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
 	}
-	if got := podUIDs(t, ns, aenixMembers); fmt.Sprint(got) != fmt.Sprint(pods) {
-		t.Errorf("legacy Pods after the refused migration %v, before %v", got, pods)
-	}
-	for name, n := range containerRestarts(t, ns, aenixMembers) {
-		if n != restarts[name] {
-			t.Errorf("member %s restarted: %d -> %d", name, restarts[name], n)
-		}
-	}
-	if got := serviceMemberIDsWith(t, ns, "lg", asRoot); fmt.Sprint(got) != fmt.Sprint(ids) {
-		t.Errorf("etcd's members after the refused migration %v, before %v", got, ids)
+	c := applyMigration(t, bin, ns, "aenix", "lg")
+	checkAenixAdopted(t, ns, c, legacy, pods, restarts, ids)
+	if c.Spec.Auth != nil || specs.OperatorClientSecretName(c) != "lg-client-cert" {
+		t.Errorf("spec.auth %+v, operator client Secret %q: want no spec.auth and the legacy client certificate", c.Spec.Auth, specs.OperatorClientSecretName(c))
 	}
 	checkAuthOn(t, rootCli)
-	noFailedWrite(t, w, "the refused migration")
-	w.stopAndVerify(t, 0)
+	noFailedWrite(t, w, "the takeover")
+
+	scaleOutAndInUnder(t, ns, "lg", w)
+	checkAuthOn(t, rootCli)
 }
 
 // checkAuthOn: etcd has authentication on, and a client without credentials reads nothing.
@@ -141,13 +137,13 @@ func serviceMemberIDsWith(t *testing.T, ns, service string, a access) map[string
 
 const cozystackRootPassword = "cozystack-root-Pa55word-long"
 
-// TestMigrateCozystackWithAuthIsRefused: a cluster with TLS on both ports and auth on, as
-// Cozystack's operator runs one (root with the password of spec.auth.rootCredentialsSecretRef,
-// a basic-auth Secret, which the writer logs in with). `kubectl etcd migrate cozystack` says
-// what the takeover would do and refuses it, with --apply too, changing nothing: taken over,
-// this operator did not yet reach etcd with root's password (its client stayed without it, and
-// the cluster in StepFailed "user name not found"). No write fails, every key is kept.
-func TestMigrateCozystackWithAuthIsRefused(t *testing.T) {
+// TestMigrateFromCozystackOperatorWithAuth is TestMigrateFromCozystackOperator for a cluster
+// with TLS on both ports and auth on, as Cozystack's operator runs one: root with the
+// password of spec.auth.rootCredentialsSecretRef (a basic-auth Secret), which the writer logs
+// in with. `kubectl etcd migrate cozystack` takes it over with that Secret: auth stays on all
+// along, root's password is unchanged, no write fails, every key is kept, and the cluster
+// scales 3 -> 5 -> 3 under this operator.
+func TestMigrateFromCozystackOperatorWithAuth(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	bin := buildPlugin(t)
@@ -193,22 +189,45 @@ func TestMigrateCozystackWithAuthIsRefused(t *testing.T) {
 	authed := dialService(t, ns, "cz-client", asRoot)
 	checkAuthOn(t, authed)
 
-	refusal := "adopting a Cozystack cluster with auth is not supported yet"
-	for _, args := range [][]string{{"migrate", "cozystack", "cz"}, {"migrate", "cozystack", "cz", "--apply"}} {
-		out, err := runPlugin(bin, ns, args...)
-		if err == nil || !strings.Contains(out, refusal) || !strings.Contains(out, "authentication: on, and it stays on") {
-			t.Fatalf("kubectl etcd %s: err %v, want refused (%q), output:\n%s", strings.Join(args, " "), err, refusal, out)
+	out := mustPlugin(t, bin, ns, "migrate", "cozystack", "cz")
+	for _, want := range []string{"authentication: on, and it stays on: nothing changes in etcd",
+		"the one in Secret cz-root (spec.auth.rootCredentialsSecretRef, unchanged)", "dry run: nothing was changed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
 	}
-	checkSameMembers(t, ns, getCluster(t, ns, "cz"), cozystackMembers, pods, ids)
-	for name, n := range containerRestarts(t, ns, cozystackMembers) {
-		if n != restarts[name] {
-			t.Errorf("member %s restarted: %d -> %d", name, restarts[name], n)
-		}
+	c := applyMigration(t, bin, ns, "cozystack", "cz")
+	checkSameMembers(t, ns, c, cozystackMembers, pods, ids)
+	for _, name := range cozystackMembers {
+		checkAdoptedMember(t, ns, name, restarts[name], ids[name])
 	}
+	waitAuthEnabledOf(t, ns, "cz")
 	checkAuthOn(t, authed)
-	noFailedWrite(t, w, "the refused migration")
-	w.stopAndVerify(t, 0)
+	applied := getSecret(t, ns, specs.RootAppliedSecretName("cz"))
+	if string(applied.Data["password"]) != cozystackRootPassword {
+		t.Errorf("Secret %s does not record root's password from cz-root", applied.Name)
+	}
+	noFailedWrite(t, w, "the takeover")
+
+	c = scaleOutAndInUnder(t, ns, "cz", w)
+	checkAdoptedRemovals(t, ns, c)
+	checkAuthOn(t, authed)
+}
+
+// scaleOutAndInUnder is scaleOutAndIn under the writer w: no write fails while the cluster
+// grows to 5 (learners added and promoted stop no member), each of the two removals may fail
+// the writes of one disruption, and every acknowledged write is read back.
+func scaleOutAndInUnder(t *testing.T, ns, cluster string, w *writer) *etcdv1.EtcdCluster {
+	t.Helper()
+	setReplicas(t, ns, cluster, 5)
+	c := waitSettled(t, ns, cluster, 5, 6*time.Minute)
+	t.Logf("settled at 5: %v", memberIDs(c))
+	noFailedWrite(t, w, "the takeover and the scale-out")
+	setReplicas(t, ns, cluster, 3)
+	c = waitSettled(t, ns, cluster, 3, 6*time.Minute)
+	t.Logf("settled at 3: %v", memberIDs(c))
+	w.stopAndVerifyAtMost(t, 50, 2*failuresPerDisruption)
+	return c
 }
 
 // markAuthEnabled sets status.authEnabled, as Cozystack's operator left it.
@@ -234,7 +253,7 @@ func dialMembers(t *testing.T, ns string, names []string, a access) *clientv3.Cl
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
 			t.Fatal(err)
 		}
-		endpoints = append(endpoints, a.scheme()+"://"+pod.Status.PodIP+":2379")
+		endpoints = append(endpoints, a.Scheme()+"://"+pod.Status.PodIP+":2379")
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: a.TLS, Username: a.Username, Password: a.Password})
 	if err != nil {
@@ -247,9 +266,5 @@ func dialMembers(t *testing.T, ns string, names []string, a access) *clientv3.Cl
 // noFailedWrite: no write of w failed so far, through what.
 func noFailedWrite(t *testing.T, w *writer, what string) {
 	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.failed != 0 {
-		t.Errorf("%d writes failed during %s: %v", w.failed, what, w.errors)
-	}
+	w.NoFailedWrite(t, what)
 }

@@ -38,10 +38,8 @@ func TestDeletedClusterComesBackFromItsKeptPVCs(t *testing.T) {
 	before := waitSettled(t, ns, "keep", 3, 4*time.Minute)
 	w := startWriter(t, ns, "keep", "keep")
 	eventually(t, time.Minute, "writes acknowledged before the delete", func() error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if len(w.acked) < 40 {
-			return fmt.Errorf("%d acknowledged", len(w.acked))
+		if n := w.acknowledged(); n < 40 {
+			return fmt.Errorf("%d acknowledged", n)
 		}
 		return nil
 	})

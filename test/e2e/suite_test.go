@@ -11,7 +11,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -19,14 +18,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/test/clusterenv"
+	"github.com/quorumkeeper/etcd-operator/test/etcdload"
 )
 
 var (
@@ -51,44 +48,19 @@ func setUp() error {
 	if path == "" {
 		return fmt.Errorf("KUBECONFIG is not set: run through 'make test-e2e', which starts the local cluster")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
+	var err error
+	if k8s, restConfig, err = clusterenv.Client(path); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := etcdv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	restConfig = cfg
 	// Service names resolve through the cluster's DNS server (the local cluster's by
 	// default), so the writer connects the way an application in the cluster does.
-	dnsAddr := os.Getenv("E2E_CLUSTER_DNS")
-	if dnsAddr == "" {
-		dnsAddr = "10.213.0.1:53"
-	}
-	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, dnsAddr)
-	}}
+	resolver = clusterenv.Resolver(os.Getenv("E2E_CLUSTER_DNS"))
 	return nil
 }
 
-// eventually polls check until it passes or the time is up.
+// eventually polls check until it passes or the time is up (etcdload.Eventually, shared
+// with test/legacy).
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	etcdload.Eventually(t, timeout, what, check)
 }

@@ -7,20 +7,22 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/grpc"
+
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 )
 
 // serveLoopback serves s on 127.0.0.1 to 127.0.0.n, one port: the operator's client takes
 // no dial options, so its members must be told apart by address, and Linux routes all of
-// 127/8 to the loopback. It returns the members' client URLs.
-func serveLoopback(t *testing.T, s *Sim, n int) []string {
+// 127/8 to the loopback. It returns the members' client URLs; opts are the server's.
+func serveLoopback(t *testing.T, s *Sim, n int, opts ...grpc.ServerOption) []string {
 	t.Helper()
 	first, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := first.Addr().(*net.TCPAddr).Port
-	g := s.Server()
+	g := s.Server(opts...)
 	t.Cleanup(g.Stop)
 	urls := []string{fmt.Sprintf("http://127.0.0.1:%d", port)}
 	go func() { _ = g.Serve(first) }()
@@ -88,14 +90,14 @@ func scaleOut(t *testing.T, s *Sim, cli etcd.Client, joiner Member) uint64 {
 	}
 	_, _, err = cli.AddLearner(ctx(t), []string{"http://127.0.0.9:2380"})
 	expectErr(t, "second learner", err, etcd.ErrTooManyLearners)
-	expectErr(t, "promote unstarted", cli.Promote(ctx(t), added.ID), etcd.ErrLearnerNotReady)
+	expectErr(t, "promote unstarted", cli.Promote(ctx(t), added.ID, ""), etcd.ErrLearnerNotReady)
 	if _, _, err := s.StartProcess(Boot{Member: joiner}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := cli.Status(ctx(t), joiner.ClientURLs[0]); err != nil || !st.IsLearner {
 		t.Fatalf("learner's status %+v, %v", st, err)
 	}
-	if err := cli.Promote(ctx(t), added.ID); err != nil {
+	if err := cli.Promote(ctx(t), added.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	return added.ID

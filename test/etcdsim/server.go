@@ -16,9 +16,9 @@ import (
 )
 
 // Server returns a gRPC server that answers for every member of the simulation; the caller
-// serves it on a listener and stops it.
-func (s *Sim) Server() *grpc.Server {
-	g := grpc.NewServer()
+// serves it on a listener and stops it. opts are the server's (a test's interceptor).
+func (s *Sim) Server(opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(opts...)
 	pb.RegisterClusterServer(g, clusterServer{s: s})
 	pb.RegisterMaintenanceServer(g, maintenanceServer{s: s})
 	pb.RegisterKVServer(g, kvServer{s: s})

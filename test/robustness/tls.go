@@ -18,17 +18,24 @@ import (
 // is replaced by one that verifies the chain against the CA and the certificate against
 // serverName: as strict, for the name an application in the cluster would use.
 func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, error) {
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("no CA certificate in the PEM data")
-	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}
+	return ClientTLSWith(caPEM, serverName, pair)
+}
+
+// ClientTLSWith is ClientTLS with every CA of caPEM trusted and any number of client
+// certificates (the client presents the first one the server's acceptable CAs allow): a
+// client that keeps writing while a cluster moves from one CA to another.
+func ClientTLSWith(caPEM []byte, serverName string, pairs ...tls.Certificate) (*tls.Config, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate in the PEM data")
+	}
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS12,
-		Certificates:       []tls.Certificate{pair},
+		Certificates:       pairs,
 		InsecureSkipVerify: true, // verified by VerifyConnection, for serverName
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			opts := x509.VerifyOptions{Roots: roots, DNSName: serverName, Intermediates: x509.NewCertPool()}

@@ -42,10 +42,7 @@ func (r Snapshot) Args() []string {
 		args = append(args, "--delete")
 	}
 	args = append(args, optional("checksum", r.Checksum)...)
-	args = append(args, optional("endpoints", strings.Join(r.Endpoints, ","))...)
-	args = append(args, optional("ca-file", r.CAFile)...)
-	args = append(args, optional("cert-file", r.CertFile)...)
-	args = append(args, optional("key-file", r.KeyFile)...)
+	args = append(args, etcdAccessArgs(r.Endpoints, r.CAFile, r.CertFile, r.KeyFile)...)
 	args = append(args, optional("scratch-dir", r.ScratchDir)...)
 	if r.ReportProgress {
 		args = append(args, "--report-progress")
@@ -62,13 +59,7 @@ func ParseSnapshot(args []string) (Snapshot, error) {
 		fs.StringVar(&r.Owner, "owner", "", "namespace/name/uid of the EtcdSnapshot: recorded with the file, and the only owner whose file --delete deletes")
 		fs.BoolVar(&r.Delete, "delete", false, "delete the stored snapshot file (and any partial one) instead of taking one")
 		fs.StringVar(&r.Checksum, "checksum", "", "with --delete: the checksum the EtcdSnapshot recorded, which proves a file stored without an owner its own")
-		fs.Func("endpoints", "comma-separated client URLs of the cluster's members", func(s string) error {
-			r.Endpoints = splitList(s)
-			return nil
-		})
-		fs.StringVar(&r.CAFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
-		fs.StringVar(&r.CertFile, "cert-file", "", "client certificate (mutual TLS)")
-		fs.StringVar(&r.KeyFile, "key-file", "", "client key (mutual TLS)")
+		bindEtcdAccess(fs, &r.Endpoints, &r.CAFile, &r.CertFile, &r.KeyFile)
 		fs.StringVar(&r.ScratchDir, "scratch-dir", "", "directory for the snapshot file between etcd and the store")
 		fs.BoolVar(&r.ReportProgress, "report-progress", false, "write progress into the status of the EtcdSnapshot --owner names, with the Pod's ServiceAccount token")
 	})
@@ -91,8 +82,12 @@ type Restore struct {
 	// The member's bootstrap, as etcd itself starts with it (--name, --initial-cluster,
 	// --initial-cluster-token, --initial-advertise-peer-urls).
 	MemberName, InitialCluster, InitialClusterToken, InitialAdvertisePeerURLs string
-	Store                                                                     Store
-	Run                                                                       Run
+	// Archive, when its prefix is set, restores to its target: the archive is replayed on
+	// the snapshot with Etcd (the etcd of the cluster's version; the image's when empty).
+	Archive ArchiveTarget
+	Etcd    string
+	Store   Store
+	Run     Run
 }
 
 // EtcdutlOrDefault is the etcdutl the agent runs.
@@ -112,7 +107,10 @@ func (r Restore) Args() []string {
 	args = append(args, optional("checksum", r.Checksum)...)
 	args = append(append(args, r.Store.args()...), "--name="+r.Name)
 	args = append(args, r.Run.timeoutArgs()...)
-	return append(args, r.Run.resultFileArgs()...)
+	args = append(args, r.Run.resultFileArgs()...)
+	// Last, and only when set: a restore without a target keeps the argv of earlier releases.
+	args = append(args, r.Archive.args()...)
+	return append(args, optional("etcd", r.Etcd)...)
 }
 
 // ParseRestore reads the flags of `restore-agent` (its arguments after the command).
@@ -128,7 +126,12 @@ func ParseRestore(args []string) (Restore, error) {
 		fs.StringVar(&r.InitialCluster, "initial-cluster", "", "etcd --initial-cluster")
 		fs.StringVar(&r.InitialClusterToken, "initial-cluster-token", "", "etcd --initial-cluster-token")
 		fs.StringVar(&r.InitialAdvertisePeerURLs, "initial-advertise-peer-urls", "", "etcd --initial-advertise-peer-urls")
+		r.Archive.bind(fs)
+		fs.StringVar(&r.Etcd, "etcd", "", "with --archive-prefix: the etcd binary to replay the archive on")
 	})
+	if err == nil && r.Archive.Prefix != "" && (r.Archive.Revision > 0) == !r.Archive.Time.IsZero() {
+		err = fmt.Errorf("%s: --archive-prefix needs exactly one of --to-revision or --to-time", CommandRestore)
+	}
 	return r, err
 }
 
@@ -179,4 +182,25 @@ func ParseCopySelf(args []string) (CopySelf, error) {
 		return CopySelf{}, fmt.Errorf("usage: %s DEST", CommandCopySelf)
 	}
 	return CopySelf{Dest: args[0]}, nil
+}
+
+// bindEtcdAccess binds the flags that say how an agent reaches the cluster's etcd: the
+// members' client URLs, the CA of their certificates (client TLS), and the agent's own
+// certificate and key (mutual TLS). Every agent command that talks to etcd takes them.
+func bindEtcdAccess(fs *flag.FlagSet, endpoints *[]string, caFile, certFile, keyFile *string) {
+	fs.Func("endpoints", "comma-separated client URLs of the cluster's members", func(s string) error {
+		*endpoints = splitList(s)
+		return nil
+	})
+	fs.StringVar(caFile, "ca-file", "", "CA that signed the members' client certificates (client TLS)")
+	fs.StringVar(certFile, "cert-file", "", "client certificate (mutual TLS)")
+	fs.StringVar(keyFile, "key-file", "", "client key (mutual TLS)")
+}
+
+// etcdAccessArgs is the argv of bindEtcdAccess's flags; an empty one is left out.
+func etcdAccessArgs(endpoints []string, caFile, certFile, keyFile string) []string {
+	args := optional("endpoints", strings.Join(endpoints, ","))
+	args = append(args, optional("ca-file", caFile)...)
+	args = append(args, optional("cert-file", certFile)...)
+	return append(args, optional("key-file", keyFile)...)
 }

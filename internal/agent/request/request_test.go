@@ -35,6 +35,8 @@ func TestParseReadsBackWhatArgsWrote(t *testing.T) {
 			MemberName: "m", InitialCluster: "m=http://m:2380", InitialClusterToken: "t", InitialAdvertisePeerURLs: "http://m:2380",
 			Store: allS3, Run: run},
 		{Name: "k.db", Store: dir, Run: oddRun},
+		{Name: "k.db", Store: dir, Archive: ArchiveTarget{Prefix: "ns/c/nightly.archive", Revision: 42}, Etcd: "/usr/local/bin/etcd"},
+		{Name: "k.db", Store: allS3, Archive: ArchiveTarget{Prefix: "p", Time: time.Date(2026, 12, 2, 10, 15, 0, 5, time.UTC)}},
 	}
 	for _, r := range restores {
 		got, err := ParseRestore(r.Args()[1:])
@@ -53,6 +55,21 @@ func TestParseReadsBackWhatArgsWrote(t *testing.T) {
 		got, err := ParseCopySelf(r.Args()[1:])
 		if err != nil || got != r {
 			t.Errorf("ParseCopySelf(%q) = %+v, %v; want %+v", r.Args(), got, err, r)
+		}
+	}
+}
+
+func TestParseArchiveReadsBackWhatArgsWrote(t *testing.T) {
+	archives := []Archive{
+		{},
+		{Prefix: "nightly/ns/c/nightly.archive", Owner: "ns/nightly/u", Endpoints: []string{"https://a:2379"}, CAFile: "/ca", CertFile: "/crt", KeyFile: "/key",
+			SegmentInterval: 5 * time.Second, SegmentMaxBytes: 8 << 20, ReportStatus: true, Store: allS3},
+		{Prefix: "snaps/nightly.archive", Store: dir},
+	}
+	for _, r := range archives {
+		got, err := ParseArchive(r.Args()[1:])
+		if err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("ParseArchive(%q) = %+v, %v; want %+v", r.Args(), got, err, r)
 		}
 	}
 }
@@ -149,6 +166,9 @@ func TestABadArgvIsRefusedNamingWhatIsWrong(t *testing.T) {
 		{"a stray word", errOf(ParseRestore([]string{"--uri=x", "now", "--name=y"})), []string{"restore-agent", `"now"`}},
 		{"help", errOf(ParseRestore([]string{"-h"})), []string{"-initial-cluster-token", "-s3-endpoint"}},
 		{"no destination", errOf(ParseCopySelf(nil)), []string{"usage: copy-self DEST"}},
+		{"an archive without a target", errOf(ParseRestore([]string{"--archive-prefix=p"})), []string{"restore-agent", "--to-revision", "--to-time"}},
+		{"an archive with two targets", errOf(ParseRestore([]string{"--archive-prefix=p", "--to-revision=3", "--to-time=2026-12-02T10:15:00Z"})), []string{"exactly one"}},
+		{"a time that is not RFC 3339", errOf(ParseRestore([]string{"--archive-prefix=p", "--to-time=yesterday"})), []string{"-to-time"}},
 		{"two destinations", errOf(ParseCopySelf([]string{"a", "b"})), []string{"usage: copy-self DEST"}},
 	} {
 		if tc.err == nil {

@@ -70,23 +70,11 @@ func historyFits(inUse, quota int64) bool {
 	return quota <= 0 || inUse <= quota/fitDenominator*fitNumerator
 }
 
-// etcdDefaultQuota is etcd's --quota-backend-bytes when it is 0 or absent.
-const etcdDefaultQuota = 2 << 30
-
-// quota is the backend quota the members run with: what they report (etcd 3.6 and later),
-// else what the operator gave them (specs.DefaultQuotaBackendBytes without the option, etcd's
-// own default with 0).
+// quota is the backend quota the members run with: what they report, else, as etcd 3.5 and
+// 3.6.0 to 3.6.5 may report 0, what the operator gave them (specs.BackendQuota: etcd's own
+// default when the option is 0).
 func quota(c *etcdv1.EtcdCluster, reported int64) int64 {
-	if reported > 0 {
-		return reported
-	}
-	if c.Spec.Options == nil || c.Spec.Options.QuotaBackendBytes == nil {
-		return specs.DefaultQuotaBackendBytes(c.Spec.Storage.Size)
-	}
-	if c.Spec.Options.QuotaBackendBytes.IsZero() {
-		return etcdDefaultQuota
-	}
-	return c.Spec.Options.QuotaBackendBytes.Value()
+	return specs.BackendQuota(c, reported)
 }
 
 func bytes(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
@@ -120,7 +108,7 @@ func compact(ctx context.Context, c *etcdv1.EtcdCluster, cli etcd.Client, endpoi
 }
 
 // spaceInUse is the most any member answering uses of its backend, and the quota they
-// report (0 before etcd 3.6).
+// report (0 from etcd 3.5, and from 3.6.0 to 3.6.5 when etcd's default applies).
 func spaceInUse(ctx context.Context, cli etcd.Client, endpoints []string) (inUse, quota int64, err error) {
 	answered := false
 	for _, ep := range endpoints {

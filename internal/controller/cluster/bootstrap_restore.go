@@ -216,6 +216,9 @@ func (r *Reconciler) observeRestore(ctx context.Context, c *etcdv1.EtcdCluster, 
 			return nil, "", nil
 		}
 	}
+	if c.Spec.Bootstrap.Restore.Source.ScheduleRef != nil && c.Spec.Bootstrap.Restore.Target != nil {
+		return r.observeArchiveRestore(ctx, c)
+	}
 	var snap *etcdv1.EtcdSnapshot
 	if ref := c.Spec.Bootstrap.Restore.Source.SnapshotRef; ref != nil {
 		s := &etcdv1.EtcdSnapshot{}

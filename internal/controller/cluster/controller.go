@@ -143,6 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	defer r.closeView(req.NamespacedName, view)
+	if err := r.noteOwnCAs(ctx, cluster, view); err != nil {
+		return ctrl.Result{}, err
+	}
 	facts := view.childFacts()
 	if err := r.tendPVCs(ctx, cluster, view, set.Retention, facts); err != nil {
 		return ctrl.Result{}, err
@@ -180,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// scale-out by more than one).
 		return ctrl.Result{RequeueAfter: afterEtcdChange}, nil
 	}
-	return ctrl.Result{RequeueAfter: sooner(r.lookAgainAfter(cluster, view), view.discardedRetry)}, nil
+	return ctrl.Result{RequeueAfter: sooner(sooner(r.lookAgainAfter(cluster, view), view.discardedRetry), view.caRotationRetry)}, nil
 }
 
 // tendPVCs sets the members' PVCs' owners per the retention policy and releases the kept

@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdversion"
 )
@@ -31,6 +33,19 @@ import (
 
 // downgradeTimeout bounds one call of etcd's downgrade API.
 const downgradeTimeout = 5 * time.Second
+
+// clusterVersionPoll is how often etcd is asked again while it has no cluster version yet
+// (etcd.ErrClusterVersionUnknown): its leader decides it every few seconds once the members
+// have published themselves, which no object the operator watches reports.
+const clusterVersionPoll = time.Second
+
+// clusterVersionUnknown is the wait while etcd has not decided its cluster version: right
+// after members start, nothing that acts on the cluster version is sent (an enable sent
+// then once made a 3.6.16 member exit with a stack dump).
+func clusterVersionUnknown(want etcdversion.Version, err error) error {
+	return kit.Waiting{Reason: etcdv1.ReasonDowngrading, RetryIn: clusterVersionPoll,
+		Message: fmt.Sprintf("downgrade to %d.%d: etcd has no cluster version yet (members just started): looking again (%v)", want.Major, want.Minor, err)}
+}
 
 // downgradeFacts is what etcd says of its downgrade: known is false when no member reported it
 // (servers older than 3.6 do not, and it was not asked otherwise).
@@ -206,13 +221,15 @@ func downgradeJustEnded(c *etcdv1.EtcdCluster, low etcdversion.Version) bool {
 // validation of the minor below the cluster's, which changes nothing, is refused with
 // ErrDowngradeInProcess while the downgrade is still enabled (etcd 3.5's downgradeValidate
 // checks the target, then the record). A cluster that was on 3.5 all along is not asked.
-func observeDowngrade(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, members []upgradeMember) downgradeFacts {
+// While etcd has no cluster version yet, which it then answers, the look waits
+// (clusterVersionUnknown): nothing is decided on a record etcd could not give.
+func observeDowngrade(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, members []upgradeMember) (downgradeFacts, error) {
 	if f := downgradeFromStatuses(v); f.known || v.etcd == nil {
-		return f
+		return f, nil
 	}
 	low, ok := lowestRunning(members)
 	if !ok || low.Minor == 0 || !downgradeRecent(c, low) {
-		return downgradeFacts{}
+		return downgradeFacts{}, nil
 	}
 	probe := etcdversion.Version{Major: low.Major, Minor: low.Minor - 1}
 	ctx, cancel := context.WithTimeout(ctx, downgradeTimeout)
@@ -220,11 +237,13 @@ func observeDowngrade(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView
 	_, err := v.etcd.DowngradeValidate(ctx, probe.String())
 	switch {
 	case err == nil:
-		return downgradeFacts{known: true}
+		return downgradeFacts{known: true}, nil
 	case errors.Is(err, etcd.ErrDowngradeInProcess):
-		return downgradeFacts{known: true, enabled: true, target: low.ClusterMinor()}
+		return downgradeFacts{known: true, enabled: true, target: low.ClusterMinor()}, nil
+	case errors.Is(err, etcd.ErrClusterVersionUnknown):
+		return downgradeFacts{}, clusterVersionUnknown(low.ClusterMinor(), err)
 	}
-	return downgradeFacts{}
+	return downgradeFacts{}, nil
 }
 
 // lowestRunning is the oldest version a member runs; false when none reports one.
@@ -258,10 +277,14 @@ func (r *Reconciler) enableDowngrade(ctx context.Context, c *etcdv1.EtcdCluster,
 }
 
 // refusedDowngrade is etcd's answer to a validation or an enabling: a downgrade enabled
-// meanwhile (a lost answer to an earlier enable) is looked at again; anything else etcd
-// refused is shown as it said it, and a failed call is retried.
+// meanwhile (a lost answer to an earlier enable) is looked at again, and so is a cluster
+// whose version etcd has not decided yet (members just started; the validation comes first
+// so that no enable is sent then); anything else etcd refused is shown as it said it, and a
+// failed call is retried.
 func refusedDowngrade(want etcdversion.Version, err error) error {
 	switch {
+	case errors.Is(err, etcd.ErrClusterVersionUnknown):
+		return clusterVersionUnknown(want, err)
 	case errors.Is(err, etcd.ErrDowngradeInProcess):
 		return waitFor(etcdv1.ReasonDowngrading, "downgrade to %d.%d: etcd reports a downgrade enabled already; looking again", want.Major, want.Minor)
 	case errors.Is(err, etcd.ErrInvalidDowngradeTarget):

@@ -168,6 +168,11 @@ func TestDowngradeEnablesOnceMovesTheLeaderLastAndWaitsForEtcd(t *testing.T) {
 	if got := h.etcd.CallsTo("DowngradeValidate"); got[len(got)-1] != "DowngradeValidate(3.4.0)" {
 		t.Fatalf("validations %q; want etcd asked whether the downgrade is still on (a validation of 3.4)", got)
 	}
+	// The last member just restarted: etcd may have no cluster version yet, and then says
+	// nothing of its downgrade; the operator waits for its answer.
+	h.etcd.FailNext("DowngradeValidate", fmt.Errorf("etcdserver: cluster version not found during downgrade: %w", etcd.ErrClusterVersionUnknown))
+	h.reconcile()
+	h.wantProgressing("etcd without a cluster version", etcdv1.ReasonDowngrading, "no cluster version yet")
 	h.etcd.HoldDowngrade(false)
 	h.reconcile()
 	h.wantProgressing("etcd ended the downgrade", etcdv1.ReasonIdle, "")
@@ -247,3 +252,31 @@ func TestDowngradeRefusedByEtcdIsShown(t *testing.T) {
 }
 
 func containsCall(calls []string, call string) bool { return slices.Contains(calls, call) }
+
+// Right after its members start etcd may have no cluster version yet, and answers the
+// downgrade API "cluster version not found". The operator waits and asks again a second
+// later, under Downgrading: it sends no enable meanwhile (one sent in that window once made a
+// 3.6.16 member exit), and shows no refusal.
+func TestDowngradeWaitsWhileEtcdHasNoClusterVersion(t *testing.T) {
+	unknown := fmt.Errorf("etcdserver: cluster version not found during downgrade: %w", etcd.ErrClusterVersionUnknown)
+	for _, call := range []string{"DowngradeValidate", "DowngradeEnable"} {
+		t.Run(call, func(t *testing.T) {
+			h := runningHarness(t)
+			h.startPods()
+			h.reconcile()
+			h.editSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.5.35" })
+			h.etcd.FailNext(call, unknown)
+			if d := h.reconcileAfter(); d != clusterVersionPoll {
+				t.Fatalf("looked at again after %v, want %v", d, clusterVersionPoll)
+			}
+			if info, _ := h.etcd.Downgrade(); info.Enabled || (call == "DowngradeValidate" && len(h.etcd.CallsTo("DowngradeEnable")) != 0) {
+				t.Fatalf("the downgrade was enabled while etcd had no cluster version; calls %q", h.etcd.Calls())
+			}
+			h.wantProgressing("etcd without a cluster version", etcdv1.ReasonDowngrading, "no cluster version yet")
+			h.reconcile()
+			if info, _ := h.etcd.Downgrade(); !info.Enabled {
+				t.Fatalf("the downgrade is not enabled once etcd has a cluster version; calls %q", h.etcd.Calls())
+			}
+		})
+	}
+}

@@ -53,6 +53,15 @@ type clusterView struct {
 	// discarded are the PVCs that hold the data of members a quorum-loss recovery
 	// discarded: kept, but no member's, so they are not in pvcs (discarded.go).
 	discarded []*corev1.PersistentVolumeClaim
+	// caRotation is the CARotation condition a waiting CA rotation says (rotateCAs); nil
+	// when it recorded its own or there is none.
+	caRotation *metav1.Condition
+	// caRotationStatus is a first record of the CAs members trust (noteOwnCAs), written with
+	// the status; nil otherwise.
+	caRotationStatus *etcdv1.CARotationStatus
+	// caRotationRetry is how soon a CA rotation waiting on what sends no event (the kubelet
+	// updating Secret volumes, a member serving the re-issued certificate) looks again; 0: none.
+	caRotationRetry time.Duration
 	// discardedCondition is the DiscardedDataKept condition releaseDiscardedData decided
 	// (nil: none kept), and discardedRetry when the next kept PVC is due (0: none).
 	discardedCondition *metav1.Condition
@@ -192,11 +201,13 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1.EtcdCluster, members
 		if view.stopped[m.ID] {
 			continue // nothing runs to answer: asking would wait out the timeout
 		}
-		wait := askTimeout(view.podOf(c, m))
+		pod := view.podOf(c, m)
+		askCtx, cancel := r.askContext(ctx, pod)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			observations[i] = observeMember(ctx, cli, m, wait)
+			defer cancel()
+			observations[i] = observeMember(askCtx, cli, m, askTimeout(pod))
 		}()
 	}
 	wg.Wait()
@@ -354,6 +365,20 @@ func (v *clusterView) voters() (total, healthy int) {
 		}
 	}
 	return total, healthy
+}
+
+// leaderEndpoint is the client URL at which the leader answered in this look, "" when no
+// member named a leader or the leader itself did not answer.
+func (v *clusterView) leaderEndpoint() string {
+	if _, answered := v.statuses[v.leader]; !answered || v.leader == 0 {
+		return ""
+	}
+	for _, em := range v.etcdMembers {
+		if em.ID == v.leader && len(em.ClientURLs) > 0 {
+			return em.ClientURLs[0]
+		}
+	}
+	return ""
 }
 
 func (v *clusterView) learners() []etcd.Member {

@@ -69,5 +69,12 @@ func usesSecret(c *etcdv1.EtcdCluster, name string) bool {
 	if specs.PeerSecretTLS(c) {
 		names = append(names, specs.PeerSecretName(c))
 	}
+	if rot := c.Status.CARotation; rot != nil {
+		// A probe issued or a bundle changed moves a CA rotation on.
+		names = append(names, specs.CABundleSecretName(c.Name))
+		for _, t := range rot.To {
+			names = append(names, specs.CAProbeName(t.Certificate))
+		}
+	}
 	return slices.Contains(names, name)
 }

@@ -51,6 +51,12 @@ func (r *Reconciler) updateStatus(ctx context.Context, c *etcdv1.EtcdCluster, v 
 	setConditions(c, v, step, r.now())
 	r.setAlarmCondition(ctx, c, v)
 	setDiscardedCondition(c, v.discardedCondition)
+	if v.caRotation != nil {
+		meta.SetStatusCondition(&c.Status.Conditions, *v.caRotation)
+	}
+	if v.caRotationStatus != nil {
+		c.Status.CARotation = v.caRotationStatus
+	}
 	if v.volumes != nil {
 		v.volumes.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&c.Status.Conditions, *v.volumes)
@@ -171,7 +177,7 @@ func setConditions(c *etcdv1.EtcdCluster, v *clusterView, step stepResult, now t
 	progressing = applyDeadline(c, progressing, step.progressed, now)
 
 	degraded := metav1.Condition{Type: etcdv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonAllMembersHealthy, Message: "every member is healthy"}
-	if sick, reason := unhealthyMembers(c, v); replicas > 0 && len(sick) > 0 {
+	if sick, reason := unhealthyMembers(c, v, now); replicas > 0 && len(sick) > 0 {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, reason
 		degraded.Message = "unhealthy: " + strings.Join(sick, ", ")
 	}
@@ -234,11 +240,14 @@ func inMotion(v *clusterView, replicas int) bool {
 // EtcdMember says about why (PVC pending, image not found, ...), and the Degraded reason:
 // MembersUnhealthy, or the member's own reason when a child object of it is refused or
 // someone else's (NameConflict, ObjectRefused), which needs a person.
-func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView) (out []string, reason string) {
+func unhealthyMembers(c *etcdv1.EtcdCluster, v *clusterView, now time.Time) (out []string, reason string) {
 	reason = etcdv1.ReasonMembersUnhealthy
 	for _, m := range v.active() {
 		em, ok := v.etcdMemberFor(c, m)
 		if ok && v.healthy[em.ID] {
+			continue
+		}
+		if v.reachable && (!ok || em.IsLearner) && joiningOnItsWay(m, now) {
 			continue
 		}
 		why := "not answering"
@@ -271,4 +280,34 @@ func logQuorumLossClock(ctx context.Context, was, is *metav1.Time, voters []loss
 		return
 	}
 	log.FromContext(ctx).Info("the quorum loss count ends", "voters", states)
+}
+
+// joiningGrace is how long a member being brought in may be on its way before Degraded names
+// it: a learner step takes seconds; minutes mean something holds it (and Progressing's
+// deadline says so too).
+const joiningGrace = 2 * time.Minute
+
+// startingReasons are the Ready reasons of a member on its way: created, its Pod scheduled or
+// starting, waiting to be added. The kubelet's reasons of a stuck start (a crash loop, an
+// image that cannot be pulled) and the operator's (Unschedulable, DataLost, ...) are not.
+var startingReasons = map[string]bool{
+	etcdv1.ReasonWaitingForMemberAdd: true,
+	etcdv1.ReasonPodPending:          true,
+	etcdv1.ReasonPodStarting:         true,
+	etcdv1.ReasonPodNotReady:         true,
+	"PodInitializing":                true,
+	"ContainerCreating":              true,
+}
+
+// joiningOnItsWay: m is a member a scale-out (or a replacement) brings in, which etcd lists
+// not yet or as a learner (the caller checks), that has never started in etcd, was created
+// less than joiningGrace ago and says it is starting. Degraded does not name it: each new
+// member takes seconds to start, and a cluster Degraded through every scale-out reads as a
+// fault to whoever waits on the condition. One stuck on its way is named as any other.
+func joiningOnItsWay(m *etcdv1.EtcdMember, now time.Time) bool {
+	if m.Status.Joined || now.Sub(m.CreationTimestamp.Time) >= joiningGrace {
+		return false
+	}
+	cond := meta.FindStatusCondition(m.Status.Conditions, etcdv1.MemberConditionReady)
+	return cond == nil || (cond.Status != metav1.ConditionTrue && startingReasons[cond.Reason])
 }

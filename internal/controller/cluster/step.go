@@ -69,6 +69,11 @@ func (r *Reconciler) chooseStep(ctx context.Context, c *etcdv1.EtcdCluster, v *c
 	if done, err := r.scale(ctx, c, v, replicas); !held.hold("scale", done, err) && (done || err != nil) {
 		return "scale", done, err
 	}
+	// A CA rotation marks members whose trusted CAs change; the rolling restart next restarts
+	// them, so waiting for it is no step.
+	if done, err := r.rotateCAs(ctx, c, v); done || err != nil {
+		return "rotateCAs", done, err
+	}
 	if done, err := r.rollOutdatedPods(ctx, c, v); done || err != nil {
 		return "rollOutdatedPods", done, err
 	}
@@ -315,6 +320,13 @@ func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
 			t.PeerSecretName = ref.Name
 		}
 	}
+	if rot := c.Status.CARotation; rot != nil && rot.BundleHash != "" {
+		// A cluster whose CA was rotated: a new member trusts what the others trust.
+		t.CABundleSecretName, t.CABundleHash = specs.CABundleSecretName(c.Name), rot.BundleHash
+	} else if rot != nil {
+		// The ca.crt of the cluster's own Secrets, as the others are to trust it.
+		t.CABundleHash = rot.SecretsHash
+	}
 	return t
 }
 
@@ -378,6 +390,7 @@ func (r *Reconciler) recordIdentities(ctx context.Context, c *etcdv1.EtcdCluster
 		}
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Status.MemberID, m.Status.Role, m.Status.ClusterID, m.Status.Version = want.memberID, want.role, want.clusterID, want.version
+		m.Status.Joined = want.joined
 		if err := r.Status().Patch(ctx, m, patch); err != nil {
 			return true, kit.IgnoreConflict(err)
 		}
@@ -389,20 +402,45 @@ func (r *Reconciler) recordIdentities(ctx context.Context, c *etcdv1.EtcdCluster
 type memberIdentity struct {
 	memberID, clusterID, version string
 	role                         etcdv1.MemberRole
+	joined                       bool
 }
 
 // identityOf is m's identity as etcd gives it in this look (em is m in etcd's member list);
-// a version m did not report leaves the recorded one.
+// a version m did not report leaves the recorded one. joined (status.joined) is set once etcd
+// lists m started and never cleared: the member controller holds such a member to its data
+// even when etcd cannot be asked (member.mustHaveData). Written at the first look that sees
+// m started, it may come after m lost its Pod and data; until m is promoted that is
+// harmless (a learner started empty with its peers named under its ID counts toward no
+// commit and catches up from them), and the write that must come first, before the
+// promotion, is recordJoined's.
 func identityOf(m *etcdv1.EtcdMember, em etcd.Member, v *clusterView) memberIdentity {
 	role := etcdv1.RoleVoter
 	if em.IsLearner {
 		role = etcdv1.RoleLearner
 	}
-	return memberIdentity{memberID: em.IDHex(), clusterID: etcd.FormatID(v.clusterID), version: cmp.Or(v.versions[em.ID], m.Status.Version), role: role}
+	return memberIdentity{memberID: em.IDHex(), clusterID: etcd.FormatID(v.clusterID), version: cmp.Or(v.versions[em.ID], m.Status.Version), role: role,
+		joined: m.Status.Joined || em.IsStarted()}
 }
 
 func recordedIdentity(m *etcdv1.EtcdMember) memberIdentity {
-	return memberIdentity{memberID: m.Status.MemberID, clusterID: m.Status.ClusterID, version: m.Status.Version, role: m.Status.Role}
+	return memberIdentity{memberID: m.Status.MemberID, clusterID: m.Status.ClusterID, version: m.Status.Version, role: m.Status.Role, joined: m.Status.Joined}
+}
+
+// recordJoined writes status.joined of a member etcd lists as started, if it is not written
+// yet. promoteLearners calls it before it asks etcd to promote the member, and the write must
+// come first: from the promotion on, etcd may count the member as a voter while its status
+// still says learner (the next look records the role); were the operator to crash in between
+// and the member's Pod go with its data while etcd cannot be asked, a member with neither the
+// role nor the mark recorded would count as a learner that never ran, and be started on empty
+// data with its peers named under a voter's ID. The other order leaves, after a crash, only a
+// mark on a member that did start, which is true.
+func (r *Reconciler) recordJoined(ctx context.Context, m *etcdv1.EtcdMember) error {
+	if m.Status.Joined {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Status.Joined = true
+	return r.Status().Patch(ctx, m, patch)
 }
 
 // removeOrphanLearners removes learners that were added for a member that no longer exists
@@ -528,7 +566,13 @@ func (r *Reconciler) promoteLearners(ctx context.Context, c *etcdv1.EtcdCluster,
 		if _, err := r.requireDataInPlace(ctx, c, owner, v.pods[owner.Name]); err != nil {
 			return true, fmt.Errorf("not promoting %s: %w", owner.Name, err)
 		}
-		err := v.etcd.Promote(ctx, em.ID)
+		// Before the promotion, never after it (recordJoined says why).
+		if err := r.recordJoined(ctx, owner); err != nil {
+			return true, fmt.Errorf("not promoting %s: recording that it joined: %w", owner.Name, err)
+		}
+		// The leader this look saw answer is asked alone whether it still leads: a catch-up
+		// poll then costs the leader one status, not every member one.
+		err := v.etcd.Promote(ctx, em.ID, v.leaderEndpoint())
 		if errors.Is(err, etcd.ErrLearnerNotReady) {
 			return true, catchingUp(owner.Name)
 		}

@@ -145,7 +145,10 @@ func (r *Reconciler) upgradeNextMember(ctx context.Context, c *etcdv1.EtcdCluste
 	active := v.active()
 	target := wantVersion(c)
 	members := upgradeMembers(c, v, active)
-	dg := observeDowngrade(ctx, c, v, members)
+	dg, err := observeDowngrade(ctx, c, v, members)
+	if err != nil {
+		return false, err
+	}
 	step, err := planVersion(target, members, dg)
 	if err != nil {
 		return false, err

@@ -165,6 +165,7 @@ func (r *Reconciler) step(ctx context.Context, d *etcdv1.EtcdDefrag, c *etcdv1.E
 	if err != nil {
 		return r.wait(ctx, d, etcdv1.ReasonEtcdUnreachable, err.Error(), 5*time.Second)
 	}
+	view.Quota = specs.QuotaBackendBytes(c) // for members that report none (etcd 3.5, 3.6.0 to 3.6.5)
 	seen := []any{"members", len(names), "healthyVoters", view.HealthyVoters, "voters", view.Voters, "leader", etcd.FormatID(view.Leader)}
 	if r.start(d, names) {
 		r.event(ctx, d, corev1.EventTypeNormal, etcdv1.ReasonDefragStarted, "Defragment", "defragmenting the members of %s one at a time, the leader last", c.Name)

@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -219,3 +220,22 @@ func TestScheduleCreatesOnePassPerDueTimeAndPrunes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Members that report no quota (etcd 3.5; 3.6.0 to 3.6.5 with etcd's default) run with the
+// one their cluster gives them: a rule on the quota's use is held to it, not to etcd's 2 GiB.
+func TestAQuotaRuleUsesTheClustersQuotaWhenMembersReportNone(t *testing.T) {
+	h := newPassHarness(t, &etcdv1.DefragRule{QuotaUsageAbove: "80%", MinReclaim: resource.NewQuantity(1<<20, resource.BinarySI)})
+	c := &etcdv1.EtcdCluster{}
+	if err := h.api.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db"}, c); err != nil {
+		t.Fatal(err)
+	}
+	quota := resource.MustParse("32Mi") // each member's 30Mi database is above 80% of it
+	c.Spec.Options = &etcdv1.EtcdOptions{QuotaBackendBytes: &quota}
+	if err := h.api.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	d := h.run()
+	if d.Status.Defragmented != 3 {
+		t.Fatalf("status %+v; want every member defragmented: 30Mi is above 80%% of the cluster's 32Mi quota", d.Status)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/carotation"
 	"github.com/quorumkeeper/etcd-operator/internal/etcd"
 	"github.com/quorumkeeper/etcd-operator/internal/etcdaccess"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -36,6 +37,12 @@ import (
 // per-cluster backoff (clientRetryBase doubling to clientRetryMax) has passed, unless what
 // the client depends on changed: an unreachable cluster with auth would otherwise spend a
 // login timeout on every look.
+//
+// A client made with root's password while etcd had authentication off is not kept (nor one
+// whose login found it off later): it holds no token, and clientv3 does not log in again once
+// someone else turns authentication on (etcd.LoggedInWhileAuthOff). Such a cluster is dialled
+// at every look until etcd takes the password; while auth is off, etcd answers the login
+// without a raft proposal, so this costs a handshake per look, for as long as auth is off.
 //
 // The cluster controller never reconciles one cluster in two workers at once, so a client
 // is not closed while another reconcile of the same cluster uses it.
@@ -111,7 +118,7 @@ func (cc *ClientCache) Client(ctx context.Context, c *etcdv1.EtcdCluster, endpoi
 	}
 	defer e.unlock()
 	if e.client != nil {
-		if e.fingerprint == fp {
+		if e.fingerprint == fp && !etcd.LoggedInWhileAuthOff(e.client) {
 			return kept{e.client}, nil
 		}
 		_ = e.client.Close()
@@ -130,8 +137,11 @@ func (cc *ClientCache) Client(ctx context.Context, c *etcdv1.EtcdCluster, endpoi
 	}
 	e.failed = nil
 	cc.limiter().Forget(key)
-	if !cc.holds(key, e) {
-		// Forgotten while dialling (the cluster went): the caller closes this one.
+	if !cc.holds(key, e) || etcd.LoggedInWhileAuthOff(cli) {
+		// Forgotten while dialling (the cluster went): the caller closes this one. So too a
+		// client that has root's password but logged in while etcd had auth off: it sends
+		// no token, and once someone else turns auth on (a legacy operator before adoption)
+		// etcd refuses it root for good; the next look dials anew and logs in.
 		return cli, nil
 	}
 	e.client, e.fingerprint = cli, fp
@@ -241,6 +251,9 @@ func ClientSecretNames(c *etcdv1.EtcdCluster) []string {
 		names = append(names, specs.ServerSecretName(c))
 		if n := specs.OperatorClientSecretName(c); n != "" {
 			names = append(names, n)
+		}
+		if carotation.Active(c.Status.CARotation) {
+			names = append(names, specs.CABundleSecretName(c.Name))
 		}
 	}
 	if etcdaccess.AuthWanted(c) {

@@ -25,15 +25,21 @@ type countedClient struct {
 	*etcdfake.Cluster
 	id     int
 	closed bool
+	// authOff: the client logged in with root's password while etcd had auth off.
+	authOff bool
 }
 
 func (c *countedClient) Close() error { c.closed = true; return nil }
+
+func (c *countedClient) LoggedInWhileAuthOff() bool { return c.authOff }
 
 type cacheBed struct {
 	t      *testing.T
 	api    client.Client
 	cache  *ClientCache
 	opened []*countedClient
+	// authOff: the clients opened now log in while etcd has auth off.
+	authOff bool
 }
 
 func newCacheBed(t *testing.T) *cacheBed {
@@ -46,7 +52,7 @@ func newCacheBed(t *testing.T) *cacheBed {
 		cacheSecret("unrelated", map[string][]byte{"x": []byte("a")}),
 	).Build()}
 	b.cache = NewClientCache(b.api, func(context.Context, *etcdv1.EtcdCluster, []string) (etcd.Client, error) {
-		cli := &countedClient{Cluster: etcdfake.New(), id: len(b.opened) + 1}
+		cli := &countedClient{Cluster: etcdfake.New(), id: len(b.opened) + 1, authOff: b.authOff}
 		b.opened = append(b.opened, cli)
 		return cli, nil
 	})
@@ -119,6 +125,29 @@ func TestClientCacheRebuildsWhenASecretChanges(t *testing.T) {
 				t.Fatalf("%d clients: the new one was not reused", len(b.opened))
 			}
 		})
+	}
+}
+
+// A client that logged in with root's password while etcd had auth off holds no token, and
+// once a legacy operator turns auth on it is refused root for good: it is not kept, and a kept
+// client whose login later found auth off is dropped.
+func TestClientCacheKeepsNoClientThatLoggedInWhileAuthWasOff(t *testing.T) {
+	b := newCacheBed(t)
+	c := cacheCluster("db", "uid-1")
+	b.authOff = true
+	for want := 1; want <= 2; want++ {
+		if n := b.get(c, "https://a:2379"); n != want || !b.opened[want-1].closed {
+			t.Fatalf("look %d: client %d of %d, closed %v; want each look to dial anew and the client closed by its reconcile", want, n, len(b.opened), b.opened[n-1].closed)
+		}
+	}
+	b.authOff = false // auth is on now: the next login gets a token
+	b.get(c, "https://a:2379")
+	if n := b.get(c, "https://a:2379"); n != 3 || b.opened[2].closed {
+		t.Fatalf("%d clients, third closed %v: want the client that logged in with auth on kept", n, b.opened[2].closed)
+	}
+	b.opened[2].authOff = true // auth turned off by hand, and the client logged in again
+	if n := b.get(c, "https://a:2379"); n != 4 || !b.opened[2].closed {
+		t.Fatalf("%d clients, third closed %v: want the kept client dropped once its login found auth off", n, b.opened[2].closed)
 	}
 }
 

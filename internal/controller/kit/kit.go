@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,5 +102,5 @@ func OperatorNamespace() string {
 // objects of these kinds (other workloads', or one a person made under a name the operator
 // needs) are not in the cache.
 func LabelScoped() []client.Object {
-	return []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
+	return []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &appsv1.Deployment{}}
 }

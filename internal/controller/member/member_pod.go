@@ -342,17 +342,22 @@ func (r *Reconciler) mirrorPodState(ctx context.Context, m *etcdv1.EtcdMember, p
 // rejoin under its ID, but for a learner that never ran: refusing it an empty directory would
 // keep it from ever joining, and it has nothing to lose.
 func mustHaveData(m *etcdv1.EtcdMember, joined bool, askErr error) bool {
-	return joined || (askErr != nil && !neverRan(m))
+	return joined || m.Status.Joined || (askErr != nil && !neverRan(m))
 }
 
-// neverRan: a learner that never had a Pod. etcd never ran for it, so it holds no data, and
-// it cannot have been promoted (etcd promotes only a learner that started and caught up).
+// neverRan: a learner that never had a Pod, and that etcd never listed as started
+// (status.joined, which the cluster controller writes as soon as etcd lists it started, and
+// in any case before it asks etcd to promote it). etcd never ran for it, so it holds no data,
+// and it cannot have been promoted (etcd promotes only a learner that started and caught up).
 // Started with its peers named, it fetches the membership from them and joins as the learner
 // it is; named alone, as RequireData has it, it could never start. (etcd is asked whether it
 // joined, but right after a quorum-loss recovery restarts the survivor, or while the cluster
-// counts as silent, it may not answer for a moment.)
+// counts as silent, it may not answer for a moment.) status.podName alone does not say it:
+// a learner that ran and published, whose Pod was deleted with its data, may have no Pod in
+// its status while etcd already counts it as a voter (promoted, and the promotion not yet in
+// status.role); started on empty data with its peers named it would rejoin under that ID.
 func neverRan(m *etcdv1.EtcdMember) bool {
-	return m.Status.PodName == "" && m.Status.Role == etcdv1.RoleLearner
+	return m.Status.PodName == "" && m.Status.Role == etcdv1.RoleLearner && !m.Status.Joined
 }
 
 // volumeProblem explains a member whose PVC cannot be bound because its StorageClass does not

@@ -196,10 +196,14 @@ func TestANewLearnerStartsWithItsPeersWhenEtcdCannotBeAsked(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		hadPod    bool
+		joined    bool
 		wantAlone bool
 	}{
-		{"never had a Pod", false, false},
-		{"had a Pod before", true, true},
+		{"never had a Pod", false, false, false},
+		{"had a Pod before", true, false, true},
+		// It ran and published, lost its data, and its Pod went: etcd may count it as a
+		// voter already (promoted, the promotion not yet in status.role).
+		{"ran, its Pod gone since", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newMemberHarness(t, "")
@@ -221,6 +225,7 @@ func TestANewLearnerStartsWithItsPeersWhenEtcdCannotBeAsked(t *testing.T) {
 			if tc.hadPod {
 				m.Status.PodName = "db-4"
 			}
+			m.Status.Joined = tc.joined
 			if err := h.api.Status().Update(ctx, m); err != nil {
 				t.Fatal(err)
 			}
@@ -238,6 +243,35 @@ func TestANewLearnerStartsWithItsPeersWhenEtcdCannotBeAsked(t *testing.T) {
 			alone := specs.InitialClusterOf(pod) == specs.InitialCluster(h.cluster, []string{"db-4"})
 			if alone != tc.wantAlone {
 				t.Fatalf("initial cluster %q: named alone %t, want %t", specs.InitialClusterOf(pod), alone, tc.wantAlone)
+			}
+		})
+	}
+}
+
+// mustHaveData decides whether a member's new Pod refuses an empty data directory: always
+// once etcd says, or the status records, that it started; when etcd cannot be asked, for
+// every member but a learner that never ran.
+func TestMustHaveData(t *testing.T) {
+	unknown := errors.New("etcd cannot be asked")
+	for _, tc := range []struct {
+		name    string
+		status  etcdv1.EtcdMemberStatus
+		joined  bool
+		askErr  error
+		require bool
+	}{
+		{"etcd says it joined", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleVoter}, true, nil, true},
+		{"etcd says a new learner did not join", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleLearner}, false, nil, false},
+		{"unknown, a voter", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleVoter}, false, unknown, true},
+		{"unknown, a learner that had a Pod", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleLearner, PodName: "db-4"}, false, unknown, true},
+		{"unknown, a learner that never had a Pod", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleLearner}, false, unknown, false},
+		{"unknown, a learner that ran, its Pod gone since", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleLearner, Joined: true}, false, unknown, true},
+		{"recorded as joined, etcd answering otherwise", etcdv1.EtcdMemberStatus{Role: etcdv1.RoleLearner, Joined: true}, false, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &etcdv1.EtcdMember{Status: tc.status}
+			if got := mustHaveData(m, tc.joined, tc.askErr); got != tc.require {
+				t.Fatalf("mustHaveData = %t, want %t", got, tc.require)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,8 @@ type Reconciler struct {
 	Now       func() time.Time
 	// Claims says which clusters are this operator's; it acts on every cluster when nil.
 	Claims *kit.Claims
+	// AgentImage is the operator's own image: the archiver of spec.archive runs it.
+	AgentImage string
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules,verbs=get;list;watch;update
@@ -48,6 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1.EtcdSnapshotSchedule{}).
 		Owns(&etcdv1.EtcdSnapshot{}).
+		Owns(&appsv1.Deployment{}).
 		Named("etcdsnapshotschedule").
 		Complete(r)
 }
@@ -91,6 +95,9 @@ func (r *Reconciler) advance(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedul
 	step, next, err := r.run(ctx, sc, sched, loc)
 	if err != nil {
 		return step, ctrl.Result{}, err
+	}
+	if sc.Spec.Archive != nil {
+		next = minTime(next, r.Now().Add(archiveLookAgain))
 	}
 	if err := r.updateStatus(ctx, sc, before); err != nil {
 		return step, ctrl.Result{}, err
@@ -151,7 +158,21 @@ func (r *Reconciler) run(ctx context.Context, sc *etcdv1.EtcdSnapshotSchedule, s
 		setReady(sc, metav1.ConditionTrue, etcdv1.ReasonScheduled, fmt.Sprintf("next run at %s", next.Format(time.RFC3339)))
 	}
 	step.Facts = append(step.Facts, "nextRun", next.Format(time.RFC3339))
+	if based, err := r.syncArchive(ctx, sc, owned, held(sc, all.Items), sc.Status.Active, now); err != nil {
+		return kit.Step{Name: "syncArchive"}, time.Time{}, err
+	} else if based != "" {
+		sc.Status.Active = based
+		step.Name, step.Changed = "startArchiveBase", true
+		step.Facts = append(step.Facts, "snapshot", based)
+	}
 	return step, next, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // updateStatus writes the status only when this reconcile changed it: most reconciles (a

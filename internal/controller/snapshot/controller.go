@@ -157,7 +157,7 @@ func (r *Reconciler) releaseHold(ctx context.Context, s *etcdv1.EtcdSnapshot) (k
 	if err := r.live().List(ctx, clusters, client.InNamespace(s.Namespace)); err != nil {
 		return kit.Step{Name: "listClusters"}, true, err
 	}
-	users := specs.SnapshotNeededBy(s.Name, clusters.Items)
+	users := specs.SnapshotNeededBy(s.Name, s.Labels[etcdv1.LabelSnapshotSchedule], clusters.Items)
 	switch {
 	case len(users) == 0:
 		controllerutil.RemoveFinalizer(s, etcdv1.FinalizerRestoreSource)
@@ -629,7 +629,15 @@ func (r *Reconciler) deleteStoredFile(ctx context.Context, s *etcdv1.EtcdSnapsho
 		job = specs.SnapshotJob(s, r.clusterIfAny(ctx, s), r.AgentImage, specs.ActionDelete)
 		// Not owned by the snapshot: it must outlive the snapshot's deletion; its TTL cleans it.
 		started := kit.Step{Name: "startDeleteJob", Changed: true, Facts: []any{"job", job.Name, "uri", artifactURI(s)}}
-		return started, false, client.IgnoreAlreadyExists(r.Create(ctx, job))
+		err := r.Create(ctx, job)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// No Job can be made in a namespace being deleted, and waiting for one would hold
+			// the namespace forever. The file stays (a backup kept, never one lost), and says so.
+			r.event(ctx, s, corev1.EventTypeWarning, etcdv1.ReasonStoredFileKept,
+				"the namespace is being deleted, so no Job can delete the stored file %s: it is kept; delete it from the store if it is not wanted", artifactURI(s))
+			return kit.Step{Name: "keepFileNamespaceTerminating", Facts: []any{"uri", artifactURI(s)}}, true, nil
+		}
+		return started, false, client.IgnoreAlreadyExists(err)
 	}
 	if err != nil {
 		return kit.Step{Name: "getDeleteJob"}, false, err

@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,4 +58,40 @@ func phaseOrGone(api client.Client) string {
 		return "gone"
 	}
 	return string(s.Status.Phase)
+}
+
+// A snapshot deleted with its namespace: no delete Job can be created there any more, so the
+// finalizer goes without one and the stored file stays, said in an event, instead of holding
+// the namespace's deletion forever.
+func TestANamespaceBeingDeletedKeepsTheFileAndLetsTheSnapshotGo(t *testing.T) {
+	ctx := context.Background()
+	s := pvcSnapshot()
+	s.Spec.DeletionPolicy = etcdv1.SnapshotDelete
+	s.Finalizers = []string{etcdv1.FinalizerSnapshotFile}
+	s.Status = etcdv1.EtcdSnapshotStatus{Phase: etcdv1.SnapshotComplete, Artifact: &etcdv1.SnapshotArtifact{URI: "pvc://backups/d/s1.db", Checksum: goodSum}}
+	r, api := harness(t, s, availableCluster(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+	refused := 0
+	r.Client = interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*batchv1.Job); ok {
+				refused++
+				return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden,
+					Message: "unable to create new content in namespace ns because it is being terminated",
+					Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}}}}
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	if err := api.Delete(ctx, get(t, api)); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "s1"}})
+	}
+	if refused == 0 {
+		t.Fatal("no delete Job was attempted: the test tests nothing")
+	}
+	if phaseOrGone(api) != "gone" {
+		t.Fatalf("the snapshot is still there (%s): its finalizer holds the namespace's deletion", phaseOrGone(api))
+	}
 }

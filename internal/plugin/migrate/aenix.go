@@ -117,11 +117,6 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	auth, refusals := aenixAuth(o, c)
 	p.Auth = auth
 	p.Refusals = append(p.Refusals, refusals...)
-	if auth != "" {
-		// Still refused: in a full e2e run the takeover's scale-out stalled for minutes after
-		// a promotion timed out (it passed alone); not yet understood, so not offered.
-		p.Refusals = append(p.Refusals, "etcd has authentication on: adopting a legacy cluster with auth is not supported yet; the dry run above says what the takeover will do once it is")
-	}
 	return p
 }
 

@@ -22,14 +22,11 @@ func aenixAuthObserved(t *testing.T) (AenixObserved, *testpki.CA) {
 // A legacy cluster with auth is taken over with the root it has: the client certificate of
 // spec.security.tls.clientSecret, whose common name is root. spec.auth stays unset (it would
 // ask for a password the legacy root never had), and the dry run says so.
-// authNotYet is the refusal every legacy cluster with auth gets for now (aenix.go says why).
-const authNotYet = "adopting a legacy cluster with auth is not supported yet"
-
 func TestPlanAenixTakesOverAuthWithTheRootCertificate(t *testing.T) {
 	o, _ := aenixAuthObserved(t)
 	p := PlanAenix(o)
-	if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], authNotYet) {
-		t.Fatalf("refusals: %v, want only the one saying auth is not taken over yet", p.Refusals)
+	if len(p.Refusals) != 0 {
+		t.Fatalf("refusals: %v", p.Refusals)
 	}
 	if p.Cluster.Spec.Auth != nil {
 		t.Errorf("spec.auth %+v, want unset: the legacy root has no password", p.Cluster.Spec.Auth)
@@ -75,16 +72,7 @@ func TestPlanAenixAuth(t *testing.T) {
 			o, ca := aenixAuthObserved(t)
 			tc.change(t, &o, ca)
 			p := PlanAenix(o)
-			var others []string
-			for _, r := range p.Refusals {
-				if !strings.Contains(r, authNotYet) {
-					others = append(others, r)
-				}
-			}
-			got := strings.Join(others, "\n")
-			if p.Auth != "" && len(others) == len(p.Refusals) {
-				t.Errorf("auth %q described but not refused: %q", p.Auth, p.Refusals)
-			}
+			got := strings.Join(p.Refusals, "\n")
 			checkAuthPlan(t, got, p.Refusals, p.Auth, tc.refusal, tc.auth)
 		})
 	}
@@ -110,12 +98,11 @@ func cozystackAuthObserved(t *testing.T) Observed {
 	return o
 }
 
-// A Cozystack cluster with auth is still refused (the operator, once it took over, did not
-// reach etcd with root's password in the e2e test); the dry run already says what the
-// takeover will do: keep spec.auth as it is, root's password read from the same Secret.
+// A Cozystack cluster with auth keeps spec.auth as it is: this operator reads root's
+// password from the same Secret, so there is nothing to change; the dry run says so.
 func TestPlanCozystackTakesOverAuthWithTheSameSecret(t *testing.T) {
 	p := PlanCozystack(cozystackAuthObserved(t))
-	if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], "adopting a Cozystack cluster with auth is not supported yet") || len(p.Members) != 2 {
+	if len(p.Refusals) != 0 || len(p.Members) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
 	out := p.Describe()

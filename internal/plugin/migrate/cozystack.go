@@ -160,11 +160,6 @@ func cozystackTLSRefusals(o Observed, members []MemberChange) []string {
 
 func clusterRefusals(c *etcdv1.EtcdCluster) []string {
 	var out []string
-	if c.Spec.Auth != nil && c.Spec.Auth.Enabled {
-		// Still refused: taken over, the operator's client reached etcd without the root
-		// password and the cluster stayed in StepFailed ("user name not found") in the e2e test.
-		out = append(out, "spec.auth is enabled: adopting a Cozystack cluster with auth is not supported yet (this operator cannot yet reach etcd with the root password it takes over); migrate it once a release says it can")
-	}
 	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
 		out = append(out, "the cluster is paused (spec.replicas: 0): resume it under Cozystack's operator first, so that every member has a running Pod to take over")
 	}

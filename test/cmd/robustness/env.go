@@ -16,14 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
+	"github.com/quorumkeeper/etcd-operator/test/clusterenv"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
 
@@ -43,31 +41,13 @@ func newEnv() (*env, error) {
 	if path == "" {
 		return nil, errors.New("KUBECONFIG is not set: run through 'make robustness', which starts the local cluster")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	k8s, _, err := clusterenv.Client(path, clusterenv.RateLimit(50, 100))
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 50, 100
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := etcdv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	// Service names resolve through the cluster's DNS server, as for an application in it.
-	dnsAddr := os.Getenv("ROBUSTNESS_CLUSTER_DNS")
-	if dnsAddr == "" {
-		dnsAddr = "10.213.0.1:53"
-	}
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, dnsAddr)
-	}}
+	// Service names resolve through the cluster's DNS server (the local cluster's by
+	// default), as for an application in it.
+	resolver := clusterenv.Resolver(os.Getenv("ROBUSTNESS_CLUSTER_DNS"))
 	return &env{k8s: k8s, resolver: resolver}, nil
 }
 
@@ -126,7 +106,10 @@ func (e *env) waitDeleted(ctx context.Context) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%w)", err)
+			if err != nil {
+				return fmt.Errorf("not known to be gone: %w", err)
+			}
+			return fmt.Errorf("still there, %s", ns.Status.Phase)
 		})
 		if err != nil {
 			logf("%v", err)

@@ -32,6 +32,9 @@ type scenario struct {
 	tls bool
 	// quorumLoss is the cluster's spec.quorumLoss (nil: Manual).
 	quorumLoss *etcdv1.QuorumLossPolicy
+	// archive: a schedule archives the cluster to the local cluster's MinIO (spec.archive),
+	// and the trials restore from it (archive.go).
+	archive bool
 }
 
 // trialEnv is what a trial works with: the cluster, its replicas now, and the seeded random
@@ -43,6 +46,8 @@ type trialEnv struct {
 	index    int
 	// prefix is the workload's: every key it writes is under prefix + "/".
 	prefix string
+	// archive are the restores started, with the archive scenario.
+	archive *archiveRestores
 }
 
 var allScenarios = []scenario{
@@ -62,6 +67,7 @@ var allScenarios = []scenario{
 	{name: "node-shutdown", start: 3, trial: nodeShutdownTrial},
 	{name: "pause-grace", start: 3, trial: pauseGraceTrial, quorumLoss: automaticRecovery},
 	{name: "operator-minority", start: 3, trial: operatorMinorityTrial, quorumLoss: automaticRecovery},
+	{name: "archive", start: 3, trial: archiveTrial, archive: true, minTrials: len(archiveFaults), maxTrials: len(archiveFaults)},
 }
 
 // trials is how many trials s runs when asked for n.
@@ -161,6 +167,15 @@ func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint6
 	if err != nil {
 		return r, err
 	}
+	var restores *archiveRestores
+	if s.archive {
+		if err := c.setUpArchive(ctx); err != nil {
+			return r, err
+		}
+		restores = &archiveRestores{prefix: s.name}
+		// Bounded by restoreTimeout each; waited for before the namespace goes.
+		defer restores.wg.Wait()
+	}
 	clients, err := c.dial(ctx, o.clients)
 	if err != nil {
 		return r, err
@@ -183,7 +198,7 @@ func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint6
 		final, err := w.Run(workCtx, h)
 		done <- result{final, err}
 	}()
-	t := &trialEnv{c: c, rnd: rand.New(rand.NewPCG(seed, 0)), replicas: s.start, prefix: w.Prefix}
+	t := &trialEnv{c: c, rnd: rand.New(rand.NewPCG(seed, 0)), replicas: s.start, prefix: w.Prefix, archive: restores}
 	var trialErr error
 	for t.index = 0; t.index < s.trials(o.trials) && trialErr == nil; t.index++ {
 		time.Sleep(2 * time.Second) // some operations between faults
@@ -207,6 +222,9 @@ func (e *env) runScenario(ctx context.Context, s scenario, o options, seed uint6
 		return r, res.err
 	}
 	check(&r, h, res.final)
+	if restores != nil {
+		restores.check(&r, h.Operations())
+	}
 	return r, nil
 }
 

@@ -30,3 +30,12 @@ func TestTheShortFormUpgradesBothSteps(t *testing.T) {
 		}
 	}
 }
+
+// The archive scenario injects each of its faults once in the short form.
+func TestTheShortFormArchivesUnderEveryFault(t *testing.T) {
+	for _, s := range allScenarios {
+		if s.name == "archive" && (!s.archive || s.trials(1) != len(archiveFaults)) {
+			t.Fatalf("the archive scenario runs %d of its %d faults in the short form (archive %v)", s.trials(1), len(archiveFaults), s.archive)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/carotation"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 )
@@ -246,7 +247,23 @@ func (t *Component) applyCertificate(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !metav1.IsControlledBy(have, c) {
 		return nil, problemf(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
 	}
+	if carotation.IssuersHeld(c.Status.CARotation) {
+		// A changed issuer waits for the CA rotation: until every member trusts the new CA,
+		// a certificate from it would be refused (internal/carotation).
+		want = keepIssuer(have, want)
+	}
 	return have, nil, t.correctCertificate(ctx, have, want)
+}
+
+// keepIssuer is want with the issuerRef have names.
+func keepIssuer(have, want *unstructured.Unstructured) *unstructured.Unstructured {
+	ref, found, _ := unstructured.NestedMap(have.Object, "spec", "issuerRef")
+	if !found {
+		return want
+	}
+	out := want.DeepCopy()
+	_ = unstructured.SetNestedMap(out.Object, ref, "spec", "issuerRef")
+	return out
 }
 
 // createCertificate creates the Certificate controlled by the cluster, with an event that

@@ -243,3 +243,43 @@ func TestSyncCarriesAChangedLifetimeIntoTheCertificate(t *testing.T) {
 			field("duration"), field("renewBefore"), field("commonName"))
 	}
 }
+
+// A changed issuer reaches the Certificate only once the CA rotation says every member
+// trusts the new CA (stage ReissuingOnNewCA): before, cert-manager would re-issue from a CA
+// the peers refuse.
+func TestSyncHoldsAChangedIssuerUntilTheMembersTrustIt(t *testing.T) {
+	t.Parallel()
+	c := peerFromClusterIssuer()
+	other := clusterIssuer("True")
+	other.SetName("ca-2027")
+	cl := childtest.Client(interceptor.Funcs{}, append(tlsSecrets(t, "server", "operator", "db-peer-tls"), c, clusterIssuer("True"), other)...)
+	if _, err := syncOnce(cl, c); err != nil {
+		t.Fatal(err)
+	}
+	issuer := func() string {
+		cert := &unstructured.Unstructured{}
+		cert.SetGroupVersionKind(specs.CertificateGVK)
+		if err := childtest.Get(cl, "db-peer-tls", cert); err != nil {
+			t.Fatal(err)
+		}
+		name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+		return name
+	}
+	c.Spec.TLS.Peer.CertManager.IssuerRef.Name = "ca-2027"
+	for _, status := range []*etcdv1.CARotationStatus{nil, {Stage: etcdv1.ReasonCARotated}, {Stage: etcdv1.ReasonTrustingBoth}} {
+		c.Status.CARotation = status
+		if _, err := syncOnce(cl, c); err != nil {
+			t.Fatal(err)
+		}
+		if got := issuer(); got != "ca" {
+			t.Fatalf("rotation %+v: the Certificate names issuer %q; want the old one, ca, held", status, got)
+		}
+	}
+	c.Status.CARotation = &etcdv1.CARotationStatus{Stage: etcdv1.ReasonReissuingOnNewCA}
+	if _, err := syncOnce(cl, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := issuer(); got != "ca-2027" {
+		t.Fatalf("at ReissuingOnNewCA the Certificate names issuer %q; want the new one, ca-2027", got)
+	}
+}
