@@ -35,6 +35,8 @@ type Container struct {
 	spec  ContainerSpec
 	cmd   *exec.Cmd
 	mntNS string // "mnt:[inode]" of the container's mount namespace; identifies its processes
+	// mntPin holds the mount namespace open until reap has swept it (see pinMountNamespace).
+	mntPin *os.File
 
 	done     chan struct{} // closed once the main process is reaped and leftovers are gone
 	exitCode int
@@ -71,7 +73,7 @@ func Start(spec ContainerSpec) (*Container, error) {
 		return nil, fmt.Errorf("container %s: start container-init: %w", spec.ID, err)
 	}
 	c := &Container{spec: spec, cmd: cmd, done: make(chan struct{})}
-	c.mntNS = containerMountNamespace(cmd.Process.Pid)
+	c.mntPin, c.mntNS = pinMountNamespace(cmd.Process.Pid)
 	go c.reap()
 	if err := awaitEOF(readyReader, startTimeout); err != nil {
 		c.Stop(0)
@@ -133,19 +135,24 @@ func initCommand(spec *ContainerSpec, logFile, readyWriter *os.File) *exec.Cmd {
 	return cmd
 }
 
-// containerMountNamespace returns the mount-namespace link of pid, or "" when it cannot be
-// read or (which would be a bug) equals ours: leftovers are killed by that identity, so it
-// must never match the host's namespace.
-func containerMountNamespace(pid int) string {
-	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+// pinMountNamespace opens the mount namespace of pid and returns the open file with the
+// namespace's identity ("mnt:[inode]"), or nil and "" when it cannot be read or (which would be
+// a bug) is ours: leftovers are killed by that identity, so it must never match the host's.
+// The open file keeps the namespace alive after the container's last process exits. Without it
+// the kernel freed the namespace at that exit and handed its inode number (the lowest free
+// one) to the next container started, and reap's sweep of the first container SIGKILLed the
+// second one within a second of its start (exit 137, an empty log).
+func pinMountNamespace(pid int) (*os.File, string) {
+	pin, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
 	if err != nil {
-		return ""
+		return nil, ""
 	}
-	own, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil || own == ns {
-		return ""
+	var st, own syscall.Stat_t
+	if syscall.Fstat(int(pin.Fd()), &st) != nil || syscall.Stat("/proc/self/ns/mnt", &own) != nil || own.Ino == st.Ino {
+		_ = pin.Close()
+		return nil, ""
 	}
-	return ns
+	return pin, fmt.Sprintf("mnt:[%d]", st.Ino)
 }
 
 func awaitEOF(f *os.File, timeout time.Duration) error {
@@ -172,6 +179,9 @@ func (c *Container) reap() {
 	waitForExitWithoutReaping(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	killMountNamespace(c.mntNS)
+	if c.mntPin != nil {
+		_ = c.mntPin.Close() // the sweep is over: the namespace's identity may be reused now
+	}
 	err := c.cmd.Wait()
 	c.exitCode, c.waitErr = exitCodeOf(c.cmd.ProcessState, err)
 	_ = os.Remove(c.spec.rootDir())

@@ -580,3 +580,45 @@ func createNetNS(t *testing.T) string {
 	})
 	return "/run/netns/" + name
 }
+
+// TestAPinnedMountNamespaceKeepsItsIdentity: the kernel hands a freed namespace's inode number
+// to the next namespace created, so the identity reap sweeps by must stay pinned until the
+// sweep is over, or the sweep kills a container started in the meantime.
+func TestAPinnedMountNamespaceKeepsItsIdentity(t *testing.T) {
+	first := startInNewMountNamespace(t)
+	pin, pinned := pinMountNamespace(first.Process.Pid)
+	if pin == nil {
+		t.Fatal("no identity for a process in its own mount namespace")
+	}
+	defer func() { _ = pin.Close() }()
+	_ = first.Process.Kill()
+	_ = first.Wait()
+	next := startInNewMountNamespace(t)
+	nextPin, identity := pinMountNamespace(next.Process.Pid)
+	if nextPin == nil {
+		t.Fatal("no identity for the next process")
+	}
+	_ = nextPin.Close()
+	if identity == pinned {
+		t.Fatalf("the next mount namespace got the pinned one's identity %s", pinned)
+	}
+	if pids := processesInMountNamespace(pinned); len(pids) != 0 {
+		t.Fatalf("processes %v listed in the pinned namespace %s after its only process exited", pids, pinned)
+	}
+}
+
+// startInNewMountNamespace runs the helper asleep in a mount namespace of its own until the
+// test ends.
+func startInNewMountNamespace(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(helperBinary, "sleep=60s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
