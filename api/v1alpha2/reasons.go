@@ -335,6 +335,8 @@ const (
 	ReasonMemberRecreated       = "MemberRecreated"
 	ReasonMemberRemoved         = "MemberRemoved"
 	ReasonMemberReplacing       = "MemberReplacing"
+	// ReasonMemberStopping: a voter's Pod is stopped before its removal, so its clients move on.
+	ReasonMemberStopping        = "MemberStopping"
 	ReasonNoSpaceDisarmed       = "NoSpaceDisarmed"
 	ReasonNoSpaceRemediation    = "NoSpaceRemediation"
 	ReasonOrphanLearnerRemoved  = "OrphanLearnerRemoved"

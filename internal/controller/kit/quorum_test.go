@@ -39,3 +39,30 @@ func TestRemovalVerdictProjectsTheQuorumWithoutTheMember(t *testing.T) {
 		}
 	}
 }
+
+func TestStopBeforeRemovalOnlyWhileTheOthersHoldTheQuorumAsItIs(t *testing.T) {
+	three := []etcd.Member{voter(1), voter(2), voter(3)}
+	four := []etcd.Member{voter(1), voter(2), voter(3), voter(4)}
+	learner := voter(5)
+	learner.IsLearner = true
+	cases := []struct {
+		name    string
+		members []etcd.Member
+		healthy map[uint64]bool
+		remove  uint64
+		stop    bool
+	}{
+		{"one of 3, the other two healthy", three, map[uint64]bool{1: true, 2: true, 3: true}, 3, true},
+		{"one of 3 while another is dead", three, map[uint64]bool{1: true, 3: true}, 3, false},
+		{"one of 2: the removal could not commit", []etcd.Member{voter(1), voter(2)}, map[uint64]bool{1: true, 2: true}, 2, false},
+		{"one of 4, the other three healthy", four, map[uint64]bool{1: true, 2: true, 3: true}, 4, true},
+		{"one of 4 while another is dead: two of four is no quorum", four, map[uint64]bool{1: true, 2: true, 4: true}, 4, false},
+		{"a learner serves no client", append(slices.Clone(three), learner), map[uint64]bool{1: true, 2: true, 3: true}, 5, false},
+		{"a member etcd does not know", three, map[uint64]bool{1: true, 2: true, 3: true}, 9, false},
+	}
+	for _, tc := range cases {
+		if got := StopBeforeRemoval(tc.members, tc.healthy, tc.remove); got != tc.stop {
+			t.Errorf("%s: stop first %v, want %v", tc.name, got, tc.stop)
+		}
+	}
+}

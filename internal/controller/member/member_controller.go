@@ -307,11 +307,17 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, 
 	if !slices.ContainsFunc(list, func(em etcd.Member) bool { return em.ID == id }) {
 		return false, nil
 	}
-	if ok, why := kit.RemovalVerdict(list, voterHealth(opCtx, cli, list, id), id); !ok {
+	health := voterHealth(opCtx, cli, list, id)
+	if ok, why := kit.RemovalVerdict(list, health, id); !ok {
 		return false, fmt.Errorf("%w: %s", errRemovalRefused, why)
 	}
 	if err := r.handOverLeadership(opCtx, cli, c, m, id, list); err != nil {
 		return false, err
+	}
+	if kit.StopBeforeRemoval(list, health, id) {
+		if stopped, err := r.stopBeforeRemoval(ctx, c, m); !stopped || err != nil {
+			return false, err
+		}
 	}
 	err = cli.Remove(opCtx, id)
 	if errors.Is(err, etcd.ErrMemberNotFound) {
@@ -341,6 +347,12 @@ func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdClust
 		}
 	}
 	removed, err := r.removeFromEtcd(ctx, c, m)
+	var stopping memberStopping
+	if errors.As(err, &stopping) {
+		step.Why = kit.Waiting{Reason: etcdv1.ReasonMemberStopping, Message: stopping.Error()}
+		step.Changed = step.Changed || stopping.deleted
+		return step, true, nil
+	}
 	if err != nil {
 		reason := etcdv1.ReasonRemoveFailed
 		if errors.Is(err, errRemovalRefused) {
@@ -360,6 +372,52 @@ func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdClust
 	step.Changed = step.Changed || fate.changed()
 	step.Facts = append(step.Facts, pvcFacts(m, fate)...)
 	return step, false, err
+}
+
+// stopBeforeRemoval deletes the member's Pod and says whether it has stopped: its etcd shuts
+// down gracefully, so its clients finish their requests and go to the other members, instead
+// of losing them when etcd ends a removed member at once. The Pod is stopped once it is gone,
+// or past its deletion deadline by stopSlack (its node does not answer: the removal must not
+// wait on it forever). A Pod that is not the member's is not touched.
+func (r *Reconciler) stopBeforeRemoval(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !podOfMember(pod, m) {
+		return true, nil
+	}
+	if !pod.DeletionTimestamp.IsZero() {
+		if time.Since(pod.DeletionTimestamp.Time) > stopSlack {
+			return true, nil
+		}
+		return false, memberStopping{pod: pod.Name}
+	}
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberStopping, "StopMember",
+		"stopping member %s before removing it from etcd, so that its clients move to the other members", m.Name)
+	return false, memberStopping{pod: pod.Name, deleted: true}
+}
+
+// stopSlack is how long past its deletion deadline a member's Pod may take to go before the
+// removal goes ahead without it.
+const stopSlack = 10 * time.Second
+
+// memberStopping: the member's Pod is stopping before its removal (stopBeforeRemoval); deleted
+// when this look deleted it.
+type memberStopping struct {
+	pod     string
+	deleted bool
+}
+
+func (s memberStopping) Error() string {
+	return fmt.Sprintf("waiting for Pod %s to stop before the member is removed from etcd", s.pod)
 }
 
 // errRemovalRefused: the voters left after the removal would not keep a healthy quorum.

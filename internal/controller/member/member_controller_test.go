@@ -160,6 +160,45 @@ func TestFinalizerOfARemovalTakesTheMemberOutOfEtcdThenItsPVC(t *testing.T) {
 // A member replaced because it is down is not asked for its health before its removal: the
 // quorum is projected without it, and against a real etcd the question waits out the health
 // timeout (3 s) before the removal can go on.
+// createPod creates the Pod the member controller would, on node-1.
+func (h *memberHarness) createPod(name string) *corev1.Pod {
+	h.t.Helper()
+	pod := specs.Pod(h.cluster, h.member(name), h.r.PodOptions)
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "etcd-operator.cozystack.io/v1alpha2", Kind: "EtcdMember", Name: name, UID: types.UID(name + "-uid"), Controller: ptrTo(true)}}
+	pod.Spec.NodeName = "node-1"
+	if err := h.api.Create(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+	return pod
+}
+
+// A voter's Pod is stopped before its removal, so that its etcd shuts down gracefully and its
+// clients move on; the removal is proposed once the Pod is gone. With another voter down the
+// removal is refused, and the Pod runs on.
+func TestFinalizerStopsAVotersPodBeforeItsRemoval(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.createPod("db-2")
+	h.remove("db-2", true)
+	if h.pod("db-2") != nil {
+		t.Fatal("the Pod of the voter to remove was not deleted")
+	}
+	if calls := h.etcd.CallsTo("Remove"); len(calls) > 0 || h.member("db-2") == nil {
+		t.Fatalf("removed before its Pod stopped: %v", calls)
+	}
+	h.reconcile("db-2")
+	if calls := h.etcd.CallsTo("Remove"); len(calls) != 1 || h.member("db-2") != nil {
+		t.Fatalf("Remove calls %v once the Pod had gone", calls)
+	}
+
+	refused := newMemberHarness(t, "")
+	refused.createPod("db-1")
+	refused.etcd.SetDown(refused.ids["db-3"], true)
+	refused.remove("db-1", true)
+	if refused.pod("db-1") == nil {
+		t.Fatal("the Pod of a member whose removal is refused was stopped")
+	}
+}
+
 func TestFinalizerDoesNotAskTheMemberItRemovesForItsHealth(t *testing.T) {
 	h := newMemberHarness(t, "")
 	h.etcd.SetDown(h.ids["db-2"], true)
@@ -262,6 +301,7 @@ func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	for _, name := range []string{"db-1", "db-3"} {
 		h.etcd.SetDown(h.ids[name], false)
 	}
+	h.reconcile("db-2") // stops its Pod first (TestFinalizerStopsAVotersPodBeforeItsRemoval)
 	h.reconcile("db-2")
 	if h.member("db-2") != nil {
 		t.Fatal("the finalizer was not released once etcd answered")

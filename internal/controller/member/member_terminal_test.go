@@ -76,12 +76,7 @@ func TestATerminalPodIsReplaced(t *testing.T) {
 	for _, medium := range []etcdv1.StorageMedium{"", etcdv1.StorageMediumMemory} {
 		t.Run("medium "+string(medium), func(t *testing.T) {
 			h := newMemberHarness(t, medium)
-			pod := specs.Pod(h.cluster, h.member("db-2"), h.r.PodOptions)
-			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "etcd-operator.cozystack.io/v1alpha2", Kind: "EtcdMember", Name: "db-2", UID: "db-2-uid", Controller: ptrTo(true)}}
-			pod.Spec.NodeName = "node-1"
-			if err := h.api.Create(context.Background(), pod); err != nil {
-				t.Fatal(err)
-			}
+			pod := h.createPod("db-2")
 			// The member has seen its Pod Ready; then the kubelet evicts it.
 			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 			if err := h.api.Status().Update(context.Background(), pod); err != nil {
