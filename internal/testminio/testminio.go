@@ -9,7 +9,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
 	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
@@ -110,7 +113,7 @@ func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
-	port, console := freePort(t), freePort(t)
+	port, console := testetcd.FreePort(t), testetcd.FreePort(t)
 	args := []string{"server", filepath.Join(dir, "data"),
 		"--address", fmt.Sprintf("127.0.0.1:%d", port), "--console-address", fmt.Sprintf("127.0.0.1:%d", console),
 		"--certs-dir", filepath.Join(dir, "certs"), "--quiet"}
@@ -144,10 +147,12 @@ func Start(t testing.TB, o Options) *Server {
 	})
 	s.Admin = s.client(t)
 	s.waitLive(t)
+	s.waitIAM(t)
 	return s
 }
 
-func (s *Server) client(t testing.TB) *minio.Client {
+// transport trusts the server's test CA over https.
+func (s *Server) transport(t testing.TB) *http.Transport {
 	t.Helper()
 	transport, err := minio.DefaultTransport(s.CAPEM != nil)
 	if err != nil {
@@ -158,6 +163,12 @@ func (s *Server) client(t testing.TB) *minio.Client {
 		pool.AppendCertsFromPEM(s.CAPEM)
 		transport.TLSClientConfig.RootCAs = pool
 	}
+	return transport
+}
+
+func (s *Server) client(t testing.TB) *minio.Client {
+	t.Helper()
+	transport := s.transport(t)
 	cli, err := minio.New(strings.TrimPrefix(strings.TrimPrefix(s.Endpoint, "http://"), "https://"), &minio.Options{
 		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: s.CAPEM != nil, Transport: transport,
 	})
@@ -182,6 +193,39 @@ func (s *Server) waitLive(t testing.TB) {
 	t.Fatalf("minio at %s did not answer within a minute: %v", s.Endpoint, err)
 }
 
+// iamNotInitialized is the code of MinIO's STS answer while its IAM subsystem still loads.
+const iamNotInitialized = "STSIAMNotInitialized"
+
+// waitIAM waits for MinIO's IAM subsystem, which loads in the background after S3 already
+// answers: until then STS refuses every request, and one naming a RoleArn fails as "RoleARN
+// parse err" because the claim-based OpenID provider is not known yet. An STS request without
+// a RoleArn is answered with iamNotInitialized until IAM is up.
+func (s *Server) waitIAM(t testing.TB) {
+	t.Helper()
+	transport := s.transport(t)
+	cli := &http.Client{Transport: transport, Timeout: 5 * time.Second}
+	form := url.Values{"Action": {"AssumeRoleWithWebIdentity"}, "Version": {"2011-06-15"}, "WebIdentityToken": {"probe"}}
+	answer := ""
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		answer = stsAnswer(cli, s.Endpoint, form)
+		if answer != "" && !strings.Contains(answer, iamNotInitialized) {
+			return
+		}
+	}
+	t.Fatalf("minio at %s: IAM not initialized within a minute; STS said %q", s.Endpoint, answer)
+}
+
+// stsAnswer is the body of MinIO's answer to an STS form, or "" when none came.
+func stsAnswer(cli *http.Client, endpoint string, form url.Values) string {
+	resp, err := cli.PostForm(endpoint+"/", form)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return string(body)
+}
+
 // Bucket makes a bucket and returns its name.
 func (s *Server) Bucket(t testing.TB, name string) string {
 	t.Helper()
@@ -189,14 +233,4 @@ func (s *Server) Bucket(t testing.TB, name string) string {
 		t.Fatalf("making bucket %s: %v", name, err)
 	}
 	return name
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close() // only its port is wanted
-	return l.Addr().(*net.TCPAddr).Port
 }
