@@ -150,21 +150,29 @@ var leaderMoveErrors = []string{"raft proposal dropped", "etcdserver: no leader"
 	"possibly due to previous leader failure"}
 
 // stopAndVerifyRotationWrites stops the writer and reads every acknowledged write back; no
-// put may have failed, but at most one per leadership move the operator announced (before
-// restarting the leader, in each roll), with one of leaderMoveErrors.
+// put may have failed, but as leadership moved (onlyLeaderMoveFailures: before restarting the
+// leader, in each roll).
 func stopAndVerifyRotationWrites(t *testing.T, ns string, w *writer) {
 	t.Helper()
 	w.stopAndVerify(t, 20)
+	onlyLeaderMoveFailures(t, ns, w, "the CA rotation")
+}
+
+// onlyLeaderMoveFailures fails the test unless every put of w that failed so far failed as
+// leadership moved, with one of leaderMoveErrors, and at most one per move the operator
+// announced in ns (LeaderMoved events).
+func onlyLeaderMoveFailures(t *testing.T, ns string, w *writer, what string) {
+	t.Helper()
 	byMove := 0
 	for _, f := range w.FailedPuts() {
 		if slices.ContainsFunc(leaderMoveErrors, func(e string) bool { return strings.Contains(f.Err, e) }) {
 			byMove++
 			continue
 		}
-		t.Errorf("a put failed, and not as leadership moved: %s", f)
+		t.Errorf("%s: a put failed, and not as leadership moved: %s", what, f)
 	}
 	if moves := eventCount(t, ns, etcdv1.ReasonLeaderMoved); byMove > moves {
-		t.Errorf("%d puts failed as leadership moved, %d moves announced: at most one each", byMove, moves)
+		t.Errorf("%s: %d puts failed as leadership moved, %d moves announced: at most one each", what, byMove, moves)
 	}
 }
 
