@@ -230,9 +230,9 @@ func (r *Reconciler) cluster(ctx context.Context, m *etcdv1.EtcdMember) (*etcdv1
 // clusterEvent records an event on the cluster about member m, named as related: the events
 // API folds a cluster's events of one type, reason and action into a series that keeps the
 // first message only, unless each names the member it is about (the cluster reconciler's
-// eventAbout does the same).
-func (r *Reconciler) clusterEvent(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, eventType, reason, action, format string, args ...any) {
-	kit.Emit(ctx, r.Recorder, c, m, eventType, reason, action, format, args...)
+// eventAbout does the same). Each is a Normal event: what goes wrong is the member's own.
+func (r *Reconciler) clusterEvent(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember, reason, action, format string, args ...any) {
+	kit.Emit(ctx, r.Recorder, c, m, corev1.EventTypeNormal, reason, action, format, args...)
 }
 
 func (r *Reconciler) event(ctx context.Context, obj client.Object, eventType, reason, action, format string, args ...any) {
@@ -327,7 +327,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, c *etcdv1.EtcdCluster, 
 		return false, err
 	}
 	failpoint.Crash(c, failpoint.AfterMemberRemove)
-	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
+	r.clusterEvent(ctx, c, m, etcdv1.ReasonMemberRemoved, "RemoveMember", "removed member %s (%s) from etcd", m.Name, m.Status.MemberID)
 	return true, nil
 }
 
@@ -400,7 +400,7 @@ func (r *Reconciler) stopBeforeRemoval(ctx context.Context, c *etcdv1.EtcdCluste
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
-	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonMemberStopping, "StopMember",
+	r.clusterEvent(ctx, c, m, etcdv1.ReasonMemberStopping, "StopMember",
 		"stopping member %s before removing it from etcd, so that its clients move to the other members", m.Name)
 	return false, memberStopping{pod: pod.Name, deleted: true}
 }
@@ -543,7 +543,7 @@ func (r *Reconciler) handOverLeadership(ctx context.Context, cli etcd.Client, c 
 		if err := cli.MoveLeader(ctx, em.ID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", m.Name, err)
 		}
-		r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
+		r.clusterEvent(ctx, c, m, etcdv1.ReasonLeaderMoved, "MoveLeader", "moved leadership from %s to %s before removing it", m.Name, em.Name)
 		return nil
 	}
 	return nil
@@ -614,7 +614,7 @@ func (r *Reconciler) keepDiscardedPVC(ctx context.Context, c *etcdv1.EtcdCluster
 	if err := r.Patch(ctx, pvc, patch); err != nil {
 		return afterError(err)
 	}
-	r.clusterEvent(ctx, c, m, corev1.EventTypeNormal, etcdv1.ReasonDiscardedDataKept, "KeepData",
+	r.clusterEvent(ctx, c, m, etcdv1.ReasonDiscardedDataKept, "KeepData",
 		"kept PVC %s with the data of member %s (%s), which the quorum-loss recovery discards: no member uses it; it goes when you delete it (kubectl delete pvc -n %s %s) or per spec.quorumLoss.keepDiscardedDataSeconds",
 		pvc.Name, m.Name, m.Status.MemberID, pvc.Namespace, pvc.Name)
 	return pvcKeptAsDiscarded, nil
