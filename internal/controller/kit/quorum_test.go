@@ -11,17 +11,21 @@ func voter(id uint64) etcd.Member {
 	return etcd.Member{ID: id, Name: "m" + etcd.FormatID(id), ClientURLs: []string{"http://m" + etcd.FormatID(id)}}
 }
 
+// removalCase is a removal of member remove from members with the healthy ones, and what a
+// decision about it should say.
+type removalCase struct {
+	name    string
+	members []etcd.Member
+	healthy map[uint64]bool
+	remove  uint64
+	want    bool
+}
+
 func TestRemovalVerdictProjectsTheQuorumWithoutTheMember(t *testing.T) {
 	three := []etcd.Member{voter(1), voter(2), voter(3)}
 	learner := voter(4)
 	learner.IsLearner = true
-	cases := []struct {
-		name    string
-		members []etcd.Member
-		healthy map[uint64]bool
-		remove  uint64
-		ok      bool
-	}{
+	cases := []removalCase{
 		{"healthy follower of 3 healthy", three, map[uint64]bool{1: true, 2: true, 3: true}, 3, true},
 		{"dead voter, the other two healthy", three, map[uint64]bool{1: true, 2: true}, 3, true},
 		{"healthy voter while another is dead", three, map[uint64]bool{1: true, 2: true}, 1, false},
@@ -34,8 +38,8 @@ func TestRemovalVerdictProjectsTheQuorumWithoutTheMember(t *testing.T) {
 	}
 	for _, tc := range cases {
 		ok, why := RemovalVerdict(tc.members, tc.healthy, tc.remove)
-		if ok != tc.ok || (!ok && why == "") {
-			t.Errorf("%s: ok %v (%q), want %v", tc.name, ok, why, tc.ok)
+		if ok != tc.want || (!ok && why == "") {
+			t.Errorf("%s: ok %v (%q), want %v", tc.name, ok, why, tc.want)
 		}
 	}
 }
@@ -45,13 +49,7 @@ func TestStopBeforeRemovalOnlyWhileTheOthersHoldTheQuorumAsItIs(t *testing.T) {
 	four := []etcd.Member{voter(1), voter(2), voter(3), voter(4)}
 	learner := voter(5)
 	learner.IsLearner = true
-	cases := []struct {
-		name    string
-		members []etcd.Member
-		healthy map[uint64]bool
-		remove  uint64
-		stop    bool
-	}{
+	cases := []removalCase{
 		{"one of 3, the other two healthy", three, map[uint64]bool{1: true, 2: true, 3: true}, 3, true},
 		{"one of 3 while another is dead", three, map[uint64]bool{1: true, 3: true}, 3, false},
 		{"one of 2: the removal could not commit", []etcd.Member{voter(1), voter(2)}, map[uint64]bool{1: true, 2: true}, 2, false},
@@ -61,8 +59,8 @@ func TestStopBeforeRemovalOnlyWhileTheOthersHoldTheQuorumAsItIs(t *testing.T) {
 		{"a member etcd does not know", three, map[uint64]bool{1: true, 2: true, 3: true}, 9, false},
 	}
 	for _, tc := range cases {
-		if got := StopBeforeRemoval(tc.members, tc.healthy, tc.remove); got != tc.stop {
-			t.Errorf("%s: stop first %v, want %v", tc.name, got, tc.stop)
+		if got := StopBeforeRemoval(tc.members, tc.healthy, tc.remove); got != tc.want {
+			t.Errorf("%s: stop first %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
