@@ -376,9 +376,10 @@ func (r *Reconciler) removeAndLetDataGo(ctx context.Context, c *etcdv1.EtcdClust
 
 // stopBeforeRemoval deletes the member's Pod and says whether it has stopped: its etcd shuts
 // down gracefully, so its clients finish their requests and go to the other members, instead
-// of losing them when etcd ends a removed member at once. The Pod is stopped once it is gone,
-// or past its deletion deadline by stopSlack (its node does not answer: the removal must not
-// wait on it forever). A Pod that is not the member's is not touched.
+// of losing them when etcd ends a removed member at once. A Pod that is not Ready serves no
+// client (a damaged member being replaced, one on a lost node) and is not waited for, nor is a
+// Pod that is not the member's. A stopping Pod counts as stopped once it is gone, or stopWait
+// after its deletion began: a node that does not answer must not hold the removal up.
 func (r *Reconciler) stopBeforeRemoval(ctx context.Context, c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) (bool, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, pod)
@@ -392,10 +393,13 @@ func (r *Reconciler) stopBeforeRemoval(ctx context.Context, c *etcdv1.EtcdCluste
 		return true, nil
 	}
 	if !pod.DeletionTimestamp.IsZero() {
-		if time.Since(pod.DeletionTimestamp.Time) > stopSlack {
+		if time.Since(deletionBegan(pod)) > stopWait {
 			return true, nil
 		}
 		return false, memberStopping{pod: pod.Name}
+	}
+	if !kit.PodReady(pod) {
+		return true, nil
 	}
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
@@ -405,9 +409,20 @@ func (r *Reconciler) stopBeforeRemoval(ctx context.Context, c *etcdv1.EtcdCluste
 	return false, memberStopping{pod: pod.Name, deleted: true}
 }
 
-// stopSlack is how long past its deletion deadline a member's Pod may take to go before the
-// removal goes ahead without it.
-const stopSlack = 10 * time.Second
+// stopWait is how long a removal waits for the member's Pod to stop: etcd finishes its
+// requests within its request timeout (about 5 s) of SIGTERM and is gone in about a second
+// without watches to close.
+const stopWait = 15 * time.Second
+
+// deletionBegan is when the Pod's deletion was asked for: its deletion timestamp is the end
+// of its grace period.
+func deletionBegan(pod *corev1.Pod) time.Time {
+	began := pod.DeletionTimestamp.Time
+	if pod.DeletionGracePeriodSeconds != nil {
+		began = began.Add(-time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+	}
+	return began
+}
 
 // memberStopping: the member's Pod is stopping before its removal (stopBeforeRemoval); deleted
 // when this look deleted it.

@@ -177,7 +177,7 @@ func (h *memberHarness) createPod(name string) *corev1.Pod {
 // removal is refused, and the Pod runs on.
 func TestFinalizerStopsAVotersPodBeforeItsRemoval(t *testing.T) {
 	h := newMemberHarness(t, "")
-	h.createPod("db-2")
+	h.readyPod("db-2")
 	h.remove("db-2", true)
 	if h.pod("db-2") != nil {
 		t.Fatal("the Pod of the voter to remove was not deleted")
@@ -191,12 +191,34 @@ func TestFinalizerStopsAVotersPodBeforeItsRemoval(t *testing.T) {
 	}
 
 	refused := newMemberHarness(t, "")
-	refused.createPod("db-1")
+	refused.readyPod("db-1")
 	refused.etcd.SetDown(refused.ids["db-3"], true)
 	refused.remove("db-1", true)
 	if refused.pod("db-1") == nil {
 		t.Fatal("the Pod of a member whose removal is refused was stopped")
 	}
+}
+
+// A Pod that is not Ready serves no client (a damaged member replaced): the removal does not
+// wait for it to stop.
+func TestFinalizerRemovesAMemberWhosePodIsNotReadyAtOnce(t *testing.T) {
+	h := newMemberHarness(t, "")
+	h.createPod("db-2")
+	h.remove("db-2", true)
+	if calls := h.etcd.CallsTo("Remove"); len(calls) != 1 || h.member("db-2") != nil {
+		t.Fatalf("Remove calls %v: the removal waited on a Pod that serves nothing", calls)
+	}
+}
+
+// readyPod is createPod, Ready.
+func (h *memberHarness) readyPod(name string) *corev1.Pod {
+	h.t.Helper()
+	pod := h.createPod(name)
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := h.api.Status().Update(context.Background(), pod); err != nil {
+		h.t.Fatal(err)
+	}
+	return pod
 }
 
 func TestFinalizerDoesNotAskTheMemberItRemovesForItsHealth(t *testing.T) {
@@ -301,7 +323,6 @@ func TestFinalizerOfARecoveryDiscardKeepsThePVCFirst(t *testing.T) {
 	for _, name := range []string{"db-1", "db-3"} {
 		h.etcd.SetDown(h.ids[name], false)
 	}
-	h.reconcile("db-2") // stops its Pod first (TestFinalizerStopsAVotersPodBeforeItsRemoval)
 	h.reconcile("db-2")
 	if h.member("db-2") != nil {
 		t.Fatal("the finalizer was not released once etcd answered")

@@ -76,12 +76,8 @@ func TestATerminalPodIsReplaced(t *testing.T) {
 	for _, medium := range []etcdv1.StorageMedium{"", etcdv1.StorageMediumMemory} {
 		t.Run("medium "+string(medium), func(t *testing.T) {
 			h := newMemberHarness(t, medium)
-			pod := h.createPod("db-2")
 			// The member has seen its Pod Ready; then the kubelet evicts it.
-			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-			if err := h.api.Status().Update(context.Background(), pod); err != nil {
-				t.Fatal(err)
-			}
+			pod := h.readyPod("db-2")
 			h.reconcile("db-2")
 			if ready := meta.FindStatusCondition(h.member("db-2").Status.Conditions, etcdv1.MemberConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 				t.Fatalf("Ready %+v before the eviction", ready)
