@@ -211,14 +211,13 @@ func TestFinalizerRemovesAMemberWhosePodIsNotReadyAtOnce(t *testing.T) {
 }
 
 // readyPod is createPod, Ready.
-func (h *memberHarness) readyPod(name string) *corev1.Pod {
+func (h *memberHarness) readyPod(name string) {
 	h.t.Helper()
 	pod := h.createPod(name)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	if err := h.api.Status().Update(context.Background(), pod); err != nil {
 		h.t.Fatal(err)
 	}
-	return pod
 }
 
 func TestFinalizerDoesNotAskTheMemberItRemovesForItsHealth(t *testing.T) {

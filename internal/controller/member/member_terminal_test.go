@@ -77,12 +77,12 @@ func TestATerminalPodIsReplaced(t *testing.T) {
 		t.Run("medium "+string(medium), func(t *testing.T) {
 			h := newMemberHarness(t, medium)
 			// The member has seen its Pod Ready; then the kubelet evicts it.
-			pod := h.readyPod("db-2")
+			h.readyPod("db-2")
 			h.reconcile("db-2")
 			if ready := meta.FindStatusCondition(h.member("db-2").Status.Conditions, etcdv1.MemberConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 				t.Fatalf("Ready %+v before the eviction", ready)
 			}
-			pod = h.pod("db-2")
+			pod := h.pod("db-2")
 			pod.Status.Phase, pod.Status.Reason, pod.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 			if err := h.api.Status().Update(context.Background(), pod); err != nil {
 				t.Fatal(err)
