@@ -80,6 +80,10 @@ type Archiver struct {
 	// (ErrStoreTimeout), reported and retried like any other. Zero: derived from MaxBytes
 	// (storeTimeout).
 	StoreTimeout time.Duration
+	// LeaseTimeout bounds each question of a lease's TTL (zero: DefaultLeaseTimeout). One etcd
+	// does not answer ends the run with an error, rather than holding the segment, and the
+	// watch behind it, for as long as etcd is silent while every report stops.
+	LeaseTimeout time.Duration
 
 	ttls map[int64]int64
 	gap  *Gap
@@ -120,6 +124,17 @@ func (a *Archiver) storeTimeout() time.Duration {
 		return a.StoreTimeout
 	}
 	return storeTimeoutFloor + time.Duration(a.maxBytes())*time.Second/storeTimeoutRate
+}
+
+// DefaultLeaseTimeout is LeaseTimeout's default: etcd answers a lease's TTL from its leader
+// within its request timeout (about 5 s), or not at all.
+const DefaultLeaseTimeout = 10 * time.Second
+
+func (a *Archiver) leaseTimeout() time.Duration {
+	if a.LeaseTimeout > 0 {
+		return a.LeaseTimeout
+	}
+	return DefaultLeaseTimeout
 }
 
 func (a *Archiver) maxBytes() int {
@@ -324,11 +339,18 @@ func (a *Archiver) leases(ctx context.Context, seg *Segment) error {
 		seen[e.Lease] = true
 		ttl, ok := a.ttls[e.Lease]
 		if !ok {
-			resp, err := a.Etcd.TimeToLive(ctx, clientv3.LeaseID(e.Lease))
-			if err != nil && ctx.Err() != nil {
+			askCtx, cancel := context.WithTimeout(ctx, a.leaseTimeout())
+			resp, err := a.Etcd.TimeToLive(askCtx, clientv3.LeaseID(e.Lease))
+			cancel()
+			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if err == nil && resp.TTL > 0 {
+			if err != nil {
+				// Recorded without its TTL, the lease would be granted for a second at a
+				// restore: the run ends instead, and the next one archives from the chain.
+				return fmt.Errorf("asking etcd the TTL of lease %x of revision %d: %w", e.Lease, e.Revision, err)
+			}
+			if resp.TTL > 0 {
 				ttl = resp.GrantedTTL
 			}
 			if len(a.ttls) > 100_000 {

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
@@ -282,4 +286,53 @@ func archiveAcrossACompaction(t *testing.T, cli *clientv3.Client, store Store, f
 	if !bytes.Equal(events[len(events)-1].Key, []byte("/a4")) {
 		t.Errorf("the last event is %s", events[len(events)-1].Key)
 	}
+}
+
+// TestArchiverEndsWhenEtcdDoesNotAnswerALeasesTTL: a segment naming a lease waits for the
+// lease's TTL; when etcd does not answer (here its client holds the question back) the run
+// ends with an error naming the lease within LeaseTimeout, rather than holding the segment and
+// its reports for as long as etcd is silent; nothing is stored without the TTL.
+func TestArchiverEndsWhenEtcdDoesNotAnswerALeasesTTL(t *testing.T) {
+	cli := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
+	silent, err := clientv3.New(clientv3.Config{Endpoints: cli.Endpoints(), DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(withholdLeaseTTL)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	store := snapshotstore.DirStore{Root: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := &Archiver{Etcd: silent, Store: store, Prefix: "ns/c/archive", Owner: "ns/sched/uid",
+		Interval: 20 * time.Millisecond, LeaseTimeout: 300 * time.Millisecond}
+	ended := make(chan error, 1)
+	go func() { ended <- a.Run(ctx) }()
+	lease, err := cli.Grant(ctx, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "leased", "v", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("lease %x", int64(lease.ID))) {
+			t.Fatalf("the run ended with %v, want an error naming lease %x", err, int64(lease.ID))
+		}
+	case <-ctx.Done():
+		t.Fatal("the run did not end while etcd withheld a lease's TTL")
+	}
+	if _, events, _ := archived(t, store); slices.ContainsFunc(events, func(e Event) bool { return string(e.Key) == "leased" }) {
+		t.Fatal("the leased put was stored without its lease's TTL")
+	}
+}
+
+// withholdLeaseTTL holds every question of a lease's TTL until its deadline: an etcd that does
+// not answer it.
+func withholdLeaseTTL(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if method == "/etcdserverpb.Lease/LeaseTimeToLive" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
