@@ -25,12 +25,25 @@ const Version = "3.6.16"
 // Bin is the path of one binary (etcd, etcdutl, etcdctl) of the test bed's release.
 func Bin(t testing.TB, name string) string {
 	t.Helper()
-	home, _ := os.UserHomeDir()
-	p := filepath.Join(home, ".cache/etcd-operator/etcd-v"+Version+"/bin", name)
+	p := filepath.Join(cacheDir(), "etcd-v"+Version, "bin", name)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("%s is not built (hack/testbed.sh etcd %s): %v", name, Version, err)
 	}
 	return p
+}
+
+// cacheDir is where hack/testbed.sh builds the test bed: ETCD_OPERATOR_CACHE, or
+// etcd-operator under XDG_CACHE_HOME, or under ~/.cache.
+func cacheDir() string {
+	if dir := os.Getenv("ETCD_OPERATOR_CACHE"); dir != "" {
+		return dir
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "etcd-operator")
 }
 
 // FreePort is a free 127.0.0.1 port.
