@@ -9,6 +9,7 @@ import (
 	"context"
 	"net"
 
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -65,4 +66,24 @@ func Resolver(addr string) *net.Resolver {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}}
+}
+
+// EventCount is how many times the events of namespace ns said reason, the repeats of a
+// series included.
+func EventCount(ctx context.Context, c client.Client, ns, reason string) (int, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.Reason != reason {
+			continue
+		}
+		n++
+		if e.Series != nil {
+			n = n - 1 + max(1, int(e.Series.Count)) // a series counts every occurrence
+		}
+	}
+	return n, nil
 }

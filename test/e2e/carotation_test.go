@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
 	"github.com/quorumkeeper/etcd-operator/internal/testpki"
+	"github.com/quorumkeeper/etcd-operator/test/clusterenv"
 	"github.com/quorumkeeper/etcd-operator/test/docs"
 	"github.com/quorumkeeper/etcd-operator/test/robustness"
 )
@@ -142,13 +142,6 @@ func finishTwoRolls(t *testing.T, pods *podTracker, names []string, rolls string
 	}
 }
 
-// leaderMoveErrors are etcd's answers to a put caught while leadership moves: refused by raft
-// (dropped at the leader handing over, or at a follower that knows no leader yet), or given
-// up with the old leader's term. A member's restart itself fails no put: at SIGTERM etcd
-// stops taking new requests, finishes those it has, and the client follows the Service.
-var leaderMoveErrors = []string{"raft proposal dropped", "etcdserver: no leader", "etcdserver: leader changed",
-	"possibly due to previous leader failure"}
-
 // stopAndVerifyRotationWrites stops the writer and reads every acknowledged write back; no
 // put may have failed, but as leadership moved (onlyLeaderMoveFailures: before restarting the
 // leader, in each roll).
@@ -159,39 +152,19 @@ func stopAndVerifyRotationWrites(t *testing.T, ns string, w *writer) {
 }
 
 // onlyLeaderMoveFailures fails the test unless every put of w that failed so far failed as
-// leadership moved, with one of leaderMoveErrors, and at most one per move the operator
-// announced in ns (LeaderMoved events).
+// leadership moved, at most one per move the operator announced in ns (LeaderMoved events;
+// etcdload's OnlyLeaderMoveFailures).
 func onlyLeaderMoveFailures(t *testing.T, ns string, w *writer, what string) {
 	t.Helper()
-	byMove := 0
-	for _, f := range w.FailedPuts() {
-		if slices.ContainsFunc(leaderMoveErrors, func(e string) bool { return strings.Contains(f.Err, e) }) {
-			byMove++
-			continue
-		}
-		t.Errorf("%s: a put failed, and not as leadership moved: %s", what, f)
-	}
-	if moves := eventCount(t, ns, etcdv1.ReasonLeaderMoved); byMove > moves {
-		t.Errorf("%s: %d puts failed as leadership moved, %d moves announced: at most one each", what, byMove, moves)
-	}
+	w.OnlyLeaderMoveFailures(t, eventCount(t, ns, etcdv1.ReasonLeaderMoved), what)
 }
 
 // eventCount is how many times events of the namespace said reason, repeats included.
 func eventCount(t *testing.T, ns, reason string) int {
 	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	n, err := clusterenv.EventCount(context.Background(), k8s, ns, reason)
+	if err != nil {
 		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range list.Items {
-		if e.Reason != reason {
-			continue
-		}
-		n++
-		if e.Series != nil {
-			n = n - 1 + max(1, int(e.Series.Count)) // a series counts every occurrence
-		}
 	}
 	return n
 }

@@ -9,6 +9,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +26,13 @@ import (
 // (an fsync can take seconds while other builds write to the disk). A put that times out
 // on the client has an unknown outcome: etcd may still apply it.
 const PutTimeout = 10 * time.Second
+
+// LeaderMoveErrors are etcd's answers to a put caught while leadership moves: refused by raft
+// (dropped at the leader handing over, or at a follower that knows no leader yet), or given
+// up with the old leader's term. A member's graceful stop itself fails no put: at SIGTERM
+// etcd stops taking new requests, finishes those it has, and the client follows the Service.
+var LeaderMoveErrors = []string{"raft proposal dropped", "etcdserver: no leader", "etcdserver: leader changed",
+	"possibly due to previous leader failure"}
 
 // FailuresPerDisruption is how many puts one disruption of the members may fail: the one
 // in flight on the member that stops (a put is not retried once sent, its outcome is
@@ -327,6 +336,23 @@ func (w *Writer) ErrorsSeen() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return fmt.Sprint(w.errors)
+}
+
+// OnlyLeaderMoveFailures fails the test unless every put that failed so far failed as
+// leadership moved (LeaderMoveErrors), and at most one per move of the moves announced.
+func (w *Writer) OnlyLeaderMoveFailures(t testing.TB, moves int, what string) {
+	t.Helper()
+	byMove := 0
+	for _, f := range w.FailedPuts() {
+		if slices.ContainsFunc(LeaderMoveErrors, func(e string) bool { return strings.Contains(f.Err, e) }) {
+			byMove++
+			continue
+		}
+		t.Errorf("%s: a put failed, and not as leadership moved: %s", what, f)
+	}
+	if byMove > moves {
+		t.Errorf("%s: %d puts failed as leadership moved, %d moves announced: at most one each", what, byMove, moves)
+	}
 }
 
 // StopAndVerifyAtMost is StopAndVerify, and fails the test when more than maxFailed puts
