@@ -56,21 +56,29 @@ func TestNext(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Next(tc.in)
-			if d.Action != tc.want {
-				t.Fatalf("Next = %s (%s); want %s", d.Action, d.Why, tc.want)
-			}
-			if tc.wantStage == "" {
-				if d.Status != nil {
-					t.Fatalf("Next records %+v; want nothing recorded", d.Status)
-				}
-				return
-			}
-			if d.Status == nil || d.Status.Stage != tc.wantStage {
-				t.Fatalf("Next records %+v; want stage %s", d.Status, tc.wantStage)
-			}
+			checkDecision(t, "Next", Next(tc.in), tc.want, tc.wantStage)
 		})
 	}
+}
+
+// checkDecision fails the test unless decision d of what is the action want and records the
+// stage wantStage, or nothing when wantStage is "". True when it records a stage, for the
+// caller's further checks of it.
+func checkDecision(t *testing.T, what string, d Decision, want Action, wantStage string) bool {
+	t.Helper()
+	if d.Action != want {
+		t.Fatalf("%s = %s (%s); want %s", what, d.Action, d.Why, want)
+	}
+	if wantStage == "" {
+		if d.Status != nil {
+			t.Fatalf("%s records %+v; want nothing recorded", what, d.Status)
+		}
+		return false
+	}
+	if d.Status == nil || d.Status.Stage != wantStage {
+		t.Fatalf("%s records %+v; want stage %s", what, d.Status, wantStage)
+	}
+	return true
 }
 
 func TestStartRecordsOnlyTheChangedIssuers(t *testing.T) {
@@ -137,16 +145,10 @@ func TestNextForSecrets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NextForSecrets(tc.in)
-			if d.Action != tc.want {
-				t.Fatalf("NextForSecrets = %s (%s); want %s", d.Action, d.Why, tc.want)
-			}
-			if tc.wantStage == "" {
-				if d.Status != nil {
-					t.Fatalf("records %+v; want nothing", d.Status)
-				}
+			if !checkDecision(t, "NextForSecrets", d, tc.want, tc.wantStage) {
 				return
 			}
-			if d.Status == nil || d.Status.Stage != tc.wantStage || d.Status.SecretsHash != tc.wantHash {
+			if d.Status.SecretsHash != tc.wantHash {
 				t.Fatalf("records %+v; want stage %s hash %s", d.Status, tc.wantStage, tc.wantHash)
 			}
 			if tc.wantStage == etcdv1.ReasonReloadingCAs && (d.Status.StartedAt == nil || !d.Status.StartedAt.Time.Equal(tc.in.Now)) {

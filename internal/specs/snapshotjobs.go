@@ -195,14 +195,10 @@ func agentJob(meta metav1.ObjectMeta, deadline int64, agent corev1.Container, po
 					ServiceAccountName:           pod.serviceAccount,
 					AutomountServiceAccountToken: ptr(false),
 					EnableServiceLinks:           ptr(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(agentUser)), RunAsGroup: ptr(int64(agentUser)),
-						FSGroup:        ptr(int64(agentUser)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers:       []corev1.Container{agent},
-					Volumes:          pod.vols,
-					ImagePullSecrets: pod.pullSecrets,
+					SecurityContext:              agentPodSecurityContext(),
+					Containers:                   []corev1.Container{agent},
+					Volumes:                      pod.vols,
+					ImagePullSecrets:             pod.pullSecrets,
 				},
 			},
 		},
@@ -254,5 +250,16 @@ func passwordEnv(c *etcdv1.EtcdCluster) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		SecretEnv(request.EnvRootPasswordApplied, RootAppliedSecretName(c.Name), "password", true),
 		SecretEnv(request.EnvRootPassword, c.Spec.Auth.RootCredentialsSecretRef.Name, "password", true),
+	}
+}
+
+// agentPodSecurityContext is the Pod security context of every agent (snapshot, restore and
+// archiver): non-root as the image's user, which also owns the volumes, under the runtime's
+// default seccomp profile.
+func agentPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(agentUser)), RunAsGroup: ptr(int64(agentUser)),
+		FSGroup:        ptr(int64(agentUser)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }

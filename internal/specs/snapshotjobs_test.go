@@ -33,14 +33,7 @@ func TestAgentJobIsLockedDownAndCarriesNoSecretInItsArguments(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	envs := map[string]string{}
-	for _, e := range ctr.Env {
-		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-			t.Errorf("env %s is not from a Secret", e.Name)
-			continue
-		}
-		envs[e.Name] = e.ValueFrom.SecretKeyRef.Name
-	}
+	envs := secretEnvs(t, ctr)
 	if envs["AWS_ACCESS_KEY_ID"] != "creds" || envs["ETCD_ROOT_PASSWORD"] != "root" || envs["ETCD_ROOT_PASSWORD_APPLIED"] != "main-root-applied" {
 		t.Errorf("env from Secrets: %v", envs)
 	}
