@@ -204,16 +204,19 @@ func (s *Server) waitIAM(t testing.TB) {
 	t.Helper()
 	transport := s.transport(t)
 	cli := &http.Client{Transport: transport, Timeout: 5 * time.Second}
-	form := url.Values{"Action": {"AssumeRoleWithWebIdentity"}, "Version": {"2011-06-15"}, "WebIdentityToken": {"probe"}}
 	answer := ""
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		answer = stsAnswer(cli, s.Endpoint, form)
+		answer = stsAnswer(cli, s.Endpoint, stsProbe)
 		if answer != "" && !strings.Contains(answer, iamNotInitialized) {
 			return
 		}
 	}
 	t.Fatalf("minio at %s: IAM not initialized within a minute; STS said %q", s.Endpoint, answer)
 }
+
+// stsProbe is an STS request without a RoleArn and with a token no provider issued: answered
+// iamNotInitialized while IAM loads, refused otherwise.
+var stsProbe = url.Values{"Action": {"AssumeRoleWithWebIdentity"}, "Version": {"2011-06-15"}, "WebIdentityToken": {"probe"}}
 
 // stsAnswer is the body of MinIO's answer to an STS form, or "" when none came.
 func stsAnswer(cli *http.Client, endpoint string, form url.Values) string {

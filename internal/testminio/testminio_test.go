@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,8 +35,7 @@ func TestStartWaitsForIAM(t *testing.T) {
 		"MINIO_IDENTITY_OPENID_CLIENT_ID=test", "MINIO_IDENTITY_OPENID_CLAIM_NAME=policy",
 	}})
 	cli := &http.Client{Transport: s.transport(t), Timeout: 5 * time.Second}
-	form := url.Values{"Action": {"AssumeRoleWithWebIdentity"}, "Version": {"2011-06-15"}, "WebIdentityToken": {"probe"}}
-	if answer := stsAnswer(cli, s.Endpoint, form); answer == "" || strings.Contains(answer, iamNotInitialized) {
+	if answer := stsAnswer(cli, s.Endpoint, stsProbe); answer == "" || strings.Contains(answer, iamNotInitialized) {
 		t.Fatalf("STS right after Start answered %q", answer)
 	}
 }
