@@ -305,8 +305,23 @@ func TestArchiverEndsWhenEtcdDoesNotAnswerALeasesTTL(t *testing.T) {
 	defer cancel()
 	a := &Archiver{Etcd: silent, Store: store, Prefix: "ns/c/archive", Owner: "ns/sched/uid",
 		Interval: 20 * time.Millisecond, LeaseTimeout: 300 * time.Millisecond}
+	reported := make(chan struct{}, 1)
+	a.Report = func(context.Context, Progress) {
+		select {
+		case reported <- struct{}{}:
+		default:
+		}
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- a.Run(ctx) }()
+	// The run watches from the revision after its start: the leased put must come after it.
+	select {
+	case <-reported:
+	case err := <-ended:
+		t.Fatalf("the run ended before it started: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the run did not start")
+	}
 	lease, err := cli.Grant(ctx, 120)
 	if err != nil {
 		t.Fatal(err)
