@@ -111,7 +111,18 @@ const AnnotationPausedReplicas = "etcd-operator.cozystack.io/paused-replicas"
 // membership) as <member>.<cluster>-headless.<namespace>.svc, and its running Pod's
 // subdomain cannot change: the operator reaches it, and builds its later Pods, under that
 // Service. `kubectl etcd migrate aenix` writes it; nothing else should.
+//
+// A list that ends with AdoptedSubdomainEveryMember puts every member under SERVICE, those
+// the operator adds later too, and keeps the Service named after the cluster a client Service
+// (ready members only), as the legacy operator had it: no member then lives under that name,
+// so it never resolves to a learner or a member that is not ready. Without it (adoptions by
+// an earlier plugin) the members the operator adds live under the cluster's own headless
+// Service of that name, as in a cluster it created.
 const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain"
+
+// AdoptedSubdomainEveryMember, last in AnnotationAdoptedSubdomain's member list, stands for
+// every member, the ones the operator adds included.
+const AdoptedSubdomainEveryMember = "*"
 
 // AnnotationCrashAfter lists, comma-separated, the steps after which the operator crashes for
 // this cluster; read only when failpoints are on (package failpoint), by the robustness tests.

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -66,6 +67,50 @@ func TestAdoptedSubdomainNamesTheLegacyMembersOnly(t *testing.T) {
 	if service, members := AdoptedSubdomain(cluster()); service != "" || members != nil {
 		t.Errorf("a cluster without the annotation: %q %v", service, members)
 	}
+}
+
+// An adoption that puts every member under the legacy headless Service (the list ends with
+// AdoptedSubdomainEveryMember): the members the operator adds live there too.
+func TestEveryMemberUnderTheAdoptedSubdomain(t *testing.T) {
+	c := cluster()
+	c.Annotations = map[string]string{etcdv1.AnnotationAdoptedSubdomain: AdoptedSubdomainValue("db-headless", []string{"db-0", etcdv1.AdoptedSubdomainEveryMember})}
+	for _, member := range []string{"db-0", "db-3", "db-10"} {
+		if got := MemberSubdomain(c, member); got != "db-headless" {
+			t.Errorf("member %s: subdomain %s, want db-headless", member, got)
+		}
+	}
+	if service, members := AdoptedSubdomain(c); service != "db-headless" || !slices.Equal(members, []string{"db-0"}) {
+		t.Errorf("adopted: %q %v, want db-headless [db-0]", service, members)
+	}
+}
+
+// With every member under the legacy headless Service, that Service is the one the operator
+// keeps headless, and the name of the cluster stays a client Service of ready members, so that
+// the legacy clients of that name never reach a learner; otherwise the name is the headless
+// Service's and there is no adopted client Service.
+func TestTheAdoptedClientServiceKeepsTheClusterName(t *testing.T) {
+	c := withAnnotation(cluster(), "db-headless=db-0,"+etcdv1.AdoptedSubdomainEveryMember)
+	if h := HeadlessService(c); h.Name != "db-headless" || h.Spec.ClusterIP != corev1.ClusterIPNone || !h.Spec.PublishNotReadyAddresses {
+		t.Errorf("headless Service %s: clusterIP %q, publishNotReady %t", h.Name, h.Spec.ClusterIP, h.Spec.PublishNotReadyAddresses)
+	}
+	adopted, own := AdoptedClientService(c), ClientService(c)
+	if adopted == nil || adopted.Name != "db" || adopted.Spec.ClusterIP != "" || adopted.Spec.PublishNotReadyAddresses ||
+		!reflect.DeepEqual(adopted.Spec, own.Spec) {
+		t.Fatalf("adopted client Service %+v, want db with the spec of %s", adopted, own.Name)
+	}
+	if got := PeerAllowedHostname(c); got != "" {
+		t.Errorf("peer allowed hostname %q without cert-manager", got)
+	}
+	for _, other := range []*etcdv1.EtcdCluster{cluster(), withAnnotation(cluster(), "db-headless=db-0,db-1")} {
+		if got := AdoptedClientService(other); got != nil || HeadlessService(other).Name != "db" {
+			t.Errorf("annotation %q: adopted client Service %v, headless %s; want none and db", other.Annotations[etcdv1.AnnotationAdoptedSubdomain], got, HeadlessService(other).Name)
+		}
+	}
+}
+
+func withAnnotation(c *etcdv1.EtcdCluster, subdomain string) *etcdv1.EtcdCluster {
+	c.Annotations = map[string]string{etcdv1.AnnotationAdoptedSubdomain: subdomain}
+	return c
 }
 
 // Peer auto TLS: https between peers with etcd's own certificates, no Secret mounted.

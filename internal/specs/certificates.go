@@ -208,12 +208,12 @@ func ServerDNSNames(c *etcdv1.EtcdCluster, domain string) []string {
 // address, ready or not) passes by forward lookup where there is none.
 func PeerDNSNames(c *etcdv1.EtcdCluster, domain string) []string {
 	names := memberWildcards(c, domain)
-	names = append(names, serviceNames(HeadlessServiceName(c.Name), c.Namespace, domain)...)
+	names = append(names, serviceNames(MembersServiceName(c), c.Namespace, domain)...)
 	return append(names, "localhost")
 }
 
 func memberWildcards(c *etcdv1.EtcdCluster, domain string) []string {
-	svc := HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
+	svc := MembersServiceName(c) + "." + c.Namespace + ".svc"
 	return []string{"*." + svc, "*." + svc + "." + orDefaultDomain(domain)}
 }
 

@@ -47,6 +47,11 @@ var builders = map[string]func(c *etcdv1.EtcdCluster) []metav1.Object{
 	"PVC":             func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(PVC(c, member(c, "db-1"))) },
 	"HeadlessService": func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(HeadlessService(c)) },
 	"ClientService":   func(c *etcdv1.EtcdCluster) []metav1.Object { return objs(ClientService(c)) },
+	"AdoptedClientService": func(c *etcdv1.EtcdCluster) []metav1.Object {
+		adopted := c.DeepCopy()
+		adopted.Annotations = map[string]string{etcdv1.AnnotationAdoptedSubdomain: "db-headless=db-0," + etcdv1.AdoptedSubdomainEveryMember}
+		return objs(AdoptedClientService(adopted))
+	},
 	"PDB": func(c *etcdv1.EtcdCluster) []metav1.Object {
 		return objs(PDB(c, 3, false), PDB(c, 3, true))
 	},

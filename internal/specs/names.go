@@ -60,7 +60,8 @@ func MemberDataDir(m *etcdv1.EtcdMember) string {
 	return DataDir + "/data"
 }
 
-// HeadlessServiceName is the Service that gives members stable DNS names.
+// HeadlessServiceName is the Service named after the cluster: the headless one that gives
+// members stable DNS names (but see MembersServiceName).
 func HeadlessServiceName(cluster string) string { return cluster }
 
 // ClientServiceName is the Service clients connect to.
@@ -76,23 +77,45 @@ func scheme(secure bool) string {
 	return "http"
 }
 
-// MemberSubdomain is the headless Service a member's DNS name lives under: the cluster's,
-// unless AnnotationAdoptedSubdomain names the member.
+// MemberSubdomain is the headless Service a member's DNS name lives under: the one
+// AnnotationAdoptedSubdomain names it under, else the members' (MembersServiceName).
 func MemberSubdomain(c *etcdv1.EtcdCluster, member string) string {
-	if service, members := AdoptedSubdomain(c); service != "" && slices.Contains(members, member) {
+	if service, members, _ := adoptedSubdomain(c); service != "" && slices.Contains(members, member) {
+		return service
+	}
+	return MembersServiceName(c)
+}
+
+// MembersServiceName is the headless Service that gives members their DNS names: the one
+// named after the cluster, or, for a cluster adopted with every member under the legacy
+// headless Service (AdoptedSubdomainEveryMember), that one; the name of the cluster is then
+// a client Service (AdoptedClientService).
+func MembersServiceName(c *etcdv1.EtcdCluster) string {
+	if service, _, every := adoptedSubdomain(c); every {
 		return service
 	}
 	return HeadlessServiceName(c.Name)
 }
 
-// AdoptedSubdomain reads AnnotationAdoptedSubdomain: the Service and the members under it;
-// "" and nil when the cluster has none.
+// AdoptedSubdomain reads AnnotationAdoptedSubdomain: the Service and the adopted members
+// under it; "" and nil when the cluster has none.
 func AdoptedSubdomain(c *etcdv1.EtcdCluster) (string, []string) {
-	service, members, ok := strings.Cut(c.Annotations[etcdv1.AnnotationAdoptedSubdomain], "=")
+	service, members, _ := adoptedSubdomain(c)
+	return service, members
+}
+
+// adoptedSubdomain is AdoptedSubdomain and whether the list ends with
+// AdoptedSubdomainEveryMember (left out of the members).
+func adoptedSubdomain(c *etcdv1.EtcdCluster) (service string, members []string, every bool) {
+	service, list, ok := strings.Cut(c.Annotations[etcdv1.AnnotationAdoptedSubdomain], "=")
 	if !ok {
-		return "", nil
+		return "", nil, false
 	}
-	return service, strings.Split(members, ",")
+	members = strings.Split(list, ",")
+	if n := len(members); members[n-1] == etcdv1.AdoptedSubdomainEveryMember {
+		return service, members[:n-1], true
+	}
+	return service, members, false
 }
 
 // AdoptedSubdomainValue is the AnnotationAdoptedSubdomain value for members under service.

@@ -33,11 +33,12 @@ func PVC(c *etcdv1.EtcdCluster, m *etcdv1.EtcdMember) *corev1.PersistentVolumeCl
 	return pvc
 }
 
-// HeadlessService gives each member the DNS name <member>.<cluster>.<ns>.svc, also before it
-// is ready: members must find each other to become ready at all.
+// HeadlessService gives each member the DNS name <member>.<cluster>.<ns>.svc (under
+// MembersServiceName), also before it is ready: members must find each other to become
+// ready at all. Every address of it is a member's, learners and members not ready included.
 func HeadlessService(c *etcdv1.EtcdCluster) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: objectMeta(c, HeadlessServiceName(c.Name), ClusterLabels(c.Name)),
+		ObjectMeta: objectMeta(c, MembersServiceName(c), ClusterLabels(c.Name)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
@@ -70,12 +71,27 @@ func AuthPending(c *etcdv1.EtcdCluster) bool {
 // selector then also asks for an empty member label, which no member Pod has (the operator's
 // own labels win over spec.additionalMetadata), so the Service has no endpoints.
 func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+	return clientService(c, ClientServiceName(c.Name))
+}
+
+// AdoptedClientService is the legacy operator's client Service, named after the cluster,
+// kept as a client Service like ClientService for the applications that use that name,
+// when every member lives under the legacy headless Service (AdoptedSubdomainEveryMember);
+// nil otherwise (the name is then the headless Service's).
+func AdoptedClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+	if MembersServiceName(c) == HeadlessServiceName(c.Name) {
+		return nil
+	}
+	return clientService(c, HeadlessServiceName(c.Name))
+}
+
+func clientService(c *etcdv1.EtcdCluster, name string) *corev1.Service {
 	selector := ClusterLabels(c.Name)
 	if AuthPending(c) {
 		selector[etcdv1.LabelMember] = ""
 	}
 	return &corev1.Service{
-		ObjectMeta: objectMeta(c, ClientServiceName(c.Name), ClusterLabels(c.Name)),
+		ObjectMeta: objectMeta(c, name, ClusterLabels(c.Name)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selector,

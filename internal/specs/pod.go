@@ -366,7 +366,7 @@ func PeerAllowedHostname(c *etcdv1.EtcdCluster) string {
 	if !PeerTLS(c) || c.Spec.TLS.Peer.CertManager == nil {
 		return ""
 	}
-	return HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
+	return MembersServiceName(c) + "." + c.Namespace + ".svc"
 }
 
 // ClientCertAuth is true when etcd requires client certificates (mutual TLS on 2379).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,11 +39,10 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	ns := namespace(t)
 	bin := buildPlugin(t)
 	legacy := buildAenixCluster(t, ns)
-	// Clients of a legacy cluster use the Service <cluster>; it becomes this operator's
-	// headless Service of the same name, which still resolves to the members.
+	// Clients of a legacy cluster use the Service <cluster>; it stays a client Service of the
+	// ready members, which never resolves to a learner while the cluster scales out.
 	w := startWriterVia(t, ns, "lg", "lg", access{})
-	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
-	ids := serviceMemberIDs(t, ns, "lg")
+	before := observeAenixBefore(t, ns, serviceMemberIDs(t, ns, "lg"))
 
 	refusedWhileItsOperatorRuns(t, bin, ns, "aenix", "lg", "ghcr.io/aenix-io/etcd-operator:v0.0.2", "the legacy operator")
 
@@ -58,17 +58,16 @@ func TestMigrateFromAenixOperator(t *testing.T) {
 	}
 
 	c := applyMigration(t, bin, ns, "aenix", "lg")
-	checkAenixAdopted(t, ns, c, legacy, pods, restarts, ids)
+	checkAenixAdopted(t, ns, c, legacy, before)
 
-	c = scaleOutAndIn(t, ns, "lg")
+	c = scaleOutAndInUnder(t, ns, "lg", w)
 	// The adopted members that are left (scale-in takes the newest followers, lg-4 and lg-3,
 	// unless one leads) still run their original Pods.
 	for name := range memberIDs(c) {
-		if before, ok := pods[name]; ok && podUIDs(t, ns, []string{name})[name] != before {
+		if uid, ok := before.pods[name]; ok && podUIDs(t, ns, []string{name})[name] != uid {
 			t.Errorf("the Pod of adopted member %s was replaced while scaling", name)
 		}
 	}
-	w.stopAndVerify(t, 50)
 }
 
 // buildAenixCluster creates the legacy EtcdCluster and what the legacy operator makes for it,
@@ -183,15 +182,33 @@ func serviceMemberIDs(t *testing.T, ns, service string) map[string]string {
 
 // checkAenixAdopted: the same Pods, never restarted, now controlled by their EtcdMembers;
 // the same etcd IDs; the legacy EtcdCluster and StatefulSet gone; the headless Service and
-// ConfigMap the Pods depend on kept and owned by the new cluster; the Service lg now this
-// operator's headless Service.
-func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, pods map[string]string, restarts map[string]int32, ids map[string]string) {
+// ConfigMap the Pods depend on kept and owned by the new cluster; the Service lg still a
+// client Service, now this operator's.
+func checkAenixAdopted(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, before aenixBefore) {
 	t.Helper()
-	checkSameMembers(t, ns, c, aenixMembers, pods, ids)
+	checkSameMembers(t, ns, c, aenixMembers, before.pods, before.ids)
 	for _, name := range aenixMembers {
-		checkAenixMember(t, ns, name, restarts[name])
+		checkAenixMember(t, ns, name, before.restarts[name])
 	}
-	checkLegacyObjectsRetired(t, ns, c, legacy)
+	checkLegacyObjectsRetired(t, ns, c, legacy, before.clientIP)
+}
+
+// aenixBefore is what the migration must keep of the legacy cluster.
+type aenixBefore struct {
+	pods     map[string]string // the Pods' UIDs, by name
+	restarts map[string]int32  // their containers' restarts, by name
+	ids      map[string]string // the members' etcd IDs, by name
+	clientIP string            // the legacy client Service lg's cluster IP
+}
+
+// observeAenixBefore reads the legacy cluster before the migration; ids are etcd's.
+func observeAenixBefore(t *testing.T, ns string, ids map[string]string) aenixBefore {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "lg"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	return aenixBefore{pods: podUIDs(t, ns, aenixMembers), restarts: containerRestarts(t, ns, aenixMembers), ids: ids, clientIP: svc.Spec.ClusterIP}
 }
 
 // checkAenixMember: the Pod never restarted and is its EtcdMember's, which says where the
@@ -213,9 +230,10 @@ func checkAenixMember(t *testing.T, ns, name string, restartsBefore int32) {
 }
 
 // checkLegacyObjectsRetired: the legacy EtcdCluster and StatefulSet are gone, the headless
-// Service and the ConfigMap the Pods depend on are the new cluster's, and the Service lg is
-// this operator's headless Service.
-func checkLegacyObjectsRetired(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured) {
+// Service (every member's DNS name) and the ConfigMap the Pods depend on are the new
+// cluster's, and the Service lg is this operator's client Service of that name, its cluster
+// IP kept.
+func checkLegacyObjectsRetired(t *testing.T, ns string, c *etcdv1.EtcdCluster, legacy *unstructured.Unstructured, legacyClientIP string) {
 	t.Helper()
 	gone := map[client.Object]string{legacy: "legacy EtcdCluster", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "lg", Namespace: ns}}: "StatefulSet"}
 	for obj, what := range gone {
@@ -231,13 +249,16 @@ func checkLegacyObjectsRetired(t *testing.T, ns string, c *etcdv1.EtcdCluster, l
 			t.Errorf("%s is owned by %+v, want the new EtcdCluster only", name, refs)
 		}
 	}
-	eventually(t, time.Minute, "the Service lg is this operator's headless Service", func() error {
+	want := specs.AdoptedClientService(c)
+	eventually(t, time.Minute, "the Service lg is this operator's client Service", func() error {
 		svc := &corev1.Service{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "lg"}, svc); err != nil {
 			return err
 		}
-		if !metav1.IsControlledBy(svc, c) || svc.Spec.ClusterIP != corev1.ClusterIPNone {
-			return fmt.Errorf("service lg: clusterIP %s, owners %v", svc.Spec.ClusterIP, svc.OwnerReferences)
+		if !metav1.IsControlledBy(svc, c) || svc.Spec.ClusterIP != legacyClientIP || svc.Spec.PublishNotReadyAddresses ||
+			!reflect.DeepEqual(svc.Spec.Selector, want.Spec.Selector) {
+			return fmt.Errorf("service lg: clusterIP %s (was %s), publishNotReady %t, selector %v, owners %v",
+				svc.Spec.ClusterIP, legacyClientIP, svc.Spec.PublishNotReadyAddresses, svc.Spec.Selector, svc.OwnerReferences)
 		}
 		return nil
 	})

@@ -34,7 +34,7 @@ func serviceNames(service, ns string) []string {
 
 // aenixAuthSecrets creates the Secrets of aenixfixture.TLSSecrets("lg") from one CA, as a
 // legacy user (Kamaji's guide) makes them: server and peer certificates naming the members
-// under the legacy headless Service and under this operator's (the members it adds), the
+// under the legacy headless Service (where the members this operator adds live too), the
 // Services lg and lg-client; the legacy operator's client certificate with common name root,
 // which is root once auth is on; and the CA Secrets. It returns the TLS of a client that is
 // root through that certificate, reaching the Service lg.
@@ -42,10 +42,7 @@ func aenixAuthSecrets(t *testing.T, ns string) access {
 	t.Helper()
 	ca := testpki.NewCA(t)
 	names := aenixfixture.TLSSecrets("lg")
-	var members []string
-	for _, sub := range []string{aenixfixture.HeadlessService("lg"), "lg"} {
-		members = append(members, memberNames(sub, ns)...)
-	}
+	members := memberNames(aenixfixture.HeadlessService("lg"), ns)
 	server := append(append(append([]string(nil), members...), serviceNames("lg", ns)...), serviceNames("lg-client", ns)...)
 	loopback := []string{"127.0.0.1", "::1"}
 	root := ca.Issue(t, testpki.Request{CommonName: "root", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -85,8 +82,7 @@ func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
 	})
 	checkAuthOn(t, rootCli)
 	w := startWriterVia(t, ns, "lg", "lg", asRoot)
-	pods, restarts := podUIDs(t, ns, aenixMembers), containerRestarts(t, ns, aenixMembers)
-	ids := serviceMemberIDsWith(t, ns, "lg", asRoot)
+	before := observeAenixBefore(t, ns, serviceMemberIDsWith(t, ns, "lg", asRoot))
 
 	out := mustPlugin(t, bin, ns, "migrate", "aenix", "lg")
 	for _, want := range []string{"authentication: on, as spec.security.enableAuth says, and it stays on: nothing changes in etcd",
@@ -96,7 +92,7 @@ func TestMigrateFromAenixOperatorWithAuth(t *testing.T) {
 		}
 	}
 	c := applyMigration(t, bin, ns, "aenix", "lg")
-	checkAenixAdopted(t, ns, c, legacy, pods, restarts, ids)
+	checkAenixAdopted(t, ns, c, legacy, before)
 	if c.Spec.Auth != nil || specs.OperatorClientSecretName(c) != "lg-client-cert" {
 		t.Errorf("spec.auth %+v, operator client Secret %q: want no spec.auth and the legacy client certificate", c.Spec.Auth, specs.OperatorClientSecretName(c))
 	}

@@ -31,8 +31,9 @@ const aenixEtcdVersion = "3.5.35"
 // writer puts keys through the legacy client Service as root; then the legacy operator is
 // stopped, ours started, and `kubectl etcd migrate aenix` takes the cluster over: no write
 // fails, every member keeps its etcd ID, auth stays on with root still the legacy client
-// certificate's, and ours scales it 3 -> 5 -> 3 (no write failing through the scale-out, at
-// most two removals' worth through the scale-in) with every acknowledged key kept.
+// certificate's, and ours scales it 3 -> 5 -> 3 (no write failing through the scale-out, the
+// Service <cluster> never handing the writer a learner; through the scale-in only refusals
+// as leadership moves) with every acknowledged key kept.
 func TestMigrateFromTheRealAenixOperator(t *testing.T) {
 	switchTo(t, "aenix")
 	ns := namespace(t, "legacy-aenix-")
@@ -89,7 +90,7 @@ func TestMigrateFromTheRealAenixOperator(t *testing.T) {
 
 // aenixSecrets creates the Secrets spec.security.tls names (aenixfixture.TLSSecrets), from
 // one CA, as a legacy user makes them (Kamaji's guide): server and peer certificates naming
-// the members under the legacy headless Service and under ours (the members it adds), the
+// the members under the legacy headless Service (where ours adds its members too), the
 // Services <cluster> and <cluster>-client; the legacy operator's client certificate, common
 // name root, which is root once auth is on; and the CA Secrets. It returns the access of a
 // client that is root through that certificate, reaching the Service <cluster>.
@@ -97,10 +98,9 @@ func aenixSecrets(t *testing.T, ns, cluster string) etcdload.Access {
 	t.Helper()
 	ca := testpki.NewCA(t)
 	names := aenixfixture.TLSSecrets(cluster)
-	var members, services []string
-	for _, sub := range []string{aenixfixture.HeadlessService(cluster), cluster} {
-		members = append(members, "*."+sub+"."+ns+".svc", "*."+sub+"."+ns+".svc.cluster.local")
-	}
+	sub := aenixfixture.HeadlessService(cluster)
+	members := []string{"*." + sub + "." + ns + ".svc", "*." + sub + "." + ns + ".svc.cluster.local"}
+	var services []string
 	for _, svc := range []string{cluster, cluster + "-client", aenixfixture.HeadlessService(cluster)} {
 		services = append(services, svc+"."+ns+".svc", svc+"."+ns+".svc.cluster.local")
 	}

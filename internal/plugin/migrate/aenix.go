@@ -53,12 +53,14 @@ type AenixPlan struct {
 	Members []MemberChange
 	// StatefulSet is deleted with propagationPolicy Orphan: its Pods keep running.
 	StatefulSet string
-	// HeadlessService stays: it is the adopted members' DNS domain (their peer URLs).
+	// HeadlessService stays: it is every member's DNS domain (their peer URLs), those this
+	// operator adds included (specs.MembersServiceName).
 	// ConfigMaps stay: the adopted Pods read their environment from them.
 	HeadlessService string
 	ConfigMaps      []string
-	// ClientService is the legacy client Service <cluster>, deleted: this operator's
-	// headless Service takes its name (its clients then resolve every member's address).
+	// ClientService is the legacy client Service <cluster>, kept: this operator keeps it a
+	// client Service of the ready members (specs.AdoptedClientService), so that the
+	// applications that use it never reach a learner or a member that is not ready.
 	ClientService string
 	// Auth says what happens to authentication ("" when etcd has none).
 	Auth     string
@@ -76,7 +78,7 @@ func PlanAenix(o AenixObserved) AenixPlan {
 		return p
 	}
 	c, sts := res.Cluster, o.StatefulSet
-	p.Cluster, p.Notes = c, withoutAuthNotes(res.Notes)
+	p.Cluster, p.Notes = c, adoptionNotes(res.Notes)
 	p.Refusals = append(p.Refusals, aenixClusterRefusals(o, c)...)
 	if sts == nil {
 		p.Refusals = append(p.Refusals, fmt.Sprintf("the StatefulSet %s is missing: the legacy operator has not built the cluster (or it was deleted); nothing to adopt", c.Name))
@@ -96,7 +98,10 @@ func PlanAenix(o AenixObserved) AenixPlan {
 	}
 	p.Refusals = append(p.Refusals, membershipRefusals(o.Etcd, names, aenixOperator, "has no Pod of the StatefulSet")...)
 	c.Spec.Replicas = ptrTo(int32(replicas))
-	c.Annotations = merged(c.Annotations, map[string]string{etcdv1.AnnotationAdoptedSubdomain: specs.AdoptedSubdomainValue(sts.Spec.ServiceName, members)})
+	// Every member under the legacy headless Service, those this operator adds too: the
+	// Service <cluster> then stays the legacy client Service (AdoptedSubdomainEveryMember).
+	everyMember := append(slices.Clone(members), etcdv1.AdoptedSubdomainEveryMember)
+	c.Annotations = merged(c.Annotations, map[string]string{etcdv1.AnnotationAdoptedSubdomain: specs.AdoptedSubdomainValue(sts.Spec.ServiceName, everyMember)})
 	versions, peerModes, configMaps := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, name := range members {
 		change, pm, why := planAenixMember(o, c, name)
@@ -401,11 +406,11 @@ func (p AenixPlan) Describe() string {
 	if p.StatefulSet != "" {
 		fmt.Fprintf(&b, "  StatefulSet %s: deleted with propagationPolicy Orphan (its Pods and PVCs stay)\n", p.StatefulSet)
 		fmt.Fprintf(&b, "  legacy EtcdCluster %s: deleted with propagationPolicy Orphan (the legacy operator then has nothing to act on)\n", c.Name)
-		fmt.Fprintf(&b, "  Service %s: kept, owned by the new EtcdCluster (the adopted members' DNS names, which etcd's peer URLs use)\n", p.HeadlessService)
+		fmt.Fprintf(&b, "  Service %s: kept, owned by the new EtcdCluster (every member's DNS name, which etcd's peer URLs use; the members this operator adds too)\n", p.HeadlessService)
 		for _, cm := range p.ConfigMaps {
 			fmt.Fprintf(&b, "  ConfigMap %s: kept, owned by the new EtcdCluster (the adopted Pods read their environment from it)\n", cm)
 		}
-		fmt.Fprintf(&b, "  Service %s: deleted; this operator's headless Service of that name replaces it, and %s-client is the client Service\n", p.ClientService, c.Name)
+		fmt.Fprintf(&b, "  Service %s: kept, owned by the new EtcdCluster, a client Service of the ready members as before; %s-client is this operator's client Service\n", p.ClientService, c.Name)
 		fmt.Fprintf(&b, "  PodDisruptionBudget %s (if there is one): deleted; this operator's of that name replaces it\n", c.Name)
 	}
 	for _, r := range p.Refusals {

@@ -59,10 +59,22 @@ func TestPlanAenixTakesIdentityFromThePodsAndTheirConfigMap(t *testing.T) {
 	if m.Spec.ClusterName != "lg" || m.Spec.Version != "3.6.16" || m.Spec.Storage.Size.String() != "1Gi" || m.Spec.TLS != nil {
 		t.Errorf("spec %+v", m.Spec)
 	}
-	out := p.Describe()
-	for _, want := range []string{"member lg-0 (etcd ID a0): Pod lg-0 keeps running unchanged", "StatefulSet lg: deleted with propagationPolicy Orphan", "Service lg: deleted"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("describe lacks %q:\n%s", want, out)
+	checkDescribe(t, p.Describe(), []string{"member lg-0 (etcd ID a0): Pod lg-0 keeps running unchanged",
+		"StatefulSet lg: deleted with propagationPolicy Orphan", "Service lg: kept, owned by the new EtcdCluster, a client Service"},
+		[]string{"becomes the headless Service"})
+}
+
+// checkDescribe: the dry run's text says each of want and none of never.
+func checkDescribe(t *testing.T, out string, want, never []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("describe lacks %q:\n%s", w, out)
+		}
+	}
+	for _, n := range never {
+		if strings.Contains(out, n) {
+			t.Errorf("describe says %q:\n%s", n, out)
 		}
 	}
 }
@@ -78,7 +90,7 @@ func TestPlanAenixBuildsTheClusterFromTheSpecAndThePods(t *testing.T) {
 	if got := specs.ClientURL(c, "lg-2"); got != "http://lg-2.lg-headless.ns.svc:2379" {
 		t.Errorf("adopted member's client URL %s", got)
 	}
-	if got := specs.PeerURL(c, "lg-3"); got != "https://lg-3.lg.ns.svc:2380" {
+	if got := specs.PeerURL(c, "lg-3"); got != "https://lg-3.lg-headless.ns.svc:2380" {
 		t.Errorf("a new member's peer URL %s", got)
 	}
 	if p.StatefulSet != "lg" || p.HeadlessService != "lg-headless" || p.ClientService != "lg" || len(p.ConfigMaps) != 1 || p.ConfigMaps[0] != "lg-cluster-state" {
@@ -224,8 +236,11 @@ func TestPlanAenixTakesOverTheTLSSecrets(t *testing.T) {
 			t.Errorf("member %s TLS %+v, want %+v", m.Member, m.Spec.TLS, want)
 		}
 	}
-	if got := specs.ClientURL(p.Cluster, "lg-0"); got != "https://lg-0.lg-headless.ns.svc:2379" {
-		t.Errorf("client URL %s", got)
+	// Every member under the legacy headless Service, the ones this operator adds too.
+	for member, want := range map[string]string{"lg-0": "https://lg-0.lg-headless.ns.svc:2379", "lg-3": "https://lg-3.lg-headless.ns.svc:2379"} {
+		if got := specs.ClientURL(p.Cluster, member); got != want {
+			t.Errorf("client URL of %s: %s, want %s", member, got, want)
+		}
 	}
 }
 
@@ -235,15 +250,15 @@ func TestPlanAenixRefusesCertificatesThisOperatorCannotUse(t *testing.T) {
 		change func(t *testing.T, o *AenixObserved, ca *testpki.CA)
 		want   string
 	}{
-		"server certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
+		"server certificate without the client Service's name": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
 			o.Secrets["lg-server"] = ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: []string{"*.lg-headless.ns.svc", "lg.ns.svc"}})
-		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-client.ns.svc, lg-3.lg.ns.svc"},
+		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-client.ns.svc"},
 		"server certificate without the adopted members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
 			o.Secrets["lg-server"] = ca.SecretData(t, testpki.Request{CommonName: "lg", DNSNames: []string{"*.lg.ns.svc", "lg-client.ns.svc"}})
 		}, "the certificate of Secret lg-server (spec.security.tls.serverSecret) is not valid for lg-0.lg-headless.ns.svc"},
-		"peer certificate without the new members' names": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
-			o.Secrets["lg-peer"] = ca.SecretData(t, testpki.Request{CommonName: "p", DNSNames: []string{"*.lg-headless.ns.svc"}})
-		}, "the certificate of Secret lg-peer (spec.security.tls.peerSecret) is not valid for lg-3.lg.ns.svc"},
+		"peer certificate naming one member only": {func(t *testing.T, o *AenixObserved, ca *testpki.CA) {
+			o.Secrets["lg-peer"] = ca.SecretData(t, testpki.Request{CommonName: "p", DNSNames: []string{"lg-0.lg-headless.ns.svc"}})
+		}, "the certificate of Secret lg-peer (spec.security.tls.peerSecret) is not valid for lg-3.lg-headless.ns.svc"},
 		"client CA of its own": {func(t *testing.T, o *AenixObserved, _ *testpki.CA) {
 			o.Secrets["lg-client-ca"] = map[string][]byte{"ca.crt": testpki.NewCA(t).PEM}
 		}, "the ca.crt of Secret lg-client-ca (spec.security.tls.clientTrustedCASecret) is not the ca.crt of Secret lg-server"},

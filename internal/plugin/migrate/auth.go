@@ -88,12 +88,14 @@ func aenixAuth(o AenixObserved, c *etcdv1.EtcdCluster) (string, []string) {
 		how, secret), out
 }
 
-// withoutAuthNotes drops what convert.Legacy says about auth: the adoption keeps the legacy
-// root as it is (aenixAuth) instead of asking for a password.
-func withoutAuthNotes(notes []string) []string {
+// adoptionNotes drops what convert.Legacy says about auth and clients, which is true of a
+// new cluster made from the legacy manifest but not of an adoption: it keeps the legacy root
+// as it is (aenixAuth) instead of asking for a password, and the legacy client Service as a
+// client Service (specs.AdoptedClientService).
+func adoptionNotes(notes []string) []string {
 	var out []string
 	for _, n := range notes {
-		if strings.HasPrefix(n, "auth: ") || strings.HasPrefix(n, "spec.security.enableAuth ") {
+		if strings.HasPrefix(n, "auth: ") || strings.HasPrefix(n, "spec.security.enableAuth ") || strings.HasPrefix(n, "clients: ") {
 			continue
 		}
 		out = append(out, n)

@@ -37,10 +37,10 @@ func LegacyTLSSecrets(legacy map[string]any) []string {
 //   - one CA per port: this operator reads it from the ca.crt of the server (or peer) Secret
 //     and etcd verifies client (or peer) certificates against that same file, where the
 //     legacy operator kept the CAs in Secrets of their own; they must hold the same CA;
-//   - the server certificate names every member (the adopted ones under the legacy headless
-//     Service, the ones this operator adds under the Service <cluster>) and the client
-//     Service <cluster>-client, which is what this operator and kubectl etcd check; the peer
-//     certificate names every member too, because peers check each other's names.
+//   - the server certificate names every member (all under the legacy headless Service, the
+//     ones this operator adds too) and the client Service <cluster>-client, which is what
+//     this operator and kubectl etcd check; the peer certificate names every member too,
+//     because peers check each other's names.
 //
 // The hosts are those the operator uses: c names the adopted members (AnnotationAdoptedSubdomain).
 func aenixTLSRefusals(o AenixObserved, c *etcdv1.EtcdCluster, replicas int) []string {
@@ -49,7 +49,7 @@ func aenixTLSRefusals(o AenixObserved, c *etcdv1.EtcdCluster, replicas int) []st
 	}
 	fields := legacyTLSFields(o.Legacy)
 	adopted := specs.MemberHost(c, specs.MemberName(c.Name, 0))
-	// The first member this operator adds, under its own headless Service.
+	// The first member this operator adds (under the same Service: AdoptedSubdomainEveryMember).
 	added := specs.MemberHost(c, specs.MemberName(c.Name, replicas))
 	clientHost := specs.ClientServiceHost(c)
 	var out []string

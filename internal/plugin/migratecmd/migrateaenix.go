@@ -99,7 +99,7 @@ func (f *aenixFlags) run(ctx context.Context, o *cli.Options, name string) error
 	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
 		return fmt.Errorf("adopting %s (run the command again to continue from where it stopped): %w", name, err)
 	}
-	cli.Say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted. Clients: connect to %s-client\n", name, name)
+	cli.Say(o.Out, "cluster %s adopted: this operator reconciles it from now on; its Pods were not restarted. Clients: the Service %s still reaches the ready members; %s-client is this operator's client Service\n", name, name, name)
 	return nil
 }
 
@@ -250,8 +250,8 @@ func adoptAenix(ctx context.Context, o *cli.Options, k *cli.Kube, plan migrate.A
 
 // retireLegacy, once the legacy EtcdCluster is gone, deletes the StatefulSet (named after the
 // cluster) with propagationPolicy Orphan, makes each adopted Pod its EtcdMember's (as the
-// Pods this operator creates are) and deletes the legacy objects whose names this operator
-// uses (legacyNamesakes).
+// Pods this operator creates are), takes the legacy Services it keeps (takeLegacyServices)
+// and deletes the legacy objects whose names this operator uses (legacyNamesakes).
 func retireLegacy(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.EtcdCluster) error {
 	if err := orphanDelete(ctx, k, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: k.Namespace}}); err != nil {
 		return fmt.Errorf("deleting the StatefulSet: %w", err)
@@ -271,6 +271,9 @@ func retireLegacy(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.Et
 			return err
 		}
 	}
+	if err := takeLegacyServices(ctx, o, k, c); err != nil {
+		return err
+	}
 	toDelete, err := legacyNamesakes(ctx, k, c)
 	if err != nil {
 		return err
@@ -284,6 +287,28 @@ func retireLegacy(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.Et
 	return nil
 }
 
+// takeLegacyServices makes c the controller of the legacy headless Service (every member's
+// DNS domain) and of the legacy client Service <cluster>, which this operator then keeps
+// (specs.HeadlessService, specs.AdoptedClientService), when c puts every member under the
+// legacy headless Service; a Service that is gone the operator makes anew. The legacy
+// EtcdCluster, their controller before, is gone by now.
+func takeLegacyServices(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.EtcdCluster) error {
+	if specs.AdoptedClientService(c) == nil {
+		return nil
+	}
+	for _, name := range []string{specs.MembersServiceName(c), specs.HeadlessServiceName(c.Name)} {
+		err := setOwner(ctx, k, name, &corev1.Service{}, c, true)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("taking over the legacy Service %s: %w", name, err)
+		}
+		cli.Say(o.Out, "the legacy Service %s is this operator's now\n", name)
+	}
+	return nil
+}
+
 // kindOf names a legacy namesake's kind for the command's output.
 func kindOf(obj client.Object) string {
 	if _, ok := obj.(*corev1.Service); ok {
@@ -292,14 +317,19 @@ func kindOf(obj client.Object) string {
 	return "PodDisruptionBudget"
 }
 
-// legacyNamesakes are the legacy client Service and PodDisruptionBudget, both named after the
-// cluster as this operator's headless Service and PodDisruptionBudget are: the objects of
+// legacyNamesakes are the legacy PodDisruptionBudget and, for an adoption by an earlier plugin
+// (members added under the Service <cluster>), the legacy client Service, both named after
+// the cluster as this operator's PodDisruptionBudget and headless Service are: the objects of
 // those names that c does not control (a client Service with a cluster IP). Orphaned, they no
 // longer say that they were the legacy EtcdCluster's; whatever of those names c does not
 // control keeps this operator from making its own.
 func legacyNamesakes(ctx context.Context, k *cli.Kube, c *etcdv1.EtcdCluster) ([]client.Object, error) {
 	var out []client.Object
-	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+	namesakes := []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}}
+	if specs.AdoptedClientService(c) != nil {
+		namesakes = namesakes[1:] // the client Service stays (takeLegacyServices)
+	}
+	for _, obj := range namesakes {
 		if err := readInto(ctx, k, c.Name, obj, "get services and poddisruptionbudgets", func(obj client.Object) {
 			if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP == corev1.ClusterIPNone {
 				return

@@ -3,6 +3,7 @@ package migratecmd
 import (
 	"context"
 	"io"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/aenixfixture"
@@ -25,8 +27,8 @@ import (
 )
 
 // adoptAenix against the objects of a settled legacy cluster: this operator's objects are
-// created and own what they must, the legacy EtcdCluster, StatefulSet and client Service are
-// gone, the Pods (their specs untouched) are their EtcdMembers', and a second run after the
+// created and own what they must, the legacy EtcdCluster, StatefulSet and PodDisruptionBudget
+// are gone, its Services the new cluster's, the Pods (their specs untouched) are their EtcdMembers', and a second run after the
 // first (the legacy EtcdCluster is gone: finishAenix) changes nothing it already did.
 func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 	ctx := context.Background()
@@ -50,8 +52,8 @@ func TestAdoptAenixTakesOverAndRetiresTheLegacyObjects(t *testing.T) {
 }
 
 // A run cut short right after it deleted the legacy EtcdCluster is finished by running
-// the command again: the StatefulSet, the legacy client Service and PodDisruptionBudget go,
-// the Pods become the members'.
+// the command again: the StatefulSet and the legacy PodDisruptionBudget go, the Services
+// become the new cluster's, the Pods the members'.
 func TestFinishAenixAfterTheLegacyClusterWasDeleted(t *testing.T) {
 	ctx := context.Background()
 	k, plan, legacy, sts := aenixAPI(t)
@@ -66,6 +68,29 @@ func TestFinishAenixAfterTheLegacyClusterWasDeleted(t *testing.T) {
 		t.Fatalf("finish: done %t, %v", done, err)
 	}
 	checkAenixAdoption(t, k, plan, legacy, sts)
+}
+
+// An adoption begun by an earlier plugin (its annotation names the adopted members only: the
+// members this operator adds live under its headless Service <cluster>) is finished as it
+// was begun: the legacy client Service <cluster> goes, for this operator's headless Service
+// to take its name, and the legacy headless Service is left as it was.
+func TestFinishAnEarlierAenixAdoptionDeletesTheLegacyClientService(t *testing.T) {
+	ctx := context.Background()
+	k, plan, legacy, _ := aenixAPI(t)
+	plan.Cluster.Annotations[etcdv1.AnnotationAdoptedSubdomain] = "lg-headless=lg-0,lg-1,lg-2"
+	o := &cli.Options{Out: io.Discard, Err: io.Discard}
+	if err := adoptAenix(ctx, o, k, plan, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "lg"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the legacy client Service lg is still there: %v", err)
+	}
+	cluster, headless := &etcdv1.EtcdCluster{}, &corev1.Service{}
+	mustGet(t, k, "lg", cluster)
+	mustGet(t, k, "lg-headless", headless)
+	if !ownedBy(headless, cluster.UID) || metav1.IsControlledBy(headless, cluster) {
+		t.Errorf("lg-headless: owners %v, want the new cluster as an owner, not its controller", headless.OwnerReferences)
+	}
 }
 
 // aenixAPI is a fake API with a settled legacy cluster, and the plan to adopt it.
@@ -104,8 +129,41 @@ func aenixAPI(t *testing.T) (*cli.Kube, migrate.AenixPlan, *unstructured.Unstruc
 	if len(plan.Refusals) != 0 {
 		t.Fatalf("refusals: %v", plan.Refusals)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdMember{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&etcdv1.EtcdMember{}).
+		WithInterceptorFuncs(interceptor.Funcs{Delete: orphaning}).Build()
 	return &cli.Kube{Client: c, Namespace: "ns"}, plan, legacy, sts
+}
+
+// orphaning deletes as the API server does with propagationPolicy Orphan: the garbage
+// collector first takes the deleted object's owner reference off its dependents (the
+// Services here, the kinds whose ownership the adoption changes afterwards), which the fake
+// client alone does not.
+func orphaning(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+	var del client.DeleteOptions
+	del.ApplyOptions(opts)
+	if del.PropagationPolicy != nil && *del.PropagationPolicy == metav1.DeletePropagationOrphan {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		if obj.GetUID() == "" {
+			return c.Delete(ctx, obj, opts...) // the fake's own objects have none: no reference names it
+		}
+		services := &corev1.ServiceList{}
+		if err := c.List(ctx, services, client.InNamespace(obj.GetNamespace())); err != nil {
+			return err
+		}
+		for i := range services.Items {
+			svc := &services.Items[i]
+			refs := slices.DeleteFunc(slices.Clone(svc.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == obj.GetUID() })
+			if len(refs) != len(svc.OwnerReferences) {
+				svc.OwnerReferences = refs
+				if err := c.Update(ctx, svc); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return c.Delete(ctx, obj, opts...)
 }
 
 func checkAenixAdoption(t *testing.T, k *cli.Kube, plan migrate.AenixPlan, legacy *unstructured.Unstructured, sts *appsv1.StatefulSet) {
@@ -115,19 +173,27 @@ func checkAenixAdoption(t *testing.T, k *cli.Kube, plan migrate.AenixPlan, legac
 
 	cluster := &etcdv1.EtcdCluster{}
 	mustGet(t, k, "lg", cluster)
-	if cluster.Annotations[etcdv1.AnnotationAdoptedSubdomain] != "lg-headless=lg-0,lg-1,lg-2" || !specs.PeerAutoTLS(cluster) {
+	if cluster.Annotations[etcdv1.AnnotationAdoptedSubdomain] != "lg-headless=lg-0,lg-1,lg-2,*" || !specs.PeerAutoTLS(cluster) {
 		t.Errorf("cluster: annotations %v, tls %+v", cluster.Annotations, cluster.Spec.TLS)
 	}
 	for i := range 3 {
 		checkAdoptedAenixMember(t, k, cluster, aenixfixture.Pod(sts, i).Name, obs[i].MemberID)
 	}
-	for name, obj := range map[string]client.Object{"lg-headless": &corev1.Service{}, "lg-cluster-state": &corev1.ConfigMap{}} {
-		mustGet(t, k, name, obj)
-		if !ownedBy(obj, cluster.UID) {
-			t.Errorf("%s is not owned by the new cluster: %v", name, obj.GetOwnerReferences())
+	cm := &corev1.ConfigMap{}
+	mustGet(t, k, "lg-cluster-state", cm)
+	if !ownedBy(cm, cluster.UID) {
+		t.Errorf("lg-cluster-state is not owned by the new cluster: %v", cm.GetOwnerReferences())
+	}
+	// The legacy headless Service (every member's DNS name) and client Service (what the
+	// applications use) stay, now controlled by the new cluster, which keeps them.
+	for _, name := range []string{"lg-headless", "lg"} {
+		svc := &corev1.Service{}
+		mustGet(t, k, name, svc)
+		if !metav1.IsControlledBy(svc, cluster) || len(svc.OwnerReferences) != 1 {
+			t.Errorf("Service %s is not the new cluster's alone: %v", name, svc.OwnerReferences)
 		}
 	}
-	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "lg"}, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T lg still there: %v", obj, err)
 		}

@@ -1,5 +1,6 @@
-// Package services keeps an EtcdCluster's two Services: the headless one that gives members
-// their DNS names and the client one.
+// Package services keeps an EtcdCluster's Services: the headless one that gives members
+// their DNS names and the client one (and, for a cluster adopted from the legacy operator,
+// that operator's client Service).
 package services
 
 import (
@@ -27,14 +28,24 @@ type Component struct{ objects kit.Objects }
 // New is the component over the cluster's child objects.
 func New(objects kit.Objects) *Component { return &Component{objects: objects} }
 
-// Sync keeps the headless and the client Service, in that order, stopping at the first error.
+// Sync keeps the headless and the client Service, in that order, then an adopted cluster's
+// legacy client Service (specs.AdoptedClientService), stopping at the first error.
 func (s *Component) Sync(ctx context.Context, c *etcdv1.EtcdCluster, _ kit.Facts) error {
-	for _, want := range []*corev1.Service{specs.HeadlessService(c), specs.ClientService(c)} {
+	for _, want := range wanted(c) {
 		if err := s.ensure(ctx, c, want); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// wanted are the cluster's Services.
+func wanted(c *etcdv1.EtcdCluster) []*corev1.Service {
+	services := []*corev1.Service{specs.HeadlessService(c), specs.ClientService(c)}
+	if adopted := specs.AdoptedClientService(c); adopted != nil {
+		services = append(services, adopted)
+	}
+	return services
 }
 
 // ensure creates a Service or brings its labels, selector and ports back to what the builder
