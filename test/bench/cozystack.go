@@ -42,6 +42,8 @@ func (c *cozystackCluster) grow(ctx context.Context, n int) error {
 	return c.b.k8s.Patch(ctx, u, client.RawPatch(types.MergePatchType, replicasPatch(n)))
 }
 
+func (c *cozystackCluster) shrink(context.Context, int) error { return errNotCompared }
+
 func (c *cozystackCluster) upgrade(context.Context, string) error { return errNotCompared }
 
 func (c *cozystackCluster) replaceWiped(context.Context, string, uint64) error {

@@ -132,6 +132,56 @@ func (h *handMade) join(ctx context.Context, cli etcd.Client, name string, names
 	})
 }
 
+// shrink does by hand what the operator does to remove a member, as safely: the newest
+// member goes (leadership handed to another first when it leads); its Pod is deleted
+// gracefully and gone before etcd removes it, so that its clients have moved to the others
+// before the removal ends it; then its PVC goes.
+func (h *handMade) shrink(ctx context.Context, n int) error {
+	sts, err := h.b.statuses(ctx, h.namespace(), n+1)
+	if err != nil {
+		return err
+	}
+	name := specs.MemberName(h.cluster.Name, n)
+	i := slices.IndexFunc(sts, func(st memberStatus) bool { return st.pod == name })
+	if i < 0 {
+		return fmt.Errorf("member %s is not among the ready ones", name)
+	}
+	if leaving := sts[i]; leaving.Leader == leaving.MemberID {
+		if err := h.moveLeader(ctx, sts[(i+1)%len(sts)].MemberID); err != nil {
+			return err
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
+	if err := h.b.k8s.Delete(ctx, pod); err != nil {
+		return err
+	}
+	if err := h.b.gone(ctx, pod); err != nil {
+		return err
+	}
+	if err := h.remove(ctx, name, sts[i].MemberID); err != nil {
+		return err
+	}
+	delete(h.members, name)
+	return h.b.k8s.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}})
+}
+
+// remove removes the member from etcd through the members still ready; a retry after an
+// answer that was lost finds it removed.
+func (h *handMade) remove(ctx context.Context, name string, id uint64) error {
+	members, err := h.b.someReadyMembers(ctx, h.namespace())
+	if err != nil {
+		return err
+	}
+	return withEtcd(members, func(cli etcd.Client) error {
+		return retry(ctx, h.b.opts.timeout, "removing "+name, func(ctx context.Context) error {
+			if err := cli.Remove(ctx, id); !errors.Is(err, etcd.ErrMemberNotFound) {
+				return err
+			}
+			return nil
+		})
+	})
+}
+
 // memberWithPeer is the member etcd lists with peerURL.
 func memberWithPeer(ctx context.Context, cli etcd.Client, peerURL string) (etcd.Member, error) {
 	_, list, err := cli.MemberList(ctx)
@@ -150,20 +200,14 @@ func memberWithPeer(ctx context.Context, cli etcd.Client, peerURL string) (etcd.
 // it from etcd, delete its PVC once its Pod is gone, and add it again as a learner on a new
 // PVC (same name, new ID), promoted as soon as etcd allows.
 func (h *handMade) replaceWiped(ctx context.Context, name string, id uint64) error {
+	if err := h.remove(ctx, name, id); err != nil {
+		return err
+	}
 	members, err := h.b.someReadyMembers(ctx, h.namespace())
 	if err != nil {
 		return err
 	}
 	return withEtcd(members, func(cli etcd.Client) error {
-		err := retry(ctx, h.b.opts.timeout, "removing "+name, func(ctx context.Context) error {
-			if err := cli.Remove(ctx, id); !errors.Is(err, etcd.ErrMemberNotFound) {
-				return err
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace(), Name: name}}
 		if err := h.b.k8s.Delete(ctx, pvc); err != nil {
 			return err

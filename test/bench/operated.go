@@ -44,6 +44,9 @@ func (o *operated) grow(ctx context.Context, n int) error {
 	return o.editSpec(ctx, func(s *etcdv1.EtcdClusterSpec) { s.Replicas = &replicas })
 }
 
+// shrink changes spec.replicas as grow does.
+func (o *operated) shrink(ctx context.Context, n int) error { return o.grow(ctx, n) }
+
 func (o *operated) upgrade(ctx context.Context, version string) error {
 	return o.editSpec(ctx, func(s *etcdv1.EtcdClusterSpec) { s.Version = version })
 }

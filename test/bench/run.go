@@ -22,6 +22,8 @@ type subject interface {
 	replaceWiped(ctx context.Context, pod string, id uint64) error
 	// grow adds one member, making n.
 	grow(ctx context.Context, n int) error
+	// shrink removes one member, leaving n.
+	shrink(ctx context.Context, n int) error
 	// losePod deletes a member's Pod. By hand, it is also recreated, as a person would.
 	losePod(ctx context.Context, pod string) error
 	// settled is nil once n members serve, as this subject's user sees it.
@@ -54,6 +56,7 @@ var steps = []step{
 	{metricLearnerStep, "grown", 5, growTo(5), false},
 	{"Pod loss, 5 members", "grown", 5, loseFollowerOf(5), false},
 	{metricWiped, "grown", 5, wipeFollower, false},
+	{"scale-in 5 -> 4", "grown", 4, shrinkTo(4), false},
 	{"bootstrap, 5 members", "five", 5, bootstrap(5, etcdVersion), true},
 	{"bootstrap, 3 members at " + previousPatch, "upgraded", 3, bootstrap(3, previousPatch), true},
 	{"upgrade " + previousPatch + " -> " + etcdVersion + ", 3 members", "upgraded", 3, upgradeTo(3, etcdVersion), false},
@@ -105,6 +108,10 @@ func wipeFollower(ctx context.Context, b *bench, s subject) error {
 
 func growTo(n int) func(context.Context, *bench, subject) error {
 	return func(ctx context.Context, _ *bench, s subject) error { return s.grow(ctx, n) }
+}
+
+func shrinkTo(n int) func(context.Context, *bench, subject) error {
+	return func(ctx context.Context, _ *bench, s subject) error { return s.shrink(ctx, n) }
 }
 
 // lost deletes a Pod as a crash or a lost node does: at once, with no graceful stop. A
