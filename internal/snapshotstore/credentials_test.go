@@ -20,6 +20,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
+	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -180,7 +181,7 @@ func TestDefaultChainAgainstMinIO(t *testing.T) {
 		}
 	})
 	t.Run("a container endpoint that does not answer", func(t *testing.T) {
-		chainEnv(t, map[string]string{EnvContainerFullURI: fmt.Sprintf("http://127.0.0.1:%d/creds", closedPort(t))})
+		chainEnv(t, map[string]string{EnvContainerFullURI: fmt.Sprintf("http://127.0.0.1:%d/creds", testetcd.FreePort(t))})
 		err := check(t)
 		if Reason(err) != etcdv1.ReasonCredentialsUnavailable || !strings.Contains(fmt.Sprint(err), string(CredentialsContainer)) {
 			t.Fatalf("%v: reason %s, want %s naming %s", err, Reason(err), etcdv1.ReasonCredentialsUnavailable, CredentialsContainer)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
+	"github.com/quorumkeeper/etcd-operator/internal/testetcd"
 	"github.com/quorumkeeper/etcd-operator/internal/testminio"
 )
 
@@ -273,7 +273,7 @@ func testFailures(t *testing.T, srv *testminio.Server) {
 	untrusted := s3Config(secure, "snapshots")
 	untrusted.CAPEM = nil
 	closed := s3Config(plain, "snapshots")
-	closed.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)) // a CA for http is ignored
+	closed.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", testetcd.FreePort(t)) // a CA for http is ignored
 
 	for _, tc := range []struct {
 		name string
@@ -301,15 +301,4 @@ func testFailures(t *testing.T, srv *testminio.Server) {
 	if _, _, err := VerifyStored(ctx, st, tmp, ""); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return port
 }
