@@ -53,17 +53,11 @@ type statusAsk func(ctx context.Context, endpoint string) (Status, error)
 // other endpoints asked, all at once: one that does not answer (a member whose Pod is gone)
 // would otherwise cost each caller its whole timeout before the leader is reached.
 func findLeader(ctx context.Context, ask statusAsk, endpoints []string, known string) (string, uint64, error) {
-	var leaderID uint64
-	var errs []error
+	var search leaderSearch
 	if known != "" {
 		st, err := ask(ctx, known)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case st.Leader != 0 && st.MemberID == st.Leader:
-			return known, st.Leader, nil
-		case st.Leader != 0:
-			leaderID = st.Leader
+		if search.heard(statusAnswer{endpoint: known, status: st, err: err}) {
+			return known, search.leaderID, nil
 		}
 		endpoints = slices.DeleteFunc(slices.Clone(endpoints), func(e string) bool { return e == known })
 	}
@@ -77,22 +71,33 @@ func findLeader(ctx context.Context, ask statusAsk, endpoints []string, known st
 		}()
 	}
 	for range endpoints {
-		a := <-answers
-		if a.err != nil {
-			errs = append(errs, a.err)
-			continue
-		}
-		if a.status.Leader != 0 && a.status.MemberID == a.status.Leader {
-			return a.endpoint, a.status.Leader, nil
-		}
-		if a.status.Leader != 0 {
-			leaderID = a.status.Leader
+		if a := <-answers; search.heard(a) {
+			return a.endpoint, search.leaderID, nil
 		}
 	}
-	if leaderID == 0 {
-		return "", 0, fmt.Errorf("no endpoint knows a leader: %w", errors.Join(errs...))
+	if search.leaderID == 0 {
+		return "", 0, fmt.Errorf("no endpoint knows a leader: %w", errors.Join(search.errs...))
 	}
-	return "", leaderID, nil
+	return "", search.leaderID, nil
+}
+
+// leaderSearch is what the answers of a search for the leader said so far: the leader's ID
+// any of them named, and the errors of those that did not answer.
+type leaderSearch struct {
+	leaderID uint64
+	errs     []error
+}
+
+// heard takes one answer in; true when it came from the leader itself.
+func (s *leaderSearch) heard(a statusAnswer) bool {
+	switch {
+	case a.err != nil:
+		s.errs = append(s.errs, a.err)
+	case a.status.Leader != 0:
+		s.leaderID = a.status.Leader
+		return a.status.MemberID == a.status.Leader
+	}
+	return false
 }
 
 // statusAnswer is one endpoint's answer to a status request.
