@@ -89,11 +89,22 @@ func Active(s *etcdv1.CARotationStatus) bool {
 	return s != nil && s.Stage != "" && s.Stage != etcdv1.ReasonCARotated
 }
 
-// IssuersHeld is true while the Certificates must keep the issuers they name: until the
-// members trust the new CAs, a Certificate re-issued by a new issuer would serve a certificate
-// its peers and clients refuse.
-func IssuersHeld(s *etcdv1.CARotationStatus) bool {
-	return !Active(s) || s.Stage == etcdv1.ReasonTrustingBoth
+// IssuerNow is the issuer the named Certificate must name while s is recorded. moving is
+// false when that is the one it names already, whatever spec.tls says: outside a rotation (a
+// changed issuer waits for the rotation to be recorded) and until the members trust the new
+// CAs, a Certificate re-issued by a new issuer would serve a certificate its peers and clients
+// refuse. From ReissuingOnNewCA on, a Certificate the rotation moves names the issuer it moves
+// to (s.To), and every other keeps its own: a change of spec.tls meanwhile is the next
+// rotation, never a certificate from a CA the bundle does not hold.
+func IssuerNow(s *etcdv1.CARotationStatus, certificate string) (issuer etcdv1.IssuerReference, moving bool) {
+	if !Active(s) || s.Stage == etcdv1.ReasonTrustingBoth {
+		return etcdv1.IssuerReference{}, false
+	}
+	i := slices.IndexFunc(s.To, func(to etcdv1.CertificateIssuer) bool { return to.Certificate == certificate })
+	if i < 0 {
+		return etcdv1.IssuerReference{}, false
+	}
+	return s.To[i].Issuer, true
 }
 
 // TrustsBoth is true in the stages whose bundle holds the old and the new CAs.

@@ -92,17 +92,25 @@ func TestStartRecordsOnlyTheChangedIssuers(t *testing.T) {
 	}
 }
 
-func TestIssuersHeldUntilEveryMemberTrustsBoth(t *testing.T) {
-	for stage, held := range map[string]bool{
-		"": true, etcdv1.ReasonCARotated: true, etcdv1.ReasonTrustingBoth: true,
-		etcdv1.ReasonReissuingOnNewCA: false, etcdv1.ReasonOperatorClientMoved: false, etcdv1.ReasonDroppingOldCA: false,
+// The Certificates keep their issuers until every member trusts both CAs; from then on the
+// ones the rotation moves name the issuers it moves them to, whatever spec.tls says, and the
+// others keep theirs.
+func TestIssuerNowHoldsUntilEveryMemberTrustsBothThenFollowsTheRotation(t *testing.T) {
+	newPeer := issuer("db-peer-tls", "new").Issuer
+	for stage, want := range map[string]*etcdv1.IssuerReference{
+		"": nil, etcdv1.ReasonCARotated: nil, etcdv1.ReasonTrustingBoth: nil,
+		etcdv1.ReasonReissuingOnNewCA: &newPeer, etcdv1.ReasonOperatorClientMoved: &newPeer, etcdv1.ReasonDroppingOldCA: &newPeer,
 	} {
-		if got := IssuersHeld(at(stage)); got != held {
-			t.Errorf("IssuersHeld at %q = %t; want %t", stage, got, held)
+		got, moving := IssuerNow(at(stage), "db-peer-tls")
+		if moving != (want != nil) || want != nil && got != *want {
+			t.Errorf("db-peer-tls at %q: %+v, moving %t; want %+v", stage, got, moving, want)
+		}
+		if _, moving := IssuerNow(at(stage), "db-server-tls"); moving {
+			t.Errorf("db-server-tls, which the rotation does not move, moves at %q", stage)
 		}
 	}
-	if !IssuersHeld(nil) {
-		t.Error("IssuersHeld without a rotation = false; want true (an issuer change waits for the rotation to be recorded)")
+	if _, moving := IssuerNow(nil, "db-peer-tls"); moving {
+		t.Error("a Certificate moves without a rotation; want its issuer held (an issuer change waits for the rotation to be recorded)")
 	}
 	for stage, both := range map[string]bool{
 		etcdv1.ReasonTrustingBoth: true, etcdv1.ReasonReissuingOnNewCA: true, etcdv1.ReasonOperatorClientMoved: true,

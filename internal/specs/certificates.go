@@ -231,10 +231,6 @@ func orDefaultDomain(domain string) string {
 }
 
 func certificateSpec(c *etcdv1.EtcdCluster, secretName string, ref etcdv1.IssuerReference, usages []any) map[string]any {
-	kind := ref.Kind
-	if kind == "" {
-		kind = IssuerGVK.Kind
-	}
 	duration, renewBefore := CertificateLifetime(c)
 	return map[string]any{
 		"secretName":  secretName,
@@ -243,8 +239,17 @@ func certificateSpec(c *etcdv1.EtcdCluster, secretName string, ref etcdv1.Issuer
 		// A new key at every renewal, so a leaked key is only good until the next one.
 		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
 		"usages":     usages,
-		"issuerRef":  map[string]any{"name": ref.Name, "kind": kind, "group": CertificateGVK.Group},
+		"issuerRef":  IssuerRef(ref),
 	}
+}
+
+// IssuerRef is a Certificate's spec.issuerRef naming ref (an Issuer unless ref says otherwise).
+func IssuerRef(ref etcdv1.IssuerReference) map[string]any {
+	kind := ref.Kind
+	if kind == "" {
+		kind = IssuerGVK.Kind
+	}
+	return map[string]any{"name": ref.Name, "kind": kind, "group": CertificateGVK.Group}
 }
 
 func certificate(c *etcdv1.EtcdCluster, name string, spec map[string]any) *unstructured.Unstructured {

@@ -247,20 +247,19 @@ func (t *Component) applyCertificate(ctx context.Context, c *etcdv1.EtcdCluster,
 	if !metav1.IsControlledBy(have, c) {
 		return nil, problemf(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the operator can issue the cluster's own", have.GetName()), nil
 	}
-	if carotation.IssuersHeld(c.Status.CARotation) {
-		// A changed issuer waits for the CA rotation: until every member trusts the new CA,
-		// a certificate from it would be refused (internal/carotation).
-		want = keepIssuer(have, want)
+	// An issuer changes only as the CA rotation moves it: until every member trusts the new
+	// CA, and for a CA the members do not trust, a certificate would be refused
+	// (internal/carotation).
+	if issuer, moving := carotation.IssuerNow(c.Status.CARotation, want.GetName()); moving {
+		want = withIssuerRef(want, specs.IssuerRef(issuer))
+	} else if ref, found, _ := unstructured.NestedMap(have.Object, "spec", "issuerRef"); found {
+		want = withIssuerRef(want, ref)
 	}
 	return have, nil, t.correctCertificate(ctx, have, want)
 }
 
-// keepIssuer is want with the issuerRef have names.
-func keepIssuer(have, want *unstructured.Unstructured) *unstructured.Unstructured {
-	ref, found, _ := unstructured.NestedMap(have.Object, "spec", "issuerRef")
-	if !found {
-		return want
-	}
+// withIssuerRef is want naming the issuer ref.
+func withIssuerRef(want *unstructured.Unstructured, ref map[string]any) *unstructured.Unstructured {
 	out := want.DeepCopy()
 	_ = unstructured.SetNestedMap(out.Object, ref, "spec", "issuerRef")
 	return out

@@ -246,7 +246,8 @@ func TestSyncCarriesAChangedLifetimeIntoTheCertificate(t *testing.T) {
 
 // A changed issuer reaches the Certificate only once the CA rotation says every member
 // trusts the new CA (stage ReissuingOnNewCA): before, cert-manager would re-issue from a CA
-// the peers refuse.
+// the peers refuse. From then on the Certificate names the issuer the rotation moves it to,
+// whatever spec.tls says meanwhile.
 func TestSyncHoldsAChangedIssuerUntilTheMembersTrustIt(t *testing.T) {
 	t.Parallel()
 	c := peerFromClusterIssuer()
@@ -275,11 +276,24 @@ func TestSyncHoldsAChangedIssuerUntilTheMembersTrustIt(t *testing.T) {
 			t.Fatalf("rotation %+v: the Certificate names issuer %q; want the old one, ca, held", status, got)
 		}
 	}
-	c.Status.CARotation = &etcdv1.CARotationStatus{Stage: etcdv1.ReasonReissuingOnNewCA}
+	to := []etcdv1.CertificateIssuer{{Certificate: "db-peer-tls", Issuer: c.Spec.TLS.Peer.CertManager.IssuerRef}}
+	c.Status.CARotation = &etcdv1.CARotationStatus{Stage: etcdv1.ReasonReissuingOnNewCA, To: to}
 	if _, err := syncOnce(cl, c); err != nil {
 		t.Fatal(err)
 	}
 	if got := issuer(); got != "ca-2027" {
 		t.Fatalf("at ReissuingOnNewCA the Certificate names issuer %q; want the new one, ca-2027", got)
+	}
+	// The issuer changed again (or back) while the rotation drops the old CA: the bundle
+	// holds ca-2027's CA alone, so the Certificate stays on it; the change is the next rotation.
+	c.Spec.TLS.Peer.CertManager.IssuerRef.Name = "ca"
+	for _, stage := range []string{etcdv1.ReasonReissuingOnNewCA, etcdv1.ReasonDroppingOldCA} {
+		c.Status.CARotation = &etcdv1.CARotationStatus{Stage: stage, To: to}
+		if _, err := syncOnce(cl, c); err != nil {
+			t.Fatal(err)
+		}
+		if got := issuer(); got != "ca-2027" {
+			t.Fatalf("spec back on ca at %s: the Certificate names issuer %q; want ca-2027, the rotation's", stage, got)
+		}
 	}
 }
