@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,7 @@ func (r *Reconciler) rotateCAs(ctx context.Context, c *etcdv1.EtcdCluster, v *cl
 	case carotation.Record:
 		return true, r.recordRotation(ctx, c, d, look.in.Applied)
 	case carotation.Probe:
-		return true, r.ensureProbes(ctx, c)
+		return r.probe(ctx, c, v, d)
 	case carotation.WriteBundle:
 		return true, r.writeBundle(ctx, c, look)
 	case carotation.MarkMembers:
@@ -417,7 +418,29 @@ func (r *Reconciler) operatorClientAnswers(ctx context.Context, c *etcdv1.EtcdCl
 }
 
 // ensureProbes asks each new issuer for a probe certificate.
-func (r *Reconciler) ensureProbes(ctx context.Context, c *etcdv1.EtcdCluster) error {
+// probe makes the probe Certificates; once they are as they should be, what is left is
+// waiting for the new issuers to sign them, which is no step: their Secrets wake the cluster
+// (clustersForSecret), rotationRetry bounds the wait, and the condition says what it waits for.
+func (r *Reconciler) probe(ctx context.Context, c *etcdv1.EtcdCluster, v *clusterView, d carotation.Decision) (bool, error) {
+	acted, err := r.ensureProbes(ctx, c)
+	if err != nil || acted {
+		return acted, err
+	}
+	v.caRotation = rotationCondition(c, c.Status.CARotation.Stage, d.Why+": waiting for the new issuers to sign "+probeNames(c.Status.CARotation.To))
+	v.caRotationRetry = rotationRetry
+	return false, nil
+}
+
+func probeNames(to []etcdv1.CertificateIssuer) string {
+	names := make([]string, 0, len(to))
+	for _, t := range to {
+		names = append(names, specs.CAProbeName(t.Certificate))
+	}
+	return strings.Join(names, ", ")
+}
+
+// ensureProbes creates or corrects each probe Certificate; acted is true when it wrote one.
+func (r *Reconciler) ensureProbes(ctx context.Context, c *etcdv1.EtcdCluster) (acted bool, err error) {
 	for _, t := range c.Status.CARotation.To {
 		want := specs.CAProbeCertificate(c, t.Certificate, t.Issuer)
 		have := &unstructured.Unstructured{}
@@ -425,29 +448,31 @@ func (r *Reconciler) ensureProbes(ctx context.Context, c *etcdv1.EtcdCluster) er
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 		if apierrors.IsNotFound(err) {
 			if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
-				return err
+				return acted, err
 			}
 			if err := r.Create(ctx, want); client.IgnoreAlreadyExists(err) != nil {
-				return err
+				return acted, err
 			}
+			acted = true
 			continue
 		}
 		if err != nil {
-			return err
+			return acted, err
 		}
 		if !metav1.IsControlledBy(have, c) {
-			return waitFor(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the CA rotation can learn the new issuer's CA", have.GetName())
+			return acted, waitFor(etcdv1.ReasonCertificateConflict, "Certificate %s exists and does not belong to this cluster: delete or rename it, so that the CA rotation can learn the new issuer's CA", have.GetName())
 		}
 		wantSpec, _, _ := unstructured.NestedMap(want.Object, "spec")
 		haveSpec, _, _ := unstructured.NestedMap(have.Object, "spec")
 		if !equality.Semantic.DeepEqual(wantSpec, haveSpec) {
 			_ = unstructured.SetNestedMap(have.Object, wantSpec, "spec")
 			if err := r.Update(ctx, have); err != nil {
-				return err
+				return acted, err
 			}
+			acted = true
 		}
 	}
-	return nil
+	return acted, nil
 }
 
 // deleteProbes deletes the probe Certificates and empties their Secrets: their certificates

@@ -149,6 +149,12 @@ func checkTrustingBoth(t *testing.T, h *secureHarness, oldCA *testpki.CA) *testp
 	if got := h.certificateIssuer(specs.CAProbeName("db-peer-tls")); got != "ca-2" {
 		t.Fatalf("probe Certificate issuer %q; want ca-2", got)
 	}
+	// Until the new issuer signs the probe, the rotation waits, saying for what, and is not
+	// looked at again at once (its Secret wakes the cluster).
+	if after := h.reconcileAfter(); after < time.Second {
+		t.Fatalf("waiting for the probe to be signed, the cluster is looked at again after %s; want no busy loop", after)
+	}
+	h.expectCondition(etcdv1.ConditionCARotation, metav1.ConditionTrue, etcdv1.ReasonTrustingBoth, "waiting for the new issuers to sign "+specs.CAProbeName("db-peer-tls"))
 	newCA := testpki.NewCA(t)
 	probe := secret(specs.CAProbeName("db-peer-tls"), tlsData(t, newCA, specs.CAProbeCommonName))
 	probe.Type = corev1.SecretTypeTLS // as cert-manager writes it: the API server requires tls.crt and tls.key

@@ -21,12 +21,13 @@ import (
 	"github.com/quorumkeeper/etcd-operator/internal/testpki"
 )
 
+// certManagerSpec is spec.tls with every certificate from the Issuer ca, its kind written out
+// as the API server's default (+kubebuilder:default=Issuer) fills it in.
 func certManagerSpec(c *etcdv1.EtcdCluster) {
+	ca := etcdv1.IssuerReference{Name: "ca", Kind: "Issuer"}
 	c.Spec.TLS = &etcdv1.EtcdClusterTLS{
-		Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{
-			ServerIssuerRef: etcdv1.IssuerReference{Name: "ca"}, OperatorClientIssuerRef: &etcdv1.IssuerReference{Name: "ca"},
-		}},
-		Peer: &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: etcdv1.IssuerReference{Name: "ca"}}},
+		Client: &etcdv1.ClientTLS{CertManager: &etcdv1.ClientCertManager{ServerIssuerRef: ca, OperatorClientIssuerRef: &ca}},
+		Peer:   &etcdv1.PeerTLS{CertManager: &etcdv1.PeerCertManager{IssuerRef: ca}},
 	}
 }
 
