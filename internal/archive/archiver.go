@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -166,39 +167,78 @@ func (a *Archiver) Run(ctx context.Context) error {
 	return nil
 }
 
-// start is the revision to watch from.
+// start is the revision to watch from: after the archive's newest segment when the archive
+// is this cluster's history to continue (Continuable), else, for an archive with no segment,
+// the cluster's next revision, the archive marked as this cluster's (ClusterMarker) first.
 func (a *Archiver) start(ctx context.Context) (int64, error) {
-	metas, err := a.list(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if next := Resume(metas); next > 0 {
-		a.chain, _ = NewestChain(metas)
-		return next, nil
-	}
 	resp, err := a.Etcd.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("reading the cluster's revision: %w", err)
 	}
-	first := resp.Header.Revision + 1
+	id, revision := resp.Header.ClusterId, resp.Header.Revision
+	metas, err := a.list(ctx)
+	if err != nil {
+		return 0, err
+	}
+	marker := ClusterMarker(a.Prefix, id)
+	if next := Resume(metas); next > 0 {
+		var marked bool
+		if err := a.retrying(ctx, a.attempting("looking for "+marker, func(ctx context.Context) (err error) {
+			marked, err = a.Store.Exists(ctx, marker)
+			return err
+		})); err != nil {
+			return 0, err
+		}
+		if err := Continuable(a.Prefix, next, id, revision, marked); err != nil {
+			a.report(ctx, err)
+			return 0, err
+		}
+		a.chain, _ = NewestChain(metas)
+		return next, nil
+	}
+	if err := a.storeObject(ctx, marker, fmt.Appendf(nil, "%016x\n", id)); err != nil {
+		return 0, err
+	}
+	first := revision + 1
 	return first, a.store(ctx, &Segment{First: first, Last: first - 1, Until: a.now()})
 }
 
-func (a *Archiver) list(ctx context.Context) ([]Meta, error) {
-	for backoff := retryMin; ; backoff = min(2*backoff, retryMax) {
-		var names []string
-		err := a.attempt(ctx, "listing the archive", func(ctx context.Context) (err error) {
-			names, err = a.Store.List(ctx, a.Prefix+"/"+SegmentsDir+"/")
-			return err
-		})
-		if err == nil {
-			return ParseNames(names), nil
-		}
-		a.report(ctx, err)
-		if werr := wait(ctx, backoff); werr != nil {
-			return nil, werr
-		}
+// ErrOtherHistory: the archive found under the prefix is not this cluster's history to
+// continue; the archiver stops rather than append another history to it, which a restore
+// would replay as if it were one.
+var ErrOtherHistory = errors.New("the archive holds another history")
+
+// ClusterMarker is the object that marks the archive under prefix as etcd cluster id's
+// history, written before its first segment.
+func ClusterMarker(prefix string, id uint64) string {
+	return path.Join(prefix, fmt.Sprintf("etcd-cluster-%016x", id))
+}
+
+// Continuable says whether etcd cluster id, at revision, may continue the archive under
+// prefix whose segments end before next: only the cluster marked (ClusterMarker) may, and
+// only while the archive does not run past its revision. A cluster created again under the
+// same name is another etcd cluster; one restored to an earlier revision has a history after
+// it that the archive's newer revisions are not.
+func Continuable(prefix string, next int64, id uint64, revision int64, marked bool) error {
+	const fix = "move its objects away, or give the schedule another name, for a new archive to start; they still restore the cluster that wrote them"
+	switch {
+	case !marked:
+		return fmt.Errorf("%w: %s is not the archive of etcd cluster %016x, this one (a cluster created or restored again under the same name): %s",
+			ErrOtherHistory, prefix, id, fix)
+	case next > revision+1:
+		return fmt.Errorf("%w: %s runs to revision %d, past this cluster's revision %d (it was restored to an earlier revision): %s",
+			ErrOtherHistory, prefix, next-1, revision, fix)
 	}
+	return nil
+}
+
+func (a *Archiver) list(ctx context.Context) ([]Meta, error) {
+	var names []string
+	err := a.retrying(ctx, a.attempting("listing the archive", func(ctx context.Context) (err error) {
+		names, err = a.Store.List(ctx, a.Prefix+"/"+SegmentsDir+"/")
+		return err
+	}))
+	return ParseNames(names), err
 }
 
 // follow watches from next and stores segments until the watch ends (ctx, or a compaction
@@ -363,23 +403,36 @@ func (a *Archiver) leases(ctx context.Context, seg *Segment) error {
 	return nil
 }
 
-// store writes seg under its name, retrying until the store takes it or ctx ends. A segment
-// of that name stored already (a retry whose commit had succeeded) counts as stored. Each
-// failed attempt, a timed out one too, is reported: the chain stays where it is, so the lag
-// reported grows for as long as the store is out, and the segment is held (the watch is not
-// read meanwhile) until it is stored.
+// store writes seg under its name (storeObject) and extends the chain with it. Until it is
+// stored the chain stays where it is, so the lag reported grows for as long as the store is
+// out, and the segment is held (the watch is not read meanwhile).
 func (a *Archiver) store(ctx context.Context, seg *Segment) error {
 	data, err := Encode(*seg)
 	if err != nil {
 		return err
 	}
-	name := SegmentName(a.Prefix, *seg)
+	if err := a.storeObject(ctx, SegmentName(a.Prefix, *seg), data); err != nil {
+		return err
+	}
+	a.stored(*seg)
+	return nil
+}
+
+// storeObject writes data under name, retrying until the store takes it or ctx ends. An
+// object of that name stored already with this content (a retry whose commit had succeeded)
+// counts as stored.
+func (a *Archiver) storeObject(ctx context.Context, name string, data []byte) error {
 	sum := sha256.Sum256(data)
 	checksum := snapshotstore.ChecksumPrefix + hex.EncodeToString(sum[:])
+	return a.retrying(ctx, func(ctx context.Context) error { return a.put(ctx, name, data, checksum) })
+}
+
+// retrying runs a store operation until it succeeds or ctx ends, backing off between
+// attempts; each failed attempt, a timed out one too, is reported.
+func (a *Archiver) retrying(ctx context.Context, op func(context.Context) error) error {
 	for backoff := retryMin; ; backoff = min(2*backoff, retryMax) {
-		err := a.put(ctx, name, data, checksum)
+		err := op(ctx)
 		if err == nil {
-			a.stored(*seg)
 			return nil
 		}
 		a.report(ctx, err)
@@ -419,6 +472,11 @@ func (a *Archiver) put(ctx context.Context, name string, data []byte, checksum s
 		}
 		return err
 	})
+}
+
+// attempting is op as one attempt (attempt) of the store operation what.
+func (a *Archiver) attempting(what string, op func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error { return a.attempt(ctx, what, op) }
 }
 
 // attempt runs one attempt of a store operation under the per-attempt deadline

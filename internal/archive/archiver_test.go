@@ -351,3 +351,57 @@ func withholdLeaseTTL(ctx context.Context, method string, req, reply any, cc *gr
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
+
+// An archive is continued only by the etcd cluster that wrote it: another one (a cluster
+// created again under the same name, here a second etcd) ends its run at once with
+// ErrOtherHistory, reported, and stores nothing, rather than append its history to the other
+// one's, which a restore would replay as if it were one.
+func TestArchiverDoesNotContinueAnotherClustersArchive(t *testing.T) {
+	first := testetcd.Start(t, t.TempDir(), "first", testetcd.FreePort(t))
+	store := snapshotstore.DirStore{Root: t.TempDir()}
+	a, _ := startArchive(t, first, store)
+	a.archiveMix(t, first, "1")
+	a.stop()
+	before, events, _ := archived(t, store)
+
+	second := testetcd.Start(t, t.TempDir(), "second", testetcd.FreePort(t))
+	writeMix(t, second, "x")
+	writeMix(t, second, "y") // its revisions now run past the archive's: only the marker tells
+	var reported []error
+	b := &Archiver{Etcd: second, Store: store, Prefix: "ns/c/archive", Owner: "ns/sched/uid", Interval: 20 * time.Millisecond,
+		Report: func(_ context.Context, p Progress) { reported = append(reported, p.StoreError) }}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := b.Run(ctx)
+	if !errors.Is(err, ErrOtherHistory) || !strings.Contains(err.Error(), "is not the archive of etcd cluster") {
+		t.Fatalf("the second cluster's run ended with %v; want ErrOtherHistory naming the fix", err)
+	}
+	if len(reported) == 0 || !errors.Is(reported[len(reported)-1], ErrOtherHistory) {
+		t.Errorf("reported %v; want the refusal reported", reported)
+	}
+	after, afterEvents, _ := archived(t, store)
+	if len(after) != len(before) || len(afterEvents) != len(events) {
+		t.Errorf("the refused run changed the archive: %d segments, %d events; were %d, %d", len(after), len(afterEvents), len(before), len(events))
+	}
+}
+
+func TestContinuable(t *testing.T) {
+	for name, tc := range map[string]struct {
+		next, revision int64
+		marked         bool
+		want           string // "" for none
+	}{
+		"the archive's cluster, behind it":            {next: 10, revision: 20, marked: true},
+		"the archive's cluster, at its next revision": {next: 21, revision: 20, marked: true},
+		"another cluster":                             {next: 10, revision: 20, want: "is not the archive of etcd cluster 00000000000000ab"},
+		"restored to an earlier revision":             {next: 30, revision: 20, marked: true, want: "runs to revision 29, past this cluster's revision 20"},
+	} {
+		err := Continuable("p", tc.next, 0xab, tc.revision, tc.marked)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v; want it continued", name, err)
+		case tc.want != "" && (!errors.Is(err, ErrOtherHistory) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v; want ErrOtherHistory saying %q", name, err, tc.want)
+		}
+	}
+}
