@@ -148,20 +148,7 @@ func restoreToTargets(t *testing.T, store archive.Store) {
 
 	restore := func(target archive.Target) (Result, *clientv3.Client) {
 		t.Helper()
-		peerPort := testetcd.FreePort(t)
-		volume := t.TempDir()
-		job := RestoreJob{
-			Store: store, Name: "snaps/base.db", URI: base.URI,
-			DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
-			Etcdutl: testetcd.Bin(t, "etcdutl"), Etcd: testetcd.Bin(t, "etcd"), MemberName: "dst", ClusterToken: "tok",
-			InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-			Archive: &ArchiveTarget{Prefix: archivePrefix, Target: target},
-		}
-		res := Restore(ctx, job)
-		if res.Reason != "" {
-			return res, nil
-		}
-		return res, testetcd.Start(t, job.DataDir, "dst", peerPort)
+		return restoreArchived(t, store, base.URI, target)
 	}
 
 	mid := base.Revision + (last-base.Revision)/2
@@ -183,6 +170,63 @@ func restoreToTargets(t *testing.T, store archive.Store) {
 	if res, _ := restore(archive.Target{Revision: last + 100}); res.Reason != etcdv1.ReasonArchiveBehindTarget {
 		t.Errorf("a restore beyond the archive: %+v, want %s", res, etcdv1.ReasonArchiveBehindTarget)
 	}
+}
+
+// restoreArchived restores the snapshot snaps/base.db (at uri) and the archive up to target
+// into a new member and starts it; the member's client is nil when the restore failed.
+func restoreArchived(t *testing.T, store archive.Store, uri string, target archive.Target) (Result, *clientv3.Client) {
+	t.Helper()
+	peerPort := testetcd.FreePort(t)
+	volume := t.TempDir()
+	job := RestoreJob{
+		Store: store, Name: "snaps/base.db", URI: uri,
+		DataDir: filepath.Join(volume, "data"), Staging: filepath.Join(volume, "restore"),
+		Etcdutl: testetcd.Bin(t, "etcdutl"), Etcd: testetcd.Bin(t, "etcd"), MemberName: "dst", ClusterToken: "tok",
+		InitialCluster: fmt.Sprintf("dst=http://127.0.0.1:%d", peerPort), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		Archive: &ArchiveTarget{Prefix: archivePrefix, Target: target},
+	}
+	res := Restore(context.Background(), job)
+	if res.Reason != "" {
+		return res, nil
+	}
+	return res, testetcd.Start(t, job.DataDir, "dst", peerPort)
+}
+
+// A lease that ends deletes every key it holds in one revision (kube-apiserver hangs its
+// events on shared leases): a revision of more deletes than etcd takes in one transaction by
+// default (128) is replayed all the same.
+func TestRestoreReplaysARevisionOfManyChanges(t *testing.T) {
+	ctx := context.Background()
+	store := snapshotstore.DirStore{Root: t.TempDir()}
+	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
+	arch := startArchiving(t, src, store)
+	arch.caughtUp(t, revisionNow(t, src))
+	putKeys(t, src, 10, 1000)
+	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	base := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/base.db", URI: "pvc://x/snaps/base.db", Owner: "ns/base/uid-1"})
+	if base.Reason != "" {
+		t.Fatalf("snapshot failed: %+v", base)
+	}
+	lease, err := src.Grant(ctx, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := src.Put(ctx, fmt.Sprintf("/events/%03d", i), "e", clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := src.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	last := revisionNow(t, src)
+	arch.caughtUp(t, last)
+	arch.stop()
+	res, dst := restoreArchived(t, store, base.URI, archive.Target{Revision: last})
+	if dst == nil || res.Revision != last {
+		t.Fatalf("restore to revision %d, after the lease's 300 deletes: %+v", last, res)
+	}
+	assertRestored(t, src, dst, last, 10)
 }
 
 // writeAfterBase writes puts, deletes of keys in the snapshot, transactions of two puts, and

@@ -53,6 +53,12 @@ const (
 	scratchStartTimeout    = 2 * time.Minute
 )
 
+// The scratch etcd's limits on one request: a revision replayed as one transaction fits.
+const (
+	scratchMaxTxnOps       = 1 << 20
+	scratchMaxRequestBytes = 64 << 20
+)
+
 // startScratchEtcd restores file into dir with etcdutl and starts etcd on it.
 func startScratchEtcd(ctx context.Context, etcd, etcdutl, file, dir string) (*scratchEtcd, error) {
 	ports, err := freePorts(2)
@@ -77,14 +83,19 @@ func startScratchEtcd(ctx context.Context, etcd, etcdutl, file, dir string) (*sc
 		"--heartbeat-interval="+strconv.Itoa(scratchHeartbeatMillis), "--election-timeout="+strconv.Itoa(scratchElectionMillis),
 		// Nothing trusts the scratch etcd's durability: a restore a crash interrupted starts
 		// over from the download. Without fsync, each replayed revision costs no disk flush.
-		"--unsafe-no-fsync", "--quota-backend-bytes="+strconv.Itoa(8<<30), "--log-level=warn")
+		"--unsafe-no-fsync", "--quota-backend-bytes="+strconv.Itoa(8<<30), "--log-level=warn",
+		// A revision is replayed in one transaction, and one revision may hold more changes
+		// than a client could send in one: a lease that ends deletes every key it holds at once
+		// (kube-apiserver hangs hundreds of events on one lease), beyond the 128 operations and
+		// 1.5 MiB a request may have by default.
+		"--max-txn-ops="+strconv.Itoa(scratchMaxTxnOps), "--max-request-bytes="+strconv.Itoa(scratchMaxRequestBytes))
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the scratch etcd: %w", err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	s.cli, err = clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		MaxCallRecvMsgSize: 64 << 20, MaxCallSendMsgSize: 64 << 20})
+		MaxCallRecvMsgSize: scratchMaxRequestBytes, MaxCallSendMsgSize: scratchMaxRequestBytes})
 	if err != nil {
 		s.stop()
 		return nil, err
