@@ -124,6 +124,12 @@ const AnnotationAdoptedSubdomain = "etcd-operator.cozystack.io/adopted-subdomain
 // every member, the ones the operator adds included.
 const AdoptedSubdomainEveryMember = "*"
 
+// AnnotationCARotationStage on an archiver's Pod template is the cluster's CA rotation stage
+// and bundle (status.caRotation) the archiver's TLS was read for: the archiver reads its
+// certificates and trusted CA once, at start, so each stage of a rotation starts it again on
+// the Secrets as they are then, rather than leave it refused by members that moved on.
+const AnnotationCARotationStage = "etcd-operator.cozystack.io/ca-rotation-stage"
+
 // AnnotationCrashAfter lists, comma-separated, the steps after which the operator crashes for
 // this cluster; read only when failpoints are on (package failpoint), by the robustness tests.
 const AnnotationCrashAfter = "etcd-operator.cozystack.io/crash-after"

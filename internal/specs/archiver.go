@@ -101,7 +101,7 @@ func ArchiverDeployment(sc *etcdv1.EtcdSnapshotSchedule, c *etcdv1.EtcdCluster, 
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
 				// The selector's labels and the cluster's spec.additionalMetadata, as the Deployment's.
-				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(meta.Labels), Annotations: orNil(withMetadata(nil, extraAnnotations(c)))},
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(meta.Labels), Annotations: orNil(withMetadata(caRotationStage(c), extraAnnotations(c)))},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:           serviceAccount,
 					AutomountServiceAccountToken: ptr(false),
@@ -114,6 +114,16 @@ func ArchiverDeployment(sc *etcdv1.EtcdSnapshotSchedule, c *etcdv1.EtcdCluster, 
 			},
 		},
 	}
+}
+
+// caRotationStage is AnnotationCARotationStage for the archiver of cluster c: nil before any
+// CA rotation, so that an archiver of a cluster that never rotated is not started again.
+func caRotationStage(c *etcdv1.EtcdCluster) map[string]string {
+	r := c.Status.CARotation
+	if r == nil {
+		return nil
+	}
+	return map[string]string{etcdv1.AnnotationCARotationStage: r.Stage + "/" + r.BundleHash + "/" + r.SecretsHash}
 }
 
 // ArchiverAccess is what lets the archiver report, and nothing else: a Role allowing get of

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -144,4 +145,51 @@ func secretEnvs(t *testing.T, ctr corev1.Container) map[string]string {
 		envs[e.Name] = e.ValueFrom.SecretKeyRef.Name
 	}
 	return envs
+}
+
+// During a CA rotation the archiver trusts the server CAs of the rotation's bundle (the old
+// and the new while members move), as the operator's client does, and its Pod is started
+// again at each stage (AnnotationCARotationStage), reading its Secrets as they are then;
+// before any rotation it trusts the server Secret's CA and carries no stage.
+func TestArchiverFollowsACARotation(t *testing.T) {
+	sc := archiveSchedule(etcdv1.SnapshotLocation{PVC: &etcdv1.PVCSnapshotLocation{ClaimName: "backups"}}, etcdv1.SnapshotArchive{})
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{
+		TLS: &etcdv1.EtcdClusterTLS{Client: &etcdv1.ClientTLS{}}}}
+	serverCA := func(d *appsv1.Deployment) (string, corev1.KeyToPath) {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "server-ca" {
+				return v.Secret.SecretName, v.Secret.Items[0]
+			}
+		}
+		t.Fatal("no server-ca volume")
+		return "", corev1.KeyToPath{}
+	}
+	stages := map[string]string{}
+	for _, tc := range []struct {
+		rotation *etcdv1.CARotationStatus
+		secret   string
+		key      string
+	}{
+		{nil, "main-server-tls", SecretKeyCA},
+		{&etcdv1.CARotationStatus{Stage: etcdv1.ReasonTrustingBoth}, "main-server-tls", SecretKeyCA}, // no bundle written yet
+		{&etcdv1.CARotationStatus{Stage: etcdv1.ReasonTrustingBoth, BundleHash: "h1"}, "main-ca-bundle", CABundleKeyServer},
+		{&etcdv1.CARotationStatus{Stage: etcdv1.ReasonReissuingOnNewCA, BundleHash: "h1"}, "main-ca-bundle", CABundleKeyServer},
+		{&etcdv1.CARotationStatus{Stage: etcdv1.ReasonDroppingOldCA, BundleHash: "h2"}, "main-ca-bundle", CABundleKeyServer},
+		{&etcdv1.CARotationStatus{Stage: etcdv1.ReasonCARotated, BundleHash: "h2"}, "main-server-tls", SecretKeyCA},
+	} {
+		c.Status.CARotation = tc.rotation
+		d := ArchiverDeployment(sc, c, "op:1")
+		secret, item := serverCA(d)
+		if secret != tc.secret || item.Key != tc.key || item.Path != SecretKeyCA {
+			t.Errorf("rotation %+v: server CA from %s %+v; want %s key %s as ca.crt", tc.rotation, secret, item, tc.secret, tc.key)
+		}
+		stage, ok := d.Spec.Template.Annotations[etcdv1.AnnotationCARotationStage]
+		if ok != (tc.rotation != nil) {
+			t.Errorf("rotation %+v: stage annotation %q (%t)", tc.rotation, stage, ok)
+		}
+		if before, seen := stages[stage]; ok && seen {
+			t.Errorf("rotation %+v: the same stage annotation %q as %s: the archiver would not start again", tc.rotation, stage, before)
+		}
+		stages[stage] = fmt.Sprint(tc.rotation)
+	}
 }

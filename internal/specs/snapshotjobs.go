@@ -12,6 +12,7 @@ import (
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/agent/request"
+	"github.com/quorumkeeper/etcd-operator/internal/carotation"
 	"github.com/quorumkeeper/etcd-operator/internal/snapshotstore"
 )
 
@@ -233,12 +234,26 @@ func tlsVolumes(c *etcdv1.EtcdCluster) ([]corev1.VolumeMount, []corev1.Volume) {
 		return nil, nil
 	}
 	mounts := []corev1.VolumeMount{{Name: "server-ca", MountPath: tlsCADir, ReadOnly: true}}
-	vols := []corev1.Volume{secretVolume("server-ca", ServerSecretName(c), SecretKeyCA)}
+	vols := []corev1.Volume{serverCAVolume(c)}
 	if name := OperatorClientSecretName(c); name != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: "client-tls", MountPath: tlsCertDir, ReadOnly: true})
 		vols = append(vols, secretVolume("client-tls", name, SecretKeyCert, SecretKeyKey))
 	}
 	return mounts, vols
+}
+
+// serverCAVolume holds, as ca.crt, the CAs an agent trusts for the members' server
+// certificates: the server Secret's ca.crt; while a CA rotation moves the server certificates
+// and its bundle is written, the bundle's server CAs instead (the old and the new, then the new
+// alone), as the operator's own client trusts them, so that a member still serving the old
+// certificate and one serving the new are both reached.
+func serverCAVolume(c *etcdv1.EtcdCluster) corev1.Volume {
+	if r := c.Status.CARotation; !carotation.Active(r) || r.BundleHash == "" {
+		return secretVolume("server-ca", ServerSecretName(c), SecretKeyCA)
+	}
+	v := secretVolume("server-ca", CABundleSecretName(c.Name), CABundleKeyServer)
+	v.Secret.Items[0].Path = SecretKeyCA
+	return v
 }
 
 // passwordEnv gives the agent root's passwords (the last applied and the wanted one) when the

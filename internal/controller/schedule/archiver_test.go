@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/specs"
@@ -150,5 +151,33 @@ func checkArchiverFollowsTheSpec(t *testing.T, f *scheduleFixture) {
 	}
 	if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--segment-interval=1m0s") {
 		t.Fatalf("the archiver runs %q after spec.archive.segmentInterval became 1m", args)
+	}
+}
+
+// A cluster whose CA rotation moves on wakes its schedules, and only then: the archiver's
+// TLS follows the rotation's stage (specs.ArchiverDeployment).
+func TestACARotationWakesTheClustersSchedules(t *testing.T) {
+	f := newScheduleFixture(t, pvcSchedule(time.Now(), "@daily"), time.Now(), nil)
+	other := pvcSchedule(time.Now(), "@daily")
+	other.Name, other.Spec.ClusterRef.Name = "other", "another-cluster"
+	if err := f.api.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}}
+	got := f.r.schedulesOf(context.Background(), c)
+	if len(got) != 1 || got[0].Name != "nightly" {
+		t.Errorf("schedules of main: %v; want nightly alone", got)
+	}
+	moved := c.DeepCopy()
+	moved.Status.CARotation = &etcdv1.CARotationStatus{Stage: etcdv1.ReasonTrustingBoth}
+	rest := c.DeepCopy()
+	rest.Status.ReadyMembers = 3
+	for name, tc := range map[string]struct {
+		before, after *etcdv1.EtcdCluster
+		want          bool
+	}{"a rotation begins": {c, moved, true}, "another status change": {c, rest, false}, "no change": {moved, moved.DeepCopy(), false}} {
+		if got := caRotationMoved(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after}); got != tc.want {
+			t.Errorf("%s: %t; want %t", name, got, tc.want)
+		}
 	}
 }

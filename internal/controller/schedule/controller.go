@@ -15,8 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/quorumkeeper/etcd-operator/api/v1alpha2"
 	"github.com/quorumkeeper/etcd-operator/internal/controller/kit"
@@ -52,8 +57,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1.EtcdSnapshotSchedule{}).
 		Owns(&etcdv1.EtcdSnapshot{}).
 		Owns(&appsv1.Deployment{}).
+		// A CA rotation's stage changes the archiver's TLS (specs.ArchiverDeployment): the
+		// schedules of that cluster are looked at once it moves on.
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.schedulesOf),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: caRotationMoved})).
 		Named("etcdsnapshotschedule").
 		Complete(r)
+}
+
+// caRotationMoved: the update changed a cluster's CA rotation.
+func caRotationMoved(e event.UpdateEvent) bool {
+	before, after := e.ObjectOld.(*etcdv1.EtcdCluster), e.ObjectNew.(*etcdv1.EtcdCluster)
+	return !equality.Semantic.DeepEqual(before.Status.CARotation, after.Status.CARotation)
+}
+
+// schedulesOf are the schedules of the cluster.
+func (r *Reconciler) schedulesOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdSnapshotScheduleList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, sc := range list.Items {
+		if sc.Spec.ClusterRef.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sc)})
+		}
+	}
+	return out
 }
 
 // live reads around the cache when it can (APIReader).
