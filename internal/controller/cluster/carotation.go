@@ -346,14 +346,30 @@ func (r *Reconciler) reissued(ctx context.Context, c *etcdv1.EtcdCluster, v *clu
 		if urlOf == nil {
 			continue
 		}
-		issued := issuedAt(s.Data[specs.SecretKeyCert])
+		urls := make([]string, 0, len(v.members))
 		for _, m := range v.members {
-			if !r.serves(ctx, urlOf(c, m.Name), newCAs[t.Certificate], issued) {
-				return false, nil
-			}
+			urls = append(urls, urlOf(c, m.Name))
+		}
+		if !r.allServe(ctx, urls, newCAs[t.Certificate], issuedAt(s.Data[specs.SecretKeyCert])) {
+			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// allServe: every member at urls serves a certificate of caPEM (serves), all asked at once,
+// so that members whose packets are dropped cost one dial timeout together, not one each
+// within the step's deadline.
+func (r *Reconciler) allServe(ctx context.Context, urls []string, caPEM []byte, issued time.Time) bool {
+	answers := make(chan bool, len(urls))
+	for _, u := range urls {
+		go func() { answers <- r.serves(ctx, u, caPEM, issued) }()
+	}
+	all := true
+	for range urls {
+		all = <-answers && all
+	}
+	return all
 }
 
 func issuedAt(certPEM []byte) time.Time {
