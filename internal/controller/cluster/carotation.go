@@ -165,7 +165,10 @@ func (r *Reconciler) observeActiveRotation(ctx context.Context, c *etcdv1.EtcdCl
 	if look.current, err = r.readSecret(ctx, c, specs.CABundleSecretName(c.Name)); err != nil {
 		return err
 	}
-	in.BundleCurrent = look.current != nil && sameBundle(look.current.Data, look.bundle)
+	// Written and recorded: a crash between the Secret's write and the status patch writes
+	// again, so the hash members are marked with and new members start with is the bundle's.
+	in.BundleCurrent = look.current != nil && sameBundle(look.current.Data, look.bundle) &&
+		c.Status.CARotation.BundleHash == specs.CABundleHash(look.bundle)
 	in.MembersMarked = membersMarked(v, specs.CABundleSecretName(c.Name), specs.CABundleHash(look.bundle))
 	outdated, down := r.classifyPods(c, v, v.pods)
 	in.MembersRestarted = in.MembersMarked && len(outdated) == 0 && len(down) == 0

@@ -170,6 +170,16 @@ func checkTrustingBoth(t *testing.T, h *secureHarness, oldCA *testpki.CA) *testp
 	if !metav1.IsControlledBy(bundle, h.clusterObj()) {
 		t.Fatal("the bundle Secret is not the cluster's")
 	}
+	// As after a crash between the bundle's write and its record: the next look records it.
+	c := h.clusterObj()
+	c.Status.CARotation.BundleHash = ""
+	if err := h.api.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if got := h.clusterObj().Status.CARotation.BundleHash; got != specs.CABundleHash(bundle.Data) {
+		t.Fatalf("bundle hash %q after the record was lost; want it recorded again, %q", got, specs.CABundleHash(bundle.Data))
+	}
 	restarts := map[string]int{}
 	h.rollAll(etcdv1.ReasonTrustingBoth, restarts)
 	for _, m := range h.members() {
