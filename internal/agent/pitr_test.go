@@ -127,21 +127,8 @@ func TestRestoreToARevisionOrATimeHoldsExactlyTheWritesUpToIt(t *testing.T) {
 
 // restoreToTargets is TestRestoreToARevisionOrATimeHoldsExactlyTheWritesUpToIt on one store.
 func restoreToTargets(t *testing.T, store archive.Store) {
-	ctx := context.Background()
-	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
-	arch := startArchiving(t, src, store)
-	arch.caughtUp(t, revisionNow(t, src)) // the archive started
-	putKeys(t, src, 200, 50)
-	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	base := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/base.db", URI: "pvc://x/snaps/base.db", Owner: "ns/base/uid-1"})
-	if base.Reason != "" {
-		t.Fatalf("snapshot failed: %+v", base)
-	}
-	lease, err := src.Grant(ctx, 300)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeAfterBase(t, src, lease.ID)
+	src, arch, base, lease := archivedSource(t, store, 200, 50)
+	writeAfterBase(t, src, lease)
 	last := revisionNow(t, src)
 	arch.caughtUp(t, last)
 	arch.stop()
@@ -165,11 +152,32 @@ func restoreToTargets(t *testing.T, store archive.Store) {
 		t.Fatalf("restore to %v: %+v, want revision %d", at, res, want)
 	}
 	assertRestored(t, src, dst, want, 150)
-	checkLeaseRestored(t, dst, lease.ID, 300)
+	checkLeaseRestored(t, dst, lease, 300)
 
 	if res, _ := restore(archive.Target{Revision: last + 100}); res.Reason != etcdv1.ReasonArchiveBehindTarget {
 		t.Errorf("a restore beyond the archive: %+v, want %s", res, etcdv1.ReasonArchiveBehindTarget)
 	}
+}
+
+// archivedSource starts an etcd archived into store, writes keys into it (putKeys), takes
+// the base snapshot snaps/base.db, and grants a lease of 300 s for what comes after.
+func archivedSource(t *testing.T, store archive.Store, keys, bigEvery int) (*clientv3.Client, *archiving, Result, clientv3.LeaseID) {
+	t.Helper()
+	ctx := context.Background()
+	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
+	arch := startArchiving(t, src, store)
+	arch.caughtUp(t, revisionNow(t, src)) // the archive started
+	putKeys(t, src, keys, bigEvery)
+	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	base := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/base.db", URI: "pvc://x/snaps/base.db", Owner: "ns/base/uid-1"})
+	if base.Reason != "" {
+		t.Fatalf("snapshot failed: %+v", base)
+	}
+	lease, err := src.Grant(ctx, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, arch, base, lease.ID
 }
 
 // restoreArchived restores the snapshot snaps/base.db (at uri) and the archive up to target
@@ -198,25 +206,13 @@ func restoreArchived(t *testing.T, store archive.Store, uri string, target archi
 func TestRestoreReplaysARevisionOfManyChanges(t *testing.T) {
 	ctx := context.Background()
 	store := snapshotstore.DirStore{Root: t.TempDir()}
-	src := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
-	arch := startArchiving(t, src, store)
-	arch.caughtUp(t, revisionNow(t, src))
-	putKeys(t, src, 10, 1000)
-	cfg := clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	base := TakeSnapshot(ctx, SnapshotJob{Etcd: cfg, Store: store, Name: "snaps/base.db", URI: "pvc://x/snaps/base.db", Owner: "ns/base/uid-1"})
-	if base.Reason != "" {
-		t.Fatalf("snapshot failed: %+v", base)
-	}
-	lease, err := src.Grant(ctx, 300)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, arch, base, lease := archivedSource(t, store, 10, 1000)
 	for i := range 300 {
-		if _, err := src.Put(ctx, fmt.Sprintf("/events/%03d", i), "e", clientv3.WithLease(lease.ID)); err != nil {
+		if _, err := src.Put(ctx, fmt.Sprintf("/events/%03d", i), "e", clientv3.WithLease(lease)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := src.Revoke(ctx, lease.ID); err != nil {
+	if _, err := src.Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 	last := revisionNow(t, src)
