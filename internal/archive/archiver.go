@@ -194,6 +194,7 @@ func (a *Archiver) start(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		a.chain, _ = NewestChain(metas)
+		a.gap = NewestGap(metas) // reported again: a restart does not clear it
 		return next, nil
 	}
 	if err := a.storeObject(ctx, marker, fmt.Appendf(nil, "%016x\n", id)); err != nil {

@@ -274,6 +274,13 @@ func archiveAcrossACompaction(t *testing.T, cli *clientv3.Client, store Store, f
 	}
 	r4 := a3.archiveMix(t, cli, "4")
 	a3.stop()
+	// A restart reports the gap again, read from the archive, rather than clear it.
+	a4 := runArchiver(t, cli, store)
+	again := a4.until(t, "the gap again", func(p Progress) bool { return p.Gap != nil })
+	if again.Gap.From != r2+1 || again.Gap.To != compacted-1 {
+		t.Errorf("after a restart the gap is %+v; want revisions %d..%d", *again.Gap, r2+1, compacted-1)
+	}
+	a4.stop()
 	metas, events, _ := archived(t, store)
 	if _, err := Plan(metas, first-1, Target{Revision: r4}); !errors.Is(err, ErrGap) {
 		t.Errorf("a restore across the gap: %v, want ErrGap", err)

@@ -116,17 +116,36 @@ func NewestChain(metas []Meta) (Chain, bool) {
 	if len(metas) == 0 {
 		return Chain{}, false
 	}
+	c, _ := walk(metas)
+	return c, true
+}
+
+// NewestGap is the revisions missing before the newest chain (NewestChain), as the archive's
+// names say them, with the time the chain after it began; nil when none is missing. A
+// restarted archiver reports it again, as the run that met it did.
+func NewestGap(metas []Meta) *Gap {
+	if len(metas) == 0 {
+		return nil
+	}
+	_, gap := walk(metas)
+	return gap
+}
+
+// walk goes through the sorted segments once: the newest chain and the gap before it.
+func walk(metas []Meta) (Chain, *Gap) {
 	c := Chain{First: metas[0].First, Last: metas[0].Last, Until: metas[0].Until}
+	var gap *Gap
 	for _, m := range metas[1:] {
 		if !continues(m, c.Last+1) {
-			c.First = m.First // a gap: the run starts again here
+			gap = &Gap{From: c.Last + 1, To: m.First - 1, Time: m.Until}
+			c.First = m.First // the run starts again here
 		}
 		c.Last = max(c.Last, m.Last)
 		if m.Until.After(c.Until) {
 			c.Until = m.Until
 		}
 	}
-	return c, true
+	return c, gap
 }
 
 // Target is where a restore goes: a revision, or a time (exactly one of them).

@@ -55,6 +55,23 @@ func TestNewestChainStartsAfterTheLastGap(t *testing.T) {
 	}
 }
 
+func TestNewestGapIsTheOneBeforeTheNewestChain(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in   []Meta
+		want *Gap
+	}{
+		"unbroken": {[]Meta{seg(1, 10, 10), seg(11, 10, 20), seg(11, 20, 30)}, nil},
+		"a gap":    {[]Meta{seg(1, 10, 10), seg(15, 14, 30), seg(15, 22, 35)}, &Gap{From: 11, To: 14, Time: time.Unix(30, 0).UTC()}},
+		"two gaps": {[]Meta{seg(1, 10, 10), seg(15, 20, 30), seg(30, 40, 50)}, &Gap{From: 21, To: 29, Time: time.Unix(50, 0).UTC()}},
+		"none":     {nil, nil},
+	} {
+		got := NewestGap(tc.in)
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
+		}
+	}
+}
+
 func TestPlanTakesExactlyTheSegmentsToTheTarget(t *testing.T) {
 	all := []Meta{seg(1, 10, 10), seg(11, 20, 20), seg(21, 20, 30), seg(21, 30, 40), seg(40, 50, 60), seg(51, 60, 70)}
 	for name, tc := range map[string]struct {
