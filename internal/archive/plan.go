@@ -205,11 +205,14 @@ func inBase(m Meta, next int64) bool {
 }
 
 // Prunable is the segments no kept snapshot needs: those that end before the oldest kept
-// snapshot's revision (one that ends at it is kept: it may close the time after it).
+// snapshot's revision (one that ends at it is kept: it may close the time after it). The
+// newest segments (those ending at the archive's last revision) are always kept: a restarted
+// archiver goes on after them, and a gap behind them stays visible.
 func Prunable(metas []Meta, oldestBase int64) []Meta {
+	last := Resume(metas) - 1
 	var out []Meta
 	for _, m := range metas {
-		if m.Last < oldestBase {
+		if m.Last < oldestBase && m.Last < last {
 			out = append(out, m)
 		}
 	}

@@ -108,4 +108,8 @@ func TestPrunableKeepsWhatTheOldestSnapshotNeeds(t *testing.T) {
 	if got := Prunable(all, 0); got != nil {
 		t.Errorf("pruned %v without a snapshot", names(got))
 	}
+	// An archive behind every kept snapshot keeps its newest segments all the same.
+	if got := Prunable(all, 100); !reflect.DeepEqual(got, all[:3]) {
+		t.Errorf("pruned %v of an archive behind the oldest snapshot; want all but the newest", names(got))
+	}
 }
