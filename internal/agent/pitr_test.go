@@ -52,20 +52,23 @@ func startArchiving(t *testing.T, cli *clientv3.Client, store archive.Store) *ar
 	return a
 }
 
+// caughtUp waits until the archive holds every revision up to rev and its time covers the
+// call (etcd confirmed the watch current after it), as a restore to a time needs.
 func (a *archiving) caughtUp(t *testing.T, rev int64) {
 	t.Helper()
+	now := time.Now()
 	deadline := time.After(time.Minute)
 	for {
 		a.mu.Lock()
-		last := a.chain.Last
+		last, until := a.chain.Last, a.chain.Until
 		a.mu.Unlock()
-		if last >= rev {
+		if last >= rev && !until.Before(now) {
 			return
 		}
 		select {
 		case <-a.more:
 		case <-deadline:
-			t.Fatalf("the archive did not reach revision %d within a minute (at %d)", rev, last)
+			t.Fatalf("the archive did not reach revision %d and %v within a minute (at %d, %v)", rev, now, last, until)
 		}
 	}
 }

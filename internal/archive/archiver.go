@@ -171,6 +171,8 @@ func (a *Archiver) Run(ctx context.Context) error {
 // is this cluster's history to continue (Continuable), else, for an archive with no segment,
 // the cluster's next revision, the archive marked as this cluster's (ClusterMarker) first.
 func (a *Archiver) start(ctx context.Context) (int64, error) {
+	// Every change committed before asked has a revision the answer includes.
+	asked := a.now()
 	resp, err := a.Etcd.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("reading the cluster's revision: %w", err)
@@ -201,7 +203,7 @@ func (a *Archiver) start(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	first := revision + 1
-	return first, a.store(ctx, &Segment{First: first, Last: first - 1, Until: a.now()})
+	return first, a.store(ctx, &Segment{First: first, Last: first - 1, Until: asked})
 }
 
 // ErrOtherHistory: the archive found under the prefix is not this cluster's history to
@@ -256,10 +258,11 @@ func (a *Archiver) follow(ctx context.Context, next int64) (int64, error) {
 		case <-ctx.Done():
 			return o.seg.First, nil
 		case <-tick.C:
-			if o.idle++; o.quiet() {
+			a.askRevision(ctx, o)
+			if o.idle++; o.quiet(a.chain.Until) {
 				continue
 			}
-			if err := a.flush(ctx, o.seg); err != nil {
+			if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
 				return o.seg.First, err
 			}
 			o.next()
@@ -276,16 +279,69 @@ func (a *Archiver) follow(ctx context.Context, next int64) (int64, error) {
 }
 
 // openSegment is the segment being filled, its changes' size and the intervals it stayed
-// empty.
+// empty, and how far the watch is known to be current: every change committed before
+// confirmed has been received. asked are the answers of the cluster's revision not matched
+// yet by what the watch delivered, oldest first.
 type openSegment struct {
 	seg        *Segment
 	size, idle int
+	asked      []askedRevision
+	confirmed  time.Time
+}
+
+// askedRevision is a quorum read's revision and when it was asked: every change committed
+// before then has a revision at most rev.
+type askedRevision struct {
+	at  time.Time
+	rev int64
+}
+
+// maxAsked bounds the reads waiting for the watch to deliver their revision; a read is not
+// counted while that many wait (the time then stays where the oldest of them puts it).
+const maxAsked = 3
+
+// askRevision reads the cluster's revision (a quorum read, bounded by the interval) for the
+// watch to be matched against: once it has delivered that revision, every change committed
+// before the read was asked has been received. A watch silently cut off delivers nothing, so
+// the time the archive claims stands still; one at rest matches at once.
+func (a *Archiver) askRevision(ctx context.Context, o *openSegment) {
+	at := a.now()
+	askCtx, cancel := context.WithTimeout(ctx, a.interval())
+	defer cancel()
+	if resp, err := a.Etcd.Get(askCtx, "\x00", clientv3.WithCountOnly()); err == nil && len(o.asked) < maxAsked {
+		o.asked = append(o.asked, askedRevision{at: at, rev: resp.Header.Revision})
+	}
+	o.matched()
+}
+
+// matched confirms every read whose revision the watch has delivered.
+func (o *openSegment) matched() {
+	for len(o.asked) > 0 && o.asked[0].rev <= o.seg.Last {
+		o.confirmed = later(o.confirmed, o.asked[0].at)
+		o.asked = o.asked[1:]
+	}
+}
+
+// until is the time the segment closes at: every change committed before it is in it or an
+// earlier one, as far as the watch is confirmed current (matched), and never before the
+// chain's own time (stored is its Until).
+func (o *openSegment) until(stored time.Time) time.Time {
+	return later(o.confirmed, stored)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // quiet says whether the open segment is to stay open at a tick: it holds nothing yet, and
-// an empty one is due only every idleIntervals.
-func (o *openSegment) quiet() bool {
-	return len(o.seg.Events) == 0 && o.seg.Last < o.seg.First && o.idle < idleIntervals
+// an empty one is due only every idleIntervals, and only when it can say more than the chain
+// does (stored is its Until): while the watch is not confirmed current (a client silently
+// reconnecting) the time is not closed.
+func (o *openSegment) quiet(stored time.Time) bool {
+	return len(o.seg.Events) == 0 && o.seg.Last < o.seg.First && (o.idle < idleIntervals || !o.confirmed.After(stored))
 }
 
 // next opens the segment after the one stored.
@@ -297,13 +353,13 @@ func (o *openSegment) next() {
 // done says the watch is to start again, from next.
 func (a *Archiver) received(ctx context.Context, o *openSegment, resp clientv3.WatchResponse) (done bool, next int64, err error) {
 	if resp.CompactRevision > 0 {
-		next, err = a.gapped(ctx, o.seg, resp.CompactRevision)
+		next, err = a.gapped(ctx, o.seg, resp.CompactRevision, o.until(a.chain.Until))
 		return true, next, err
 	}
 	if err := resp.Err(); err != nil {
 		// Not a compaction: the cluster went away for a moment; watch again from the first
 		// revision not yet in a stored segment.
-		if err := a.flush(ctx, o.seg); err != nil {
+		if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
 			return true, o.seg.First, err
 		}
 		return true, o.seg.Last + 1, wait(ctx, retryMin)
@@ -318,10 +374,11 @@ func (a *Archiver) received(ctx context.Context, o *openSegment, resp clientv3.W
 		// Every revision up to the header's was sent: an idle cluster's time is covered.
 		o.seg.Last = max(o.seg.Last, resp.Header.Revision)
 	}
+	o.matched()
 	if o.size < a.maxBytes() {
 		return false, 0, nil
 	}
-	if err := a.flush(ctx, o.seg); err != nil {
+	if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
 		return true, o.seg.First, err
 	}
 	o.next()
@@ -340,25 +397,25 @@ func eventOf(ev *clientv3.Event, received time.Time) Event {
 
 // gapped stores what was received before the compaction, reports the gap, and returns the
 // compaction's revision: the first the watch can give again.
-func (a *Archiver) gapped(ctx context.Context, seg *Segment, compacted int64) (int64, error) {
-	if err := a.flush(ctx, seg); err != nil {
+func (a *Archiver) gapped(ctx context.Context, seg *Segment, compacted int64, until time.Time) (int64, error) {
+	if err := a.flush(ctx, seg, until); err != nil {
 		return seg.Last + 1, err
 	}
 	a.gap = &Gap{From: seg.Last + 1, To: compacted - 1, Time: a.now()}
 	a.chain = Chain{First: compacted, Last: compacted - 1}
 	// The new run starts with an empty segment at the compaction: a restore across the gap
 	// is refused (Plan), and one from a snapshot after it finds its start.
-	if err := a.store(ctx, &Segment{First: compacted, Last: compacted - 1, Until: a.now()}); err != nil {
+	if err := a.store(ctx, &Segment{First: compacted, Last: compacted - 1, Until: until}); err != nil {
 		return compacted, err
 	}
 	a.report(ctx, nil)
 	return compacted, nil
 }
 
-// flush closes seg now and stores it, retrying the store until it takes it or ctx ends; then
-// it prunes and reports.
-func (a *Archiver) flush(ctx context.Context, seg *Segment) error {
-	seg.Until = a.now()
+// flush closes seg at until and stores it, retrying the store until it takes it or ctx ends;
+// then it prunes and reports.
+func (a *Archiver) flush(ctx context.Context, seg *Segment, until time.Time) error {
+	seg.Until = until
 	if err := a.leases(ctx, seg); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -161,14 +162,17 @@ func archived(t *testing.T, store Store) ([]Meta, []Event, map[int64]int64) {
 	metas := ParseNames(names)
 	var events []Event
 	leases := map[int64]int64{}
+	var closed time.Time // the latest time an earlier segment closed at
 	for _, m := range metas {
 		seg := readStored(t, store, m.Name)
 		if seg.First != m.First || seg.Last != m.Last {
 			t.Fatalf("%s holds revisions %d..%d", m.Name, seg.First, seg.Last)
 		}
 		for _, e := range seg.Events {
-			if e.Time.IsZero() || e.Time.After(seg.Until) {
-				t.Errorf("%s: event at revision %d received at %v, segment closed %v", m.Name, e.Revision, e.Time, seg.Until)
+			// A segment closed at Until holds, with the earlier ones, every change received
+			// before Until: none of a later segment was.
+			if e.Time.IsZero() || e.Time.Before(closed) {
+				t.Errorf("%s: event at revision %d received at %v, before an earlier segment closed at %v", m.Name, e.Revision, e.Time, closed)
 			}
 			e.Time = time.Time{}
 			events = append(events, e)
@@ -176,6 +180,7 @@ func archived(t *testing.T, store Store) ([]Meta, []Event, map[int64]int64) {
 		for _, l := range seg.Leases {
 			leases[l.ID] = l.TTL
 		}
+		closed = later(closed, seg.Until)
 	}
 	return metas, events, leases
 }
@@ -411,4 +416,109 @@ func TestContinuable(t *testing.T) {
 			t.Errorf("%s: %v; want ErrOtherHistory saying %q", name, err, tc.want)
 		}
 	}
+}
+
+// While the archiver's connection to etcd is silent (packets dropped: here a proxy that stops
+// forwarding), the archive's time does not move on: an empty segment closes the time only
+// once etcd has answered a progress request sent at or after it, so a restore to a moment of
+// the silence is not offered without the changes committed before it. Once the connection
+// carries again, the time moves on.
+func TestTheArchivesTimeStandsStillWhileEtcdIsSilent(t *testing.T) {
+	cli := testetcd.Start(t, t.TempDir(), "src", testetcd.FreePort(t))
+	proxy := newPausingProxy(t, cli.Endpoints()[0])
+	through, err := clientv3.New(clientv3.Config{Endpoints: []string{proxy.endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = through.Close() })
+	store := snapshotstore.DirStore{Root: t.TempDir()}
+	a, _ := startArchive(t, through, store)
+	a.archiveMix(t, cli, "1")
+	a.until(t, "the time moving on", func(p Progress) bool { return time.Since(p.Chain.Until) < time.Second })
+
+	proxy.pause()
+	silent := time.Now()
+	writeMix(t, cli, "2")                   // committed during the silence: not received
+	deadline := time.After(3 * time.Second) // 150 intervals, 12 of which close an idle segment
+	for waiting := true; waiting; {
+		select {
+		case p := <-a.reports:
+			if p.Chain.Until.After(silent) {
+				t.Fatalf("while etcd was silent the archive closed the time at %v, after the silence began (%v)", p.Chain.Until, silent)
+			}
+		case <-deadline:
+			waiting = false
+		}
+	}
+	proxy.resume()
+	r2 := revisionOf(t, cli)
+	a.until(t, "the changes of the silence and the time after it", func(p Progress) bool { return p.Chain.Last >= r2 && p.Chain.Until.After(silent) })
+}
+
+// pausingProxy forwards TCP to an address until paused, then holds every byte until resumed.
+type pausingProxy struct {
+	endpoint string
+	mu       sync.Mutex
+	paused   chan struct{} // closed while forwarding
+}
+
+func newPausingProxy(t *testing.T, target string) *pausingProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	p := &pausingProxy{endpoint: "http://" + l.Addr().String(), paused: make(chan struct{})}
+	close(p.paused)
+	addr := strings.TrimPrefix(target, "http://")
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			t.Cleanup(func() { _ = in.Close(); _ = out.Close() })
+			go p.copy(out, in)
+			go p.copy(in, out)
+		}
+	}()
+	return p
+}
+
+// copy forwards src to dst, each chunk only while the proxy is not paused.
+func (p *pausingProxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.paused
+			p.mu.Unlock()
+			<-gate
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *pausingProxy) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = make(chan struct{})
+}
+
+func (p *pausingProxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.paused)
 }
