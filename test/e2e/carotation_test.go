@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,14 +55,20 @@ func bothCAs(t *testing.T, ns string, oldApp, newApp string) *tls.Config {
 // both ports and refuses the old CA's client certificate, the key reads back through the
 // client Service with the new certificate, the operator, with its new client certificate,
 // still scales the cluster, and no acknowledged write is lost and none failed but what the
-// restarts explain.
+// restarts explain. A schedule archives the cluster throughout: its archiver, started again
+// at each stage, reaches the members whichever CA they serve, and archives what was written
+// after the rotation.
 func TestCARotationUnderAWriter(t *testing.T) {
 	t.Parallel()
 	w := readSection(t, "docs/tls.md", "## Rotating a CA")
-	ns := namespace(t)
+	ns, bucket := s3Namespace(t)
 	journeyCA(t, ns)
 	applyJourney(t, ns, "etcd-cluster.yaml")
 	before := waitSettled(t, ns, journeyCluster, 3, 5*time.Minute)
+	create(t, &etcdv1.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: "archived", Namespace: ns},
+		Spec: etcdv1.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: journeyCluster}, Schedule: "0 3 * * *",
+			Destination: s3Location(t, bucket, "rotation/"),
+			Archive:     &etcdv1.SnapshotArchive{SegmentInterval: &metav1.Duration{Duration: time.Second}}}})
 	oldApp := journeyAppClient(t, ns)
 	var names []string
 	for _, m := range before.Status.Members {
@@ -124,6 +131,25 @@ func TestCARotationUnderAWriter(t *testing.T) {
 	setReplicas(t, ns, journeyCluster, 4)
 	waitSettled(t, ns, journeyCluster, 4, 5*time.Minute)
 	stopAndVerifyRotationWrites(t, ns, writer)
+	archivedPast(t, ns, "archived", got.Header.Revision)
+}
+
+// archivedPast waits until the schedule's archiver has stored every revision up to rev, with
+// no store error.
+func archivedPast(t *testing.T, ns, schedule string, rev int64) {
+	t.Helper()
+	eventually(t, 3*time.Minute, fmt.Sprintf("schedule %s archived past revision %d", schedule, rev), func() error {
+		a := getSchedule(t, ns, schedule).Status.Archive
+		switch {
+		case a == nil || a.Archived == nil:
+			return errors.New("nothing archived yet")
+		case a.StoreError != "":
+			return fmt.Errorf("store error: %s", a.StoreError)
+		case a.Archived.LastRevision < rev:
+			return fmt.Errorf("archived up to revision %d", a.Archived.LastRevision)
+		}
+		return nil
+	})
 }
 
 // finishTwoRolls stops tracking the member Pods and checks that they restarted one at a time,
