@@ -262,7 +262,7 @@ func (a *Archiver) follow(ctx context.Context, next int64) (int64, error) {
 			if o.idle++; o.quiet(a.chain.Until) {
 				continue
 			}
-			if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
+			if err := a.flush(ctx, o.seg, a.until(o)); err != nil {
 				return o.seg.First, err
 			}
 			o.next()
@@ -305,10 +305,14 @@ const maxAsked = 3
 // before the read was asked has been received. A watch silently cut off delivers nothing, so
 // the time the archive claims stands still; one at rest matches at once.
 func (a *Archiver) askRevision(ctx context.Context, o *openSegment) {
+	o.matched()
+	if len(o.asked) >= maxAsked {
+		return // no read while that many wait: it would not be counted
+	}
 	at := a.now()
 	askCtx, cancel := context.WithTimeout(ctx, a.interval())
 	defer cancel()
-	if resp, err := a.Etcd.Get(askCtx, "\x00", clientv3.WithCountOnly()); err == nil && len(o.asked) < maxAsked {
+	if resp, err := a.Etcd.Get(askCtx, "\x00", clientv3.WithCountOnly()); err == nil {
 		o.asked = append(o.asked, askedRevision{at: at, rev: resp.Header.Revision})
 	}
 	o.matched()
@@ -322,11 +326,11 @@ func (o *openSegment) matched() {
 	}
 }
 
-// until is the time the segment closes at: every change committed before it is in it or an
-// earlier one, as far as the watch is confirmed current (matched), and never before the
-// chain's own time (stored is its Until).
-func (o *openSegment) until(stored time.Time) time.Time {
-	return later(o.confirmed, stored)
+// until is the time the open segment closes at: every change committed before it is in it or
+// an earlier one, as far as the watch is confirmed current (matched), and never before the
+// chain's own time.
+func (a *Archiver) until(o *openSegment) time.Time {
+	return later(o.confirmed, a.chain.Until)
 }
 
 func later(a, b time.Time) time.Time {
@@ -353,13 +357,13 @@ func (o *openSegment) next() {
 // done says the watch is to start again, from next.
 func (a *Archiver) received(ctx context.Context, o *openSegment, resp clientv3.WatchResponse) (done bool, next int64, err error) {
 	if resp.CompactRevision > 0 {
-		next, err = a.gapped(ctx, o.seg, resp.CompactRevision, o.until(a.chain.Until))
+		next, err = a.gapped(ctx, o.seg, resp.CompactRevision, a.until(o))
 		return true, next, err
 	}
 	if err := resp.Err(); err != nil {
 		// Not a compaction: the cluster went away for a moment; watch again from the first
 		// revision not yet in a stored segment.
-		if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
+		if err := a.flush(ctx, o.seg, a.until(o)); err != nil {
 			return true, o.seg.First, err
 		}
 		return true, o.seg.Last + 1, wait(ctx, retryMin)
@@ -378,7 +382,7 @@ func (a *Archiver) received(ctx context.Context, o *openSegment, resp clientv3.W
 	if o.size < a.maxBytes() {
 		return false, 0, nil
 	}
-	if err := a.flush(ctx, o.seg, o.until(a.chain.Until)); err != nil {
+	if err := a.flush(ctx, o.seg, a.until(o)); err != nil {
 		return true, o.seg.First, err
 	}
 	o.next()

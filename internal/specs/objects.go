@@ -79,10 +79,16 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 // when every member lives under the legacy headless Service (AdoptedSubdomainEveryMember);
 // nil otherwise (the name is then the headless Service's).
 func AdoptedClientService(c *etcdv1.EtcdCluster) *corev1.Service {
-	if MembersServiceName(c) == HeadlessServiceName(c.Name) {
+	if !KeepsLegacyClientService(c) {
 		return nil
 	}
 	return clientService(c, HeadlessServiceName(c.Name))
+}
+
+// KeepsLegacyClientService: every member lives under the legacy headless Service, and the
+// Service named after the cluster is the legacy client Service (AdoptedClientService).
+func KeepsLegacyClientService(c *etcdv1.EtcdCluster) bool {
+	return MembersServiceName(c) != HeadlessServiceName(c.Name)
 }
 
 func clientService(c *etcdv1.EtcdCluster, name string) *corev1.Service {

@@ -293,7 +293,7 @@ func retireLegacy(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.Et
 // legacy headless Service; a Service that is gone the operator makes anew. The legacy
 // EtcdCluster, their controller before, is gone by now.
 func takeLegacyServices(ctx context.Context, o *cli.Options, k *cli.Kube, c *etcdv1.EtcdCluster) error {
-	if specs.AdoptedClientService(c) == nil {
+	if !specs.KeepsLegacyClientService(c) {
 		return nil
 	}
 	for _, name := range []string{specs.MembersServiceName(c), specs.HeadlessServiceName(c.Name)} {
@@ -326,7 +326,7 @@ func kindOf(obj client.Object) string {
 func legacyNamesakes(ctx context.Context, k *cli.Kube, c *etcdv1.EtcdCluster) ([]client.Object, error) {
 	var out []client.Object
 	namesakes := []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}}
-	if specs.AdoptedClientService(c) != nil {
+	if specs.KeepsLegacyClientService(c) {
 		namesakes = namesakes[1:] // the client Service stays (takeLegacyServices)
 	}
 	for _, obj := range namesakes {
