@@ -38,11 +38,7 @@ func cacheDir() string {
 	if dir := os.Getenv("ETCD_OPERATOR_CACHE"); dir != "" {
 		return dir
 	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
+	base, _ := os.UserCacheDir() // XDG_CACHE_HOME, else ~/.cache, as the script reads them
 	return filepath.Join(base, "etcd-operator")
 }
 
